@@ -1,0 +1,36 @@
+# The two commands: `make run` (the main job) and `make test` (the whole suite).
+# Both create the virtual environment first, so they work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 3000
+
+.PHONY: venv run serve test lint bench clean
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(BIN)/.installed
+
+## run: start the local API, POST every offline example to it, print the results
+run: venv
+	$(BIN)/python -m examples.run_local --port $(PORT)
+
+## serve: only start the local API (Ctrl-C to stop)
+serve: venv
+	$(BIN)/python -m handler.local --port $(PORT)
+
+## test: the whole suite (lint included)
+test: venv
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis out

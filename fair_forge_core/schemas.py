@@ -1,0 +1,274 @@
+"""Pydantic models at the library's boundary: what an evaluation takes and returns.
+
+Request side (`Dataset`, `Batch`, tool calls, `EvaluationConfig`) rejects unknown
+fields, so a misspelt option (``"treshold"``) is an error naming the field rather
+than a silently ignored setting. Floats reject NaN and infinities.
+
+Result side mirrors DESIGN.md §3 and §6. Fields that a mode or a situation does not
+produce are ``None`` (JSON ``null``), never a made-up number.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# --------------------------------------------------------------------------- request
+
+
+class ToolCall(_Request):
+    """One call the agent made."""
+
+    tool_name: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    step: int | None = None
+
+
+class ExpectedToolCall(_Request):
+    """One call the agent should have made.
+
+    A parameter value may be a plain value (the common case) or a rule object, see
+    `fair_forge_core.tools` (``{"$any_of": [...]}``, ``{"$approx": x, "tol": t}``,
+    ``{"$text": s}``, ``{"$any": true}``).
+    """
+
+    tool_name: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    step: int | None = None
+
+
+class AgenticTrace(_Request):
+    """The tools the agent actually used in one turn."""
+
+    tools_used: list[ToolCall] = Field(default_factory=list)
+    final_answer_uses_tools: bool = False
+
+
+class GroundTruthAgentic(_Request):
+    """The tools the agent should have used in one turn."""
+
+    expected_tools: list[ExpectedToolCall] = Field(default_factory=list)
+    tool_sequence_matters: bool = False
+
+
+class Batch(_Request):
+    """One turn of a conversation."""
+
+    qa_id: str
+    query: str
+    assistant: str
+    ground_truth_assistant: str
+    observation: str | None = None
+    agentic: AgenticTrace | None = None
+    ground_truth_agentic: GroundTruthAgentic | None = None
+
+
+class Dataset(_Request):
+    """One conversation. Conversations sharing a `task_id` are attempts at one task."""
+
+    session_id: str
+    assistant_id: str
+    language: str = "english"
+    context: str = ""
+    task_id: str | None = None
+    conversation: list[Batch] = Field(min_length=1)
+
+
+class ToolWeights(_Request):
+    """Weights of the four tool dimensions; each ≥ 0, summing to more than 0."""
+
+    selection: float = Field(0.25, ge=0)
+    parameters: float = Field(0.25, ge=0)
+    sequence: float = Field(0.25, ge=0)
+    utilization: float = Field(0.25, ge=0)
+
+    @model_validator(mode="after")
+    def _positive_sum(self) -> ToolWeights:
+        if self.selection + self.parameters + self.sequence + self.utilization <= 0:
+            raise ValueError("tool_weights must sum to more than 0")
+        return self
+
+    def normalised(self) -> ToolWeights:
+        """The same weights scaled to sum to 1."""
+        total = self.selection + self.parameters + self.sequence + self.utilization
+        return ToolWeights(
+            selection=self.selection / total,
+            parameters=self.parameters / total,
+            sequence=self.sequence / total,
+            utilization=self.utilization / total,
+        )
+
+
+class StatisticalMode(_Request):
+    """How p is estimated: a point estimate, or a Beta posterior with credible intervals."""
+
+    mode: Literal["frequentist", "bayesian"] = "frequentist"
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    prior: tuple[float, float] = (1.0, 1.0)
+
+    @field_validator("prior")
+    @classmethod
+    def _positive_prior(cls, prior: tuple[float, float]) -> tuple[float, float]:
+        if prior[0] <= 0 or prior[1] <= 0:
+            raise ValueError("both prior parameters must be greater than 0")
+        return prior
+
+
+StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
+
+
+class EvaluationConfig(_Request):
+    """Options of one evaluation (DESIGN.md §2). Every field is optional."""
+
+    k: int = Field(3, ge=1, le=1000)
+    threshold: float = Field(0.7, ge=0, le=1)
+    tool_threshold: float = Field(0.75, ge=0, le=1)
+    tool_weights: ToolWeights = Field(default_factory=ToolWeights)
+    use_structured_output: bool = False
+    structured_output_method: StructuredOutputMethod | None = None
+    bos_json_clause: str = "```json"
+    eos_json_clause: str = "```"
+    verbose: bool = False
+    statistical_mode: StatisticalMode = Field(default_factory=StatisticalMode)
+    require_tool_correctness: bool = True
+    max_concurrency: int = Field(8, ge=1, le=64)
+    include_interactions: bool = True
+
+    @field_validator("statistical_mode", mode="before")
+    @classmethod
+    def _mode_from_string(cls, value: Any) -> Any:
+        # The original library takes a bare name; the object form adds options.
+        return {"mode": value} if isinstance(value, str) else value
+
+
+# --------------------------------------------------------------------------- result
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCorrectnessScore(_Result):
+    """Deterministic tool rubric of one turn (DESIGN.md §5)."""
+
+    tool_selection_correct: float
+    parameter_accuracy: float
+    sequence_correct: float
+    result_utilization: float
+    overall_correctness: float
+    is_correct: bool
+    reasoning: str
+    precision: float
+    recall: float
+    f1: float
+    result_in_answer: bool | None
+
+
+class InteractionResult(_Result):
+    """Per-turn detail. `answer_score` is None when the judge could not score the turn."""
+
+    qa_id: str
+    answer_score: float | None
+    answer_correct: bool | None
+    tool_correct: bool | None
+    is_correct: bool | None
+    judge_reasoning: str | None
+    error: str | None
+
+
+class RateEstimate(_Result):
+    """pass@k and pass^k of one (n, c, k), with credible bounds in Bayesian mode."""
+
+    pass_at_k: float
+    pass_pow_k: float
+    pass_at_k_ci_low: float | None = None
+    pass_at_k_ci_high: float | None = None
+    pass_pow_k_ci_low: float | None = None
+    pass_pow_k_ci_high: float | None = None
+
+
+class ConversationMetrics(_Result):
+    """One conversation. n and c count scored turns; unscored ones are reported, not zeroed."""
+
+    session_id: str
+    assistant_id: str
+    task_id: str | None
+    total_interactions: int
+    correct_interactions: int
+    unscored_interactions: int
+    is_scored: bool
+    is_fully_correct: bool | None
+    threshold: float
+    correctness_scores: list[float | None]
+    correct_indices: list[int]
+    tool_correctness_scores: list[ToolCorrectnessScore | None]
+    k: int
+    pass_at_k: float | None
+    pass_pow_k: float | None
+    pass_at_k_ci_low: float | None = None
+    pass_at_k_ci_high: float | None = None
+    pass_pow_k_ci_low: float | None = None
+    pass_pow_k_ci_high: float | None = None
+    interactions: list[InteractionResult] | None
+
+
+class CurvePoint(_Result):
+    k: int
+    pass_at_k: float
+    pass_pow_k: float
+    pass_at_k_unbiased: float | None
+    pass_pow_k_unbiased: float | None
+
+
+class PerTaskMetrics(_Result):
+    """τ-bench style: unbiased estimators per task, averaged over tasks with ≥ k attempts."""
+
+    tasks: int
+    tasks_with_k_attempts: int
+    pass_at_k: float | None
+    pass_pow_k: float | None
+
+
+class AggregatedMetrics(_Result):
+    """Across conversations: n = scored conversations, c = fully correct ones."""
+
+    total_conversations: int
+    fully_correct_conversations: int
+    unscored_conversations: int
+    conversation_success_rate: float | None
+    k: int
+    statistical_mode: Literal["frequentist", "bayesian"]
+    ci_level: float | None
+    pass_at_k: float | None
+    pass_pow_k: float | None
+    pass_at_k_ci_low: float | None = None
+    pass_at_k_ci_high: float | None = None
+    pass_pow_k_ci_low: float | None = None
+    pass_pow_k_ci_high: float | None = None
+    pass_at_k_unbiased: float | None
+    pass_pow_k_unbiased: float | None
+    interpretation: str | None
+    interpretation_explanation: str | None
+    conservative_interpretation: str | None = None
+    sample_size_warning: str | None
+    curve: list[CurvePoint]
+    per_task: PerTaskMetrics | None = None
+    by_assistant: dict[str, AggregatedMetrics] | None = None
+
+
+class EvaluationResult(_Result):
+    """The whole answer of one evaluation."""
+
+    success: Literal[True] = True
+    per_conversation_metrics: list[ConversationMetrics]
+    aggregated_metrics: AggregatedMetrics
+    warnings: list[str] = Field(default_factory=list)

@@ -1,0 +1,138 @@
+"""pass@k and pass^k: plug-in, unbiased and Bayesian estimates (DESIGN.md §6).
+
+With n trials of which c succeeded:
+
+- plug-in (the library and the paper): p = c/n, pass@k = 1 − (1 − p)^k, pass^k = p^k;
+- unbiased (Chen et al. 2021, τ-bench): pass@k = 1 − C(n−c, k)/C(n, k),
+  pass^k = C(c, k)/C(n, k), defined only for k ≤ n;
+- Bayesian: p ~ Beta(a + c, b + n − c) with prior (a, b). The posterior means of
+  p^k and 1 − (1 − p)^k have closed forms, and because both are monotone in p
+  their equal-tailed credible bounds are the Beta quantiles pushed through the
+  formula. No sampling: the same input always gives the same numbers.
+
+Pure functions, no I/O. `scipy.special` is imported only when a credible interval
+is asked for, so the frequentist path pays nothing for it.
+"""
+
+from __future__ import annotations
+
+from fair_forge_core.schemas import CurvePoint, RateEstimate, StatisticalMode
+
+CURVE_MIN_K = 10
+
+
+def _check_counts(n: int, c: int, k: int) -> None:
+    for name, value in (("n", n), ("c", c), ("k", k)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if not 0 <= c <= n:
+        raise ValueError(f"c must be between 0 and n={n}, got {c}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Plug-in probability of at least one success in k attempts: 1 − (1 − c/n)^k.
+
+    Raises ValueError unless n ≥ 1, 0 ≤ c ≤ n and k ≥ 1 (TypeError for non-ints).
+    """
+    _check_counts(n, c, k)
+    return 1.0 - (1.0 - c / n) ** k
+
+
+def pass_pow_k(n: int, c: int, k: int) -> float:
+    """Plug-in probability that all k attempts succeed: (c/n)^k. Same checks as `pass_at_k`."""
+    _check_counts(n, c, k)
+    return (c / n) ** k
+
+
+def pass_at_k_unbiased(n: int, c: int, k: int) -> float | None:
+    """Unbiased 1 − C(n−c, k)/C(n, k); None when k > n.
+
+    Computed as 1 − ∏_{i=n−c+1}^{n} (1 − k/i), which never forms a binomial
+    coefficient and so neither overflows nor loses precision for large n.
+    """
+    _check_counts(n, c, k)
+    if k > n:
+        return None
+    if n - c < k:
+        return 1.0
+    product = 1.0
+    for i in range(n - c + 1, n + 1):
+        product *= 1.0 - k / i
+    return 1.0 - product
+
+
+def pass_pow_k_unbiased(n: int, c: int, k: int) -> float | None:
+    """Unbiased C(c, k)/C(n, k) = ∏_{i<k} (c − i)/(n − i); None when k > n, 0.0 when c < k."""
+    _check_counts(n, c, k)
+    if k > n:
+        return None
+    if c < k:
+        return 0.0
+    product = 1.0
+    for i in range(k):
+        product *= (c - i) / (n - i)
+    return product
+
+
+def posterior_mean_pass_pow_k(alpha: float, beta: float, k: int) -> float:
+    """E[p^k] for p ~ Beta(alpha, beta): ∏_{i<k} (alpha + i)/(alpha + beta + i)."""
+    product = 1.0
+    for i in range(k):
+        product *= (alpha + i) / (alpha + beta + i)
+    return product
+
+
+def posterior_mean_pass_at_k(alpha: float, beta: float, k: int) -> float:
+    """E[1 − (1 − p)^k] for p ~ Beta(alpha, beta), using 1 − p ~ Beta(beta, alpha)."""
+    return 1.0 - posterior_mean_pass_pow_k(beta, alpha, k)
+
+
+def beta_credible_interval(alpha: float, beta: float, level: float) -> tuple[float, float]:
+    """Equal-tailed `level` credible interval of Beta(alpha, beta): its (1−level)/2 and (1+level)/2 quantiles."""
+    from scipy.special import betaincinv
+
+    tail = (1.0 - level) / 2.0
+    return float(betaincinv(alpha, beta, tail)), float(betaincinv(alpha, beta, 1.0 - tail))
+
+
+def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimate:
+    """pass@k and pass^k of n trials with c successes under `mode`.
+
+    Frequentist: the plug-in values, credible bounds None. Bayesian: the posterior
+    means, and bounds from the Beta quantiles q_low, q_high as
+    [1 − (1 − q_low)^k, 1 − (1 − q_high)^k] and [q_low^k, q_high^k].
+    """
+    if mode.mode == "frequentist":
+        return RateEstimate(pass_at_k=pass_at_k(n, c, k), pass_pow_k=pass_pow_k(n, c, k))
+    _check_counts(n, c, k)
+    alpha, beta = mode.prior[0] + c, mode.prior[1] + n - c
+    low, high = beta_credible_interval(alpha, beta, mode.ci_level)
+    return RateEstimate(
+        pass_at_k=posterior_mean_pass_at_k(alpha, beta, k),
+        pass_pow_k=posterior_mean_pass_pow_k(alpha, beta, k),
+        pass_at_k_ci_low=1.0 - (1.0 - low) ** k,
+        pass_at_k_ci_high=1.0 - (1.0 - high) ** k,
+        pass_pow_k_ci_low=low**k,
+        pass_pow_k_ci_high=high**k,
+    )
+
+
+def pass_curve(n: int, c: int, k: int, mode: StatisticalMode) -> list[CurvePoint]:
+    """One point per k' = 1 … max(k, 10): the estimate of `mode` and the unbiased estimators."""
+    points = []
+    for k_prime in range(1, max(k, CURVE_MIN_K) + 1):
+        rates = estimate_rates(n, c, k_prime, mode)
+        points.append(
+            CurvePoint(
+                k=k_prime,
+                pass_at_k=rates.pass_at_k,
+                pass_pow_k=rates.pass_pow_k,
+                pass_at_k_unbiased=pass_at_k_unbiased(n, c, k_prime),
+                pass_pow_k_unbiased=pass_pow_k_unbiased(n, c, k_prime),
+            )
+        )
+    return points

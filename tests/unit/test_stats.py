@@ -1,0 +1,132 @@
+"""pass@k / pass^k against the paper's table, the source README, math.comb and scipy.stats.beta."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import beta as beta_dist
+
+from fair_forge_core import stats
+from fair_forge_core.schemas import StatisticalMode
+
+FREQUENTIST = StatisticalMode()
+
+# The white paper's table for n = 3, c = 2 (three decimals as printed).
+PAPER_TABLE = {1: (0.667, 0.667), 2: (0.889, 0.444), 3: (0.963, 0.296), 4: (0.988, 0.198), 5: (0.996, 0.132)}
+
+
+@pytest.mark.parametrize("k", sorted(PAPER_TABLE))
+def test_plug_in_reproduces_the_papers_table(k: int) -> None:
+    expected_at, expected_pow = PAPER_TABLE[k]
+    assert round(stats.pass_at_k(3, 2, k), 3) == expected_at
+    assert round(stats.pass_pow_k(3, 2, k), 3) == expected_pow
+
+
+def test_plug_in_reproduces_the_lambda_readme() -> None:
+    assert round(stats.pass_at_k(3, 2, 3), 4) == 0.9630
+    assert round(stats.pass_pow_k(3, 2, 3), 4) == 0.2963
+
+
+def test_library_docs_example_seven_of_ten() -> None:
+    assert round(stats.pass_at_k(10, 7, 3), 3) == 0.973
+    assert round(stats.pass_pow_k(10, 7, 3), 3) == 0.343
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(0, 0, 1), (3, 4, 1), (3, -1, 1), (3, 2, 0)])
+def test_arguments_are_validated(n: int, c: int, k: int) -> None:
+    with pytest.raises(ValueError):
+        stats.pass_at_k(n, c, k)
+    with pytest.raises(ValueError):
+        stats.pass_pow_k(n, c, k)
+
+
+def test_non_integers_are_refused() -> None:
+    with pytest.raises(TypeError):
+        stats.pass_at_k(3.0, 2, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        stats.pass_pow_k(3, True, 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(3, 2, 1), (3, 2, 2), (3, 2, 3), (10, 3, 4), (50, 17, 10), (7, 0, 3), (7, 7, 7)])
+def test_unbiased_estimators_match_math_comb(n: int, c: int, k: int) -> None:
+    assert stats.pass_at_k_unbiased(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12)
+    assert stats.pass_pow_k_unbiased(n, c, k) == pytest.approx(math.comb(c, k) / math.comb(n, k), abs=1e-12)
+
+
+def test_unbiased_estimators_are_null_when_k_exceeds_n() -> None:
+    assert stats.pass_at_k_unbiased(3, 2, 4) is None
+    assert stats.pass_pow_k_unbiased(3, 2, 4) is None
+
+
+def test_unbiased_estimator_is_stable_for_large_n() -> None:
+    # C(5000, 100) overflows a float; the product form must not.
+    exact = 1 - math.comb(3000, 100) / math.comb(5000, 100)
+    assert stats.pass_at_k_unbiased(5000, 2000, 100) == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize(("n", "c", "k", "prior", "level"), [(3, 2, 3, (1, 1), 0.95), (20, 15, 5, (2, 3), 0.9), (5, 0, 2, (1, 1), 0.8)])
+def test_bayesian_intervals_are_beta_quantiles_pushed_through_the_formula(n, c, k, prior, level) -> None:
+    rates = stats.estimate_rates(n, c, k, StatisticalMode(mode="bayesian", ci_level=level, prior=prior))
+    posterior = beta_dist(prior[0] + c, prior[1] + n - c)
+    low, high = posterior.ppf((1 - level) / 2), posterior.ppf((1 + level) / 2)
+    assert rates.pass_pow_k_ci_low == pytest.approx(low**k, rel=1e-9)
+    assert rates.pass_pow_k_ci_high == pytest.approx(high**k, rel=1e-9)
+    assert rates.pass_at_k_ci_low == pytest.approx(1 - (1 - low) ** k, rel=1e-9)
+    assert rates.pass_at_k_ci_high == pytest.approx(1 - (1 - high) ** k, rel=1e-9)
+    # Posterior means: E[p^k] is the k-th raw moment of the Beta distribution.
+    assert rates.pass_pow_k == pytest.approx(posterior.moment(k), rel=1e-9)
+    expected_at = 1 - beta_dist(prior[1] + n - c, prior[0] + c).moment(k)
+    assert rates.pass_at_k == pytest.approx(expected_at, rel=1e-9)
+
+
+def test_frequentist_mode_has_no_intervals() -> None:
+    rates = stats.estimate_rates(3, 2, 3, FREQUENTIST)
+    assert rates.pass_at_k_ci_low is None and rates.pass_pow_k_ci_high is None
+    assert rates.pass_at_k == stats.pass_at_k(3, 2, 3)
+
+
+def test_curve_runs_to_at_least_ten_and_to_k() -> None:
+    assert [p.k for p in stats.pass_curve(3, 2, 3, FREQUENTIST)] == list(range(1, 11))
+    curve = stats.pass_curve(20, 10, 12, FREQUENTIST)
+    assert [p.k for p in curve] == list(range(1, 13))
+    assert curve[4].pass_pow_k == pytest.approx(0.5**5)
+    assert curve[11].pass_at_k_unbiased == pytest.approx(1 - math.comb(10, 12) / math.comb(20, 12))
+
+
+counts = st.integers(min_value=1, max_value=200).flatmap(
+    lambda n: st.tuples(st.just(n), st.integers(min_value=0, max_value=n), st.integers(min_value=1, max_value=30))
+)
+
+
+@settings(max_examples=100, derandomize=True)
+@given(counts)
+def test_properties_of_plug_in_and_unbiased_estimates(nck: tuple[int, int, int]) -> None:
+    n, c, k = nck
+    at, pow_ = stats.pass_at_k(n, c, k), stats.pass_pow_k(n, c, k)
+    assert 0.0 <= pow_ <= at + 1e-12 <= 1.0 + 1e-12
+    assert stats.pass_at_k(n, c, k + 1) >= at - 1e-12  # more attempts: more chance of one success
+    assert stats.pass_pow_k(n, c, k + 1) <= pow_ + 1e-12  # more attempts: less chance all succeed
+    if c < n:
+        assert stats.pass_at_k(n, c + 1, k) >= at - 1e-12
+        assert stats.pass_pow_k(n, c + 1, k) >= pow_ - 1e-12
+    unbiased_at, unbiased_pow = stats.pass_at_k_unbiased(n, c, k), stats.pass_pow_k_unbiased(n, c, k)
+    if k <= n:
+        assert unbiased_at is not None and unbiased_pow is not None
+        assert 0.0 <= unbiased_pow <= unbiased_at + 1e-12 <= 1.0 + 1e-12
+
+
+@settings(max_examples=60, derandomize=True)
+@given(counts, st.floats(min_value=0.5, max_value=0.99))
+def test_bayesian_estimates_are_ordered(nck: tuple[int, int, int], level: float) -> None:
+    # The posterior mean of p^k may lie outside the equal-tailed interval for large k
+    # (a heavy right tail), so only the bounds' order and range are properties.
+    n, c, k = nck
+    rates = stats.estimate_rates(n, c, k, StatisticalMode(mode="bayesian", ci_level=level))
+    assert 0.0 <= rates.pass_at_k_ci_low <= rates.pass_at_k_ci_high <= 1.0
+    assert 0.0 <= rates.pass_pow_k_ci_low <= rates.pass_pow_k_ci_high <= 1.0
+    assert 0.0 <= rates.pass_pow_k <= rates.pass_at_k + 1e-12 <= 1.0 + 1e-12
+    shuffled = stats.estimate_rates(n, c, k, StatisticalMode(mode="bayesian", ci_level=level))
+    assert shuffled == rates  # exact and reproducible: no sampling
