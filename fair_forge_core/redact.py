@@ -13,7 +13,9 @@ MASK = "[REDACTED]"
 _KEY_LIKE = re.compile(
     r"(?i)\b(?:sk-[a-z0-9_\-*.]{6,}|gsk_[a-z0-9_\-*.]{6,}|AKIA[0-9A-Z]{12,}|bearer\s+[a-z0-9_\-.=*]{6,})"
 )
-_KEY_FIELD = re.compile(r"(?i)(\"?(?:api_key|apikey|api-key|secret|password|token)\"?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|\S+)")
+_KEY_FIELD = re.compile(
+    r"(?i)(\"?(?:api_key|apikey|api-key|secret|password|token)\"?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+)
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

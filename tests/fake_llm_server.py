@@ -173,9 +173,7 @@ def last_user_text(request: dict[str, Any]) -> str:
             return content
         if isinstance(content, list):
             return "".join(
-                part.get("text", "")
-                for part in content
-                if isinstance(part, dict) and part.get("type") == "text"
+                part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
             )
         return ""
     return ""
@@ -278,9 +276,7 @@ def _normalise_tool_calls(calls: Iterable[dict[str, Any]]) -> list[dict[str, Any
     result = []
     for call in calls:
         if "function" in call:
-            result.append(
-                {"id": call.get("id") or f"call_fake_{next(_tool_call_ids)}", "type": "function"} | call
-            )
+            result.append({"id": call.get("id") or f"call_fake_{next(_tool_call_ids)}", "type": "function"} | call)
         else:
             result.append(_tool_call(call["name"], call.get("arguments", {})))
     return result

@@ -116,9 +116,7 @@ def test_marker_mode_scores_a_wrong_answer_zero(server: FakeLLMServer) -> None:
         ("function_calling", {"tool_choice": "Verdict"}),
     ],
 )
-def test_openai_structured_output_methods(
-    server: FakeLLMServer, method: str, expected_shape: dict[str, str]
-) -> None:
+def test_openai_structured_output_methods(server: FakeLLMServer, method: str, expected_shape: dict[str, str]) -> None:
     judge = openai_llm(server).with_structured_output(Verdict, method=method)
 
     right = judge.invoke(structured_messages(RIGHT))

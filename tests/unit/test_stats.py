@@ -50,7 +50,9 @@ def test_non_integers_are_refused() -> None:
         stats.pass_pow_k(3, True, 1)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("n", "c", "k"), [(3, 2, 1), (3, 2, 2), (3, 2, 3), (10, 3, 4), (50, 17, 10), (7, 0, 3), (7, 7, 7)])
+@pytest.mark.parametrize(
+    ("n", "c", "k"), [(3, 2, 1), (3, 2, 2), (3, 2, 3), (10, 3, 4), (50, 17, 10), (7, 0, 3), (7, 7, 7)]
+)
 def test_unbiased_estimators_match_math_comb(n: int, c: int, k: int) -> None:
     assert stats.pass_at_k_unbiased(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12)
     assert stats.pass_pow_k_unbiased(n, c, k) == pytest.approx(math.comb(c, k) / math.comb(n, k), abs=1e-12)
@@ -67,7 +69,10 @@ def test_unbiased_estimator_is_stable_for_large_n() -> None:
     assert stats.pass_at_k_unbiased(5000, 2000, 100) == pytest.approx(exact, rel=1e-9)
 
 
-@pytest.mark.parametrize(("n", "c", "k", "prior", "level"), [(3, 2, 3, (1, 1), 0.95), (20, 15, 5, (2, 3), 0.9), (5, 0, 2, (1, 1), 0.8)])
+@pytest.mark.parametrize(
+    ("n", "c", "k", "prior", "level"),
+    [(3, 2, 3, (1, 1), 0.95), (20, 15, 5, (2, 3), 0.9), (5, 0, 2, (1, 1), 0.8)],
+)
 def test_bayesian_intervals_are_beta_quantiles_pushed_through_the_formula(n, c, k, prior, level) -> None:
     rates = stats.estimate_rates(n, c, k, StatisticalMode(mode="bayesian", ci_level=level, prior=prior))
     posterior = beta_dist(prior[0] + c, prior[1] + n - c)

@@ -1,0 +1,109 @@
+"""`make run`: start the local API, POST every offline example to it, print the results.
+
+Examples whose connector needs a provider key (groq.json, openai.json) are listed
+but not sent; fill in a key and POST them yourself with curl. Full responses are
+written to `out/<example>.response.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = Path(__file__).resolve().parent
+OFFLINE_JUDGE = "fair_forge_core.judges.ReferenceJudge"
+
+
+def http_json(url: str, body: bytes | None = None, timeout: float = 60.0) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def wait_until_healthy(base_url: str, server: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the local API exited with code {server.returncode}")
+        try:
+            if http_json(f"{base_url}/health", timeout=2.0)[0] == 200:
+                return
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.2)
+    raise SystemExit(f"the local API did not answer on {base_url} within {timeout_s:.0f} s")
+
+
+def summarise(name: str, status: int, result: dict[str, Any]) -> str:
+    if status != 200:
+        return f"{name}: HTTP {status} — {result.get('error')}"
+    agg = result["aggregated_metrics"]
+    lines = [
+        f"{name}: {agg['fully_correct_conversations']}/{agg['total_conversations']} conversations fully correct, "
+        f"k={agg['k']}, pass@k={agg['pass_at_k']:.4f}, pass^k={agg['pass_pow_k']:.4f} → {agg['interpretation']}",
+        f"  {agg['interpretation_explanation']}",
+    ]
+    if agg.get("pass_at_k_ci_low") is not None:
+        lines.append(
+            f"  {agg['ci_level']:.0%} credible intervals: pass@k [{agg['pass_at_k_ci_low']:.3f}, "
+            f"{agg['pass_at_k_ci_high']:.3f}], pass^k [{agg['pass_pow_k_ci_low']:.3f}, {agg['pass_pow_k_ci_high']:.3f}]"
+        )
+    for assistant, sub in (agg.get("by_assistant") or {}).items():
+        lines.append(
+            f"  {assistant}: pass@k={sub['pass_at_k']:.3f}, pass^k={sub['pass_pow_k']:.3f} → {sub['interpretation']}"
+        )
+    if agg.get("per_task"):
+        task = agg["per_task"]
+        lines.append(
+            f"  per task ({task['tasks_with_k_attempts']}/{task['tasks']} with ≥k attempts): "
+            f"pass@k={task['pass_at_k']}, pass^k={task['pass_pow_k']}"
+        )
+    for conversation in result["per_conversation_metrics"]:
+        mark = "PASS" if conversation["is_fully_correct"] else "FAIL"
+        scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])
+        lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]")
+    lines.extend(f"  warning: {w}" for w in result.get("warnings", []))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=3000)
+    parser.add_argument("--out", type=Path, default=Path("out"))
+    args = parser.parse_args(argv)
+    base_url = f"http://127.0.0.1:{args.port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "handler.local", "--port", str(args.port)], stdout=subprocess.DEVNULL
+    )
+    failures = 0
+    try:
+        wait_until_healthy(base_url, server)
+        print(f"Local API up on {base_url}\n")
+        args.out.mkdir(exist_ok=True)
+        for path in sorted(EXAMPLES.glob("*.json")):
+            request = json.loads(path.read_text())
+            if request["connector"]["class_path"] != OFFLINE_JUDGE:
+                print(f"{path.name}: needs a provider key, not sent (curl -d @examples/{path.name} {base_url}/run)\n")
+                continue
+            status, result = http_json(f"{base_url}/run", path.read_bytes())
+            (args.out / f"{path.stem}.response.json").write_text(json.dumps(result, indent=2) + "\n")
+            print(summarise(path.name, status, result) + "\n")
+            failures += status != 200
+        print(f"Full responses are in {args.out}/.")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

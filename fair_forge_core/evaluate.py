@@ -1,0 +1,172 @@
+"""`evaluate()`: judge every turn once, score the tools, compute the metrics.
+
+The only module that runs the judge. Identical turns (the same `JudgeRequest`:
+query, answer, ground truth, and the conversation's context and language the judge
+also sees) are judged once per evaluation. All judge calls run concurrently under
+the judge's cap. If the provider refuses (bad key), the evaluation stops and raises
+`JudgeProviderRefused`; if no conversation could be scored, it raises
+`NoConversationScored`. Otherwise every turn is in the result, scored or with the
+reason it is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from fair_forge_core.judges.llm import (
+    AnswerJudge,
+    JudgeCallError,
+    JudgeProviderRefused,
+    JudgeTelemetry,
+    RetryPolicy,
+)
+from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
+from fair_forge_core.schemas import ConversationMetrics, Dataset, EvaluationConfig, EvaluationResult
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class NoConversationScored(Exception):
+    """Every conversation has an unscored turn; the message lists the causes."""
+
+
+def judge_request_of(dataset: Dataset, turn_index: int) -> JudgeRequest:
+    """What the judge is asked about turn `turn_index` of `dataset` (also the dedup key)."""
+    batch = dataset.conversation[turn_index]
+    return JudgeRequest(
+        query=batch.query,
+        answer=batch.assistant,
+        ground_truth=batch.ground_truth_assistant,
+        context=dataset.context,
+        language=dataset.language,
+    )
+
+
+async def judge_all(
+    requests: Iterable[JudgeRequest], judge: AnswerJudge, on_progress: ProgressCallback | None = None
+) -> dict[JudgeRequest, TurnJudgement]:
+    """One judgement per distinct request, judged concurrently.
+
+    A `JudgeProviderRefused` from any call cancels the others and propagates.
+    """
+    unique = list(dict.fromkeys(requests))
+    done = 0
+
+    async def judge_one(request: JudgeRequest) -> TurnJudgement:
+        nonlocal done
+        try:
+            verdict = await judge.judge(request)
+            judgement = TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)
+        except JudgeCallError as exc:
+            judgement = TurnJudgement(score=None, error=str(exc))
+        done += 1
+        if on_progress is not None:
+            on_progress(done, len(unique))
+        return judgement
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(judge_one(request)) for request in unique]
+    except* JudgeProviderRefused as refused:
+        raise refused.exceptions[0] from None
+    return {request: task.result() for request, task in zip(unique, tasks, strict=True)}
+
+
+async def evaluate(
+    datasets: list[Dataset],
+    chat_model: BaseChatModel,
+    config: EvaluationConfig | None = None,
+    *,
+    deadline: float | None = None,
+    retry: RetryPolicy | None = None,
+    telemetry: JudgeTelemetry | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> EvaluationResult:
+    """Evaluate `datasets` with `chat_model` as judge.
+
+    `deadline` (a `time.monotonic()` instant) stops new judge calls; turns not judged
+    by then are reported unscored. `telemetry`, if given, receives the judge's counters.
+    `on_progress(done, total)` is called after each distinct judge request.
+    """
+    config = config or EvaluationConfig()
+    judge = AnswerJudge(
+        model=chat_model,
+        config=config,
+        retry=retry or RetryPolicy(),
+        deadline=deadline,
+        telemetry=telemetry or JudgeTelemetry(),
+    )
+    requests = [[judge_request_of(d, i) for i in range(len(d.conversation))] for d in datasets]
+    judgements = await judge_all((r for turns in requests for r in turns), judge, on_progress)
+    conversations = [
+        conversation_metrics(dataset, [judgements[r] for r in turns], config)
+        for dataset, turns in zip(datasets, requests, strict=True)
+    ]
+    return build_result(conversations, config)
+
+
+def build_result(conversations: list[ConversationMetrics], config: EvaluationConfig) -> EvaluationResult:
+    """The full result from per-conversation metrics, with warnings for what a reader must know.
+
+    Raises `NoConversationScored` when none of the conversations was scored.
+    """
+    aggregated = aggregate(conversations, config)
+    warnings = []
+    if aggregated.unscored_conversations:
+        causes = Counter(
+            i.error for m in conversations if m.interactions for i in m.interactions if i.error is not None
+        )
+        summary = "; ".join(f"{count}× {cause}" for cause, count in causes.most_common(3))
+        message = f"{aggregated.unscored_conversations} conversation(s) unscored and left out of n and c"
+        if aggregated.total_conversations == 0:
+            raise NoConversationScored(f"no conversation could be scored: {summary or 'judge errors'}")
+        warnings.append(f"{message}: {summary}" if summary else message)
+    if config.k > aggregated.total_conversations:
+        warnings.append(
+            f"k = {config.k} exceeds the {aggregated.total_conversations} scored conversation(s): "
+            "the unbiased estimators are null"
+        )
+    if not config.include_interactions:
+        warnings.append("per-turn detail left out (config.include_interactions is false)")
+        conversations = [m.model_copy(update={"interactions": None}) for m in conversations]
+    return EvaluationResult(per_conversation_metrics=conversations, aggregated_metrics=aggregated, warnings=warnings)
+
+
+def evaluate_sync(
+    datasets: list[Dataset], chat_model: BaseChatModel, config: EvaluationConfig | None = None, **kwargs: Any
+) -> EvaluationResult:
+    """`evaluate` for callers without an event loop."""
+    return asyncio.run(evaluate(datasets, chat_model, config, **kwargs))
+
+
+class Agentic:
+    """The original library's entry point: `Agentic.run(retriever, model=..., k=...)`.
+
+    `source` is a list of `Dataset` (or dicts), an object with `load_dataset()`, or a
+    retriever class (instantiated with `retriever_kwargs`). Other keyword arguments
+    are `EvaluationConfig` fields. Returns the per-conversation metrics, as the
+    original does; use `evaluate` for the aggregated metrics too.
+    """
+
+    @staticmethod
+    def run(
+        source: Any,
+        *,
+        model: BaseChatModel,
+        k: int,
+        retriever_kwargs: dict[str, Any] | None = None,
+        **config: Any,
+    ) -> list[ConversationMetrics]:
+        if isinstance(source, type):
+            source = source(**(retriever_kwargs or {}))
+        if hasattr(source, "load_dataset"):
+            source = source.load_dataset()
+        datasets = [d if isinstance(d, Dataset) else Dataset.model_validate(d) for d in source]
+        result = evaluate_sync(datasets, model, EvaluationConfig(k=k, **config))
+        return result.per_conversation_metrics

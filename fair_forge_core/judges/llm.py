@@ -1,0 +1,284 @@
+"""The answer judge: any LangChain chat model, called with retries, a concurrency cap and a deadline.
+
+One `AnswerJudge.judge(request)` call returns a `Verdict` or raises:
+
+- `JudgeCallError` — this turn could not be scored (provider still failing after
+  the retry budget, output unparseable after `max_parse_attempts`, a 4xx the
+  provider gives for this request only, or the deadline passed). The turn is then
+  reported unscored with the error's message; it is never scored 0.0.
+- `JudgeProviderRefused` — the provider refuses every call (401, 403, 404: a bad
+  key, no access, no such model). The evaluation stops at once.
+
+Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried
+with exponential backoff and full jitter, or after the provider's Retry-After when
+it sends one. Parse failures are retried at once (a new sample may parse).
+Error messages are built from the status and the exception type, and any provider
+text is passed through `redact`, so no key reaches a response or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_core.redact import redact
+from fair_forge_core.schemas import EvaluationConfig
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "title": "judge_verdict",
+    "description": "The grade of one agent answer against its ground truth.",
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "description": "Correctness from 0.0 to 1.0."},
+        "reasoning": {"type": "string", "description": "One or two sentences explaining the score."},
+    },
+    "required": ["score", "reasoning"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    score: float
+    reasoning: str
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard the judge tries before a turn is left unscored.
+
+    `max_attempts` bounds provider attempts per turn (transient errors); parse
+    failures have their own bound. `call_timeout_s` bounds one provider call.
+    """
+
+    max_attempts: int = 8
+    max_parse_attempts: int = 3
+    base_delay_s: float = 0.2
+    max_delay_s: float = 8.0
+    call_timeout_s: float = 30.0
+
+
+@dataclass
+class JudgeTelemetry:
+    """Counters one evaluation's judge fills in; the handler turns them into metrics."""
+
+    calls: int = 0
+    retries: int = 0
+    parse_failures: int = 0
+    errors: int = 0
+
+
+class JudgeCallError(Exception):
+    """A turn the judge could not score; the message says why and is safe to return."""
+
+
+class JudgeProviderRefused(Exception):
+    """The provider refuses the judge's calls altogether; the message is safe to return."""
+
+
+class VerdictParseError(ValueError):
+    """The judge's reply holds no usable verdict."""
+
+
+ErrorKind = Literal["fatal", "transient", "turn", "parse"]
+
+_FATAL_STATUSES = {401, 403, 404}
+_TRANSIENT_STATUSES = {408, 409, 425, 429}
+
+
+def status_code_of(exc: BaseException) -> int | None:
+    """The HTTP status of a provider SDK exception (openai, groq, httpx), if it has one."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        response = getattr(exc, "response", None)
+        status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def classify_error(exc: BaseException) -> ErrorKind:
+    """Whether `exc` stops the evaluation, is worth retrying, fails one turn, or is a bad reply."""
+    status = status_code_of(exc)
+    if status in _FATAL_STATUSES:
+        return "fatal"
+    if status is not None and (status in _TRANSIENT_STATUSES or status >= 500):
+        return "transient"
+    if status is not None:
+        return "turn"
+    if isinstance(exc, OSError):  # TimeoutError and ConnectionError included
+        return "transient"
+    name = type(exc).__name__  # SDK classes: APITimeoutError, APIConnectionError, httpx.ConnectError
+    if "Timeout" in name or "Connect" in name:
+        return "transient"
+    return "parse"
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (`retry-after-ms` or `retry-after` header), if any."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def describe_error(exc: BaseException) -> str:
+    """A short, secret-free description of a provider error."""
+    status = status_code_of(exc)
+    prefix = f"HTTP {status} " if status is not None else ""
+    if status in (401, 403):
+        # Providers echo (partly masked) keys in these messages; say nothing of it.
+        return f"{prefix}{type(exc).__name__}: the provider rejected the credentials"
+    detail = redact(str(exc))[:200]
+    return f"{prefix}{type(exc).__name__}: {detail}" if detail else f"{prefix}{type(exc).__name__}"
+
+
+def parse_verdict(raw: Any, *, bos: str, eos: str) -> Verdict:
+    """A `Verdict` from a structured-output dict/object or a chat message.
+
+    Message text: the JSON between the first `bos` and the next `eos`; failing that,
+    the first JSON object anywhere in the text. The score must be a finite number
+    (not a bool) in [0, 1], or it is a `VerdictParseError` — never clamped.
+    """
+    if isinstance(raw, BaseMessage):
+        raw = _json_in_text(_message_text(raw), bos=bos, eos=eos)
+    elif hasattr(raw, "model_dump"):
+        raw = raw.model_dump()
+    if not isinstance(raw, dict):
+        raise VerdictParseError(f"expected a JSON object, got {type(raw).__name__}")
+    score = raw.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        raise VerdictParseError("the reply has no numeric score")
+    if not 0.0 <= score <= 1.0:
+        raise VerdictParseError(f"score {score} is outside [0, 1]")
+    reasoning = raw.get("reasoning", "")
+    return Verdict(score=float(score), reasoning=reasoning if isinstance(reasoning, str) else str(reasoning))
+
+
+def _message_text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(block if isinstance(block, str) else str(block.get("text", "")) for block in content)
+
+
+def _json_in_text(text: str, *, bos: str, eos: str) -> Any:
+    start = text.find(bos) if bos else -1
+    if start >= 0:
+        end = text.find(eos, start + len(bos)) if eos else -1
+        inner = text[start + len(bos) : end if end >= 0 else None]
+        try:
+            return json.loads(inner)
+        except ValueError:
+            pass
+    decoder = json.JSONDecoder()
+    for at in (i for i, char in enumerate(text) if char == "{"):
+        try:
+            value, _ = decoder.raw_decode(text, at)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise VerdictParseError("no JSON object in the reply")
+
+
+@dataclass
+class AnswerJudge:
+    """Scores answers with `model` under `config`'s output mode and concurrency cap.
+
+    `deadline` is a `time.monotonic()` instant after which no new provider call
+    starts; turns not yet judged then fail with a `JudgeCallError`.
+    """
+
+    model: BaseChatModel
+    config: EvaluationConfig
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    deadline: float | None = None
+    telemetry: JudgeTelemetry = field(default_factory=JudgeTelemetry)
+    rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
+        if self.config.use_structured_output:
+            kwargs = {}
+            if self.config.structured_output_method:
+                kwargs["method"] = self.config.structured_output_method
+            self._runnable: Any = self.model.with_structured_output(VERDICT_SCHEMA, **kwargs)
+        else:
+            self._runnable = self.model
+
+    async def judge(self, request: JudgeRequest) -> Verdict:
+        """The verdict on one turn, after retries. See the module docstring for the errors."""
+        messages = build_judge_messages(
+            request,
+            structured=self.config.use_structured_output,
+            bos_json_clause=self.config.bos_json_clause,
+            eos_json_clause=self.config.eos_json_clause,
+        )
+        attempts = parse_failures = 0
+        while True:
+            async with self._semaphore:
+                timeout = self._time_left()
+                self.telemetry.calls += 1
+                try:
+                    raw = await asyncio.wait_for(self._runnable.ainvoke(messages), timeout)
+                    return parse_verdict(raw, bos=self.config.bos_json_clause, eos=self.config.eos_json_clause)
+                except VerdictParseError as exc:
+                    kind: ErrorKind = "parse"
+                    error: BaseException = exc
+                except Exception as exc:
+                    kind, error = classify_error(exc), exc
+            if kind == "fatal":
+                raise JudgeProviderRefused(f"the judge provider refused the request ({describe_error(error)})")
+            if kind == "parse":
+                self.telemetry.parse_failures += 1
+                parse_failures += 1
+                if parse_failures >= self.retry.max_parse_attempts:
+                    raise self._turn_error(f"unparseable judge output after {parse_failures} attempts: {error}")
+                continue
+            if kind == "turn":
+                raise self._turn_error(f"judge call failed: {describe_error(error)}")
+            attempts += 1
+            if attempts >= self.retry.max_attempts:
+                raise self._turn_error(
+                    f"judge provider still failing after {attempts} attempts: {describe_error(error)}"
+                )
+            self.telemetry.retries += 1
+            await asyncio.sleep(self._backoff_s(attempts, retry_after_s(error)))
+
+    def _time_left(self) -> float:
+        """Timeout of the next call: the per-call limit, cut to the deadline; raises if none is left."""
+        if self.deadline is None:
+            return self.retry.call_timeout_s
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self._turn_error("time budget exhausted before this turn could be judged")
+        return min(self.retry.call_timeout_s, left)
+
+    def _backoff_s(self, attempt: int, retry_after: float | None) -> float:
+        """Full-jitter exponential backoff, or the provider's Retry-After plus a little jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.retry.max_delay_s) * (1.0 + 0.25 * self.rng.random())
+        ceiling = min(self.retry.max_delay_s, self.retry.base_delay_s * 2 ** (attempt - 1))
+        return self.rng.uniform(0.0, ceiling)
+
+    def _turn_error(self, message: str) -> JudgeCallError:
+        self.telemetry.errors += 1
+        return JudgeCallError(message)

@@ -1,0 +1,526 @@
+"""Deterministic tool-call scoring of one turn (DESIGN.md §5). No I/O, no LLM.
+
+`score_tool_calls` compares the calls an agent made (`AgenticTrace`) with the calls
+it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
+
+- **Pairing.** Each expected call is paired with at most one used call of the same
+  name. Per name, the pairing maximises the total parameter agreement (an optimal
+  assignment), so repeated calls of one tool are compared with the right partner.
+  Calls of one name are first put in order (see *Order*); among pairings of equal
+  total agreement the one pairing the k-th expected call with the k-th used call
+  is preferred, then whatever is first in that order. Every name pairs
+  ``min(#expected, #used)`` calls, even when their parameters disagree entirely.
+- **Selection.** Multiset Jaccard of tool names, ``|E ∩ U| / |E ∪ U|``; 1.0 when
+  both are empty. Expected ``[a, a, b]`` vs used ``[a, b, c]`` gives 2/4.
+- **Parameters.** Per expected call, the share of keys (the union of both sides'
+  keys) whose values agree; an unpaired expected call scores 0, and two empty
+  parameter sets score 1. The dimension is the mean over expected calls. With no
+  expected calls it is 1.0 if no call was used and 0.0 otherwise.
+- **Sequence.** 1.0 unless ``tool_sequence_matters``. Otherwise the length of the
+  longest common subsequence of the expected order and the used order of the
+  *paired* calls, divided by the number of expected calls (1.0 with none). Unpaired
+  used calls are ignored, so an extra leading call does not zero the score; two
+  swapped calls score 0.5.
+- **Order.** Calls are sorted by ``(step is None, step, list index)``: calls with a
+  ``step`` first, by step, then calls without one in list order; equal steps keep
+  list order.
+- **Utilization.** 1.0 if the trace reports ``final_answer_uses_tools: true``, else
+  0.0 (also with no trace) — except that a turn expecting no tools and using none
+  scores 1.0, as there is nothing to use. Separately, ``result_in_answer`` says whether a tool
+  result appears in the answer: None when no used call has a non-None result;
+  numbers match a number token of the answer (8 matches "The result is 8.", 8.0
+  matches "8", "1,000" reads as 1000; equal within a relative 1e-9); strings match
+  as case- and whitespace-insensitive substrings (an empty string never matches);
+  other values match as a substring of their JSON text (same insensitivity).
+- **Overall.** The weighted sum with `ToolWeights.normalised()` (capped at 1.0
+  against float rounding); correct ⇔ overall ≥ ``tool_threshold`` − 1e-9.
+- **Tool-call F1** (seed 004, multisets rather than Ragas' sets): a used call
+  matches an expected call when the names are equal and every parameter agrees
+  (the parameter share is 1); matches are one-to-one, found by an optimal
+  assignment. For plain values this is exactly the multiset intersection of
+  ``(name, canonical arguments)``. precision = matches / #used, recall = matches /
+  #expected, F1 their harmonic mean. Both sides empty → 1.0 for all three; an
+  empty side makes its undefined ratio 0.0 (and F1 0.0).
+
+Value agreement (`values_agree`): dict key order is irrelevant; numbers compare by
+value (5 == 5.0); bools are not numbers (True ≠ 1); strings never equal numbers
+("5" ≠ 5); dicts and lists are compared recursively; lists are ordered.
+
+Rules. A ground-truth parameter value (or any value nested inside one) may be a
+rule instead of a plain value. A rule is a dict of exactly one of these shapes:
+
+- ``{"$any_of": [v1, v2, ...]}`` agrees with any listed value (each compared with
+  `values_agree`, so options may be rules themselves);
+- ``{"$approx": 3.14, "tol": 0.01}`` agrees with a number within the absolute
+  tolerance ``tol`` or the relative tolerance ``rel`` (both optional, ≥ 0, default
+  0, bounds inclusive); bools never match;
+- ``{"$text": "New York"}`` agrees with a string equal after case folding,
+  collapsing runs of whitespace and stripping;
+- ``{"$any": true}`` agrees with any value, but the key must be present on the
+  used side (a missing key never agrees).
+
+A dict whose keys or value types do not fit one of these shapes exactly (say
+``{"$text": 5}`` or ``{"$any": true, "x": 1}``) is a plain dict value. Rules only
+mean something on the expected side; on the used side such a dict is plain data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fair_forge_core.schemas import (
+    AgenticTrace,
+    ExpectedToolCall,
+    GroundTruthAgentic,
+    ToolCall,
+    ToolCorrectnessScore,
+    ToolWeights,
+)
+
+__all__ = [
+    "THRESHOLD_TOLERANCE",
+    "find_result_in_answer",
+    "parameter_agreement",
+    "score_tool_calls",
+    "tool_call_f1",
+    "values_agree",
+]
+
+THRESHOLD_TOLERANCE = 1e-9
+"""Slack of the ``overall ≥ tool_threshold`` comparison (float sums of weights)."""
+
+_TIE_BONUS = 1e-9
+"""Total bonus that prefers pairing k-th with k-th among equally good pairings.
+
+It is far below the smallest real difference between two total agreements
+(1 / lcm of the key counts, ≥ 1e-8 for calls of up to 22 keys)."""
+
+_APPROX_SLACK = 1e-12
+"""Added to ``$approx`` tolerances so that a bound is inclusive despite float rounding."""
+
+_NUMBER_TOKEN = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w|\.\d)")
+
+AnyCall = ToolCall | ExpectedToolCall
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _is_number(value: Any) -> bool:
+    """True for real numbers; bools are not numbers here."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _normalise_text(text: str) -> str:
+    """Case-folded, runs of whitespace collapsed to one space, stripped."""
+    return " ".join(text.split()).casefold()
+
+
+def _approx_matcher(rule: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+    """The matcher of ``{"$approx": x, "tol": t, "rel": r}``, or None if malformed."""
+    if not set(rule) <= {"$approx", "tol", "rel"} or not all(_is_number(v) for v in rule.values()):
+        return None
+    target = rule["$approx"]
+    tol = rule.get("tol", 0.0)
+    rel = rule.get("rel", 0.0)
+    if not all(math.isfinite(v) for v in (target, tol, rel)) or tol < 0 or rel < 0:
+        return None
+
+    def matches(used: Any) -> bool:
+        return _is_number(used) and math.isclose(used, target, rel_tol=rel + _APPROX_SLACK, abs_tol=tol + _APPROX_SLACK)
+
+    return matches
+
+
+def _rule_matcher(value: Any) -> Callable[[Any], bool] | None:
+    """The matcher of a rule (see the module docstring), or None if `value` is no rule."""
+    if not isinstance(value, Mapping) or not value:
+        return None
+    keys = set(value)
+    if keys == {"$any"}:
+        return (lambda _used: True) if value["$any"] is True else None
+    if keys == {"$text"}:
+        if not isinstance(value["$text"], str):
+            return None
+        target = _normalise_text(value["$text"])
+        return lambda used: isinstance(used, str) and _normalise_text(used) == target
+    if keys == {"$any_of"}:
+        options = value["$any_of"]
+        if not isinstance(options, list):
+            return None
+        return lambda used: any(values_agree(option, used) for option in options)
+    if "$approx" in keys:
+        return _approx_matcher(value)
+    return None
+
+
+def values_agree(expected: Any, used: Any) -> bool:
+    """Whether a used value agrees with an expected value (which may hold rules).
+
+    Numbers compare by value (5 == 5.0), bools only with bools (True ≠ 1), strings
+    only with strings ("5" ≠ 5), None only with None. Dicts agree when they have the
+    same keys and every value agrees (key order is irrelevant); lists and tuples
+    when they have the same length and agree position by position. Rules in
+    `expected`, at any depth, are applied instead of equality.
+    """
+    matcher = _rule_matcher(expected)
+    if matcher is not None:
+        return matcher(used)
+    if isinstance(expected, bool) or isinstance(used, bool):
+        return isinstance(expected, bool) and isinstance(used, bool) and expected == used
+    if _is_number(expected) or _is_number(used):
+        return _is_number(expected) and _is_number(used) and expected == used
+    if isinstance(expected, str) or isinstance(used, str):
+        return isinstance(expected, str) and isinstance(used, str) and expected == used
+    if isinstance(expected, Mapping) or isinstance(used, Mapping):
+        return (
+            isinstance(expected, Mapping)
+            and isinstance(used, Mapping)
+            and set(expected) == set(used)
+            and all(values_agree(expected[key], used[key]) for key in expected)
+        )
+    if isinstance(expected, list | tuple) or isinstance(used, list | tuple):
+        return (
+            isinstance(expected, list | tuple)
+            and isinstance(used, list | tuple)
+            and len(expected) == len(used)
+            and all(values_agree(e, u) for e, u in zip(expected, used, strict=True))
+        )
+    if expected is None or used is None:
+        return expected is None and used is None
+    return bool(expected == used)
+
+
+def parameter_agreement(expected: Mapping[str, Any], used: Mapping[str, Any]) -> tuple[float, list[str]]:
+    """The share of keys whose values agree, and the sorted keys that do not.
+
+    Keys are the union of both sides; a key present on one side only disagrees
+    (also under ``{"$any": true}``). Two empty parameter sets agree fully (1.0).
+    """
+    keys = set(expected) | set(used)
+    if not keys:
+        return 1.0, []
+    wrong = sorted(
+        key for key in keys if key not in expected or key not in used or not values_agree(expected[key], used[key])
+    )
+    return (len(keys) - len(wrong)) / len(keys), wrong
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """An expected call (index into the expected list) paired with a used call."""
+
+    expected: int
+    used: int
+    agreement: float
+    wrong_keys: tuple[str, ...]
+
+
+def _in_order(calls: Sequence[AnyCall]) -> list[int]:
+    """Indices of `calls` sorted by ``(step is None, step, list index)``."""
+    return sorted(
+        range(len(calls)),
+        key=lambda i: (calls[i].step is None, calls[i].step if calls[i].step is not None else 0, i),
+    )
+
+
+def _best_assignment(weights: list[list[float]]) -> list[tuple[int, int]]:
+    """A one-to-one (row, column) assignment of maximum total weight.
+
+    It has ``min(rows, columns)`` pairs. Ties go to the pairing that matches row k
+    with column k, then to the first row or column. With a single row or column
+    this is an arg-max; otherwise scipy's `linear_sum_assignment` (imported here,
+    so that importing this module does not import scipy).
+    """
+    rows = len(weights)
+    columns = len(weights[0]) if rows else 0
+    if rows == 0 or columns == 0:
+        return []
+    if rows == 1:
+        return [(0, max(range(columns), key=lambda j: weights[0][j]))]
+    if columns == 1:
+        return [(max(range(rows), key=lambda i: weights[i][0]), 0)]
+
+    from scipy.optimize import linear_sum_assignment
+
+    bonus = _TIE_BONUS / min(rows, columns)
+    matrix = [[w + (bonus if i == j else 0.0) for j, w in enumerate(row)] for i, row in enumerate(weights)]
+    row_indices, column_indices = linear_sum_assignment(matrix, maximize=True)
+    return [(int(i), int(j)) for i, j in zip(row_indices, column_indices, strict=True)]
+
+
+def _indices_by_name(calls: Sequence[AnyCall]) -> dict[str, list[int]]:
+    """Indices of `calls` grouped by tool name, each group in call order."""
+    groups: dict[str, list[int]] = {}
+    for index in _in_order(calls):
+        groups.setdefault(calls[index].tool_name, []).append(index)
+    return groups
+
+
+def _pair_calls(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> list[_Pair]:
+    """Pair expected with used calls of the same name, maximising total parameter agreement."""
+    used_by_name = _indices_by_name(used)
+    pairs: list[_Pair] = []
+    for name, expected_indices in _indices_by_name(expected).items():
+        used_indices = used_by_name.get(name, [])
+        table = [
+            [parameter_agreement(expected[e].parameters, used[u].parameters) for u in used_indices]
+            for e in expected_indices
+        ]
+        for row, column in _best_assignment([[share for share, _ in cells] for cells in table]):
+            share, wrong = table[row][column]
+            pairs.append(_Pair(expected_indices[row], used_indices[column], share, tuple(wrong)))
+    return sorted(pairs, key=lambda pair: pair.expected)
+
+
+# --------------------------------------------------------------------------- dimensions
+
+
+def _selection(expected_names: Counter[str], used_names: Counter[str]) -> float:
+    """Multiset Jaccard |E ∩ U| / |E ∪ U|; 1.0 when both are empty."""
+    union = sum((expected_names | used_names).values())
+    if union == 0:
+        return 1.0
+    return sum((expected_names & used_names).values()) / union
+
+
+def _parameters(expected_count: int, used_count: int, pairs: Sequence[_Pair]) -> float:
+    """Mean agreement over expected calls (unpaired → 0).
+
+    No expected calls: 1.0 if no call was used either, else 0.0 (every used call is
+    then unwanted, so none of its parameters can be right).
+    """
+    if expected_count == 0:
+        return 1.0 if used_count == 0 else 0.0
+    return sum(pair.agreement for pair in pairs) / expected_count
+
+
+def _longest_common_subsequence(first: Sequence[int], second: Sequence[int]) -> list[int]:
+    """One longest common subsequence of two sequences (deterministic)."""
+    lengths = [[0] * (len(second) + 1) for _ in range(len(first) + 1)]
+    for i in range(len(first) - 1, -1, -1):
+        for j in range(len(second) - 1, -1, -1):
+            if first[i] == second[j]:
+                lengths[i][j] = lengths[i + 1][j + 1] + 1
+            else:
+                lengths[i][j] = max(lengths[i + 1][j], lengths[i][j + 1])
+    common: list[int] = []
+    i = j = 0
+    while i < len(first) and j < len(second):
+        if first[i] == second[j]:
+            common.append(first[i])
+            i, j = i + 1, j + 1
+        elif lengths[i + 1][j] >= lengths[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return common
+
+
+def _sequence(
+    expected: Sequence[ExpectedToolCall],
+    used: Sequence[ToolCall],
+    pairs: Sequence[_Pair],
+    sequence_matters: bool,
+) -> tuple[float, set[int]]:
+    """The sequence score and the expected calls (indices) found out of order.
+
+    1.0 if the order does not matter or nothing is expected. Otherwise
+    LCS(expected order, used order of the paired calls) / #expected, where a used
+    call is identified by the expected call it is paired with.
+    """
+    if not sequence_matters or not expected:
+        return 1.0, set()
+    partner = {pair.used: pair.expected for pair in pairs}
+    used_order = [partner[index] for index in _in_order(used) if index in partner]
+    common = _longest_common_subsequence(_in_order(expected), used_order)
+    return len(common) / len(expected), set(used_order) - set(common)
+
+
+def _utilization(used: AgenticTrace | None, expects_tools: bool) -> tuple[float, str | None]:
+    """1.0 if the trace reports that the answer uses tool results, and a note if not.
+
+    A turn whose ground truth expects no tools and that used none has nothing to
+    utilise: 1.0, so answering without tools when none are wanted is a perfect score.
+    """
+    if not expects_tools and (used is None or not used.tools_used):
+        return 1.0, None
+    if used is None:
+        return 0.0, "utilization not reported (no agentic trace)"
+    if used.final_answer_uses_tools:
+        return 1.0, None
+    if "final_answer_uses_tools" not in used.model_fields_set:
+        return 0.0, "utilization not reported (final_answer_uses_tools missing)"
+    return 0.0, "final answer does not use tool results"
+
+
+def _numbers_in(text: str) -> list[float]:
+    """The number tokens of a text ("8." → 8, "1,000" → 1000, "-2.5" → -2.5)."""
+    return [float(token.replace(",", "")) for token in _NUMBER_TOKEN.findall(text)]
+
+
+def find_result_in_answer(calls: Sequence[ToolCall], answer: str) -> bool | None:
+    """Whether any tool result appears in the answer; None if no call has a result.
+
+    Numbers (not bools) match a number token of the answer of equal value (relative
+    tolerance 1e-9, for float noise). Strings match as a case- and
+    whitespace-insensitive substring; an empty string never matches. Any other
+    value matches as such a substring of its JSON text (``true``, ``[1, 2]``).
+    """
+    results = [call.result for call in calls if call.result is not None]
+    if not results:
+        return None
+    text = _normalise_text(answer)
+    answer_numbers: list[float] | None = None
+    for result in results:
+        if _is_number(result):
+            if answer_numbers is None:
+                answer_numbers = _numbers_in(answer)
+            if any(math.isclose(number, result, rel_tol=1e-9) for number in answer_numbers):
+                return True
+            continue
+        if isinstance(result, str):
+            needle = _normalise_text(result)
+        else:
+            needle = _normalise_text(json.dumps(result, sort_keys=True, ensure_ascii=False, default=str))
+        if needle and needle in text:
+            return True
+    return False
+
+
+def tool_call_f1(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> tuple[float, float, float]:
+    """Precision, recall and F1 of the used calls against the expected ones.
+
+    A used call matches an expected call when the names are equal and every
+    parameter agrees (`parameter_agreement` is 1, rules included); matching is
+    one-to-one and maximal. Both sides empty → (1, 1, 1); an empty side makes its
+    undefined ratio 0.0, and F1 is 0.0 whenever precision + recall is 0.
+    """
+    if not expected and not used:
+        return 1.0, 1.0, 1.0
+    used_by_name = _indices_by_name(used)
+    matches = 0
+    for name, expected_indices in _indices_by_name(expected).items():
+        used_indices = used_by_name.get(name, [])
+        weights = [
+            [
+                1.0 if parameter_agreement(expected[e].parameters, used[u].parameters)[0] == 1.0 else 0.0
+                for u in used_indices
+            ]
+            for e in expected_indices
+        ]
+        matches += sum(1 for row, column in _best_assignment(weights) if weights[row][column] == 1.0)
+    precision = matches / len(used) if used else 0.0
+    recall = matches / len(expected) if expected else 0.0
+    if precision + recall == 0:
+        return precision, recall, 0.0
+    return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+# --------------------------------------------------------------------------- reasoning
+
+
+def _names(counts: Counter[str]) -> str:
+    """Sorted names, with a count where above one: "lookup, search ×2"."""
+    return ", ".join(name if count == 1 else f"{name} ×{count}" for name, count in sorted(counts.items()))
+
+
+def _reasoning(
+    expected: Sequence[ExpectedToolCall],
+    pairs: Sequence[_Pair],
+    expected_names: Counter[str],
+    used_names: Counter[str],
+    out_of_order: set[int],
+    utilization_note: str | None,
+    result_in_answer: bool | None,
+) -> str:
+    """Deterministic explanation: missing, extra, wrong parameters, out of order, utilization."""
+    issues: list[str] = []
+    if missing := expected_names - used_names:
+        issues.append(f"missing: {_names(missing)}")
+    if extra := used_names - expected_names:
+        issues.append(f"extra: {_names(extra)}")
+    wrong: dict[str, set[str]] = {}
+    for pair in pairs:
+        if pair.wrong_keys:
+            wrong.setdefault(expected[pair.expected].tool_name, set()).update(pair.wrong_keys)
+    if wrong:
+        details = ", ".join(f"{name} ({', '.join(sorted(keys))})" for name, keys in sorted(wrong.items()))
+        issues.append(f"wrong parameters: {details}")
+    if out_of_order:
+        names = sorted({expected[index].tool_name for index in out_of_order})
+        issues.append(f"out of order: {', '.join(names)}")
+    if utilization_note:
+        issues.append(utilization_note)
+    text = "; ".join(issues) + "." if issues else "All tools used correctly."
+    if result_in_answer is False:
+        text += " Note: no tool result appears in the answer."
+    return text
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def score_tool_calls(
+    used: AgenticTrace | None,
+    expected: GroundTruthAgentic,
+    *,
+    answer: str,
+    weights: ToolWeights,
+    tool_threshold: float,
+) -> ToolCorrectnessScore:
+    """Score the tools of one turn against its ground truth (rules in the module docstring).
+
+    `used` None (no trace) is scored like a trace with no calls and an unreported
+    utilization: expected tools and none used give a real score with selection 0,
+    never None.
+    """
+    expected_calls = expected.expected_tools
+    used_calls = used.tools_used if used is not None else []
+    expected_names = Counter(call.tool_name for call in expected_calls)
+    used_names = Counter(call.tool_name for call in used_calls)
+
+    pairs = _pair_calls(expected_calls, used_calls)
+    selection = _selection(expected_names, used_names)
+    parameters = _parameters(len(expected_calls), len(used_calls), pairs)
+    sequence, out_of_order = _sequence(expected_calls, used_calls, pairs, expected.tool_sequence_matters)
+    utilization, utilization_note = _utilization(used, expects_tools=bool(expected_calls))
+    result_in_answer = find_result_in_answer(used_calls, answer)
+    precision, recall, f1 = tool_call_f1(expected_calls, used_calls)
+
+    w = weights.normalised()
+    overall = min(
+        1.0,
+        w.selection * selection + w.parameters * parameters + w.sequence * sequence + w.utilization * utilization,
+    )
+    return ToolCorrectnessScore(
+        tool_selection_correct=selection,
+        parameter_accuracy=parameters,
+        sequence_correct=sequence,
+        result_utilization=utilization,
+        overall_correctness=overall,
+        is_correct=overall >= tool_threshold - THRESHOLD_TOLERANCE,
+        reasoning=_reasoning(
+            expected_calls,
+            pairs,
+            expected_names,
+            used_names,
+            out_of_order,
+            utilization_note,
+            result_in_answer,
+        ),
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        result_in_answer=result_in_answer,
+    )

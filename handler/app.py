@@ -1,0 +1,188 @@
+"""`lambda_handler`: API Gateway REST proxy events → `POST /run`, `GET /health`.
+
+Thin: the request is validated (`handler.validation`), the judge built
+(`handler.connectors`), and the evaluation run by `fair_forge_core.evaluate`.
+Errors follow DESIGN.md §3: `{"success": false, "error", "request_id"[, "details"]}`,
+400 for the request, 413 for size, 502 when the judge provider refuses or nothing
+could be scored, 500 only for a defect — never a stack trace or a secret.
+
+Import cost matters (cold start): LangChain, the providers and the evaluation
+core are imported on the first request that needs them, not here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from fair_forge_core.redact import redact
+from handler import __version__
+from handler.connectors import ConnectorError, allowed_connectors, build_judge
+from handler.observability import current_secrets, log_level, logger, metrics, secrets_masked
+from handler.settings import Settings
+from handler.validation import RequestError, decode_body, parse_run_request
+
+_settings = Settings.from_env()
+app = APIGatewayRestResolver(
+    cors=CORSConfig(allow_origin=_settings.cors_allow_origin) if _settings.cors_allow_origin else None
+)
+
+
+def error_response(status: int, message: str, details: list[dict[str, str]] | None = None) -> Response:
+    """The error contract: success false, a message, the request id, and details when any."""
+    body: dict[str, Any] = {
+        "success": False,
+        "error": redact(message, current_secrets()),
+        "request_id": _request_id(),
+    }
+    if details:
+        body["details"] = details
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body))
+
+
+def _request_id() -> str | None:
+    event = getattr(app, "current_event", None)
+    return event.request_context.request_id if event is not None else None
+
+
+def _deadline(settings: Settings) -> float:
+    """When no new judge call may start: the sync budget, or the Lambda's remaining time, less a margin."""
+    budget = settings.sync_budget_s
+    context = app.lambda_context
+    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+        budget = min(budget, context.get_remaining_time_in_millis() / 1000.0 - settings.deadline_margin_s)
+    return time.monotonic() + max(budget, 0.0)
+
+
+@app.get("/health")
+def health() -> dict[str, Any]:
+    settings = Settings.from_env()
+    return {
+        "status": "ok",
+        "version": __version__,
+        "connectors": sorted(set(allowed_connectors(settings).values())),
+        "limits": {
+            "max_body_bytes": settings.max_body_bytes,
+            "max_conversations": settings.max_conversations,
+            "max_turns": settings.max_turns,
+            "max_string_chars": settings.max_string_chars,
+            "sync_budget_s": settings.sync_budget_s,
+        },
+    }
+
+
+@app.post("/run")
+def run() -> Response:
+    settings = Settings.from_env()
+    event = app.current_event
+    body = decode_body(event.body, bool(event.is_base64_encoded), settings)
+    request = parse_run_request(body, settings)
+    verbose = request.config.verbose
+    with log_level("DEBUG" if verbose else None):
+        try:
+            judge = build_judge(request.connector.class_path, request.connector.params, settings)
+        except ConnectorError as exc:
+            logger.warning("connector refused", extra={"class_path": request.connector.class_path[:200]})
+            raise RequestError(400, f"Failed to create LLM connector: {exc}") from None
+        with secrets_masked(judge.secrets):
+            return _evaluate(request, judge.model, settings)
+
+
+def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
+    from fair_forge_core.evaluate import NoConversationScored, evaluate
+    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+
+    turns = sum(len(d.conversation) for d in request.datasets)
+    logger.info(
+        "evaluation started",
+        extra={
+            "conversations": len(request.datasets),
+            "turns": turns,
+            "class_path": request.connector.class_path,
+        },
+    )
+    telemetry = JudgeTelemetry()
+    started = time.perf_counter()
+    try:
+        result = asyncio.run(
+            evaluate(request.datasets, model, request.config, deadline=_deadline(settings), telemetry=telemetry)
+        )
+    except (JudgeProviderRefused, NoConversationScored) as exc:
+        logger.error("evaluation failed", extra={"reason": str(exc)})
+        return error_response(502, f"Agentic evaluation failed: {exc}")
+    finally:
+        elapsed = time.perf_counter() - started
+        metrics.add_metric(name="Conversations", unit=MetricUnit.Count, value=len(request.datasets))
+        metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
+        metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
+        metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
+        metrics.add_metric(name="EvaluationDuration", unit=MetricUnit.Milliseconds, value=elapsed * 1000)
+    aggregated = result.aggregated_metrics
+    logger.info(
+        "evaluation finished",
+        extra={
+            "duration_ms": round(elapsed * 1000),
+            "judge_calls": telemetry.calls,
+            "judge_retries": telemetry.retries,
+            "judge_errors": telemetry.errors,
+            "scored_conversations": aggregated.total_conversations,
+            "unscored_conversations": aggregated.unscored_conversations,
+            "interpretation": aggregated.interpretation,
+        },
+    )
+    for conversation in result.per_conversation_metrics:
+        logger.debug(
+            "conversation scored",
+            extra={
+                "session_id": conversation.session_id,
+                "scores": conversation.correctness_scores,
+                "reasons": [i.judge_reasoning for i in conversation.interactions or []],
+            },
+        )
+    return _result_response(result, settings)
+
+
+def _result_response(result: Any, settings: Settings) -> Response:
+    """The 200 body; per-turn detail is dropped (and a warning added) if it would not fit in 6 MB."""
+    payload = {**result.model_dump(mode="json"), "request_id": _request_id()}
+    body = json.dumps(payload)
+    if len(body) > settings.max_response_bytes:
+        for conversation in payload["per_conversation_metrics"]:
+            conversation["interactions"] = None
+        payload["warnings"].append("per-turn detail left out: the full response would exceed the 6 MB Lambda limit")
+        body = json.dumps(payload)
+    if len(body) > settings.max_response_bytes:
+        return error_response(413, "Response too large even without per-turn detail: send fewer conversations")
+    return Response(status_code=200, content_type="application/json", body=body)
+
+
+@app.exception_handler(RequestError)
+def handle_request_error(exc: RequestError) -> Response:
+    logger.info("request refused", extra={"status": exc.status, "reason": exc.message})
+    return error_response(exc.status, exc.message, exc.details)
+
+
+@app.exception_handler(Exception)
+def handle_defect(exc: Exception) -> Response:
+    logger.error("internal error", extra={"error_type": type(exc).__name__})
+    return error_response(500, f"Agentic evaluation failed: internal error ({type(exc).__name__})")
+
+
+@app.not_found
+def handle_not_found(_: Exception) -> Response:
+    return error_response(404, "Not found: the API has POST /run and GET /health")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """The Lambda entry point (`CMD ["handler.app.lambda_handler"]`)."""
+    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+    return app.resolve(event, context)

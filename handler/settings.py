@@ -1,0 +1,50 @@
+"""Operator settings, read from the environment at each request (cheap, and tests can change them)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+def _float(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    return float(value) if value else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Limits and options of the service. Each field's environment variable is in the README."""
+
+    max_body_bytes: int = 6_000_000
+    max_response_bytes: int = 5_500_000
+    max_conversations: int = 2_000
+    max_turns: int = 10_000
+    max_string_chars: int = 100_000
+    sync_budget_s: float = 27.0
+    deadline_margin_s: float = 1.5
+    extra_connectors: tuple[str, ...] = ()
+    cors_allow_origin: str | None = None
+    server_api_key_env: str | None = None
+    server_api_key_secret_arn: str | None = None
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        extra = os.environ.get("FAIR_FORGE_EXTRA_CONNECTORS", "")
+        return cls(
+            max_body_bytes=_int("FAIR_FORGE_MAX_BODY_BYTES", cls.max_body_bytes),
+            max_response_bytes=_int("FAIR_FORGE_MAX_RESPONSE_BYTES", cls.max_response_bytes),
+            max_conversations=_int("FAIR_FORGE_MAX_CONVERSATIONS", cls.max_conversations),
+            max_turns=_int("FAIR_FORGE_MAX_TURNS", cls.max_turns),
+            max_string_chars=_int("FAIR_FORGE_MAX_STRING_CHARS", cls.max_string_chars),
+            sync_budget_s=_float("FAIR_FORGE_SYNC_BUDGET_S", cls.sync_budget_s),
+            deadline_margin_s=_float("FAIR_FORGE_DEADLINE_MARGIN_S", cls.deadline_margin_s),
+            extra_connectors=tuple(p.strip() for p in extra.split(",") if p.strip()),
+            cors_allow_origin=os.environ.get("CORS_ALLOW_ORIGIN") or None,
+            server_api_key_env=os.environ.get("LLM_API_KEY") or None,
+            server_api_key_secret_arn=os.environ.get("LLM_API_KEY_SECRET_ARN") or None,
+        )

@@ -1,0 +1,143 @@
+"""From an HTTP body to a validated `RunRequest`, or a `RequestError` naming what is wrong.
+
+Checks run in this order, so each case gets the source README's message:
+size (413) → JSON → object → connector → class_path → datasets → turns → limits
+(413) → field-by-field validation (400, with `details`). Validation messages name
+the field (`datasets[0].conversation[1].query`) and never echo the value, which
+could be a key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fair_forge_core.schemas import Dataset, EvaluationConfig
+from handler.settings import Settings
+
+
+class ConnectorSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    class_path: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunRequest(BaseModel):
+    """The body of `POST /run`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    connector: ConnectorSpec
+    datasets: list[Dataset]
+    config: EvaluationConfig = Field(default_factory=EvaluationConfig)
+
+
+@dataclass
+class RequestError(Exception):
+    """A client error: HTTP `status`, a one-line `message`, optional per-field `details`."""
+
+    status: int
+    message: str
+    details: list[dict[str, str]] = field(default_factory=list)
+
+
+def field_path(location: tuple[int | str, ...]) -> str:
+    """`("datasets", 0, "conversation")` → `"datasets[0].conversation"`."""
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[str, Any]:
+    """The JSON object in a proxy event's body: 413 when too large, 400 when not a JSON object."""
+    raw = body or ""
+    if is_base64:
+        try:
+            data = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise RequestError(400, "Invalid base64 body") from None
+    else:
+        data = raw.encode("utf-8", errors="surrogatepass")
+    if len(data) > settings.max_body_bytes:
+        raise RequestError(413, f"Request body too large: {len(data)} bytes (limit {settings.max_body_bytes})")
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        raise RequestError(400, "Invalid JSON body") from None
+    if not isinstance(parsed, dict):
+        raise RequestError(400, f"Request body must be a JSON object, got {type(parsed).__name__}")
+    return parsed
+
+
+def _check_presence(body: dict[str, Any]) -> None:
+    connector = body.get("connector")
+    if connector is None or connector == {}:
+        raise RequestError(400, "No connector configuration provided")
+    if not isinstance(connector, dict):
+        raise RequestError(400, "connector must be an object", [{"field": "connector", "message": "not an object"}])
+    if not connector.get("class_path"):
+        raise RequestError(400, "connector.class_path is required")
+    datasets = body.get("datasets")
+    if datasets is None or datasets == []:
+        raise RequestError(400, "No datasets provided")
+    if not isinstance(datasets, list):
+        raise RequestError(400, "datasets must be a list", [{"field": "datasets", "message": "not a list"}])
+    turns = [d.get("conversation") for d in datasets if isinstance(d, dict)]
+    if not any(isinstance(t, list) and t for t in turns):
+        raise RequestError(400, "No qa_ids found in datasets")
+
+
+def _check_limits(body: dict[str, Any], settings: Settings) -> None:
+    datasets = body["datasets"]
+    if len(datasets) > settings.max_conversations:
+        raise RequestError(
+            413, f"Too many conversations: {len(datasets)} (limit {settings.max_conversations} per request)"
+        )
+    turns = sum(
+        len(d["conversation"]) for d in datasets if isinstance(d, dict) and isinstance(d.get("conversation"), list)
+    )
+    if turns > settings.max_turns:
+        raise RequestError(413, f"Too many turns: {turns} (limit {settings.max_turns} per request)")
+    longest = _longest_string(datasets)
+    if longest > settings.max_string_chars:
+        raise RequestError(
+            413, f"A text field in datasets has {longest} characters (limit {settings.max_string_chars})"
+        )
+
+
+def _longest_string(value: Any) -> int:
+    stack, longest = [value], 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            longest = max(longest, len(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return longest
+
+
+def validation_details(error: ValidationError) -> list[dict[str, str]]:
+    """Pydantic errors as `{"field", "message"}` pairs, without the offending values."""
+    return [{"field": field_path(e["loc"]) or "body", "message": e["msg"]} for e in error.errors(include_input=False)]
+
+
+def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
+    """A validated `RunRequest`, or a `RequestError` (see the module docstring for the order)."""
+    _check_presence(body)
+    _check_limits(body, settings)
+    try:
+        return RunRequest.model_validate(body)
+    except ValidationError as exc:
+        details = validation_details(exc)
+        first = details[0]
+        more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+        raise RequestError(400, f"Invalid request: {first['field']}: {first['message']}{more}", details) from None

@@ -1,0 +1,48 @@
+"""Small builders of request objects for tests: one place that knows the shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fair_forge_core.schemas import Dataset
+
+
+def turn(qa_id: str, query: str, answer: str, ground_truth: str, **extra: Any) -> dict[str, Any]:
+    """One turn (Batch) as the API takes it."""
+    return {
+        "qa_id": qa_id,
+        "query": query,
+        "assistant": answer,
+        "ground_truth_assistant": ground_truth,
+        **extra,
+    }
+
+
+def conversation(
+    session_id: str, turns: list[dict[str, Any]], assistant_id: str = "agent_v1", **extra: Any
+) -> dict[str, Any]:
+    """One conversation (Dataset) as the API takes it."""
+    return {"session_id": session_id, "assistant_id": assistant_id, "conversation": turns, **extra}
+
+
+def datasets(*conversations: dict[str, Any]) -> list[Dataset]:
+    return [Dataset.model_validate(c) for c in conversations]
+
+
+def distinct_conversations(count: int, turns_each: int = 1, *, correct: bool = True) -> list[dict[str, Any]]:
+    """`count` conversations whose turns are all distinct (no dedup between them)."""
+    return [
+        conversation(
+            f"s{c}",
+            [
+                turn(
+                    f"q{c}-{t}",
+                    f"What is {c} plus {t}?",
+                    f"It is {c + t}." if correct else "No idea.",
+                    str(c + t),
+                )
+                for t in range(turns_each)
+            ],
+        )
+        for c in range(count)
+    ]

@@ -1,0 +1,305 @@
+"""`lambda_handler` through API Gateway REST proxy events: every success and error case of DESIGN.md §3."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handler.local import make_proxy_event
+from tests.service.handler_client import call_handler
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())
+
+
+def request(**changes: Any) -> dict[str, Any]:
+    body = copy.deepcopy(CALCULATOR)
+    for key, value in changes.items():
+        if value is None:
+            body.pop(key, None)
+        else:
+            body[key] = value
+    return body
+
+
+def assert_error(response, status: int, message: str) -> None:
+    assert response.status == status, response.body
+    assert response.body["success"] is False
+    assert message in response.body["error"]
+    assert response.body["request_id"]
+    assert "Traceback" not in response.raw and 'File "' not in response.raw
+
+
+def test_calculator_example_succeeds() -> None:
+    response = call_handler(CALCULATOR)
+    assert response.status == 200, response.body
+    body = response.body
+    assert body["success"] is True and body["request_id"]
+    assert response.headers["Content-Type"] == "application/json"
+    agg = body["aggregated_metrics"]
+    assert (agg["total_conversations"], agg["fully_correct_conversations"], agg["k"]) == (2, 2, 3)
+    first = body["per_conversation_metrics"][0]
+    assert first["session_id"] == "conversation_001" and first["total_interactions"] == 2
+    assert first["tool_correctness_scores"][0]["overall_correctness"] == 1.0
+    assert first["tool_correctness_scores"][1] is None
+    assert [i["qa_id"] for i in first["interactions"]] == ["q1_interaction1", "q1_interaction2"]
+    assert isinstance(body["warnings"], list)
+
+
+def test_base64_body_is_decoded() -> None:
+    event_body = base64.b64encode(json.dumps(CALCULATOR).encode()).decode()
+    from handler.app import lambda_handler
+    from handler.local import LocalLambdaContext
+
+    event = make_proxy_event("POST", "/run", event_body)
+    event["isBase64Encoded"] = True
+    response = lambda_handler(event, LocalLambdaContext())
+    assert response["statusCode"] == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (request(connector=None), 400, "No connector configuration provided"),
+        (request(connector={}), 400, "No connector configuration provided"),
+        (request(connector={"params": {}}), 400, "connector.class_path is required"),
+        (request(connector={"class_path": ""}), 400, "connector.class_path is required"),
+        (request(connector={"class_path": "langchain_fake.FakeChat"}), 400, "Failed to create LLM connector"),
+        (request(datasets=None), 400, "No datasets provided"),
+        (request(datasets=[]), 400, "No datasets provided"),
+        (
+            request(datasets=[{"session_id": "s", "assistant_id": "a", "conversation": []}]),
+            400,
+            "No qa_ids found in datasets",
+        ),
+        (request(datasets={"session_id": "s"}), 400, "datasets must be a list"),
+        (request(connector="ChatGroq"), 400, "connector must be an object"),
+    ],
+)
+def test_source_error_messages(body: dict[str, Any], status: int, message: str) -> None:
+    assert_error(call_handler(body), status, message)
+
+
+def test_one_conversation_without_turns_among_others_names_the_field() -> None:
+    datasets = [*CALCULATOR["datasets"], {"session_id": "empty", "assistant_id": "a", "conversation": []}]
+    response = call_handler(request(datasets=datasets))
+    assert_error(response, 400, "datasets[2].conversation")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("not json", "Invalid JSON body"),
+        ('{"connector": ', "Invalid JSON body"),
+        ("[1, 2]", "must be a JSON object"),
+        ('"text"', "must be a JSON object"),
+        ("42", "must be a JSON object"),
+        ("", "Invalid JSON body"),
+    ],
+)
+def test_bodies_that_are_not_json_objects(raw: str, message: str) -> None:
+    assert_error(call_handler(raw=raw), 400, message)
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"k": 0}, "config.k"),
+        ({"k": "three"}, "config.k"),
+        ({"threshold": 1.5}, "config.threshold"),
+        ({"threshold": -0.1}, "config.threshold"),
+        ({"tool_threshold": 2}, "config.tool_threshold"),
+        ({"tool_weights": {"selection": -1}}, "config.tool_weights.selection"),
+        (
+            {"tool_weights": {"selection": 0, "parameters": 0, "sequence": 0, "utilization": 0}},
+            "config.tool_weights",
+        ),
+        ({"tool_weights": {"speed": 1}}, "config.tool_weights.speed"),
+        ({"statistical_mode": "magic"}, "config.statistical_mode.mode"),
+        ({"statistical_mode": {"mode": "bayesian", "ci_level": 1.0}}, "config.statistical_mode.ci_level"),
+        ({"statistical_mode": {"mode": "bayesian", "prior": [0, 1]}}, "config.statistical_mode.prior"),
+        ({"max_concurrency": 0}, "config.max_concurrency"),
+        ({"treshold": 0.5}, "config.treshold"),
+        ({"use_structured_output": "maybe"}, "config.use_structured_output"),
+    ],
+)
+def test_out_of_range_config_names_the_field(config: dict[str, Any], field: str) -> None:
+    response = call_handler(request(config=config))
+    assert_error(response, 400, field)
+    assert any(detail["field"] == field for detail in response.body["details"])
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d[0].pop("session_id"), "datasets[0].session_id"),
+        (lambda d: d[0].update(assistant_id=7), "datasets[0].assistant_id"),
+        (lambda d: d[0]["conversation"][1].update(query=["a"]), "datasets[0].conversation[1].query"),
+        (
+            lambda d: d[0]["conversation"][0]["agentic"].update(tools_used="calculator"),
+            "datasets[0].conversation[0].agentic.tools_used",
+        ),
+        (
+            lambda d: d[0]["conversation"][0]["agentic"]["tools_used"][0].pop("tool_name"),
+            "datasets[0].conversation[0].agentic.tools_used[0].tool_name",
+        ),
+        (lambda d: d[1].update(conversation="hello"), "datasets[1].conversation"),
+    ],
+)
+def test_wrong_types_name_the_field(mutate, field: str) -> None:
+    datasets = copy.deepcopy(CALCULATOR["datasets"])
+    mutate(datasets)
+    assert_error(call_handler(request(datasets=datasets)), 400, field)
+
+
+def test_validation_details_do_not_echo_values() -> None:
+    datasets = copy.deepcopy(CALCULATOR["datasets"])
+    datasets[0]["session_id"] = {"secret": "sk-do-not-echo-me-123456"}
+    response = call_handler(request(datasets=datasets))
+    assert response.status == 400
+    assert "sk-do-not-echo-me" not in response.raw
+
+
+DANGEROUS_CLASS_PATHS = [
+    "os.system",
+    "subprocess.Popen",
+    "builtins.eval",
+    "builtins.exec",
+    "importlib.import_module",
+    "antigravity.geohash",
+    "this.s",
+    "turtle.Turtle",
+    "langchain_openai.chat_models.ChatOpenAI.__init__",
+    "langchain_openai.ChatOpenAI ",
+    " langchain_openai.ChatOpenAI",
+    "LANGCHAIN_OPENAI.CHATOPENAI",
+    "../langchain_openai.ChatOpenAI",
+    "langchain_openai/ChatOpenAI",
+    "x" * 5000,
+]
+
+
+@pytest.mark.parametrize("class_path", DANGEROUS_CLASS_PATHS)
+def test_class_paths_outside_the_allowlist_are_refused(class_path: str) -> None:
+    response = call_handler(request(connector={"class_path": class_path, "params": {}}))
+    assert_error(response, 400, "Failed to create LLM connector")
+    assert "not an allowed connector" in response.body["error"]
+    assert len(response.body["error"]) < 400
+
+
+def test_refused_class_paths_import_nothing() -> None:
+    # In a fresh interpreter, so that "not imported" means something.
+    script = f"""
+import json, sys
+from tests.service.handler_client import call_handler
+paths = {["antigravity.geohash", "this.s", "turtle.Turtle", "tkinter.Tk", "smtplib.SMTP"]!r}
+before = set(sys.modules)
+for path in paths:
+    response = call_handler({{"connector": {{"class_path": path}}, "datasets": {CALCULATOR["datasets"]!r}}})
+    assert response.status == 400, response.body
+print(json.dumps(sorted(m for m in set(sys.modules) - before if m.split(".")[0] in {{"antigravity", "this", "turtle", "tkinter", "smtplib"}})))
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def test_short_alias_is_accepted() -> None:
+    body = request(connector={"class_path": "fair_forge_core.judges.reference.ReferenceJudge"})
+    assert call_handler(body).status == 200
+
+
+def test_operator_can_extend_the_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = "langchain_core.language_models.fake_chat_models.FakeListChatModel"
+    body = request(
+        connector={
+            "class_path": path,
+            "params": {"responses": ['```json\n{"score": 1.0, "reasoning": "ok"}\n```']},
+        }
+    )
+    assert_error(call_handler(body), 400, "not an allowed connector")
+    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", path)
+    assert call_handler(body).status == 200
+
+
+def test_allowed_path_that_is_not_a_chat_model_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", "collections.OrderedDict")
+    assert_error(
+        call_handler(request(connector={"class_path": "collections.OrderedDict"})),
+        400,
+        "not a LangChain chat model",
+    )
+
+
+@pytest.mark.parametrize("param", ["http_client", "callbacks", "client"])
+def test_params_that_inject_objects_are_refused(param: str) -> None:
+    body = request(connector={"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {param: "x"}})
+    assert_error(call_handler(body), 400, param)
+
+
+def test_too_large_body_is_413(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIR_FORGE_MAX_BODY_BYTES", "1000")
+    assert_error(call_handler(CALCULATOR), 413, "Request body too large")
+
+
+@pytest.mark.parametrize(
+    ("variable", "message"),
+    [
+        ("FAIR_FORGE_MAX_CONVERSATIONS", "Too many conversations"),
+        ("FAIR_FORGE_MAX_TURNS", "Too many turns"),
+        ("FAIR_FORGE_MAX_STRING_CHARS", "characters"),
+    ],
+)
+def test_request_limits_are_413(monkeypatch: pytest.MonkeyPatch, variable: str, message: str) -> None:
+    monkeypatch.setenv(variable, "1")
+    assert_error(call_handler(CALCULATOR), 413, message)
+
+
+def test_response_too_large_drops_per_turn_detail_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    full = call_handler(CALCULATOR)
+    without_detail = dict(full.body, request_id=None)
+    for conversation in without_detail["per_conversation_metrics"]:
+        conversation["interactions"] = None
+    limit = len(json.dumps(without_detail)) + 200
+    assert limit < len(full.raw)
+    monkeypatch.setenv("FAIR_FORGE_MAX_RESPONSE_BYTES", str(limit))
+    response = call_handler(CALCULATOR)
+    assert response.status == 200
+    assert all(c["interactions"] is None for c in response.body["per_conversation_metrics"])
+    assert any("6 MB" in w for w in response.body["warnings"])
+
+
+def test_health_lists_connectors_without_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_API_KEY", "sk-server-secret-abcdef123456")
+    response = call_handler(method="GET", path="/health")
+    assert response.status == 200
+    assert "langchain_groq.chat_models.ChatGroq" in response.body["connectors"]
+    assert "fair_forge_core.judges.ReferenceJudge" in response.body["connectors"]
+    assert response.body["version"]
+    assert "sk-server-secret" not in response.raw
+
+
+def test_unknown_route_is_404_in_the_error_shape() -> None:
+    assert_error(call_handler(method="GET", path="/nope"), 404, "Not found")
+
+
+def test_cors_header_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = """
+import json, os
+from tests.service.handler_client import call_handler
+print(json.dumps(call_handler(method="GET", path="/health", headers={"Origin": "https://app.example"}).headers))
+"""
+    env = {**__import__("os").environ, "CORS_ALLOW_ORIGIN": "https://app.example"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    headers = json.loads(result.stdout.strip().splitlines()[-1])
+    assert headers.get("Access-Control-Allow-Origin") == "https://app.example"

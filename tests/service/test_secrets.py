@@ -1,0 +1,109 @@
+"""No API key in a log line or a response, and the server's key never goes to a caller-chosen endpoint."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fake_llm_server import FakeLLMServer, Reply
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())
+CALLER_KEY = "sk-caller-9f8e7d6c5b4a3210"
+SERVER_KEY = "gsk_server_0123456789abcdef"
+
+
+def openai_request(base_url: str, *, api_key: str | None, verbose: bool = True) -> dict:
+    body = copy.deepcopy(CALCULATOR)
+    params = {"model": "judge", "base_url": base_url}
+    if api_key is not None:
+        params["api_key"] = api_key
+    body["connector"] = {"class_path": "langchain_openai.chat_models.ChatOpenAI", "params": params}
+    body["config"]["verbose"] = verbose
+    return body
+
+
+def run_handler_in_subprocess(body: dict, env: dict[str, str] | None = None) -> tuple[dict, str]:
+    """Call the handler in a fresh interpreter; return its response and *everything* it printed.
+
+    A subprocess is the honest way to see every line: loggers configured at import
+    time write to the process's real stdout/stderr, which in-process capture can miss.
+    """
+    script = (
+        "import json, sys\n"
+        "from tests.service.handler_client import call_handler\n"
+        "response = call_handler(json.loads(sys.stdin.read()))\n"
+        "print('RESPONSE=' + json.dumps({'status': response.status, 'raw': response.raw}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(body),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = next(x for x in result.stdout.splitlines() if x.startswith("RESPONSE="))
+    response = json.loads(line.removeprefix("RESPONSE="))
+    output = result.stdout.replace(line, "") + result.stderr
+    return {"status": response["status"], "raw": response["raw"], "body": json.loads(response["raw"])}, output
+
+
+def test_verbose_run_leaks_no_key() -> None:
+    with FakeLLMServer() as server:
+        response, logs = run_handler_in_subprocess(openai_request(server.base_url, api_key=CALLER_KEY))
+        assert server.requests[0].api_key == CALLER_KEY  # the key was really used
+    assert response["status"] == 200, response["body"]
+    assert '"level":"DEBUG"' in logs  # verbose raised the level: there is something to leak into
+    assert '"message":"conversation scored"' in logs
+    assert CALLER_KEY not in logs and CALLER_KEY not in response["raw"]
+    assert CALLER_KEY[:12] not in logs
+
+
+def test_provider_echoing_the_key_in_an_error_leaks_nothing() -> None:
+    with FakeLLMServer() as server:
+        server.enqueue(*[Reply(status=401, error_message=f"Incorrect API key provided: {CALLER_KEY}")] * 5)
+        response, logs = run_handler_in_subprocess(openai_request(server.base_url, api_key=CALLER_KEY))
+    assert response["status"] == 502
+    assert response["body"]["error"].startswith("Agentic evaluation failed:")
+    assert "evaluation failed" in logs
+    assert CALLER_KEY not in logs and CALLER_KEY not in response["raw"]
+
+
+def test_connector_failure_does_not_echo_the_key() -> None:
+    body = openai_request("http://127.0.0.1:9/v1", api_key=CALLER_KEY)
+    body["connector"]["params"]["temperature"] = CALLER_KEY  # pydantic echoes a bad input in its error
+    response, logs = run_handler_in_subprocess(body)
+    assert response["status"] == 400 and "Failed to create LLM connector" in response["body"]["error"]
+    assert CALLER_KEY[-12:] not in response["raw"] and CALLER_KEY[-12:] not in logs
+
+
+def test_server_key_never_reaches_a_caller_chosen_endpoint() -> None:
+    with FakeLLMServer() as server:
+        response, logs = run_handler_in_subprocess(
+            openai_request(server.base_url, api_key=None), env={"LLM_API_KEY": SERVER_KEY}
+        )
+        assert all(SERVER_KEY not in json.dumps(r.headers) for r in server.requests)
+        assert server.call_count == 0
+    assert response["status"] == 400
+    assert "api_key is required" in response["body"]["error"]
+    assert SERVER_KEY not in response["raw"] and SERVER_KEY not in logs
+
+
+def test_server_key_is_used_for_the_providers_own_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from handler.connectors import build_judge
+    from handler.settings import Settings
+
+    monkeypatch.setenv("LLM_API_KEY", SERVER_KEY)
+    judge = build_judge("langchain_groq.ChatGroq", {"model": "llama-3.3-70b-versatile"}, Settings.from_env())
+    assert judge.model.groq_api_key.get_secret_value() == SERVER_KEY
+    assert SERVER_KEY in judge.secrets
+    assert judge.model.max_retries == 0  # the judge's own retry budget applies, not the SDK's

@@ -1,0 +1,197 @@
+"""Turn and conversation correctness (DESIGN.md §4) and aggregation (§6), on judgements given directly."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fair_forge_core import stats
+from fair_forge_core.evaluate import NoConversationScored, build_result
+from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics, per_task_metrics
+from fair_forge_core.schemas import Dataset, EvaluationConfig, StatisticalMode
+from tests.builders import conversation, turn
+
+CALCULATOR_TOOLS = {
+    "agentic": {
+        "tools_used": [{"tool_name": "calculator", "parameters": {"a": 5, "b": 3}, "result": 8}],
+        "final_answer_uses_tools": True,
+    },
+    "ground_truth_agentic": {"expected_tools": [{"tool_name": "calculator", "parameters": {"a": 5, "b": 3}}]},
+}
+WRONG_TOOLS = {
+    "agentic": {
+        "tools_used": [{"tool_name": "search", "parameters": {"q": "5+3"}}],
+        "final_answer_uses_tools": False,
+    },
+    "ground_truth_agentic": {"expected_tools": [{"tool_name": "calculator", "parameters": {"a": 5, "b": 3}}]},
+}
+
+
+def one_turn(session_id: str, tools: dict | None = None, **extra) -> Dataset:
+    return Dataset.model_validate(
+        conversation(session_id, [turn("q", "What is 5 + 3?", "8", "8", **(tools or {}))], **extra)
+    )
+
+
+def scored(score: float) -> TurnJudgement:
+    return TurnJudgement(score=score, reasoning="r")
+
+
+UNSCORED = TurnJudgement(score=None, error="judge provider still failing after 8 attempts: HTTP 500")
+
+
+def test_answer_threshold_is_inclusive() -> None:
+    config = EvaluationConfig(threshold=0.7)
+    assert conversation_metrics(one_turn("a"), [scored(0.7)], config).is_fully_correct is True
+    assert conversation_metrics(one_turn("a"), [scored(0.69)], config).is_fully_correct is False
+
+
+def test_wrong_tools_fail_the_turn_when_tool_correctness_is_required() -> None:
+    metrics = conversation_metrics(one_turn("a", WRONG_TOOLS), [scored(1.0)], EvaluationConfig())
+    interaction = metrics.interactions[0]
+    assert (interaction.answer_correct, interaction.tool_correct, interaction.is_correct) == (
+        True,
+        False,
+        False,
+    )
+    assert metrics.tool_correctness_scores[0].tool_selection_correct == 0.0
+
+
+def test_without_required_tool_correctness_only_the_answer_counts() -> None:
+    metrics = conversation_metrics(
+        one_turn("a", WRONG_TOOLS), [scored(1.0)], EvaluationConfig(require_tool_correctness=False)
+    )
+    assert metrics.interactions[0].tool_correct is False
+    assert metrics.is_fully_correct is True
+
+
+def test_turn_without_ground_truth_agentic_has_no_tool_score() -> None:
+    metrics = conversation_metrics(one_turn("a"), [scored(1.0)], EvaluationConfig())
+    assert metrics.tool_correctness_scores == [None]
+    assert metrics.interactions[0].tool_correct is None
+
+
+def test_conversation_passes_only_if_every_turn_passes() -> None:
+    data = Dataset.model_validate(conversation("paper-3", [turn(f"q{i}", "q", "a", "a") for i in range(3)]))
+    # The paper's conversation 3: scores [0.00, 0.95, 0.95] → 2/3 turns, FAIL.
+    metrics = conversation_metrics(data, [scored(0.0), scored(0.95), scored(0.95)], EvaluationConfig(k=3))
+    assert (metrics.correct_interactions, metrics.is_fully_correct, metrics.correct_indices) == (
+        2,
+        False,
+        [1, 2],
+    )
+    assert metrics.pass_at_k == pytest.approx(1 - (1 / 3) ** 3)
+    assert metrics.pass_pow_k == pytest.approx((2 / 3) ** 3)
+
+
+def test_unscored_turn_is_reported_not_zeroed() -> None:
+    data = Dataset.model_validate(conversation("s", [turn("q1", "q", "a", "a"), turn("q2", "q2", "b", "b")]))
+    metrics = conversation_metrics(data, [scored(0.9), UNSCORED], EvaluationConfig())
+    assert metrics.correctness_scores == [0.9, None]
+    assert (metrics.is_scored, metrics.is_fully_correct, metrics.unscored_interactions) == (False, None, 1)
+    assert metrics.interactions[1].error == UNSCORED.error
+    assert metrics.pass_at_k == stats.pass_at_k(1, 1, 3)  # over the one scored turn
+
+
+def test_aggregate_reproduces_the_readme_numbers() -> None:
+    config = EvaluationConfig(k=3)
+    conversations = [
+        conversation_metrics(one_turn("c1"), [scored(0.9)], config),
+        conversation_metrics(one_turn("c2"), [scored(0.95)], config),
+        conversation_metrics(one_turn("c3"), [scored(0.1)], config),
+    ]
+    agg = aggregate(conversations, config)
+    assert (agg.total_conversations, agg.fully_correct_conversations) == (3, 2)
+    assert round(agg.conversation_success_rate, 4) == 0.6667
+    assert round(agg.pass_at_k, 4) == 0.9630 and round(agg.pass_pow_k, 4) == 0.2963
+    assert agg.interpretation == "inconsistent"
+    assert agg.pass_at_k_unbiased == pytest.approx(1 - math.comb(1, 3) / math.comb(3, 3))
+    assert agg.pass_pow_k_unbiased == 0.0
+    assert agg.sample_size_warning is not None
+    assert agg.pass_at_k_ci_low is None and agg.ci_level is None
+    assert [p.k for p in agg.curve] == list(range(1, 11))
+    assert agg.per_task is None and agg.by_assistant is None
+
+
+def test_unscored_conversations_are_left_out_of_n_and_c() -> None:
+    config = EvaluationConfig(k=1)
+    conversations = [
+        conversation_metrics(one_turn("c1"), [scored(0.9)], config),
+        conversation_metrics(one_turn("c2"), [UNSCORED], config),
+    ]
+    result = build_result(conversations, config)
+    agg = result.aggregated_metrics
+    assert (agg.total_conversations, agg.fully_correct_conversations, agg.unscored_conversations) == (1, 1, 1)
+    assert "HTTP 500" in result.warnings[0]
+
+
+def test_no_scored_conversation_raises() -> None:
+    config = EvaluationConfig()
+    with pytest.raises(NoConversationScored, match="HTTP 500"):
+        build_result([conversation_metrics(one_turn("c"), [UNSCORED], config)], config)
+
+
+def test_bayesian_aggregate_has_intervals_and_a_conservative_tier() -> None:
+    config = EvaluationConfig(k=3, statistical_mode="bayesian")
+    conversations = [conversation_metrics(one_turn(f"c{i}"), [scored(1.0 if i < 2 else 0.0)], config) for i in range(3)]
+    agg = aggregate(conversations, config)
+    # Beta(3, 2) posterior: E[p^3] = 3·4·5 / (5·6·7)
+    assert agg.pass_pow_k == pytest.approx(60 / 210)
+    assert agg.ci_level == 0.95 and agg.statistical_mode == "bayesian"
+    assert agg.pass_at_k_ci_low < agg.pass_at_k_ci_high
+    assert agg.conservative_interpretation == "needs_improvement"
+
+
+def test_per_task_averages_unbiased_estimators_over_tasks_with_k_attempts() -> None:
+    config = EvaluationConfig(k=2)
+    outcomes = {"t1": [1.0, 1.0, 0.0], "t2": [1.0, 0.0], "t3": [1.0]}
+    conversations = [
+        conversation_metrics(one_turn(f"{task}-{i}", task_id=task), [scored(score)], config)
+        for task, scores in outcomes.items()
+        for i, score in enumerate(scores)
+    ]
+    per_task = per_task_metrics(conversations, k=2)
+    assert (per_task.tasks, per_task.tasks_with_k_attempts) == (3, 2)
+    t1_at, t2_at = 1 - math.comb(1, 2) / math.comb(3, 2), 1 - math.comb(1, 2) / math.comb(2, 2)
+    t1_pow, t2_pow = math.comb(2, 2) / math.comb(3, 2), 0.0
+    assert per_task.pass_at_k == pytest.approx((t1_at + t2_at) / 2)
+    assert per_task.pass_pow_k == pytest.approx((t1_pow + t2_pow) / 2)
+    assert aggregate(conversations, config).per_task == per_task
+
+
+def test_conversations_without_task_id_are_tasks_of_their_own() -> None:
+    config = EvaluationConfig(k=1)
+    conversations = [
+        conversation_metrics(one_turn("a", task_id="t"), [scored(1.0)], config),
+        conversation_metrics(one_turn("b"), [scored(0.0)], config),
+    ]
+    assert per_task_metrics(conversations, k=1).tasks == 2
+
+
+def test_by_assistant_splits_the_aggregate() -> None:
+    config = EvaluationConfig(k=1)
+    conversations = [
+        conversation_metrics(one_turn("a1", assistant_id="v1"), [scored(1.0)], config),
+        conversation_metrics(one_turn("a2", assistant_id="v1"), [scored(0.0)], config),
+        conversation_metrics(one_turn("b1", assistant_id="v2"), [scored(1.0)], config),
+    ]
+    by = aggregate(conversations, config).by_assistant
+    assert set(by) == {"v1", "v2"}
+    assert by["v1"].pass_at_k == 0.5 and by["v2"].pass_at_k == 1.0
+    assert by["v1"].by_assistant is None
+
+
+def test_aggregation_ignores_conversation_order() -> None:
+    config = EvaluationConfig(k=3, statistical_mode=StatisticalMode(mode="bayesian", ci_level=0.9))
+    conversations = [conversation_metrics(one_turn(f"c{i}"), [scored(i / 10)], config) for i in range(10)]
+    assert aggregate(conversations, config).model_dump(exclude={"by_assistant"}) == aggregate(
+        conversations[::-1], config
+    ).model_dump(exclude={"by_assistant"})
+
+
+def test_include_interactions_false_drops_detail_and_says_so() -> None:
+    config = EvaluationConfig(include_interactions=False)
+    result = build_result([conversation_metrics(one_turn("c"), [scored(1.0)], config)], config)
+    assert result.per_conversation_metrics[0].interactions is None
+    assert any("per-turn detail" in w for w in result.warnings)
