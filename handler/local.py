@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,6 +23,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_TIMEOUT_S = 60.0
 MAX_LOCAL_BODY_BYTES = 20_000_000
+
+# One invocation at a time, as in a Lambda execution environment: Powertools'
+# resolver keeps the current event on the router, shared by all threads.
+_INVOCATION_LOCK = threading.Lock()
 
 
 @dataclass
@@ -116,7 +121,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             headers={name: value for name, value in self.headers.items()},
             query=dict(parse_qsl(url.query)) or None,
         )
-        response = lambda_handler(event, LocalLambdaContext(timeout_s=self.timeout_s))
+        with _INVOCATION_LOCK:
+            response = lambda_handler(event, LocalLambdaContext(timeout_s=self.timeout_s))
         payload = response.get("body") or ""
         data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode("utf-8")
         headers = dict(response.get("headers") or {})
@@ -139,11 +145,15 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         pass  # the handler logs each request itself, as JSON
 
 
+class _LocalServer(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 resets connections under a parallel load
+    daemon_threads = True
+
+
 def make_server(port: int = 3000, host: str = "127.0.0.1", timeout_s: float = DEFAULT_TIMEOUT_S) -> ThreadingHTTPServer:
     """A local API server, not yet serving; port 0 picks a free port."""
     handler = type("ProxyHandler", (_ProxyHandler,), {"timeout_s": timeout_s})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    server = _LocalServer((host, port), handler)
     return server
 
 

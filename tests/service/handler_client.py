@@ -32,9 +32,12 @@ def call_handler(
     event = make_proxy_event(method, path, payload, headers={"Content-Type": "application/json", **(headers or {})})
     response = lambda_handler(event, LocalLambdaContext(timeout_s=timeout_s))
     text = response.get("body") or ""
+    headers = dict(response.get("headers") or {})
+    for name, values in (response.get("multiValueHeaders") or {}).items():
+        headers.setdefault(name, ", ".join(values))
     return HandlerResponse(
         status=response["statusCode"],
         body=json.loads(text) if text else {},
-        headers=dict(response.get("headers") or {}),
+        headers=headers,
         raw=text,
     )

@@ -1,0 +1,258 @@
+"""The local API (`handler.local`) over real sockets, against the handler called directly.
+
+Each test sends HTTP to a server on 127.0.0.1 and compares what comes back with
+`lambda_handler(make_proxy_event(...), LocalLambdaContext())` for the same request:
+same status, same JSON body apart from `request_id` (a fresh id per request).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handler.app import lambda_handler
+from handler.local import LocalLambdaContext, make_proxy_event, make_server
+from tests.builders import conversation, turn
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = (ROOT / "examples" / "calculator.json").read_text(encoding="utf-8")
+REFERENCE_JUDGE = "fair_forge_core.judges.ReferenceJudge"
+HTTP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    content_type: str
+    body: dict[str, Any]
+
+
+def http(base_url: str, method: str, path: str, body: str | bytes | None = None) -> Reply:
+    """One request over a real socket; error statuses are replies too, not exceptions."""
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    request = urllib.request.Request(base_url + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
+            return Reply(response.status, response.headers.get("Content-Type", ""), json.loads(response.read()))
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return Reply(exc.code, exc.headers.get("Content-Type", ""), json.loads(exc.read()))
+
+
+def direct(method: str, path: str, body: str | None = None) -> Reply:
+    """The same request given to `lambda_handler` as an API Gateway proxy event, no socket."""
+    response = lambda_handler(make_proxy_event(method, path, body), LocalLambdaContext())
+    headers = {name: ", ".join(values) for name, values in (response.get("multiValueHeaders") or {}).items()}
+    headers.update(response.get("headers") or {})
+    return Reply(response["statusCode"], headers.get("Content-Type", ""), json.loads(response["body"]))
+
+
+def without_request_id(body: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in body.items() if name != "request_id"}
+
+
+def assert_same_reply(over_socket: Reply, directly: Reply) -> None:
+    """Same status and body; both carry a request id, and the two ids differ."""
+    assert over_socket.status == directly.status
+    assert without_request_id(over_socket.body) == without_request_id(directly.body)
+    assert over_socket.body.get("request_id")
+    assert directly.body.get("request_id")
+    assert over_socket.body["request_id"] != directly.body["request_id"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def local_api() -> Iterator[str]:
+    """`make_server(port=0)` serving in a daemon thread; its base URL."""
+    server = make_server(port=0)
+    thread = threading.Thread(target=server.serve_forever, name="local-api", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_run_over_socket_matches_direct_call(local_api: str) -> None:
+    over_socket = http(local_api, "POST", "/run", CALCULATOR)
+    directly = direct("POST", "/run", CALCULATOR)
+
+    assert over_socket.status == 200, over_socket.body
+    assert over_socket.content_type.startswith("application/json")
+    assert directly.content_type.startswith("application/json")
+    assert over_socket.body["success"] is True
+    assert [c["session_id"] for c in over_socket.body["per_conversation_metrics"]] == [
+        "conversation_001",
+        "conversation_002",
+    ]
+    assert_same_reply(over_socket, directly)
+
+
+def test_health_over_socket(local_api: str) -> None:
+    reply = http(local_api, "GET", "/health")
+
+    assert reply.status == 200
+    assert reply.content_type.startswith("application/json")
+    assert reply.body["status"] == "ok"
+    assert REFERENCE_JUDGE in reply.body["connectors"]
+    assert reply.body == direct("GET", "/health").body
+
+
+def test_error_over_socket_matches_direct_call(local_api: str) -> None:
+    over_socket = http(local_api, "POST", "/run", "[1,2]")
+    directly = direct("POST", "/run", "[1,2]")
+
+    assert over_socket.status == 400
+    assert over_socket.content_type.startswith("application/json")
+    assert over_socket.body["success"] is False
+    assert "error" in over_socket.body
+    assert_same_reply(over_socket, directly)
+
+
+def varied_request(index: int) -> str:
+    """Request `index` of the parallel test: its own session ids, turn count, answers and k.
+
+    Turn t of request i is answered correctly unless (i + t) % 3 == 0, so the
+    correct/incorrect pattern, the scores and the pass@k values differ between requests.
+    """
+    turns = []
+    for t in range(1 + index % 3):
+        a, b = index + 2, t + 3
+        right = (index + t) % 3 != 0
+        turns.append(
+            turn(
+                f"r{index}-q{t}",
+                f"What is {a} + {b}?",
+                f"It is {a + b}." if right else f"It is {a + b + 7}.",
+                str(a + b),
+            )
+        )
+    conversations = [
+        conversation(f"req{index}-session", turns, assistant_id=f"agent-{index % 4}"),
+        conversation(
+            f"req{index}-extra",
+            [turn(f"r{index}-x", "What is the capital of France?", "Paris." if index % 2 else "Lyon.", "Paris")],
+        ),
+    ]
+    return json.dumps(
+        {
+            "connector": {"class_path": REFERENCE_JUDGE, "params": {}},
+            "datasets": conversations,
+            "config": {"k": 1 + index % 4, "threshold": 0.7},
+        }
+    )
+
+
+def test_parallel_requests_have_no_cross_talk(local_api: str) -> None:
+    requests = [varied_request(i) for i in range(20)]
+    expected = [direct("POST", "/run", body) for body in requests]
+    assert all(e.status == 200 for e in expected), [e.body for e in expected if e.status != 200]
+    # The requests really differ, so a reply swapped with another's would be noticed.
+    assert len({json.dumps(without_request_id(e.body), sort_keys=True) for e in expected}) == len(requests)
+
+    # At most 4 connections at once: `make_server` keeps socketserver's listen backlog of 5.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        replies = list(pool.map(lambda body: http(local_api, "POST", "/run", body), requests))
+
+    for index, (reply, wanted) in enumerate(zip(replies, expected, strict=True)):
+        assert reply.status == wanted.status, (index, reply.body)
+        assert without_request_id(reply.body) == without_request_id(wanted.body), index
+    request_ids = [reply.body.get("request_id") for reply in replies]
+    assert all(request_ids)
+    assert len(set(request_ids)) == len(request_ids), "two responses carry the same request id"
+
+
+def test_overlapping_requests_each_get_their_own_request_id(local_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two requests in the handler at the same time: each reply names its own request.
+
+    Both requests are held (at most 3 s) inside `decode_body` until the other one
+    arrives, so they overlap for certain. A server that runs one request at a time
+    gives up waiting and answers them in turn; either way the ids must differ.
+    """
+    import handler.app
+
+    rendezvous = threading.Barrier(2, timeout=3.0)
+    original = handler.app.decode_body
+
+    def overlapping_decode_body(*args: Any, **kwargs: Any) -> Any:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            rendezvous.wait()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(handler.app, "decode_body", overlapping_decode_body)
+    bodies = ["[1]", "5"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        replies = list(pool.map(lambda body: http(local_api, "POST", "/run", body), bodies))
+
+    assert [r.body["error"] for r in replies] == [
+        "Request body must be a JSON object, got list",
+        "Request body must be a JSON object, got int",
+    ]
+    assert replies[0].body["request_id"] != replies[1].body["request_id"]
+
+
+@pytest.mark.slow
+def test_local_api_as_a_subprocess(tmp_path: Path) -> None:
+    """`python -m handler.local --port N`, as the README's curl examples run it."""
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "local-api.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "handler.local", "--port", str(port)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        health: Reply | None = None
+        give_up = time.monotonic() + 20.0
+        while time.monotonic() < give_up and process.poll() is None:
+            try:
+                health = http(base_url, "GET", "/health")
+                break
+            except (ConnectionError, urllib.error.URLError, TimeoutError):
+                time.sleep(0.1)
+        output = (tmp_path / "local-api.log").read_text(errors="replace")
+        assert process.poll() is None, f"local API exited with {process.returncode}:\n{output}"
+        assert health is not None, f"local API not answering /health after 20 s:\n{output}"
+        assert health.status == 200
+        assert REFERENCE_JUDGE in health.body["connectors"]
+
+        over_socket = http(base_url, "POST", "/run", CALCULATOR)
+        assert over_socket.status == 200, over_socket.body
+        assert over_socket.content_type.startswith("application/json")
+        assert_same_reply(over_socket, direct("POST", "/run", CALCULATOR))
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+    assert "local API on http://127.0.0.1:" in (tmp_path / "local-api.log").read_text(errors="replace")
