@@ -97,7 +97,7 @@ def run() -> Response:
 
 def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
     from fair_forge_core.evaluate import NoConversationScored, evaluate
-    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
 
     turns = sum(len(d.conversation) for d in request.datasets)
     logger.info(
@@ -112,7 +112,16 @@ def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
     started = time.perf_counter()
     try:
         result = asyncio.run(
-            evaluate(request.datasets, model, request.config, deadline=_deadline(settings), telemetry=telemetry)
+            evaluate(
+                request.datasets,
+                model,
+                request.config,
+                deadline=_deadline(settings),
+                retry=RetryPolicy(
+                    max_attempts=settings.judge_max_attempts, call_timeout_s=settings.judge_call_timeout_s
+                ),
+                telemetry=telemetry,
+            )
         )
     except (JudgeProviderRefused, NoConversationScored) as exc:
         logger.error("evaluation failed", extra={"reason": str(exc)})

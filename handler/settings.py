@@ -25,8 +25,11 @@ class Settings:
     max_conversations: int = 2_000
     max_turns: int = 10_000
     max_string_chars: int = 100_000
+    max_nesting_depth: int = 32
     sync_budget_s: float = 27.0
     deadline_margin_s: float = 1.5
+    judge_max_attempts: int = 8
+    judge_call_timeout_s: float = 30.0
     extra_connectors: tuple[str, ...] = ()
     cors_allow_origin: str | None = None
     server_api_key_env: str | None = None
@@ -41,8 +44,11 @@ class Settings:
             max_conversations=_int("FAIR_FORGE_MAX_CONVERSATIONS", cls.max_conversations),
             max_turns=_int("FAIR_FORGE_MAX_TURNS", cls.max_turns),
             max_string_chars=_int("FAIR_FORGE_MAX_STRING_CHARS", cls.max_string_chars),
+            max_nesting_depth=_int("FAIR_FORGE_MAX_NESTING_DEPTH", cls.max_nesting_depth),
             sync_budget_s=_float("FAIR_FORGE_SYNC_BUDGET_S", cls.sync_budget_s),
             deadline_margin_s=_float("FAIR_FORGE_DEADLINE_MARGIN_S", cls.deadline_margin_s),
+            judge_max_attempts=_int("FAIR_FORGE_JUDGE_MAX_ATTEMPTS", cls.judge_max_attempts),
+            judge_call_timeout_s=_float("FAIR_FORGE_JUDGE_CALL_TIMEOUT_S", cls.judge_call_timeout_s),
             extra_connectors=tuple(p.strip() for p in extra.split(",") if p.strip()),
             cors_allow_origin=os.environ.get("CORS_ALLOW_ORIGIN") or None,
             server_api_key_env=os.environ.get("LLM_API_KEY") or None,

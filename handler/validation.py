@@ -15,27 +15,21 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from fair_forge_core.schemas import Dataset, EvaluationConfig
+# The request model and the error paths are the core's, shared with the CLI.
+from fair_forge_core.schemas import ConnectorSpec, RunRequest, field_path
 from handler.settings import Settings
 
-
-class ConnectorSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    class_path: str
-    params: dict[str, Any] = Field(default_factory=dict)
-
-
-class RunRequest(BaseModel):
-    """The body of `POST /run`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    connector: ConnectorSpec
-    datasets: list[Dataset]
-    config: EvaluationConfig = Field(default_factory=EvaluationConfig)
+__all__ = [
+    "ConnectorSpec",
+    "RequestError",
+    "RunRequest",
+    "decode_body",
+    "field_path",
+    "parse_run_request",
+    "validation_details",
+]
 
 
 @dataclass
@@ -45,14 +39,6 @@ class RequestError(Exception):
     status: int
     message: str
     details: list[dict[str, str]] = field(default_factory=list)
-
-
-def field_path(location: tuple[int | str, ...]) -> str:
-    """`("datasets", 0, "conversation")` → `"datasets[0].conversation"`."""
-    path = ""
-    for part in location:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path
 
 
 def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[str, Any]:
@@ -105,24 +91,33 @@ def _check_limits(body: dict[str, Any], settings: Settings) -> None:
     )
     if turns > settings.max_turns:
         raise RequestError(413, f"Too many turns: {turns} (limit {settings.max_turns} per request)")
-    longest = _longest_string(datasets)
+    longest, depth = _measure(body)
     if longest > settings.max_string_chars:
         raise RequestError(
-            413, f"A text field in datasets has {longest} characters (limit {settings.max_string_chars})"
+            413, f"A text field in the request has {longest} characters (limit {settings.max_string_chars})"
         )
+    if depth > settings.max_nesting_depth:
+        raise RequestError(400, f"The request is nested {depth} levels deep (limit {settings.max_nesting_depth})")
 
 
-def _longest_string(value: Any) -> int:
-    stack, longest = [value], 0
+def _measure(value: Any) -> tuple[int, int]:
+    """The longest string and the deepest nesting in a JSON value, without recursion.
+
+    Depth is bounded because tool parameters are compared recursively: an
+    arbitrarily deep value must be refused here rather than overflow the stack later.
+    """
+    stack, longest, deepest = [(value, 1)], 0, 0
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
         if isinstance(item, str):
             longest = max(longest, len(item))
         elif isinstance(item, dict):
-            stack.extend(item.values())
+            stack.extend((v, depth + 1) for v in item.values())
+            longest = max([longest, *(len(k) for k in item)])
         elif isinstance(item, list):
-            stack.extend(item)
-    return longest
+            stack.extend((v, depth + 1) for v in item)
+    return longest, deepest
 
 
 def validation_details(error: ValidationError) -> list[dict[str, str]]:

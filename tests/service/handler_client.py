@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from handler.app import lambda_handler
@@ -41,3 +45,41 @@ def call_handler(
         headers=headers,
         raw=text,
     )
+
+
+_SUBPROCESS_SCRIPT = """
+import json, sys
+from tests.service.handler_client import call_handler
+for line in sys.stdin:
+    request = json.loads(line)
+    response = call_handler(raw=request) if isinstance(request, str) else call_handler(request)
+    print("RESPONSE=" + json.dumps({"status": response.status, "raw": response.raw}), flush=True)
+"""
+
+
+def run_in_subprocess(requests: list[Any], env: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Call the handler with each request in one fresh interpreter; return the responses and *everything* printed.
+
+    A request is a body (sent as JSON) or a string (sent as it is). A subprocess is
+    the honest way to see every log line: loggers configured at import time write
+    to the process's real stdout and stderr, which in-process capture can miss.
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", _SUBPROCESS_SCRIPT],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    responses, other_lines = [], []
+    for line in result.stdout.splitlines():
+        if line.startswith("RESPONSE="):
+            response = json.loads(line.removeprefix("RESPONSE="))
+            responses.append({**response, "body": json.loads(response["raw"]) if response["raw"] else {}})
+        else:
+            other_lines.append(line)
+    assert len(responses) == len(requests), result.stderr[-3000:]
+    return responses, "\n".join(other_lines) + "\n" + result.stderr

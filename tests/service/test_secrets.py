@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fake_llm_server import FakeLLMServer, Reply
+from tests.service.handler_client import run_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())
@@ -30,31 +28,8 @@ def openai_request(base_url: str, *, api_key: str | None, verbose: bool = True) 
 
 
 def run_handler_in_subprocess(body: dict, env: dict[str, str] | None = None) -> tuple[dict, str]:
-    """Call the handler in a fresh interpreter; return its response and *everything* it printed.
-
-    A subprocess is the honest way to see every line: loggers configured at import
-    time write to the process's real stdout/stderr, which in-process capture can miss.
-    """
-    script = (
-        "import json, sys\n"
-        "from tests.service.handler_client import call_handler\n"
-        "response = call_handler(json.loads(sys.stdin.read()))\n"
-        "print('RESPONSE=' + json.dumps({'status': response.status, 'raw': response.raw}))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        input=json.dumps(body),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    line = next(x for x in result.stdout.splitlines() if x.startswith("RESPONSE="))
-    response = json.loads(line.removeprefix("RESPONSE="))
-    output = result.stdout.replace(line, "") + result.stderr
-    return {"status": response["status"], "raw": response["raw"], "body": json.loads(response["raw"])}, output
+    (response,), output = run_in_subprocess([body], env)
+    return response, output
 
 
 def test_verbose_run_leaks_no_key() -> None:
