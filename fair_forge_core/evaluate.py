@@ -12,9 +12,10 @@ reason it is not.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
@@ -28,6 +29,7 @@ from fair_forge_core.judges.llm import (
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
 from fair_forge_core.schemas import ConversationMetrics, Dataset, EvaluationConfig, EvaluationResult
+from fair_forge_core.tools import ToolScorer
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -104,8 +106,9 @@ async def evaluate(
     )
     requests = [[judge_request_of(d, i) for i in range(len(d.conversation))] for d in datasets]
     judgements = await judge_all((r for turns in requests for r in turns), judge, on_progress)
+    tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
     conversations = [
-        conversation_metrics(dataset, [judgements[r] for r in turns], config)
+        conversation_metrics(dataset, [judgements[r] for r in turns], config, tool_scorer=tool_scorer)
         for dataset, turns in zip(datasets, requests, strict=True)
     ]
     return build_result(conversations, config)
@@ -138,11 +141,37 @@ def build_result(conversations: list[ConversationMetrics], config: EvaluationCon
     return EvaluationResult(per_conversation_metrics=conversations, aggregated_metrics=aggregated, warnings=warnings)
 
 
+T = TypeVar("T")
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to completion on the process's long-lived event loop.
+
+    Not `asyncio.run`, which closes its loop each time: LangChain providers cache
+    HTTP clients across model instances (langchain-openai keeps one httpx client per
+    base URL and timeout), so after a closed loop the next evaluation would find
+    pooled connections bound to it and lose its first calls to "Event loop is
+    closed". One loop per process keeps those connections usable, and alive between
+    warm Lambda invocations. (`asyncio.run` also installs a SIGINT handler whose
+    removal formats the finished task, result included: seconds for a large result.)
+    Callers in several threads take turns, as invocations do in one Lambda
+    execution environment.
+    """
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+        return _loop.run_until_complete(coroutine)
+
+
 def evaluate_sync(
     datasets: list[Dataset], chat_model: BaseChatModel, config: EvaluationConfig | None = None, **kwargs: Any
 ) -> EvaluationResult:
-    """`evaluate` for callers without an event loop."""
-    return asyncio.run(evaluate(datasets, chat_model, config, **kwargs))
+    """`evaluate` for callers without an event loop (see `run_sync`)."""
+    return run_sync(evaluate(datasets, chat_model, config, **kwargs))
 
 
 class Agentic:

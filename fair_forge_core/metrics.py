@@ -20,7 +20,7 @@ from fair_forge_core.schemas import (
     PerTaskMetrics,
     ToolCorrectnessScore,
 )
-from fair_forge_core.tools import score_tool_calls
+from fair_forge_core.tools import ToolScorer
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class TurnJudgement:
 
 
 def score_turn(
-    batch: Batch, judgement: TurnJudgement, config: EvaluationConfig
+    batch: Batch, judgement: TurnJudgement, config: EvaluationConfig, tool_scorer: ToolScorer | None = None
 ) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
     """The verdict on one turn.
 
@@ -41,16 +41,13 @@ def score_turn(
     `ground_truth_agentic` (no tools used then scores, it is not None). Turn correct
     ⇔ answer correct and, if tools were scored and `require_tool_correctness`, tools
     correct. A turn without a score has `is_correct` None: unscored, not wrong.
+    `tool_scorer` (made from `config` if not given) may be shared by many turns.
     """
     tool_score = None
     if batch.ground_truth_agentic is not None:
-        tool_score = score_tool_calls(
-            batch.agentic,
-            batch.ground_truth_agentic,
-            answer=batch.assistant,
-            weights=config.tool_weights,
-            tool_threshold=config.tool_threshold,
-        )
+        if tool_scorer is None:
+            tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
+        tool_score = tool_scorer.score(batch.agentic, batch.ground_truth_agentic, batch.assistant)
     tool_correct = tool_score.is_correct if tool_score is not None else None
     answer_correct = None if judgement.score is None else judgement.score >= config.threshold
     is_correct = answer_correct
@@ -69,15 +66,22 @@ def score_turn(
 
 
 def conversation_metrics(
-    dataset: Dataset, judgements: list[TurnJudgement], config: EvaluationConfig
+    dataset: Dataset,
+    judgements: list[TurnJudgement],
+    config: EvaluationConfig,
+    *,
+    tool_scorer: ToolScorer | None = None,
 ) -> ConversationMetrics:
     """Metrics of one conversation; `judgements[i]` belongs to `dataset.conversation[i]`.
 
     The conversation is scored only if every turn is, and fully correct only if every
     turn is correct. pass@k / pass^k count turns: n = scored turns, c = correct ones
-    (None when no turn was scored).
+    (None when no turn was scored). Pass one `tool_scorer` (built from `config`) to
+    all the conversations of an evaluation so that repeated turns are scored once.
     """
-    turns = [score_turn(b, j, config) for b, j in zip(dataset.conversation, judgements, strict=True)]
+    if tool_scorer is None:
+        tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
+    turns = [score_turn(b, j, config, tool_scorer) for b, j in zip(dataset.conversation, judgements, strict=True)]
     interactions = [interaction for interaction, _ in turns]
     scored = [i for i in interactions if i.is_correct is not None]
     correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]

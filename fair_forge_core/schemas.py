@@ -150,6 +150,29 @@ class EvaluationConfig(_Request):
         return {"mode": value} if isinstance(value, str) else value
 
 
+class ConnectorSpec(_Request):
+    """Which chat model judges the answers: an allowed class path and its constructor arguments."""
+
+    class_path: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunRequest(_Request):
+    """A whole evaluation request: the body of `POST /run`, and the file `python -m fair_forge_core evaluate` reads."""
+
+    connector: ConnectorSpec
+    datasets: list[Dataset] = Field(min_length=1)
+    config: EvaluationConfig = Field(default_factory=EvaluationConfig)
+
+
+def field_path(location: tuple[int | str, ...]) -> str:
+    """A pydantic error location as a path: `("datasets", 0, "conversation")` → `"datasets[0].conversation"`."""
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
 # --------------------------------------------------------------------------- result
 
 
@@ -222,11 +245,17 @@ class ConversationMetrics(_Result):
 
 
 class CurvePoint(_Result):
+    """pass@k and pass^k at one k; the credible bounds are None in frequentist mode."""
+
     k: int
     pass_at_k: float
     pass_pow_k: float
     pass_at_k_unbiased: float | None
     pass_pow_k_unbiased: float | None
+    pass_at_k_ci_low: float | None = None
+    pass_at_k_ci_high: float | None = None
+    pass_pow_k_ci_low: float | None = None
+    pass_pow_k_ci_high: float | None = None
 
 
 class PerTaskMetrics(_Result):

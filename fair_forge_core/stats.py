@@ -122,7 +122,8 @@ def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimat
 
 
 def pass_curve(n: int, c: int, k: int, mode: StatisticalMode) -> list[CurvePoint]:
-    """One point per k' = 1 … max(k, 10): the estimate of `mode` and the unbiased estimators."""
+    """One point per k' = 1 … max(k, 10): the estimate of `mode` (with its credible bounds in
+    Bayesian mode, the bands of the report's curves) and the unbiased estimators."""
     points = []
     for k_prime in range(1, max(k, CURVE_MIN_K) + 1):
         rates = estimate_rates(n, c, k_prime, mode)
@@ -133,6 +134,10 @@ def pass_curve(n: int, c: int, k: int, mode: StatisticalMode) -> list[CurvePoint
                 pass_pow_k=rates.pass_pow_k,
                 pass_at_k_unbiased=pass_at_k_unbiased(n, c, k_prime),
                 pass_pow_k_unbiased=pass_pow_k_unbiased(n, c, k_prime),
+                pass_at_k_ci_low=rates.pass_at_k_ci_low,
+                pass_at_k_ci_high=rates.pass_at_k_ci_high,
+                pass_pow_k_ci_low=rates.pass_pow_k_ci_low,
+                pass_pow_k_ci_high=rates.pass_pow_k_ci_high,
             )
         )
     return points

@@ -71,9 +71,11 @@ import math
 import numbers
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 from fair_forge_core.schemas import (
     AgenticTrace,
@@ -86,6 +88,7 @@ from fair_forge_core.schemas import (
 
 __all__ = [
     "THRESHOLD_TOLERANCE",
+    "ToolScorer",
     "find_result_in_answer",
     "parameter_agreement",
     "score_tool_calls",
@@ -113,9 +116,16 @@ AnyCall = ToolCall | ExpectedToolCall
 # --------------------------------------------------------------------------- values
 
 
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""The JSON scalar types: two values of one of these types agree exactly when they are equal."""
+
+
 def _is_number(value: Any) -> bool:
     """True for real numbers; bools are not numbers here."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    kind = type(value)
+    if kind is int or kind is float:  # the common case, without the slow ABC check
+        return True
+    return kind is not bool and isinstance(value, numbers.Real)
 
 
 def _normalise_text(text: str) -> str:
@@ -141,7 +151,7 @@ def _approx_matcher(rule: Mapping[str, Any]) -> Callable[[Any], bool] | None:
 
 def _rule_matcher(value: Any) -> Callable[[Any], bool] | None:
     """The matcher of a rule (see the module docstring), or None if `value` is no rule."""
-    if not isinstance(value, Mapping) or not value:
+    if type(value) in _PLAIN_SCALARS or not isinstance(value, Mapping) or not value:
         return None
     keys = set(value)
     if keys == {"$any"}:
@@ -170,6 +180,9 @@ def values_agree(expected: Any, used: Any) -> bool:
     when they have the same length and agree position by position. Rules in
     `expected`, at any depth, are applied instead of equality.
     """
+    kind = type(expected)
+    if kind is type(used) and kind in _PLAIN_SCALARS:  # fast path: same JSON scalar type
+        return bool(expected == used)
     matcher = _rule_matcher(expected)
     if matcher is not None:
         return matcher(used)
@@ -267,16 +280,32 @@ def _indices_by_name(calls: Sequence[AnyCall]) -> dict[str, list[int]]:
     return groups
 
 
-def _pair_calls(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> list[_Pair]:
-    """Pair expected with used calls of the same name, maximising total parameter agreement."""
+_AgreementTable = tuple[list[int], list[int], list[list[tuple[float, list[str]]]]]
+"""For one tool name: expected indices, used indices (each in call order), and
+`parameter_agreement` of every (expected, used) pair of them."""
+
+
+def _agreement_tables(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> list[_AgreementTable]:
+    """Per expected tool name, the parameter agreement of its expected and used calls.
+
+    Computed once per turn; both the pairing and the tool-call F1 read it.
+    """
     used_by_name = _indices_by_name(used)
-    pairs: list[_Pair] = []
+    tables = []
     for name, expected_indices in _indices_by_name(expected).items():
         used_indices = used_by_name.get(name, [])
         table = [
             [parameter_agreement(expected[e].parameters, used[u].parameters) for u in used_indices]
             for e in expected_indices
         ]
+        tables.append((expected_indices, used_indices, table))
+    return tables
+
+
+def _pair_calls(tables: Sequence[_AgreementTable]) -> list[_Pair]:
+    """Pair expected with used calls of the same name, maximising total parameter agreement."""
+    pairs: list[_Pair] = []
+    for expected_indices, used_indices, table in tables:
         for row, column in _best_assignment([[share for share, _ in cells] for cells in table]):
             share, wrong = table[row][column]
             pairs.append(_Pair(expected_indices[row], used_indices[column], share, tuple(wrong)))
@@ -406,22 +435,21 @@ def tool_call_f1(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall])
     one-to-one and maximal. Both sides empty → (1, 1, 1); an empty side makes its
     undefined ratio 0.0, and F1 is 0.0 whenever precision + recall is 0.
     """
-    if not expected and not used:
+    return _tool_call_f1(len(expected), len(used), _agreement_tables(expected, used))
+
+
+def _tool_call_f1(
+    expected_count: int, used_count: int, tables: Sequence[_AgreementTable]
+) -> tuple[float, float, float]:
+    """`tool_call_f1` from the agreement tables of the turn."""
+    if not expected_count and not used_count:
         return 1.0, 1.0, 1.0
-    used_by_name = _indices_by_name(used)
     matches = 0
-    for name, expected_indices in _indices_by_name(expected).items():
-        used_indices = used_by_name.get(name, [])
-        weights = [
-            [
-                1.0 if parameter_agreement(expected[e].parameters, used[u].parameters)[0] == 1.0 else 0.0
-                for u in used_indices
-            ]
-            for e in expected_indices
-        ]
+    for _, _, table in tables:
+        weights = [[1.0 if share == 1.0 else 0.0 for share, _ in cells] for cells in table]
         matches += sum(1 for row, column in _best_assignment(weights) if weights[row][column] == 1.0)
-    precision = matches / len(used) if used else 0.0
-    recall = matches / len(expected) if expected else 0.0
+    precision = matches / used_count if used_count else 0.0
+    recall = matches / expected_count if expected_count else 0.0
     if precision + recall == 0:
         return precision, recall, 0.0
     return precision, recall, 2 * precision * recall / (precision + recall)
@@ -490,18 +518,23 @@ def score_tool_calls(
     expected_names = Counter(call.tool_name for call in expected_calls)
     used_names = Counter(call.tool_name for call in used_calls)
 
-    pairs = _pair_calls(expected_calls, used_calls)
+    tables = _agreement_tables(expected_calls, used_calls)
+    pairs = _pair_calls(tables)
     selection = _selection(expected_names, used_names)
     parameters = _parameters(len(expected_calls), len(used_calls), pairs)
     sequence, out_of_order = _sequence(expected_calls, used_calls, pairs, expected.tool_sequence_matters)
     utilization, utilization_note = _utilization(used, expects_tools=bool(expected_calls))
     result_in_answer = find_result_in_answer(used_calls, answer)
-    precision, recall, f1 = tool_call_f1(expected_calls, used_calls)
+    precision, recall, f1 = _tool_call_f1(len(expected_calls), len(used_calls), tables)
 
-    w = weights.normalised()
+    # `weights.normalised()`, without building a model per turn (the same arithmetic).
+    total = weights.selection + weights.parameters + weights.sequence + weights.utilization
     overall = min(
         1.0,
-        w.selection * selection + w.parameters * parameters + w.sequence * sequence + w.utilization * utilization,
+        weights.selection / total * selection
+        + weights.parameters / total * parameters
+        + weights.sequence / total * sequence
+        + weights.utilization / total * utilization,
     )
     return ToolCorrectnessScore(
         tool_selection_correct=selection,
@@ -524,3 +557,66 @@ def score_tool_calls(
         f1=f1,
         result_in_answer=result_in_answer,
     )
+
+
+class ToolScorer:
+    """`score_tool_calls` under one config, scoring each distinct turn once.
+
+    Turns often repeat (attempts of one task, a shared test set), and scoring is a
+    pure function of the trace, the ground truth and the answer, so equal inputs
+    share one `ToolCorrectnessScore` (treat it as read-only). Inputs are compared
+    exactly: by type as well as value (True ≠ 1, 5 ≠ 5.0, dict key order counts),
+    including which fields were set. A turn holding a value that is not plain JSON
+    data (str, int, float, bool, None, dict, list, tuple) is scored without the memo.
+    """
+
+    def __init__(self, weights: ToolWeights, tool_threshold: float) -> None:
+        self.weights = weights
+        self.tool_threshold = tool_threshold
+        self._scores: dict[Hashable, ToolCorrectnessScore] = {}
+
+    def score(self, used: AgenticTrace | None, expected: GroundTruthAgentic, answer: str) -> ToolCorrectnessScore:
+        """The same as `score_tool_calls(used, expected, answer=answer, ...)` with this scorer's config."""
+        try:
+            key: Hashable = (answer, _frozen(used), _frozen(expected))
+        except _NotPlainData:
+            key = None
+        if key is not None and (known := self._scores.get(key)) is not None:
+            return known
+        score = score_tool_calls(
+            used, expected, answer=answer, weights=self.weights, tool_threshold=self.tool_threshold
+        )
+        if key is not None:
+            self._scores[key] = score
+        return score
+
+
+class _NotPlainData(Exception):
+    """A value `_frozen` does not know how to compare exactly."""
+
+
+def _frozen(value: Any) -> Hashable:
+    """A hashable equal to another's exactly when the two values are the same data.
+
+    Scalars carry their type ((int, 1) ≠ (bool, True) ≠ (float, 1.0)); containers
+    their kind and items in order; models their class, the fields set, every field
+    and any extra. Anything else raises `_NotPlainData`.
+    """
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind in _PLAIN_SCALARS:
+        return kind, value
+    if kind is dict:
+        return dict, tuple([(k if type(k) is str else _frozen(k), _frozen(v)) for k, v in value.items()])
+    if kind is list or kind is tuple:
+        return kind, tuple([_frozen(item) for item in value])
+    if isinstance(value, BaseModel):  # a model's fields are its __dict__
+        extra = value.__pydantic_extra__
+        return (
+            kind,
+            frozenset(value.model_fields_set),
+            _frozen(value.__dict__),
+            None if extra is None else _frozen(extra),
+        )
+    raise _NotPlainData(kind.__name__)

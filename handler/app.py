@@ -12,7 +12,6 @@ core are imported on the first request that needs them, not here.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -82,6 +81,7 @@ def health() -> dict[str, Any]:
 def run() -> Response:
     settings = Settings.from_env()
     event = app.current_event
+    _response_format()  # an unknown ?format= is refused before any work
     body = decode_body(event.body, bool(event.is_base64_encoded), settings)
     request = parse_run_request(body, settings)
     verbose = request.config.verbose
@@ -96,7 +96,7 @@ def run() -> Response:
 
 
 def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
-    from fair_forge_core.evaluate import NoConversationScored, evaluate
+    from fair_forge_core.evaluate import NoConversationScored, evaluate, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
 
     turns = sum(len(d.conversation) for d in request.datasets)
@@ -111,7 +111,7 @@ def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
     telemetry = JudgeTelemetry()
     started = time.perf_counter()
     try:
-        result = asyncio.run(
+        result = run_sync(  # not asyncio.run: one loop per process keeps the providers' HTTP pools usable
             evaluate(
                 request.datasets,
                 model,
@@ -160,6 +160,8 @@ def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
 
 def _result_response(result: Any, settings: Settings) -> Response:
     """The 200 body; per-turn detail is dropped (and a warning added) if it would not fit in 6 MB."""
+    if _response_format() == "html":
+        return _html_response(result, settings)
     payload = {**result.model_dump(mode="json"), "request_id": _request_id()}
     body = json.dumps(payload)
     if len(body) > settings.max_response_bytes:
@@ -170,6 +172,51 @@ def _result_response(result: Any, settings: Settings) -> Response:
     if len(body) > settings.max_response_bytes:
         return error_response(413, "Response too large even without per-turn detail: send fewer conversations")
     return Response(status_code=200, content_type="application/json", body=body)
+
+
+def _prefers_html(accept: str) -> bool:
+    """Whether an `Accept` header ranks `text/html` above JSON (a tie, `*/*` or no header: JSON)."""
+    weights: dict[str, float] = {}
+    for item in accept.split(","):
+        media, *params = (part.strip().lower() for part in item.split(";"))
+        quality = 1.0
+        for param in params:
+            if param.startswith("q="):
+                try:
+                    quality = float(param[2:])
+                except ValueError:
+                    quality = 0.0
+        weights[media] = max(quality, weights.get(media, 0.0))
+    html = weights.get("text/html", 0.0)
+    return html > 0 and html > max(weights.get("application/json", 0.0), weights.get("application/*", 0.0))
+
+
+def _response_format() -> str:
+    """The response format of the current request, "html" or "json": `?format=` first, else `Accept`."""
+    event = app.current_event
+    requested = (event.query_string_parameters or {}).get("format")
+    if requested is not None:
+        if requested.lower() not in ("html", "json"):
+            raise RequestError(400, "Unsupported format: use ?format=json (the default) or ?format=html")
+        return requested.lower()
+    accept = event.headers.get("accept") or ""  # Powertools' headers are case-insensitive
+    return "html" if _prefers_html(accept) else "json"
+
+
+def _html_response(result: Any, settings: Settings) -> Response:
+    """The HTML report of the result (`fair_forge_core.report`); per-turn detail is left out if it would not fit."""
+    from fair_forge_core.report import render_html
+
+    payload = {**result.model_dump(mode="json"), "request_id": _request_id()}
+    page = render_html(payload)
+    if len(page.encode()) > settings.max_response_bytes:
+        for conversation in payload["per_conversation_metrics"]:
+            conversation["interactions"] = None
+        payload["warnings"].append("per-turn detail left out: the full report would exceed the 6 MB Lambda limit")
+        page = render_html(payload)
+    if len(page.encode()) > settings.max_response_bytes:
+        return error_response(413, "Report too large even without per-turn detail: send fewer conversations")
+    return Response(status_code=200, content_type="text/html; charset=utf-8", body=page, headers={"Vary": "Accept"})
 
 
 @app.exception_handler(RequestError)

@@ -9,9 +9,14 @@ One `AnswerJudge.judge(request)` call returns a `Verdict` or raises:
 - `JudgeProviderRefused` — the provider refuses every call (401, 403, 404: a bad
   key, no access, no such model). The evaluation stops at once.
 
-Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried
-with exponential backoff and full jitter, or after the provider's Retry-After when
-it sends one. Parse failures are retried at once (a new sample may parse).
+Transient failures (408, 409, 5xx, timeouts, connection errors) are retried with
+exponential backoff and full jitter, or after the provider's Retry-After when it
+sends one. Rate limiting (429) is handled for all calls at once by an
+`AdaptiveLimiter`: every call waits until the Retry-After instant, the number of
+calls in flight adapts to what the provider accepts, and 429s draw on a budget of
+their own (`RetryPolicy.max_rate_limited_attempts`, and the deadline), so a turn
+is not left unscored merely because the provider asked us to slow down. Parse
+failures are retried at once (a new sample may parse).
 Error messages are built from the status and the exception type, and any provider
 text is passed through `redact`, so no key reaches a response or a log line.
 """
@@ -23,6 +28,7 @@ import json
 import math
 import random
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -57,11 +63,15 @@ class RetryPolicy:
     """How hard the judge tries before a turn is left unscored.
 
     `max_attempts` bounds provider attempts per turn (transient errors); parse
-    failures have their own bound. `call_timeout_s` bounds one provider call.
+    failures and rate limiting (429) have bounds of their own, the latter larger
+    because a 429 says "later", not "broken" (the deadline bounds it too).
+    `call_timeout_s` bounds one provider call; `max_delay_s` bounds one backoff and
+    the pause a Retry-After can impose.
     """
 
     max_attempts: int = 8
     max_parse_attempts: int = 3
+    max_rate_limited_attempts: int = 50
     base_delay_s: float = 0.2
     max_delay_s: float = 8.0
     call_timeout_s: float = 30.0
@@ -75,6 +85,7 @@ class JudgeTelemetry:
     retries: int = 0
     parse_failures: int = 0
     errors: int = 0
+    rate_limited: int = 0
 
 
 class JudgeCallError(Exception):
@@ -199,10 +210,87 @@ def _json_in_text(text: str, *, bos: str, eos: str) -> Any:
     raise VerdictParseError("no JSON object in the reply")
 
 
+class AdaptiveLimiter:
+    """How many judge calls may be in flight: one limiter shared by all calls of an evaluation.
+
+    - Slots: at most `limit` calls hold one; the others wait, first come first served.
+    - AIMD: a 429 halves `limit` (down to 1), a success adds one (up to `ceiling`).
+      Only outcomes of calls started since the last halving count: calls already in
+      flight when the provider pushed back say nothing about the new limit, so one
+      burst of 429s halves once, not once per call.
+    - Pause: a 429 also holds every slot back until `now + pause_s` (the provider's
+      Retry-After), the shared "not before" instant. Calls in flight finish; no new
+      one starts before it.
+
+    `acquire()` returns a ticket to hand back to `release()`. Not thread-safe: one
+    event loop, like the evaluation that owns it.
+    """
+
+    def __init__(self, ceiling: int, clock: Any = time.monotonic) -> None:
+        if ceiling < 1:
+            raise ValueError(f"ceiling must be at least 1, got {ceiling}")
+        self.ceiling = ceiling
+        self.limit = ceiling
+        self.in_flight = 0
+        self.not_before = 0.0
+        self._clock = clock
+        self._epoch = 0  # bumped by each halving
+        self._waiters: deque[asyncio.Future[int]] = deque()
+        self._wakeup: asyncio.TimerHandle | None = None
+
+    async def acquire(self) -> int:
+        """Wait for a slot; returns the ticket for `release`. Cancelling a wait gives nothing up."""
+        if not self._waiters and self._can_start():
+            self.in_flight += 1
+            return self._epoch
+        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        self._dispatch()
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # granted, then cancelled: hand the slot on
+                self.in_flight -= 1
+                self._dispatch()
+            raise
+
+    def release(self, ticket: int, outcome: Literal["ok", "rate_limited", "error"], pause_s: float = 0.0) -> None:
+        """Give a slot back, telling how its call went; a 429 pauses everyone for `pause_s`."""
+        self.in_flight -= 1
+        current = ticket == self._epoch
+        if outcome == "ok" and current:
+            self.limit = min(self.ceiling, self.limit + 1)
+        elif outcome == "rate_limited":
+            self.not_before = max(self.not_before, self._clock() + pause_s)
+            if current:
+                self.limit = max(1, self.limit // 2)
+                self._epoch += 1
+        self._dispatch()
+
+    def _can_start(self) -> bool:
+        return self.in_flight < self.limit and self._clock() >= self.not_before
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiters in order; while paused, come back when the pause ends."""
+        while self._waiters and self._can_start():
+            waiter = self._waiters.popleft()
+            if not waiter.done():  # a cancelled wait is skipped
+                self.in_flight += 1
+                waiter.set_result(self._epoch)
+        if self._waiters and self.in_flight < self.limit and self._wakeup is None:
+            delay = max(0.0, self.not_before - self._clock())
+            self._wakeup = asyncio.get_running_loop().call_later(delay, self._wake)
+
+    def _wake(self) -> None:
+        self._wakeup = None
+        self._dispatch()
+
+
 @dataclass
 class AnswerJudge:
     """Scores answers with `model` under `config`'s output mode and concurrency cap.
 
+    Calls go through one `AdaptiveLimiter` whose ceiling is `config.max_concurrency`.
     `deadline` is a `time.monotonic()` instant after which no new provider call
     starts; turns not yet judged then fail with a `JudgeCallError`.
     """
@@ -215,7 +303,8 @@ class AnswerJudge:
     rng: random.Random = field(default_factory=random.Random)
 
     def __post_init__(self) -> None:
-        self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
+        self.limiter = AdaptiveLimiter(self.config.max_concurrency)
+        self._rate_limit_streak = 0  # 429s since the last answer, for the pause when no Retry-After comes
         if self.config.use_structured_output:
             kwargs = {}
             if self.config.structured_output_method:
@@ -232,19 +321,17 @@ class AnswerJudge:
             bos_json_clause=self.config.bos_json_clause,
             eos_json_clause=self.config.eos_json_clause,
         )
-        attempts = parse_failures = 0
+        attempts = parse_failures = rate_limited = 0
         while True:
-            async with self._semaphore:
-                timeout = self._time_left()
-                self.telemetry.calls += 1
-                try:
-                    raw = await asyncio.wait_for(self._runnable.ainvoke(messages), timeout)
-                    return parse_verdict(raw, bos=self.config.bos_json_clause, eos=self.config.eos_json_clause)
-                except VerdictParseError as exc:
-                    kind: ErrorKind = "parse"
-                    error: BaseException = exc
-                except Exception as exc:
-                    kind, error = classify_error(exc), exc
+            try:
+                return await self._attempt(messages)
+            except JudgeCallError:
+                raise
+            except VerdictParseError as exc:
+                kind: ErrorKind = "parse"
+                error: BaseException = exc
+            except Exception as exc:
+                kind, error = classify_error(exc), exc
             if kind == "fatal":
                 raise JudgeProviderRefused(f"the judge provider refused the request ({describe_error(error)})")
             if kind == "parse":
@@ -255,6 +342,16 @@ class AnswerJudge:
                 continue
             if kind == "turn":
                 raise self._turn_error(f"judge call failed: {describe_error(error)}")
+            if status_code_of(error) == 429:
+                # The limiter already holds every call until the provider's Retry-After.
+                self.telemetry.rate_limited += 1
+                rate_limited += 1
+                if rate_limited >= self.retry.max_rate_limited_attempts:
+                    raise self._turn_error(
+                        f"judge provider still rate limiting after {rate_limited} attempts: {describe_error(error)}"
+                    )
+                self.telemetry.retries += 1
+                continue
             attempts += 1
             if attempts >= self.retry.max_attempts:
                 raise self._turn_error(
@@ -262,6 +359,36 @@ class AnswerJudge:
                 )
             self.telemetry.retries += 1
             await asyncio.sleep(self._backoff_s(attempts, retry_after_s(error)))
+
+    async def _attempt(self, messages: list[BaseMessage]) -> Verdict:
+        """One provider call in a slot of the limiter, which learns how it went; errors propagate."""
+        ticket = await self._acquire()
+        outcome: Literal["ok", "rate_limited", "error"] = "error"
+        pause_s = 0.0
+        try:
+            timeout = self._time_left()
+            self.telemetry.calls += 1
+            raw = await asyncio.wait_for(self._runnable.ainvoke(messages), timeout)
+            outcome = "ok"  # the provider answered; whether the reply parses is another matter
+            self._rate_limit_streak = 0
+            return parse_verdict(raw, bos=self.config.bos_json_clause, eos=self.config.eos_json_clause)
+        except Exception as exc:
+            if status_code_of(exc) == 429:
+                outcome = "rate_limited"
+                pause_s = self._rate_limit_pause_s(exc)
+            raise
+        finally:
+            self.limiter.release(ticket, outcome, pause_s)
+
+    async def _acquire(self) -> int:
+        """A slot of the limiter, or a `JudgeCallError` if the deadline passes first."""
+        if self.deadline is None:
+            return await self.limiter.acquire()
+        try:
+            async with asyncio.timeout(max(0.0, self.deadline - time.monotonic())):
+                return await self.limiter.acquire()
+        except TimeoutError:
+            raise self._turn_error("time budget exhausted before this turn could be judged") from None
 
     def _time_left(self) -> float:
         """Timeout of the next call: the per-call limit, cut to the deadline; raises if none is left."""
@@ -271,6 +398,15 @@ class AnswerJudge:
         if left <= 0:
             raise self._turn_error("time budget exhausted before this turn could be judged")
         return min(self.retry.call_timeout_s, left)
+
+    def _rate_limit_pause_s(self, exc: BaseException) -> float:
+        """How long a 429 holds every call back: the Retry-After (capped), else a backoff that
+        grows with the 429s since the provider last answered."""
+        self._rate_limit_streak += 1
+        retry_after = retry_after_s(exc)
+        if retry_after is not None:
+            return min(retry_after, self.retry.max_delay_s)
+        return self._backoff_s(self._rate_limit_streak, None)
 
     def _backoff_s(self, attempt: int, retry_after: float | None) -> float:
         """Full-jitter exponential backoff, or the provider's Retry-After plus a little jitter."""

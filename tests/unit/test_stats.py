@@ -135,3 +135,17 @@ def test_bayesian_estimates_are_ordered(nck: tuple[int, int, int], level: float)
     assert 0.0 <= rates.pass_pow_k <= rates.pass_at_k + 1e-12 <= 1.0 + 1e-12
     shuffled = stats.estimate_rates(n, c, k, StatisticalMode(mode="bayesian", ci_level=level))
     assert shuffled == rates  # exact and reproducible: no sampling
+
+
+def test_curve_carries_the_credible_bounds_of_each_k_in_bayesian_mode_only() -> None:
+    bayesian = StatisticalMode(mode="bayesian", ci_level=0.9)
+    for point in stats.pass_curve(16, 13, 3, bayesian):
+        rates = stats.estimate_rates(16, 13, point.k, bayesian)
+        assert (point.pass_at_k_ci_low, point.pass_at_k_ci_high) == (rates.pass_at_k_ci_low, rates.pass_at_k_ci_high)
+        assert (point.pass_pow_k_ci_low, point.pass_pow_k_ci_high) == (
+            rates.pass_pow_k_ci_low,
+            rates.pass_pow_k_ci_high,
+        )
+    for point in stats.pass_curve(16, 13, 3, FREQUENTIST):
+        assert point.pass_at_k_ci_low is point.pass_at_k_ci_high is point.pass_pow_k_ci_low is None
+        assert point.pass_pow_k_ci_high is None

@@ -1,0 +1,196 @@
+"""The judge's chat model, built from a class path — only from an allowlist.
+
+Shared by the Lambda handler and the CLI, so both apply the same rules, in this order:
+
+1. `class_path` must be one of the allowed spellings, compared exactly (no case
+   folding, no trimming). Nothing is imported before this check passes, so
+   `os.system` or `builtins.eval` never reach `importlib`.
+2. The module is imported and the attribute must be a class subclassing
+   LangChain's `BaseChatModel`.
+3. Parameters are JSON values; the few that would hand the model live objects or
+   hooks (`client`, `http_client`, `callbacks`, …) are refused, and an endpoint
+   (`base_url` and the like) must be an http(s) URL.
+4. If the caller gave no key, the key of `server_key()` (the operator's) is added. A
+   caller who chooses the endpoint (`base_url` and the like) must bring a key: the
+   operator's key never travels to an address the caller picked.
+5. Provider SDK retries are turned off (`max_retries=0`) unless the caller set
+   them, because the judge has its own retry budget and the two would multiply.
+
+The operator (never the caller) extends the allowlist with `extra_connectors`
+(`FAIR_FORGE_EXTRA_CONNECTORS`, comma-separated `module.Class` paths). Where the
+operator's key comes from (environment, Secrets Manager) is the caller's business:
+this module reads no environment and talks to no service.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fair_forge_core.redact import redact
+
+if TYPE_CHECKING:
+    from langchain_core.language_models.chat_models import BaseChatModel
+
+# canonical class path → other accepted spellings of it
+BUILTIN_CONNECTORS: dict[str, tuple[str, ...]] = {
+    "fair_forge_core.judges.ReferenceJudge": ("fair_forge_core.judges.reference.ReferenceJudge",),
+    "langchain_groq.chat_models.ChatGroq": ("langchain_groq.ChatGroq",),
+    "langchain_openai.chat_models.ChatOpenAI": (
+        "langchain_openai.ChatOpenAI",
+        "langchain_openai.chat_models.base.ChatOpenAI",
+    ),
+    "langchain_openai.chat_models.AzureChatOpenAI": (
+        "langchain_openai.AzureChatOpenAI",
+        "langchain_openai.chat_models.azure.AzureChatOpenAI",
+    ),
+    # Optional providers: allowed, usable when their package is installed.
+    "langchain_google_genai.chat_models.ChatGoogleGenerativeAI": ("langchain_google_genai.ChatGoogleGenerativeAI",),
+    "langchain_ollama.chat_models.ChatOllama": ("langchain_ollama.ChatOllama",),
+    "langchain_anthropic.chat_models.ChatAnthropic": ("langchain_anthropic.ChatAnthropic",),
+}
+
+ENDPOINT_PARAMS = frozenset(
+    {
+        "base_url",
+        "openai_api_base",
+        "api_base",
+        "azure_endpoint",
+        "endpoint",
+        "endpoint_url",
+        "groq_api_base",
+        "host",
+        "openai_proxy",
+        "proxy",
+        "default_headers",
+    }
+)
+KEY_PARAMS = ("api_key", "openai_api_key", "groq_api_key", "google_api_key", "anthropic_api_key")
+REFUSED_PARAMS = frozenset(
+    {
+        "client",
+        "async_client",
+        "root_client",
+        "root_async_client",
+        "http_client",
+        "http_async_client",
+        "callbacks",
+        "callback_manager",
+        "cache",
+        "rate_limiter",
+    }
+)
+_SECRET_WORDS = ("key", "token", "secret", "password", "credential")
+
+ServerKey = Callable[[], str | None]
+
+
+class ConnectorError(ValueError):
+    """The connector cannot be built; the message is safe to show to the caller."""
+
+
+class ConnectorNotAllowed(ConnectorError):
+    """`class_path` is not on the allowlist. Each face adds where the list can be seen."""
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A built chat model and the secret values it was given (to mask in logs and messages)."""
+
+    model: BaseChatModel
+    secrets: frozenset[str]
+
+
+def allowed_connectors(extra_connectors: Iterable[str] = ()) -> dict[str, str]:
+    """Every accepted spelling → its canonical class path, the operator's extensions included."""
+    allowed = {path: path for path in extra_connectors}
+    for canonical, aliases in BUILTIN_CONNECTORS.items():
+        allowed[canonical] = canonical
+        allowed.update(dict.fromkeys(aliases, canonical))
+    return allowed
+
+
+def resolve_class_path(class_path: str, extra_connectors: Iterable[str] = ()) -> str:
+    """The canonical class path of an allowed spelling; `ConnectorNotAllowed` for anything else."""
+    canonical = allowed_connectors(extra_connectors).get(class_path)
+    if canonical is None:
+        shown = class_path if len(class_path) <= 120 else class_path[:120] + "…"
+        raise ConnectorNotAllowed(f"class_path {json.dumps(shown)} is not an allowed connector")
+    return canonical
+
+
+def load_chat_model_class(canonical: str) -> type[BaseChatModel]:
+    """Import an allowed class path and check it is a LangChain chat model."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+
+    module_name, _, class_name = canonical.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise ConnectorError(f"{canonical} is allowed but its package is not installed") from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseChatModel)):
+        raise ConnectorError(f"{canonical} is not a LangChain chat model")
+    return cls
+
+
+def secret_values(params: dict[str, Any]) -> set[str]:
+    """String values of parameters whose names look secret (key, token, secret, …)."""
+    return {
+        value
+        for name, value in params.items()
+        if isinstance(value, str) and any(word in name.lower() for word in _SECRET_WORDS)
+    }
+
+
+def _accepts(cls: type[BaseChatModel], name: str) -> bool:
+    """Whether the model takes a constructor argument `name` (a field name or alias)."""
+    return any(field == name or info.alias == name for field, info in cls.model_fields.items())
+
+
+def build_chat_model(
+    class_path: str,
+    params: dict[str, Any],
+    *,
+    extra_connectors: Iterable[str] = (),
+    server_key: ServerKey | None = None,
+) -> Judge:
+    """The judge's chat model, following the rules of the module docstring.
+
+    `server_key` is called (at most once) only when the caller gave no key, chose no
+    endpoint, and the model takes an `api_key`. Raises `ConnectorError` with a message
+    that never contains a secret.
+    """
+    canonical = resolve_class_path(class_path, extra_connectors)
+    refused = sorted(REFUSED_PARAMS.intersection(params))
+    if refused:
+        raise ConnectorError(f"connector.params may not set {', '.join(refused)}")
+    cls = load_chat_model_class(canonical)
+    params = dict(params)
+    secrets = secret_values(params)
+    for name in sorted(ENDPOINT_PARAMS.intersection(params)):
+        value = params[name]
+        if isinstance(value, str) and not value.lower().startswith(("http://", "https://")):
+            # file://, unix sockets and the like would let a caller point the SDK at local resources.
+            raise ConnectorError(f"connector.params.{name} must be an http(s) URL")
+    has_key = any(params.get(name) for name in KEY_PARAMS)
+    chosen_endpoint = sorted(name for name in ENDPOINT_PARAMS if params.get(name) not in (None, ""))
+    if not has_key and chosen_endpoint:
+        # Without this, the provider SDK could fall back to a key from the server's
+        # environment and send it to the caller's address.
+        raise ConnectorError(f"connector.params.api_key is required when connector.params sets {chosen_endpoint[0]}")
+    if not has_key and server_key is not None and _accepts(cls, "api_key"):
+        key = server_key()
+        if key is not None:
+            params["api_key"] = key
+            secrets.add(key)
+    if _accepts(cls, "max_retries") and "max_retries" not in params:
+        params["max_retries"] = 0
+    try:
+        model = cls(**params)
+    except Exception as exc:
+        raise ConnectorError(f"{type(exc).__name__}: {redact(str(exc), secrets)[:300]}") from None
+    return Judge(model=model, secrets=frozenset(secrets))

@@ -1,0 +1,43 @@
+"""The service and the CLI apply one allowlist: `handler.connectors` delegates to `fair_forge_core.connectors`."""
+
+from __future__ import annotations
+
+import pytest
+
+from fair_forge_core import connectors as core
+from handler import connectors
+from handler.settings import Settings
+
+
+def test_the_handler_reexports_the_cores_names() -> None:
+    assert connectors.ConnectorError is core.ConnectorError
+    assert connectors.BUILTIN_CONNECTORS is core.BUILTIN_CONNECTORS
+    assert connectors.load_chat_model_class is core.load_chat_model_class
+    settings = Settings(extra_connectors=("my_pkg.chat.MyChat",))
+    assert connectors.allowed_connectors(settings) == core.allowed_connectors(["my_pkg.chat.MyChat"])
+    assert connectors.resolve_class_path("langchain_groq.ChatGroq", settings) == "langchain_groq.chat_models.ChatGroq"
+
+
+def test_a_refused_class_path_points_service_callers_to_health() -> None:
+    with pytest.raises(core.ConnectorNotAllowed, match="not an allowed connector; see GET /health"):
+        connectors.build_judge("os.system", {}, Settings())
+    with pytest.raises(core.ConnectorNotAllowed) as refused:
+        core.build_chat_model("os.system", {})
+    assert "GET /health" not in str(refused.value)  # the core knows nothing of HTTP
+
+
+def test_the_server_key_is_asked_for_only_when_needed() -> None:
+    asked: list[str] = []
+
+    def server_key() -> str:
+        asked.append("asked")
+        return "gsk_server_key_0123456789"
+
+    judge = core.build_chat_model(
+        "langchain_groq.ChatGroq", {"model": "m", "api_key": "gsk_own_key_000000"}, server_key=server_key
+    )
+    assert asked == [] and "gsk_own_key_000000" in judge.secrets
+    judge = core.build_chat_model("fair_forge_core.judges.ReferenceJudge", {}, server_key=server_key)
+    assert asked == []  # the offline judge takes no key
+    judge = core.build_chat_model("langchain_groq.ChatGroq", {"model": "m"}, server_key=server_key)
+    assert asked == ["asked"] and "gsk_server_key_0123456789" in judge.secrets

@@ -1,0 +1,207 @@
+"""`python -m fair_forge_core`: run as a user runs it, in a subprocess, on the examples."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fair_forge_core.cli import ProgressBar, main
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = ROOT / "examples" / "calculator.json"
+KEY = "sk-cli-test-5f4e3d2c1b0a9988"
+
+
+def run_cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI; its output decoded as is (no newline translation, so the bar's carriage returns stay)."""
+    process = subprocess.run(
+        [sys.executable, "-m", "fair_forge_core", *map(str, args)], cwd=ROOT, capture_output=True, timeout=120, env=env
+    )
+    return subprocess.CompletedProcess(
+        process.args, process.returncode, process.stdout.decode("utf-8"), process.stderr.decode("utf-8")
+    )
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("cli")
+    return run_cli("evaluate", CALCULATOR, "--out", out / "result.json", "--html", out / "report.html"), out
+
+
+def test_evaluate_writes_the_json_result_and_the_html_report(
+    evaluated: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    process, out = evaluated
+    assert process.returncode == 0, process.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["success"] is True
+    assert len(result["per_conversation_metrics"]) == len(json.loads(CALCULATOR.read_text())["datasets"])
+    assert result["aggregated_metrics"]["interpretation"] in (
+        "reliable",
+        "functional",
+        "inconsistent",
+        "needs_improvement",
+    )
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    for ident in ('id="fig-pass-curves"', 'id="fig-tool-breakdown"', 'id="conversations"'):
+        assert ident in page
+    assert f'data-value="{json.dumps(result["aggregated_metrics"]["pass_pow_k"])}"' in page
+    assert process.stdout == ""  # with --out, stdout stays clean
+
+
+def test_evaluate_shows_a_single_line_progress_bar_and_a_summary_on_stderr(
+    evaluated: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    process, out = evaluated
+    stderr = process.stderr
+    assert "judging" in stderr and "\r" in stderr
+    bar_line = stderr.split("\n")[0]
+    assert bar_line.rstrip().endswith("(100%)")  # one line, redrawn in place, ending complete
+    assert "tier:" in stderr and f"wrote {out / 'result.json'}" in stderr
+
+
+def test_evaluate_without_out_prints_the_json_to_stdout() -> None:
+    process = run_cli("evaluate", CALCULATOR, "--quiet")
+    assert process.returncode == 0, process.stderr
+    assert json.loads(process.stdout)["success"] is True
+    assert process.stderr == ""
+
+
+def test_threshold_not_met_exits_1_after_writing_the_result(tmp_path: Path) -> None:
+    process = run_cli("evaluate", CALCULATOR, "--out", tmp_path / "r.json", "--fail-under-pass-pow-k", "1.01")
+    assert process.returncode == 1, process.stderr
+    assert "below --fail-under-pass-pow-k 1.01" in process.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["success"] is True
+
+
+def test_threshold_met_exits_0(tmp_path: Path) -> None:
+    process = run_cli("evaluate", CALCULATOR, "--out", tmp_path / "r.json", "--fail-under-pass-pow-k", "0")
+    assert process.returncode == 0, process.stderr
+
+
+def test_a_bad_request_file_exits_2_naming_the_field(tmp_path: Path) -> None:
+    body = json.loads(CALCULATOR.read_text())
+    del body["datasets"][0]["conversation"][1]["query"]
+    body["config"]["treshold"] = 0.5
+    request = tmp_path / "bad.json"
+    request.write_text(json.dumps(body))
+    process = run_cli("evaluate", request)
+    assert process.returncode == 2
+    assert "datasets[0].conversation[1].query: Field required" in process.stderr
+    assert "config.treshold" in process.stderr
+    assert "Traceback" not in process.stderr and process.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not valid JSON (line 1"),
+        ("[1, 2]", "must hold a JSON object, got list"),
+        (json.dumps({"datasets": []}), "connector: Field required"),
+    ],
+)
+def test_unreadable_requests_exit_2_with_a_clear_message(tmp_path: Path, content: str, message: str) -> None:
+    request = tmp_path / "request.json"
+    request.write_text(content)
+    process = run_cli("evaluate", request)
+    assert process.returncode == 2
+    assert message in process.stderr
+    assert "Traceback" not in process.stderr
+
+
+def test_a_missing_file_and_a_refused_connector_exit_2(tmp_path: Path) -> None:
+    missing = run_cli("evaluate", tmp_path / "nope.json")
+    assert missing.returncode == 2 and "cannot read request file" in missing.stderr
+    body = json.loads(CALCULATOR.read_text())
+    body["connector"]["class_path"] = "os.system"
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    refused = run_cli("evaluate", request)
+    assert refused.returncode == 2
+    assert 'connector.class_path: class_path "os.system" is not an allowed connector' in refused.stderr
+    assert "fair_forge_core.judges.ReferenceJudge" in refused.stderr  # the allowed list is shown
+    assert "Traceback" not in refused.stderr
+
+
+def test_report_renders_a_saved_result(
+    evaluated: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    _, out = evaluated
+    process = run_cli("report", out / "result.json", "-o", tmp_path / "again.html")
+    assert process.returncode == 0, process.stderr
+    assert (tmp_path / "again.html").read_text() == (out / "report.html").read_text()
+
+
+def test_report_of_an_error_response_exits_2(tmp_path: Path) -> None:
+    error = tmp_path / "error.json"
+    error.write_text(json.dumps({"success": False, "error": "No datasets provided", "request_id": "r-1"}))
+    process = run_cli("report", error)
+    assert process.returncode == 2
+    assert "error response, not a result: No datasets provided" in process.stderr
+
+
+def test_help_does_not_import_the_heavy_modules() -> None:
+    code = (
+        "import sys\n"
+        "from fair_forge_core.cli import build_parser\n"
+        "build_parser().format_help()\n"
+        "heavy = [m for m in ('pydantic', 'langchain_core', 'numpy', 'scipy') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    process = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert process.stdout.strip() == "[]", process.stderr
+    assert run_cli("--help").returncode == 0
+
+
+# --------------------------------------------------------------------------- in process
+
+
+def test_connector_errors_never_show_the_key(tmp_path: Path) -> None:
+    body = json.loads(CALCULATOR.read_text())
+    body["connector"] = {
+        "class_path": "langchain_openai.chat_models.ChatOpenAI",
+        # pydantic echoes a bad value in its error: here, the key
+        "params": {"model": "judge", "base_url": "http://127.0.0.1:9/v1", "api_key": KEY, "temperature": KEY},
+    }
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    stdout, stderr = io.StringIO(), io.StringIO()
+    assert main(["evaluate", str(request)], stdout, stderr) == 2
+    assert "Failed to create LLM connector" in stderr.getvalue()
+    assert KEY[-12:] not in stderr.getvalue() + stdout.getvalue()
+
+
+def test_the_servers_key_never_goes_to_an_endpoint_the_file_chooses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLM_API_KEY", KEY)
+    body = json.loads(CALCULATOR.read_text())
+    body["connector"] = {
+        "class_path": "langchain_openai.ChatOpenAI",
+        "params": {"model": "judge", "base_url": "http://127.0.0.1:9/v1"},
+    }
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    stderr = io.StringIO()
+    assert main(["evaluate", str(request)], io.StringIO(), stderr) == 2
+    assert "api_key is required when connector.params sets base_url" in stderr.getvalue()
+    assert KEY not in stderr.getvalue()
+
+
+def test_progress_bar_redraws_one_line_throttled_and_ends_complete() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream, width=10, min_interval_s=60.0)
+    for done in range(1, 101):
+        bar(done, 100)
+    bar.finish()
+    text = stream.getvalue()
+    assert text.count("\r") == 2  # the first draw and the last: the rest were throttled
+    assert text.endswith("100/100 (100%)\n")
+    assert text.count("\n") == 1
+    assert "██████████" in text
