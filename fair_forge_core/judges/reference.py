@@ -4,7 +4,8 @@
 output or markers, parsing, retries) is the same for it as for Groq or OpenAI. It
 reads the turn with `parse_judge_request` from the last human message and grades it
 with `score_answer`, a pure, deterministic function of (query, answer, ground truth):
-standard library only, no model files, no network, about a millisecond per turn.
+standard library only, no model files, no network, about a millisecond per turn
+(bounded for long texts: see "Bounded work" below).
 
 Reply formats
 -------------
@@ -70,7 +71,12 @@ aliases folded ("united states" -> "usa", "world war ii" -> "ww2").
    stem ("cities"/"city", "discovered"/"discovery"), through a small synonym list, or
    as the same word with another common suffix ("photosynthesis"/"photosynthetic");
    it is found with a typo when an answer word is within Damerau-Levenshtein distance
-   1 (terms of 5+ letters) or 2 (8+ letters, lengths within 1). A run of capitalised
+   1 (terms of 5+ letters) or 2 (8+ letters, lengths within 1). A stem or suffix
+   variant one edit away from a term of 5+ letters is a typo too, unless the extra
+   letter is a regular ending: plural "s" ("planet"/"planets", but "Paris"/"Pariss"),
+   past "d" after "e" ("create"/"created"), demonym "n" after "a" ("Korea"/"Korean");
+   so "Pariss", "Berlinn", "Franc" (for "France") and "German" (for "Germany") are
+   capped as one typo (0.7, still a pass). A run of capitalised
    words in the ground truth ("William Shakespeare", "Leonardo da Vinci", "Pacific
    Ocean") is one fact, found when any distinctive word of it is found (not a
    particle like "da" nor a generic word like "Ocean"), unless every occurrence
@@ -87,7 +93,15 @@ aliases folded ("united states" -> "usa", "world war ii" -> "ww2").
    - none found -> 0.1 (wrong or off-topic);
    - one typo caps at 0.7, two or more at 0.5;
    - hedging ("not sure", "maybe", "perhaps", "either", ...) absent from the ground
-     truth caps at 0.6.
+     truth caps at 0.6;
+   - hedging between numbers caps at 0.6: the answer offers explicit alternatives -
+     "X or Y" (also "or maybe/perhaps/possibly"), "X/Y" (values within a factor of 2,
+     not a date "7/4/1776" nor "24/7"), "between X and Y" - one of which matches a
+     required number while another contradicts it (not a weak number word, matches
+     no ground-truth number, not repeated from the question, no other unit than the
+     matching one): "41 or 42" for "42". Numbers merely listed side by side ("21°C in
+     Lisbon and 25°C in Madrid", "270 US dollars at a rate of 1.08") and restatements
+     in another unit ("100 °C, or 212 °F") are not alternatives.
    With no key fact at all (ground truth "Yes", "No", "It is not."), the verdict is
    compared -> 0.95 when the answer opens with the same yes/no; 0.9 when it has no
    yes/no but restates terms of the ground truth with the same polarity (rule 5 found
@@ -99,11 +113,34 @@ right fact is not detected ("Canberra, also the largest city"), nor a reversed
 comparison or order ("the Earth is larger than the Sun" contains "Sun"), fractions and
 "half"/"quarter" are not read as numbers, a wrong entity one letter away from the
 right one ("Venus"/"Venue") passes as a typo. Terms of four letters or fewer get no
-typo tolerance, so "Iran"/"Iraq" is a wrong fact, not a typo.
+typo tolerance, so "Iran"/"Iraq" is a wrong fact, not a typo (and "Marrs" is not found
+for "Mars"); a dropped final "s" reads as a singular ("Pari" for "Paris" passes). A hedge
+listed with commas only ("41, 42" without "or") is not seen.
+
+Bounded work
+------------
+Scoring is linear in the length of the texts: every step is a single pass, a set or
+dict look-up, or bounded by these caps (each text field may hold 100,000 characters):
+- numbers: the first `MAX_NUMBERS` (200) distinct numbers of each text are compared
+  (at most 200 x 200 pairs); a ground-truth number first stated after that is ignored,
+  an answer number after that is not seen. `MAX_ALTERNATIVES` (50) alternative pairs.
+- key terms: the first `MAX_TERMS` (200) of the ground truth are looked for.
+- typos: only among the first `MAX_TYPO_WORDS` (1,000) distinct answer words of 4 to
+  `MAX_TYPO_LEN` (30) letters; longer terms get no typo tolerance. Candidates come from
+  indexes (symmetric deletion of one or two letters; three-letter pieces by position
+  for terms of 15+ letters), never from comparing every term with every word.
+Measured: about 0.3 s for a 100,000-character answer and ground truth (up to 0.6 s
+with a 100,000-character query too, for adversarial texts), against 50 s before the
+caps; at most about 10 ms (number-dense texts; typically well under 1 ms) for a judge
+message of up to `INLINE_MAX_CHARS` (1,000) characters. `_agenerate` scores such short
+turns inline and longer ones with `asyncio.to_thread` (about 0.1 ms extra), so the event
+loop is never blocked for long and a caller's `asyncio.wait_for` timeout can fire.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import re
 import unicodedata
@@ -142,6 +179,15 @@ WRONG_NUMBER = 0.15
 CONTRADICTION = 0.1
 REFUSAL = 0.1
 NOTHING_FOUND = 0.1
+
+# Work bounds: what one turn may look at, whatever the size of its texts (module docstring,
+# "Bounded work").
+MAX_NUMBERS = 200  # distinct numbers compared per text
+MAX_TERMS = 200  # key terms of the ground truth looked for
+MAX_TYPO_WORDS = 1000  # distinct answer words a misspelling is looked for among
+MAX_TYPO_LEN = 30  # longer terms and words get no typo tolerance
+MAX_ALTERNATIVES = 50  # pairs of explicit alternatives ("41 or 42") examined in the answer
+INLINE_MAX_CHARS = 1000  # `_agenerate` scores a longer judge message in a worker thread
 
 # --------------------------------------------------------------------------- normalising
 
@@ -190,6 +236,14 @@ def _normalise(text: str) -> str:
     for pattern, repl in _ALIASES:
         text = pattern.sub(repl, text)
     return text
+
+
+def _normalise_each(words: Sequence[str]) -> list[str]:
+    """`_normalise` of each word, in one pass over them all (a NUL keeps them apart)."""
+    if not words:
+        return []
+    joined = " \0 ".join(w.replace("\0", " ") for w in words)
+    return [part.strip() for part in _normalise(joined).split("\0")]
 
 
 def _wordlist(text: str) -> list[str]:
@@ -288,6 +342,7 @@ for _a, _b in (
 _SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "edly", "ied", "ies", "ed", "es", "ly", "s", "y")
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """A crude stem: one common suffix, then a final 'e', removed; stems keep 3+ letters."""
     if word.isdigit():
@@ -636,6 +691,18 @@ def _numbers_match(g: _Num, a: _Num) -> bool:
     return _close(g, a)
 
 
+def _distinct_numbers(numbers: Sequence[_Num]) -> list[_Num]:
+    """The first MAX_NUMBERS numbers that differ in anything matching looks at (first occurrence kept)."""
+    out: dict[tuple[float, float, int, str | None, bool, float], _Num] = {}
+    for num in numbers:
+        key = (num.value, num.quantum, num.decimals, num.unit, num.weak, num.approx)
+        if key not in out:
+            out[key] = num
+            if len(out) >= MAX_NUMBERS:
+                break
+    return list(out.values())
+
+
 def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
     chars = list(text)
     for start, end in spans:
@@ -733,17 +800,18 @@ class _Text:
     """One normalised text: its numbers, its words and its clause tokens."""
 
     norm: str
-    numbers: list[_Num]
+    all_numbers: list[_Num]  # every number, in text order
+    numbers: list[_Num]  # the first MAX_NUMBERS distinct ones: those that are compared
     words: list[str]  # all word tokens, numbers blanked out
     clauses: list[str]  # clause tokens, numbers blanked out
 
     @classmethod
-    def of(cls, raw: str) -> _Text:
-        norm = _normalise(raw)
+    def of(cls, raw: str, norm: str | None = None) -> _Text:
+        norm = _normalise(raw) if norm is None else norm
         numbers = _numbers(norm)
         # "zero" stays: it is also a negator ("zero snakes").
         blanked = _blank(norm, [(n.start, n.end) for n in numbers if norm[n.start : n.end].strip() != "zero"])
-        return cls(norm, numbers, _TOKEN_RE.findall(blanked), _clause_tokens(blanked))
+        return cls(norm, numbers, _distinct_numbers(numbers), _TOKEN_RE.findall(blanked), _clause_tokens(blanked))
 
     @property
     def content(self) -> list[str]:
@@ -760,8 +828,103 @@ class _Text:
         return out
 
 
-def _plain_words(raw: str) -> list[str]:
-    return [w for w in _TOKEN_RE.findall(_normalise(raw)) if w not in _ARTICLES]
+def _plain_words(norm: str) -> list[str]:
+    return [w for w in _TOKEN_RE.findall(norm) if w not in _ARTICLES]
+
+
+_OR_GAP_RE = re.compile(r"\s*,?\s*or(?:\s+(?:maybe|perhaps|possibly))?\s+")
+_SLASH_GAP_RE = re.compile(r"\s*/\s*")
+_AND_GAP_RE = re.compile(r"\s+and\s+")
+_BETWEEN_RE = re.compile(r"\bbetween\s+$")
+
+
+def _alternatives(norm: str, x: _Num, y: _Num) -> bool:
+    """Whether the consecutive numbers `x` and `y` are offered as alternatives (`_alternative_pairs`)."""
+    if _OR_GAP_RE.fullmatch(norm, x.end, y.start):
+        return True
+    if _AND_GAP_RE.fullmatch(norm, x.end, y.start):
+        return _BETWEEN_RE.search(norm, max(0, x.start - 10), x.start) is not None
+    return (
+        _SLASH_GAP_RE.fullmatch(norm, x.end, y.start) is not None
+        and not norm[max(0, x.start - 2) : x.start].rstrip().endswith("/")
+        and not norm[y.end : y.end + 2].lstrip().startswith("/")
+        and min(x.value, y.value) > 0
+        and max(x.value, y.value) <= 2 * min(x.value, y.value)
+    )
+
+
+def _alternative_pairs(text: _Text) -> list[tuple[_Num, _Num]]:
+    """Numbers the answer offers as explicit alternatives: "X or Y" (also "or maybe/perhaps/possibly"),
+    "X/Y" (values within a factor of 2, not part of a date like "7/4/1776" nor "24/7"), and
+    "between X and Y"; the first MAX_ALTERNATIVES pairs of consecutive numbers."""
+    pairs = []
+    for x, y in zip(text.all_numbers, text.all_numbers[1:], strict=False):
+        if _alternatives(text.norm, x, y):
+            pairs.append((x, y))
+            if len(pairs) >= MAX_ALTERNATIVES:
+                break
+    return pairs
+
+
+def _number_hedge(a: _Text, g: _Text, required: Sequence[_Num], q_values: set[float]) -> tuple[_Num, _Num] | None:
+    """(right, wrong) when the answer offers, as explicit alternatives (`_alternative_pairs`), a number
+    the ground truth requires next to one of the same kind that contradicts it: "41 or 42" for "42".
+    The wrong one is a number that is not weak, matches no number of the ground truth, is not
+    repeated from the question, and has no other unit than the right one."""
+    for pair in _alternative_pairs(a):
+        for right, wrong in (pair, pair[::-1]):
+            if (
+                wrong.weak
+                or wrong.value in q_values
+                or (right.unit and wrong.unit and right.unit != wrong.unit)
+                or not any(_numbers_match(n, right) for n in required)
+                or any(_numbers_match(n, wrong) for n in g.numbers)
+            ):
+                continue
+            return right, wrong
+    return None
+
+
+class _Occurrences:
+    """Where each word (by stem) occurs among the raw answer's whitespace-separated words; built on
+    first use, once per turn."""
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self._words: list[str] = []
+        self._tokens: list[list[str]] = []
+        self._at: dict[str, list[int]] | None = None
+
+    def _index(self) -> dict[str, list[int]]:
+        if self._at is None:
+            self._words = [m.group() for m in _RAW_WORD_RE.finditer(unicodedata.normalize("NFKC", self.raw))]
+            distinct = list(dict.fromkeys(self._words))
+            tokens_of = {w: _TOKEN_RE.findall(n) for w, n in zip(distinct, _normalise_each(distinct), strict=True)}
+            self._at = {}
+            for k, word in enumerate(self._words):
+                tokens = tokens_of[word]
+                self._tokens.append(tokens)
+                for stem in dict.fromkeys(_stem(t) for t in tokens):
+                    self._at.setdefault(stem, []).append(k)
+        return self._at
+
+    def other_name_before(self, member: str, run: list[str], g_words: set[str]) -> bool:
+        """Whether every occurrence of `member` in the answer follows a capitalised word foreign to the
+        ground truth - "Theodore Roosevelt" where the ground truth says "Franklin D. Roosevelt"."""
+        positions = self._index().get(_stem(member), [])
+        conflicts = 0
+        for k in positions:
+            if k == 0:
+                continue
+            prev, prev_tokens = self._words[k - 1], self._tokens[k - 1]
+            if (
+                prev[:1].isupper()
+                and prev[-1] not in ".,;:!?"
+                and prev_tokens
+                and all(t not in _STOPWORDS and t not in g_words and t not in run for t in prev_tokens)
+            ):
+                conflicts += 1
+        return bool(positions) and conflicts == len(positions)
 
 
 # --------------------------------------------------------------------------- the scorer
@@ -773,22 +936,25 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
     Pure and deterministic; the rules and their order are described in the module
     docstring. The reasoning names the rule that decided the score.
     """
-    if not _TOKEN_RE.search(_normalise(answer)):
+    a_norm = _normalise(answer)
+    if not _TOKEN_RE.search(a_norm):
         return 0.0, "Empty answer: there is nothing to grade."
     if not ground_truth.strip():
         return 0.0, "Empty ground truth: the answer cannot be graded against it."
-    if _plain_words(answer) == _plain_words(ground_truth) and answer.strip():
+    g_norm = _normalise(ground_truth)
+    if _plain_words(a_norm) == _plain_words(g_norm):
         return EXACT, "Exact match with the ground truth after normalisation (rule: normalised match)."
 
-    q, a, g = _Text.of(query), _Text.of(answer), _Text.of(ground_truth)
+    q, a, g = _Text.of(query), _Text.of(answer, a_norm), _Text.of(ground_truth, g_norm)
 
     # Required numbers: the ground truth's, minus those repeated from the question.
-    q_values = {n.value for n in q.numbers}
+    q_values = {n.value for n in q.all_numbers}
     g_numbers = [n for n in g.numbers if n.value not in q_values]
     required = [n for n in g_numbers if not n.weak]
 
-    # Key terms: the ground truth's content words not already in the question.
-    q_stems = {_stem(w) for w in q.content} | {_stem(_canon(w)) for w in q.content}
+    # Key terms: the ground truth's content words not already in the question (the first MAX_TERMS).
+    q_content = q.content
+    q_stems = {_stem(w) for w in q_content} | {_stem(_canon(w)) for w in q_content}
     g_content = g.content
     key_terms = [w for w in g_content if _stem(w) not in q_stems and _stem(_canon(w)) not in q_stems]
     g_verdict = _leading_verdict(g.clauses)
@@ -797,11 +963,12 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
         required = [n for n in g_numbers if n.weak]
     if not key_terms and not required and g_verdict is None:
         key_terms = list(g_content)  # only echoes left: use them rather than nothing
+    key_terms = key_terms[:MAX_TERMS]
 
     # Find each fact in the answer. A multi-word name of the ground truth is one fact.
     groups = _fact_groups(key_terms, _name_runs(ground_truth))
-    a_words = set(a.words)
-    a_stems = {_stem(w) for w in a.words} | {_stem(_canon(w)) for w in a.words}
+    lexicon = _Lexicon(a.words)
+    occurrences = _Occurrences(answer)
     g_words = set(g.words)
     facts_found = 0
     typos: list[tuple[str, str]] = []
@@ -811,14 +978,14 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
     for group in groups:
         named = any(t in names for t in group)
         n_named += named
-        how = {term: _find_term(term, a_words, a_stems) for term in group}
+        how = {term: lexicon.find(term) for term in group}
         typos.extend((term, seen) for term, seen in how.items() if seen)
         heads = [t for t in group if t not in _GENERIC_NAME_WORDS and t not in _NAME_PARTICLES] or group
         hits = [t for t in heads if how[t] is not None]
         if (
             len(group) > 1
             and hits
-            and all(how[t] == "" and _other_name_before(answer, t, group, g_words) for t in hits)
+            and all(how[t] == "" and occurrences.other_name_before(t, group, g_words) for t in hits)
         ):
             hits = []  # the answer names someone else: "Theodore Roosevelt" for "Franklin Roosevelt"
         if hits:
@@ -827,10 +994,10 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
             missing.append(" ".join(group))
             n_named_missing += named
             n_wording_missing += not named
-    matched_numbers = [n for n in required if any(_numbers_match(n, x) for x in a.numbers)]
-    missing_numbers = [n for n in required if n not in matched_numbers]
+    found_numbers = [any(_numbers_match(n, x) for x in a.numbers) for n in required]
+    missing_numbers = [n for n, found in zip(required, found_numbers, strict=True) if not found]
     n_facts = len(groups) + len(required)
-    n_found = facts_found + len(matched_numbers)
+    n_found = facts_found + sum(found_numbers)
     coverage = n_found / n_facts if n_facts else 1.0
 
     # 3. Refusals.
@@ -849,11 +1016,10 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
 
     # 4. Wrong numbers.
     if missing_numbers:
-        a_values_q = {n.value for n in q.numbers}
         others = [
             x
             for x in a.numbers
-            if not x.weak and x.value not in a_values_q and not any(_numbers_match(n, x) for n in g.numbers)
+            if not x.weak and x.value not in q_values and not any(_numbers_match(n, x) for n in g.numbers)
         ]
         for want in missing_numbers:
             rivals = [x for x in others if want.dim is None or x.dim is None or x.dim == want.dim]
@@ -876,7 +1042,12 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
     g_stems = {_stem(w) for w in g.words}
     for term in g_content:
         opposite = _ANTONYMS.get(term)
-        if opposite and _stem(term) not in a_stems and opposite in a_words and _stem(opposite) not in g_stems:
+        if (
+            opposite
+            and _stem(term) not in lexicon.by_stem
+            and opposite in lexicon.order
+            and _stem(opposite) not in g_stems
+        ):
             return CONTRADICTION, (
                 f'The answer says "{opposite}" where the ground truth says "{term}" (rule: contradiction).'
             )
@@ -945,6 +1116,14 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
     if hedge and not _HEDGES.search(g.norm) and score > HEDGE_CAP:
         score = HEDGE_CAP
         why += f'; the answer hedges ("{hedge.group()}") (rule: hedge cap)'
+    alternatives = _number_hedge(a, g, required, q_values) if score > HEDGE_CAP else None
+    if alternatives:
+        score = HEDGE_CAP
+        right, wrong = alternatives
+        why += (
+            f'; the answer hedges between "{right.describe(a.norm)}" and "{wrong.describe(a.norm)}" '
+            "(rule: number hedge)"
+        )
     if hard and score > REFUSAL_HEDGE_CAP:
         score = REFUSAL_HEDGE_CAP
         why += f'; it also says "{hard.group()}" (rule: refusal hedge)'
@@ -965,25 +1144,146 @@ def _morph_variant(a: str, b: str) -> bool:
     return prefix >= 5 and a[prefix:] in _MORPH_TAILS and b[prefix:] in _MORPH_TAILS
 
 
-def _find_term(term: str, words: set[str], stems: set[str]) -> str | None:
-    """How `term` appears in the answer: "" when found (exact, stem, synonym, suffix variant),
-    the misspelt answer word when found only with a typo, None when absent."""
-    stem = _stem(term)
-    if term in words or stem in stems or _stem(_canon(term)) in stems:
-        return ""
-    if any(_morph_variant(term, word) for word in words):
-        return ""
-    if len(term) < 5:
+_MAX_TAIL = max(len(tail) for tail in _MORPH_TAILS)
+
+
+def _morph_bases(word: str) -> list[str]:
+    """`word` without each suffix it may carry as a variant ("economic" -> "economic", "econom", ...),
+    keeping 5+ letters: two words are suffix variants only if they share one of these."""
+    return [
+        word[: len(word) - k] for k in range(min(_MAX_TAIL, len(word) - 5) + 1) if word[len(word) - k :] in _MORPH_TAILS
+    ]
+
+
+def _deletions(word: str, depth: int) -> set[str]:
+    """`word` and every string made from it by deleting up to `depth` letters."""
+    out = {word}
+    frontier = {word}
+    for _ in range(depth):
+        frontier = {w[:i] + w[i + 1 :] for w in frontier for i in range(len(w))}
+        out |= frontier
+    return out
+
+
+def _inflection(a: str, b: str) -> bool:
+    """Whether the longer of two words is the other plus a regular ending: a plural or verb "s"
+    ("planet"/"planets", not "paris"/"pariss"), a past "d" ("agree"/"agreed") or a demonym "n"
+    ("korea"/"korean")."""
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    if len(long) != len(short) + 1 or not long.startswith(short):
+        return False
+    extra, last = long[-1], short[-1]
+    return (extra == "s" and last != "s") or (extra == "d" and last == "e") or (extra == "n" and last == "a")
+
+
+_PIECES_FROM = 15  # terms this long are matched with two typos through pieces, not deletions
+
+
+class _Lexicon:
+    """The answer's words, indexed so that finding a term costs about the same whatever the answer's
+    length: by stem and synonym, by suffix-variant base, and (for typos) by the strings left after
+    deleting one or two letters (symmetric-delete search; candidates are then checked with
+    `_osa_distance`)."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.order = {w: i for i, w in enumerate(dict.fromkeys(words))}  # distinct, first occurrence first
+        self.by_stem: dict[str, list[str]] = {}
+        for word in self.order:
+            for key in dict.fromkeys((_stem(word), _stem(_canon(word)))):
+                self.by_stem.setdefault(key, []).append(word)
+        self._by_base: dict[str, list[str]] | None = None
+        self._typo_words: list[str] | None = None
+        self._by_deletion: dict[tuple[int, int], dict[str, list[str]]] = {}  # (depth, word length or 0)
+        self._by_piece: dict[tuple[str, int], list[str]] | None = None
+
+    def _bases(self) -> dict[str, list[str]]:
+        if self._by_base is None:
+            self._by_base = {}
+            for word in self.order:
+                for base in _morph_bases(word):
+                    self._by_base.setdefault(base, []).append(word)
+        return self._by_base
+
+    def _typo_candidates(self) -> list[str]:
+        """The words a misspelling may be: the first MAX_TYPO_WORDS distinct non-stopwords of 4 to
+        MAX_TYPO_LEN letters."""
+        if self._typo_words is None:
+            eligible = (w for w in self.order if w not in _STOPWORDS and 4 <= len(w) <= MAX_TYPO_LEN)
+            self._typo_words = [w for _, w in zip(range(MAX_TYPO_WORDS), eligible, strict=False)]
+        return self._typo_words
+
+    def _index(self, depth: int, length: int = 0) -> dict[str, list[str]]:
+        """Typo candidates by deletion string: depth 1 over all of them, depth 2 for one word length."""
+        key = (depth, length if depth > 1 else 0)
+        if key not in self._by_deletion:
+            index: dict[str, list[str]] = {}
+            for word in self._typo_candidates():
+                if depth == 1 or len(word) == length:
+                    for deleted in _deletions(word, depth):
+                        index.setdefault(deleted, []).append(word)
+            self._by_deletion[key] = index
+        return self._by_deletion[key]
+
+    def _candidates(self, index: dict[str, list[str]], term: str, depth: int) -> list[str]:
+        found = {w for deleted in _deletions(term, depth) for w in index.get(deleted, ())}
+        return sorted(found, key=self.order.__getitem__)
+
+    def find(self, term: str) -> str | None:
+        """How `term` appears in the answer: "" when found (exact, stem, synonym, suffix variant),
+        the misspelt answer word when found only with a typo, None when absent.
+
+        A stem or suffix variant one edit away from a term of 5+ letters that is not a regular
+        ending ("Pariss", "Berlinn", "Franc" for "France") is a typo, not the same word."""
+        if term in self.order:
+            return ""
+        variants = [*self.by_stem.get(_stem(term), ()), *self.by_stem.get(_stem(_canon(term)), ())]
+        variants += [w for base in _morph_bases(term) for w in self._bases().get(base, ()) if _morph_variant(term, w)]
+        slip = None
+        for word in dict.fromkeys(variants):
+            if len(term) >= 5 and not _inflection(term, word) and _osa_distance(term, word, 1) == 1:
+                slip = slip or word
+            else:
+                return ""
+        if slip is not None or len(term) < 5 or len(term) > MAX_TYPO_LEN:
+            return slip
+        for word in self._candidates(self._index(1), term, 1):
+            if _osa_distance(term, word, 1) <= 1:
+                return word
+        if len(term) >= 8:
+            for word in self._near_candidates(term):
+                if abs(len(word) - len(term)) <= 1 and _osa_distance(term, word, 2) <= 2:
+                    return word
         return None
-    best: tuple[int, str] | None = None
-    for word in words:
-        if word in _STOPWORDS or len(word) < 4:
-            continue
-        limit = 2 if len(term) >= 8 and abs(len(word) - len(term)) <= 1 else 1
-        distance = _osa_distance(term, word, limit)
-        if distance <= limit and (best is None or distance < best[0]):
-            best = (distance, word)
-    return best[1] if best else None
+
+    def _near_candidates(self, term: str) -> list[str]:
+        """Answer words that may be two edits from `term` (8+ letters), in answer order.
+
+        Up to 14 letters: words sharing a string left after deleting up to two letters from each
+        (the words of lengths within 1 are indexed so, on first need). From 15 letters: words holding,
+        within two places of where the term has it, one of five disjoint three-letter pieces of the
+        term - two edits touch at most four of them."""
+        if len(term) <= _PIECES_FROM - 1:
+            lengths = (len(term) - 1, len(term), len(term) + 1)
+            found = {w for n in lengths for w in self._candidates(self._index(2, n), term, 2)}
+        else:
+            pieces = self._pieces()
+            found = set()
+            for i in range(5):
+                start = i * len(term) // 5
+                trigram = term[start : start + 3]
+                for at in range(max(0, start - 2), start + 3):
+                    found.update(pieces.get((trigram, at), ()))
+        return sorted(found, key=self.order.__getitem__)
+
+    def _pieces(self) -> dict[tuple[str, int], list[str]]:
+        """Typo candidates of _PIECES_FROM - 1 letters or more by (three-letter piece, position)."""
+        if self._by_piece is None:
+            self._by_piece = {}
+            for word in self._typo_candidates():
+                if len(word) >= _PIECES_FROM - 1:
+                    for at in range(len(word) - 2):
+                        self._by_piece.setdefault((word[at : at + 3], at), []).append(word)
+        return self._by_piece
 
 
 _GENERIC_NAME_WORDS = frozenset(
@@ -1037,51 +1337,28 @@ def _name_runs(raw: str) -> list[list[str]]:
 
 def _proper_nouns(raw: str) -> set[str]:
     """Normalised words written capitalised in `raw` other than at the start of a sentence."""
-    out: set[str] = set()
+    cores: dict[str, None] = {}
     sentence_start = True
     for match in _RAW_WORD_RE.finditer(unicodedata.normalize("NFKC", raw)):
         word = match.group()
         core = word.lstrip("\"'([{“‘")
         if core[:1].isupper() and not sentence_start:
-            out.update(_TOKEN_RE.findall(_normalise(core)))
+            cores[core] = None
         sentence_start = word.rstrip("\"')]}”’")[-1:] in (".", "!", "?", ":") and not _INITIAL_RE.match(core)
-    return out
+    return {t for norm in _normalise_each(list(cores)) for t in _TOKEN_RE.findall(norm)}
 
 
 def _fact_groups(key_terms: list[str], runs: list[list[str]]) -> list[list[str]]:
     """Key terms as facts: the key terms of one name run form one fact, any other term is its own."""
     groups: list[list[str]] = []
     grouped: set[str] = set()
+    terms = set(key_terms)
     for run in runs:
-        members = [t for t in run if t in key_terms and t not in grouped]
+        members = [t for t in run if t in terms and t not in grouped]
         if len(members) >= 2:
             groups.append(members)
             grouped.update(members)
     return groups + [[t] for t in key_terms if t not in grouped]
-
-
-def _other_name_before(raw_answer: str, member: str, run: list[str], g_words: set[str]) -> bool:
-    """Whether every occurrence of `member` in the answer follows a capitalised word foreign to the
-    ground truth - "Theodore Roosevelt" where the ground truth says "Franklin D. Roosevelt"."""
-    raw_words = [m.group() for m in _RAW_WORD_RE.finditer(unicodedata.normalize("NFKC", raw_answer))]
-    seen = conflicts = 0
-    for k, word in enumerate(raw_words):
-        tokens = _TOKEN_RE.findall(_normalise(word))
-        if not any(t == member or _stem(t) == _stem(member) for t in tokens):
-            continue
-        seen += 1
-        if k == 0:
-            continue
-        prev = raw_words[k - 1]
-        prev_tokens = _TOKEN_RE.findall(_normalise(prev))
-        if (
-            prev[:1].isupper()
-            and prev[-1] not in ".,;:!?"
-            and prev_tokens
-            and all(t not in _STOPWORDS and t not in g_words and t not in run for t in prev_tokens)
-        ):
-            conflicts += 1
-    return seen > 0 and conflicts == seen
 
 
 def _negation_flip(g: _Text, a: _Text) -> tuple[str | None, int]:
@@ -1121,6 +1398,10 @@ def _text_of(message: BaseMessage) -> str:
         block if isinstance(block, str) else str(block.get("text", "")) if isinstance(block, dict) else ""
         for block in content
     )
+
+
+def _last_human(messages: Sequence[BaseMessage]) -> BaseMessage | None:
+    return next((m for m in reversed(messages) if isinstance(m, HumanMessage) or m.type == "human"), None)
 
 
 def _markers(text: str) -> tuple[str, str]:
@@ -1195,8 +1476,15 @@ class ReferenceJudge(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        # About a millisecond of pure computation: no thread hop needed.
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, **kwargs))])
+        # A short turn takes at most about 10 ms: scored inline. A long one (up to about half a second
+        # for 3 x 100,000 characters) goes to a worker thread, so that it neither blocks the event
+        # loop nor outlives a caller's timeout (asyncio.wait_for returns; the thread finishes).
+        human = _last_human(messages)
+        if human is None or len(_text_of(human)) <= INLINE_MAX_CHARS:
+            message = self._reply(messages, **kwargs)
+        else:
+            message = await asyncio.to_thread(self._reply, messages, **kwargs)
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _reply(
         self,
@@ -1205,7 +1493,7 @@ class ReferenceJudge(BaseChatModel):
         tool_choice: Any = None,
         **_: Any,
     ) -> AIMessage:
-        human = next((m for m in reversed(messages) if isinstance(m, HumanMessage) or m.type == "human"), None)
+        human = _last_human(messages)
         text = _text_of(human) if human is not None else ""
         request = parse_judge_request(text) if text else None
         if request is None:
