@@ -117,11 +117,12 @@ def per_task_metrics(conversations: list[ConversationMetrics], k: int) -> PerTas
     """τ-bench pass@k / pass^k: per task, the unbiased estimators over its scored attempts,
     averaged over the tasks with at least k attempts (None if there are none).
 
-    A conversation without a `task_id` is a task of its own (keyed by its session_id).
+    A conversation without a `task_id` is a task of its own, even if another shares its session_id.
     """
-    attempts: dict[tuple[bool, str], list[bool]] = defaultdict(list)
-    for conversation in conversations:
-        key = (True, conversation.task_id) if conversation.task_id is not None else (False, conversation.session_id)
+    attempts: dict[str | int, list[bool]] = defaultdict(list)
+    for index, conversation in enumerate(conversations):
+        # Keyed by position when there is no task_id: session ids need not be unique.
+        key = conversation.task_id if conversation.task_id is not None else index
         attempts[key].append(bool(conversation.is_fully_correct))
     eligible = [outcomes for outcomes in attempts.values() if len(outcomes) >= k]
     at_k = [stats.pass_at_k_unbiased(len(o), sum(o), k) for o in eligible]

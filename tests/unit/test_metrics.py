@@ -195,3 +195,15 @@ def test_include_interactions_false_drops_detail_and_says_so() -> None:
     result = build_result([conversation_metrics(one_turn("c"), [scored(1.0)], config)], config)
     assert result.per_conversation_metrics[0].interactions is None
     assert any("per-turn detail" in w for w in result.warnings)
+
+
+def test_conversations_without_task_id_are_their_own_tasks_even_with_a_shared_session_id() -> None:
+    config = EvaluationConfig(k=1)
+    conversations = [
+        conversation_metrics(one_turn("same"), [scored(1.0)], config),
+        conversation_metrics(one_turn("same"), [scored(0.0)], config),
+        conversation_metrics(one_turn("t-1", task_id="t"), [scored(1.0)], config),
+    ]
+    per_task = per_task_metrics(conversations, k=1)
+    assert per_task.tasks == 3
+    assert per_task.pass_at_k == pytest.approx((1.0 + 0.0 + 1.0) / 3)
