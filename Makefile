@@ -32,5 +32,9 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+## bench: every benchmark in benchmarks/ (about 3 minutes, 127.0.0.1 only); figures in benchmarks/RESULTS.md
+bench: venv
+	$(BIN)/python -m benchmarks
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis out

@@ -104,12 +104,19 @@ async def evaluate(
         deadline=deadline,
         telemetry=telemetry or JudgeTelemetry(),
     )
-    requests = [[judge_request_of(d, i) for i in range(len(d.conversation))] for d in datasets]
-    judgements = await judge_all((r for turns in requests for r in turns), judge, on_progress)
+    # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
+    # `JudgeRequest` per distinct tuple. Equal tuples ⇔ equal `judge_request_of`.
+    keys = [
+        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language) for b in d.conversation]
+        for d in datasets
+    ]
+    distinct = {key: JudgeRequest(*key) for key in dict.fromkeys(key for turns in keys for key in turns)}
+    judged = await judge_all(distinct.values(), judge, on_progress)
+    judgements = {key: judged[request] for key, request in distinct.items()}
     tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
     conversations = [
-        conversation_metrics(dataset, [judgements[r] for r in turns], config, tool_scorer=tool_scorer)
-        for dataset, turns in zip(datasets, requests, strict=True)
+        conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)
+        for dataset, turns in zip(datasets, keys, strict=True)
     ]
     return build_result(conversations, config)
 

@@ -598,19 +598,25 @@ class _NotPlainData(Exception):
 def _frozen(value: Any) -> Hashable:
     """A hashable equal to another's exactly when the two values are the same data.
 
-    Scalars carry their type ((int, 1) ≠ (bool, True) ≠ (float, 1.0)); containers
-    their kind and items in order; models their class, the fields set, every field
-    and any extra. Anything else raises `_NotPlainData`.
+    Numbers and bools carry their type ((int, 1) ≠ (bool, True) ≠ (float, 1.0));
+    strings and None stand for themselves (they equal nothing else); containers
+    carry their kind and items in order; models their class, the fields set, every
+    field and any extra. Anything else raises `_NotPlainData`.
     """
     kind = type(value)
-    if kind is str:
+    if kind is str or value is None:
         return value
-    if kind in _PLAIN_SCALARS:
+    if kind is int or kind is float or kind is bool:
         return kind, value
     if kind is dict:
-        return dict, tuple([(k if type(k) is str else _frozen(k), _frozen(v)) for k, v in value.items()])
+        return dict, tuple(
+            [
+                (key if type(key) is str else _frozen(key), item if type(item) is str else _frozen(item))
+                for key, item in value.items()
+            ]
+        )
     if kind is list or kind is tuple:
-        return kind, tuple([_frozen(item) for item in value])
+        return kind, tuple([item if type(item) is str else _frozen(item) for item in value])
     if isinstance(value, BaseModel):  # a model's fields are its __dict__
         extra = value.__pydantic_extra__
         return (

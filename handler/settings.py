@@ -34,6 +34,18 @@ class Settings:
     cors_allow_origin: str | None = None
     server_api_key_env: str | None = None
     server_api_key_secret_arn: str | None = None
+    # Asynchronous jobs (handler.jobs): where they live, how they are cut, what GET /jobs/{id} returns.
+    jobs_bucket: str | None = None
+    jobs_state_machine_arn: str | None = None
+    jobs_kms_key_id: str | None = None
+    jobs_max_conversations: int = 100_000
+    jobs_max_turns: int = 1_000_000
+    shard_size: int = 200
+    shard_max_turns: int = 2_000
+    jobs_max_parallel_shards: int = 10
+    jobs_inline_result_bytes: int = 1_000_000
+    jobs_result_url_expiry_s: int = 3_600
+    jobs_worker_margin_s: float = 10.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -53,4 +65,15 @@ class Settings:
             cors_allow_origin=os.environ.get("CORS_ALLOW_ORIGIN") or None,
             server_api_key_env=os.environ.get("LLM_API_KEY") or None,
             server_api_key_secret_arn=os.environ.get("LLM_API_KEY_SECRET_ARN") or None,
+            jobs_bucket=os.environ.get("JOBS_BUCKET") or None,
+            jobs_state_machine_arn=os.environ.get("JOBS_STATE_MACHINE_ARN") or None,
+            jobs_kms_key_id=os.environ.get("JOBS_KMS_KEY_ID") or None,
+            jobs_max_conversations=_int("FAIR_FORGE_JOBS_MAX_CONVERSATIONS", cls.jobs_max_conversations),
+            jobs_max_turns=_int("FAIR_FORGE_JOBS_MAX_TURNS", cls.jobs_max_turns),
+            shard_size=max(1, _int("FAIR_FORGE_SHARD_SIZE", cls.shard_size)),
+            shard_max_turns=max(1, _int("FAIR_FORGE_SHARD_MAX_TURNS", cls.shard_max_turns)),
+            jobs_max_parallel_shards=max(1, _int("FAIR_FORGE_JOBS_MAX_PARALLEL_SHARDS", cls.jobs_max_parallel_shards)),
+            jobs_inline_result_bytes=_int("FAIR_FORGE_JOBS_INLINE_RESULT_BYTES", cls.jobs_inline_result_bytes),
+            jobs_result_url_expiry_s=_int("FAIR_FORGE_JOBS_RESULT_URL_EXPIRY_S", cls.jobs_result_url_expiry_s),
+            jobs_worker_margin_s=_float("FAIR_FORGE_JOBS_WORKER_MARGIN_S", cls.jobs_worker_margin_s),
         )

@@ -50,6 +50,54 @@ set_names() {
   REPOSITORY="$NAME"
   FUNCTION="$NAME"
   LOG_GROUP="/aws/lambda/${NAME}"
+  # The asynchronous jobs: two more functions of the same image, their log groups, the state machine.
+  WORKER_FUNCTION="${NAME}-worker"
+  REDUCE_FUNCTION="${NAME}-reduce"
+  STATE_MACHINE="$NAME"
+  LOG_GROUPS=("$LOG_GROUP" "/aws/lambda/${WORKER_FUNCTION}" "/aws/lambda/${REDUCE_FUNCTION}")
+}
+
+# The bucket that holds what the stack is deployed from (the state machine's definition), one per account
+# and region, shared by the modules (each under its own prefix). Needs ACCOUNT_ID (require_aws_credentials).
+artifacts_bucket() {
+  echo "fair-forge-artifacts-${ACCOUNT_ID}-${REGION}"
+}
+
+# SHA-256 of a file, with the tool the system has (GNU coreutils, or macOS's shasum).
+file_sha256() {
+  if command -v sha256sum >/dev/null 2>&1; then
+    sha256sum "$1" | cut -c1-64
+  else
+    shasum -a 256 "$1" | cut -c1-64
+  fi
+}
+
+# Uploads statemachine/evaluation.asl.json to the artifacts bucket (created if missing: private, encrypted)
+# under a name made of its SHA-256, so a changed definition is a changed stack parameter. Sets
+# DEFINITION_BUCKET and DEFINITION_KEY.
+# (Not `aws cloudformation package`: CLI releases before 2.13 send its upload to AWS even with --endpoint-url.)
+upload_state_machine_definition() {
+  local file="$PROJECT_ROOT/statemachine/evaluation.asl.json" out
+  DEFINITION_BUCKET="$(artifacts_bucket)"
+  DEFINITION_KEY="${MODULE}/evaluation-$(file_sha256 "$file" | cut -c1-16).asl.json"
+  if ! out="$(aws_ s3api head-bucket --bucket "$DEFINITION_BUCKET" --expected-bucket-owner "$ACCOUNT_ID" 2>&1)"; then
+    [[ "$out" == *404* || "$out" == *"Not Found"* || "$out" == *NoSuchBucket* ]] ||
+      die "cannot use S3 bucket $DEFINITION_BUCKET (it may belong to another account): $out"
+    info "Creating S3 bucket $DEFINITION_BUCKET for the stack's artifacts"
+    if [[ "$REGION" == us-east-1 ]]; then
+      aws_ s3api create-bucket --bucket "$DEFINITION_BUCKET" >/dev/null
+    else
+      aws_ s3api create-bucket --bucket "$DEFINITION_BUCKET" \
+        --create-bucket-configuration "LocationConstraint=$REGION" >/dev/null
+    fi
+    aws_ s3api put-public-access-block --bucket "$DEFINITION_BUCKET" --public-access-block-configuration \
+      BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true
+    aws_ s3api put-bucket-encryption --bucket "$DEFINITION_BUCKET" --server-side-encryption-configuration \
+      '{"Rules":[{"ApplyServerSideEncryptionByDefault":{"SSEAlgorithm":"AES256"}}]}'
+  fi
+  info "Uploading the state machine definition to s3://$DEFINITION_BUCKET/$DEFINITION_KEY"
+  aws_ s3api put-object --bucket "$DEFINITION_BUCKET" --key "$DEFINITION_KEY" --body "$file" \
+    --content-type application/json --expected-bucket-owner "$ACCOUNT_ID" >/dev/null
 }
 
 # The AWS CLI with the region and, when set, the emulator endpoint.

@@ -7,8 +7,9 @@ usage() {
 Usage: scripts/deploy.sh <module> <region> [options]
 
 Deploys Fair-Forge Agentic as the CloudFormation stack fair-forge-<module>: builds the Lambda image,
-pushes it to the ECR repository fair-forge-<module> (created if missing) under a new immutable tag, and
-creates or updates the stack from template.yaml. Running it again updates everything in place.
+pushes it to the ECR repository fair-forge-<module> (created if missing) under a new immutable tag, uploads
+the jobs state machine's definition to the S3 bucket fair-forge-artifacts-<account>-<region> (created if
+missing), and creates or updates the stack from template.yaml. Running it again updates everything in place.
 
   scripts/deploy.sh agentic us-east-1
 
@@ -86,6 +87,7 @@ if [[ -z "$REPO_URI" ]]; then
 fi
 
 build_and_push "$REPO_URI" "$(new_image_tag)" "$ARCH"
+upload_state_machine_definition
 
 info "Deploying CloudFormation stack $STACK (this takes a minute or two on AWS)"
 # `deploy` creates the stack or applies a change set to it; parameters not given keep their previous value.
@@ -95,7 +97,9 @@ if ! aws_ cloudformation deploy \
   --capabilities CAPABILITY_IAM \
   --no-fail-on-empty-changeset \
   --tags project=fair-forge "module=$MODULE" \
-  --parameter-overrides "ModuleName=$MODULE" "ImageUri=$IMAGE_URI" "Architecture=$ARCH" ${PARAMS[@]+"${PARAMS[@]}"}; then
+  --parameter-overrides "ModuleName=$MODULE" "ImageUri=$IMAGE_URI" "Architecture=$ARCH" \
+  "StateMachineDefinitionBucket=$DEFINITION_BUCKET" "StateMachineDefinitionKey=$DEFINITION_KEY" \
+  ${PARAMS[@]+"${PARAMS[@]}"}; then
   echo "Recent failures of stack $STACK:" >&2
   stack_failures >&2
   die "the stack deployment failed (see above, or the CloudFormation console)"
@@ -144,7 +148,11 @@ if [[ "$REQUIRE_API_KEY" != false ]]; then
   echo "Try it (a new key can take a minute to work; until then the API answers 403):"
   echo "  API_KEY=\$($READ_KEY)"
   echo "  curl -sS -X POST '$INVOKE_URL/run' -H 'Content-Type: application/json' -H \"x-api-key: \$API_KEY\" --data '@$EXAMPLE'"
+  echo
+  echo "Large evaluations run as jobs: POST the same body to $INVOKE_URL/jobs, then GET the status_url it returns."
 else
   echo "No API key: the API is open to anyone who has the URL (RequireApiKey=false). Try it:"
   echo "  curl -sS -X POST '$INVOKE_URL/run' -H 'Content-Type: application/json' --data '@$EXAMPLE'"
+  echo
+  echo "Large evaluations run as jobs: POST the same body to $INVOKE_URL/jobs, then GET the status_url it returns."
 fi

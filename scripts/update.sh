@@ -7,8 +7,9 @@ usage() {
 Usage: scripts/update.sh <module> <region>
 
 Rebuilds the Lambda image of a deployed fair-forge-<module>, pushes it under a new immutable tag, points
-the function at it and waits until the update has finished. Only the image changes; every other setting
-of the stack stays as it is (to change template.yaml or a parameter, run scripts/deploy.sh again).
+the functions at it (the API function and the jobs' worker and reduce) and waits until the update has
+finished. Only the image changes; every other setting of the stack stays as it is (to change template.yaml,
+the state machine's definition or a parameter, run scripts/deploy.sh again).
 
   scripts/update.sh agentic us-east-1
 
@@ -74,11 +75,16 @@ if ! aws_ cloudformation deploy --stack-name "$STACK" --template-file "$DEPLOYED
   stack_failures >&2
   die "the update failed; CloudFormation rolls the function back to $OLD_IMAGE"
 fi
-# CloudFormation is done once Lambda accepted the code; wait until the function itself is ready too.
-aws_ lambda wait function-updated --function-name "$FUNCTION"
-
-NOW_IMAGE="$(aws_ lambda get-function --function-name "$FUNCTION" --query Code.ImageUri --output text)"
-[[ "$NOW_IMAGE" == "$IMAGE_URI" ]] || die "the stack updated but $FUNCTION runs $NOW_IMAGE, not $IMAGE_URI"
+# CloudFormation is done once Lambda accepted the code; wait until the functions themselves are ready too.
+# (A stack deployed before jobs existed has no worker and reduce: those are skipped.)
+for name in "$FUNCTION" "$WORKER_FUNCTION" "$REDUCE_FUNCTION"; do
+  if [[ "$name" != "$FUNCTION" ]] && ! aws_ lambda get-function --function-name "$name" >/dev/null 2>&1; then
+    continue
+  fi
+  aws_ lambda wait function-updated --function-name "$name"
+  NOW_IMAGE="$(aws_ lambda get-function --function-name "$name" --query Code.ImageUri --output text)"
+  [[ "$NOW_IMAGE" == "$IMAGE_URI" ]] || die "the stack updated but $name runs $NOW_IMAGE, not $IMAGE_URI"
+done
 
 echo
 echo "Updated $FUNCTION"

@@ -226,14 +226,13 @@ class AdaptiveLimiter:
     event loop, like the evaluation that owns it.
     """
 
-    def __init__(self, ceiling: int, clock: Any = time.monotonic) -> None:
+    def __init__(self, ceiling: int) -> None:
         if ceiling < 1:
             raise ValueError(f"ceiling must be at least 1, got {ceiling}")
         self.ceiling = ceiling
         self.limit = ceiling
         self.in_flight = 0
-        self.not_before = 0.0
-        self._clock = clock
+        self.not_before = 0.0  # a time.monotonic() instant, the event loop's clock
         self._epoch = 0  # bumped by each halving
         self._waiters: deque[asyncio.Future[int]] = deque()
         self._wakeup: asyncio.TimerHandle | None = None
@@ -261,14 +260,14 @@ class AdaptiveLimiter:
         if outcome == "ok" and current:
             self.limit = min(self.ceiling, self.limit + 1)
         elif outcome == "rate_limited":
-            self.not_before = max(self.not_before, self._clock() + pause_s)
+            self.not_before = max(self.not_before, time.monotonic() + pause_s)
             if current:
                 self.limit = max(1, self.limit // 2)
                 self._epoch += 1
         self._dispatch()
 
     def _can_start(self) -> bool:
-        return self.in_flight < self.limit and self._clock() >= self.not_before
+        return self.in_flight < self.limit and time.monotonic() >= self.not_before
 
     def _dispatch(self) -> None:
         """Hand free slots to waiters in order; while paused, come back when the pause ends."""
@@ -278,7 +277,7 @@ class AdaptiveLimiter:
                 self.in_flight += 1
                 waiter.set_result(self._epoch)
         if self._waiters and self.in_flight < self.limit and self._wakeup is None:
-            delay = max(0.0, self.not_before - self._clock())
+            delay = max(0.0, self.not_before - time.monotonic())
             self._wakeup = asyncio.get_running_loop().call_later(delay, self._wake)
 
     def _wake(self) -> None:

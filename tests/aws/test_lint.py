@@ -124,19 +124,147 @@ def test_template_is_plain_cloudformation_with_what_the_service_needs() -> None:
     assert set(resources["UsagePlan"]["Properties"]["Throttle"]) == {"RateLimit", "BurstLimit"}
 
 
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    return {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+
+
+def _statements(policies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for policy in policies for s in policy["PolicyDocument"]["Statement"]]
+
+
+JOBS_ACTIONS = {
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:ListBucket",
+    "states:StartExecution",
+    "states:DescribeExecution",
+    "kms:Encrypt",
+}
+
+
 def test_role_is_least_privilege() -> None:
-    """Logs of its own group, the one secret when given, nothing else; no wildcard action or resource."""
+    """Logs of its own group, the one secret when given, the jobs' objects, executions and key (encrypt
+    only), nothing else; no wildcard action or resource."""
     policies = template()["Resources"]["FunctionRole"]["Properties"]["Policies"]["Fn::If"]
     condition, with_secret, without_secret = policies
     assert condition == "HasSecret"
-    statements = [s for policy in with_secret + without_secret for s in policy["PolicyDocument"]["Statement"]]
-    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert actions == {"logs:CreateLogStream", "logs:PutLogEvents", "secretsmanager:GetSecretValue"}
+    statements = _statements(with_secret + without_secret)
+    assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "secretsmanager:GetSecretValue"} | (
+        JOBS_ACTIONS
+    )
     for statement in statements:
         assert statement["Resource"] != "*"
+        assert "*" not in str(statement["Action"])
         if statement["Action"] == "secretsmanager:GetSecretValue":
             assert statement["Resource"] == {"Ref": "LlmApiKeySecretArn"}
-    assert [p["PolicyName"] for p in without_secret] == ["write-own-logs"]
+        if statement["Action"] == "kms:Encrypt":
+            assert statement["Resource"] == {"Fn::GetAtt": ["JobsKey", "Arn"]}
+        if statement["Action"] == "states:StartExecution":
+            assert statement["Resource"] == {"Ref": "StateMachine"}
+    assert [p["PolicyName"] for p in without_secret] == ["write-own-logs", "run-jobs"]
+    assert "kms:Decrypt" not in _actions(statements)  # the API may store a caller's key, never read it back
+
+
+def test_job_roles_are_least_privilege() -> None:
+    """Worker: decrypt (with a job's context), read jobs, write only shard results and errors. Reduce: no key at
+    all, writes only the result and errors. State machine: invokes the two functions, reads manifests, runs
+    its own child executions."""
+    resources = template()["Resources"]
+    condition, with_secret, without_secret = resources["WorkerRole"]["Properties"]["Policies"]["Fn::If"]
+    assert condition == "HasSecret"
+    worker = _statements(with_secret + without_secret)
+    assert _actions(worker) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:ListBucket",
+        "kms:Decrypt",
+        "secretsmanager:GetSecretValue",
+    }
+    decrypts = [s for s in worker if s["Action"] == "kms:Decrypt"]
+    assert decrypts and all(s["Condition"] == {"StringLike": {"kms:EncryptionContext:job_id": "*"}} for s in decrypts)
+    writes = [s["Resource"] for s in worker if s["Action"] == "s3:PutObject"]
+    assert all("results/*" in str(w) and "error.json" in str(w) and "result.json" not in str(w) for w in writes)
+
+    reduce = _statements(resources["ReduceRole"]["Properties"]["Policies"])
+    assert _actions(reduce) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:ListBucket",
+    }
+    [writes] = [s["Resource"] for s in reduce if s["Action"] == "s3:PutObject"]
+    assert "result.json" in str(writes) and "results/" not in str(writes)
+
+    machine = _statements(resources["StateMachineRole"]["Properties"]["Policies"])
+    assert _actions(machine) == {
+        "lambda:InvokeFunction",
+        "s3:GetObject",
+        "states:StartExecution",
+        "states:DescribeExecution",
+        "states:StopExecution",
+    }
+    [invoke] = [s for s in machine if s["Action"] == "lambda:InvokeFunction"]
+    assert {"Fn::GetAtt": ["WorkerFunction", "Arn"]} in invoke["Resource"]
+    assert {"Fn::GetAtt": ["ReduceFunction", "Arn"]} in invoke["Resource"]
+    [manifest] = [s for s in machine if s["Action"] == "s3:GetObject"]
+    assert manifest["Resource"] == {"Fn::Sub": "${JobsBucket.Arn}/jobs/*/manifest.json"}
+    for statement in worker + reduce + machine:
+        assert statement["Resource"] != "*"
+        assert "*" not in str(statement["Action"])
+
+
+def test_jobs_resources() -> None:
+    """The bucket: encrypted, never public, job data expires; the state machine: Standard, its definition the
+    one ASL file (uploaded by deploy.sh) with the three substitutions; worker and reduce: the same image, another
+    handler; the routes of POST /jobs and GET /jobs/{id}."""
+    body = template()
+    resources = body["Resources"]
+    bucket = resources["JobsBucket"]["Properties"]
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "AES256"
+    }
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert len(bucket["PublicAccessBlockConfiguration"]) == 4
+    [rule] = bucket["LifecycleConfiguration"]["Rules"]
+    assert rule["Status"] == "Enabled" and rule["ExpirationInDays"] == {"Ref": "JobRetentionDays"}
+    assert resources["JobsKey"]["Properties"]["EnableKeyRotation"] is True
+
+    machine = resources["StateMachine"]["Properties"]
+    assert machine["StateMachineType"] == "STANDARD"
+    assert machine["DefinitionS3Location"] == {
+        "Bucket": {"Ref": "StateMachineDefinitionBucket"},
+        "Key": {"Ref": "StateMachineDefinitionKey"},
+    }
+    asl = (ROOT / "statemachine" / "evaluation.asl.json").read_text()
+    placeholders = set(re.findall(r"\$\{(\w+)\}", asl))
+    assert (
+        placeholders
+        == set(machine["DefinitionSubstitutions"])
+        == {"WorkerFunctionArn", "ReduceFunctionArn", "JobsBucket"}
+    )
+
+    function = resources["Function"]["Properties"]
+    for name, command in (
+        ("WorkerFunction", "handler.jobs.worker_handler"),
+        ("ReduceFunction", "handler.jobs.reduce_handler"),
+    ):
+        properties = resources[name]["Properties"]
+        assert properties["Code"] == function["Code"] == {"ImageUri": {"Ref": "ImageUri"}}
+        assert properties["ImageConfig"] == {"Command": [command]}
+    assert resources["JobsResource"]["Properties"]["PathPart"] == "jobs"
+    assert resources["JobResource"]["Properties"]["PathPart"] == "{id}"
+    for name, method in (("JobsPostMethod", "POST"), ("JobGetMethod", "GET")):
+        properties = resources[name]["Properties"]
+        assert properties["HttpMethod"] == method
+        assert properties["Integration"]["Type"] == "AWS_PROXY"
+        assert properties["ApiKeyRequired"] == {"Fn::If": ["UseApiKey", True, False]}
+    assert {"JobsPostMethod", "JobGetMethod"} <= set(resources["Deployment"]["DependsOn"])
+    variables = function["Environment"]["Variables"]
+    assert variables["JOBS_STATE_MACHINE_ARN"] == {"Ref": "StateMachine"}
+    assert variables["JOBS_BUCKET"] == {"Ref": "JobsBucket"}
 
 
 def test_dockerfile_is_the_lambda_image() -> None:

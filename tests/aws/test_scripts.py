@@ -16,6 +16,7 @@ import queue
 import re
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,11 +71,44 @@ def repository_exists(moto: str) -> bool:
     return True
 
 
-def function_exists(moto: str) -> bool:
+def function_exists(moto: str, name: str = NAME) -> bool:
     try:
-        aws(moto, "lambda").get_function(FunctionName=NAME)
+        aws(moto, "lambda").get_function(FunctionName=name)
     except ClientError as exc:
         assert exc.response["Error"]["Code"] == "ResourceNotFoundException"
+        return False
+    return True
+
+
+WORKER, REDUCE = f"{NAME}-worker", f"{NAME}-reduce"
+LOG_GROUPS = (LOG_GROUP, f"/aws/lambda/{WORKER}", f"/aws/lambda/{REDUCE}")
+STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:123456789012:stateMachine:{NAME}"
+ARTIFACTS_BUCKET = f"fair-forge-artifacts-123456789012-{REGION}"
+ASL_FILE = Path(__file__).resolve().parents[2] / "statemachine" / "evaluation.asl.json"
+
+
+@dataclass
+class DeployedJobs:
+    bucket: str
+    key_id: str
+
+
+def deployed_jobs(moto: str) -> DeployedJobs:
+    """The stack's jobs bucket and KMS key (from its resources: moto gives `deploy` stacks no outputs)."""
+    summaries = aws(moto, "cloudformation").list_stack_resources(StackName=NAME)["StackResourceSummaries"]
+    physical = {r.get("LogicalResourceId"): r.get("PhysicalResourceId") for r in summaries}
+    return DeployedJobs(bucket=physical["JobsBucket"], key_id=physical["JobsKey"])
+
+
+def buckets(moto: str) -> set[str]:
+    return {bucket["Name"] for bucket in aws(moto, "s3").list_buckets()["Buckets"]}
+
+
+def state_machine_exists(moto: str) -> bool:
+    try:
+        aws(moto, "stepfunctions").describe_state_machine(stateMachineArn=STATE_MACHINE_ARN)
+    except ClientError as exc:
+        assert exc.response["Error"]["Code"] == "StateMachineDoesNotExist"
         return False
     return True
 
@@ -184,9 +218,44 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     health = apigateway.get_method(restApiId=api["id"], resourceId=paths["/health"]["id"], httpMethod="GET")
     assert health["methodIntegration"]["type"] == "AWS_PROXY"
 
-    [group] = aws(moto, "logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]
-    assert group["logGroupName"] == LOG_GROUP
-    assert group["retentionInDays"] == 14
+    groups = {
+        g["logGroupName"]: g for g in aws(moto, "logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"]
+    }
+    assert set(groups) == set(LOG_GROUPS)
+    assert {g["retentionInDays"] for g in groups.values()} == {14}
+
+    # The asynchronous jobs: the bucket, the key, the state machine from the uploaded ASL file, the two
+    # functions of the same image, the routes.
+    jobs = deployed_jobs(moto)
+    assert jobs.bucket in buckets(moto)
+    assert aws(moto, "s3").get_bucket_encryption(Bucket=jobs.bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    # (moto's CloudFormation drops a bucket's lifecycle and public access block: test_lint.py checks those.)
+    # The key works. (moto cannot DescribeKey a key made from a template: it keeps the KeyPolicy as a dict.)
+    assert aws(moto, "kms").encrypt(KeyId=jobs.key_id, Plaintext=b"x", EncryptionContext={"job_id": "x"})
+    machine = aws(moto, "stepfunctions").describe_state_machine(stateMachineArn=STATE_MACHINE_ARN)
+    assert machine["type"] == "STANDARD"
+    definition_bucket, definition_key = (
+        parameters["StateMachineDefinitionBucket"],
+        parameters["StateMachineDefinitionKey"],
+    )
+    assert definition_bucket == ARTIFACTS_BUCKET
+    uploaded = aws(moto, "s3").get_object(Bucket=definition_bucket, Key=definition_key)["Body"].read()
+    assert uploaded == ASL_FILE.read_bytes()  # the one ASL file is what the stack's state machine is made from
+    for name in (WORKER, REDUCE):  # (moto's CloudFormation drops ImageConfig: test_lint.py checks the handlers)
+        configuration = aws(moto, "lambda").get_function(FunctionName=name)
+        assert configuration["Code"]["ImageUri"] == first_image
+        assert configuration["Configuration"]["Environment"]["Variables"]["JOBS_BUCKET"] == jobs.bucket
+    assert variables["JOBS_BUCKET"] == jobs.bucket
+    assert variables["JOBS_STATE_MACHINE_ARN"] == STATE_MACHINE_ARN
+    assert {"/jobs", "/jobs/{id}"} <= set(paths)
+    submit = apigateway.get_method(restApiId=api["id"], resourceId=paths["/jobs"]["id"], httpMethod="POST")
+    status = apigateway.get_method(restApiId=api["id"], resourceId=paths["/jobs/{id}"]["id"], httpMethod="GET")
+    for method in (submit, status):
+        assert method["apiKeyRequired"] is True
+        assert method["methodIntegration"]["type"] == "AWS_PROXY"
+        assert function["Configuration"]["FunctionArn"] in method["methodIntegration"]["uri"]
+    # A job's data in the bucket must not stop cleanup.
+    aws(moto, "s3").put_object(Bucket=jobs.bucket, Key="jobs/0123/request.json", Body=b"{}")
 
     # What the user is told: the URL, how to read the key (never the key itself), a curl to paste.
     invoke_url = f"https://{api['id']}.execute-api.{REGION}.amazonaws.com/prod"
@@ -194,6 +263,7 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert "apigateway get-api-key" in out
     assert f"curl -sS -X POST '{invoke_url}/run'" in out
     assert "x-api-key: $API_KEY" in out
+    assert f"POST the same body to {invoke_url}/jobs" in out
 
     # --- deploy again: the same stack and API, updated in place to a new image.
     scripts.ok("deploy", MODULE, REGION, "--param", "MemorySize=2048")
@@ -210,6 +280,8 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert third_image not in (first_image, second_image)
     assert image_of_function(moto) == third_image
     assert f"to:   {third_image}" in out
+    for name in (WORKER, REDUCE):  # the jobs' functions run the new image too
+        assert aws(moto, "lambda").get_function(FunctionName=name)["Code"]["ImageUri"] == third_image
     assert aws(moto, "lambda").get_function(FunctionName=NAME)["Configuration"]["MemorySize"] == 2048
     assert ecr_tags(moto) == {image.rpartition(":")[2] for image in (first_image, second_image, third_image)}
 
@@ -231,8 +303,13 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert "nothing was removed" in done.stderr
     assert stack_exists(moto) and repository_exists(moto) and function_exists(moto)
 
-    # --- cleanup, confirmed on stdin: none of it is left.
+    # --- cleanup, confirmed on stdin: none of it is left. A job still running is stopped first.
+    running_job = "0123456789abcdef0123456789abcdef"
+    execution = aws(moto, "stepfunctions").start_execution(stateMachineArn=STATE_MACHINE_ARN, name=running_job)
     out = scripts.ok("cleanup", MODULE, REGION, stdin="yes\n")
+    assert f"Stopping the running job {running_job}" in out
+    assert f"running job {running_job} (stopped)" in out
+    assert execution["executionArn"].endswith(running_job)
     assert f"CloudFormation stack {NAME}" in out
     assert f"ECR repository {NAME}" in out
     assert not stack_exists(moto)
@@ -241,6 +318,13 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert rest_apis(moto) == []
     assert not log_group_exists(moto)
     assert roles(moto) == []
+    assert jobs.bucket not in buckets(moto)
+    assert ARTIFACTS_BUCKET not in buckets(moto)
+    assert not state_machine_exists(moto)
+    assert not function_exists(moto, WORKER) and not function_exists(moto, REDUCE)
+    # (The KMS key is not checked here: moto's CloudFormation never deletes a stack's key; AWS schedules it.)
+    assert aws(moto, "logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"] == []
+    assert f"the jobs bucket {jobs.bucket}" in out
 
     # --- and again: nothing to do, and that is a success.
     out = scripts.ok("cleanup", MODULE, REGION, "--yes")
@@ -276,6 +360,17 @@ def test_deploy_arm64_without_api_key(scripts: Scripts, moto: str, fake_docker: 
     documents = [policy_document(d) for d in documents]
     secret_statements = [s for d in documents for s in d["Statement"] if "secretsmanager" in str(s["Action"])]
     assert [s["Resource"] for s in secret_statements] == [secret]
+    # So may the jobs' worker (it builds the judge with the server's key), and it finds the secret's ARN.
+    worker = aws(moto, "lambda").get_function(FunctionName=WORKER)["Configuration"]
+    assert worker["Environment"]["Variables"]["LLM_API_KEY_SECRET_ARN"] == secret
+    worker_role = worker["Role"].rsplit("/", 1)[-1]
+    worker_documents = [
+        policy_document(iam.get_role_policy(RoleName=worker_role, PolicyName=name)["PolicyDocument"])
+        for name in iam.list_role_policies(RoleName=worker_role)["PolicyNames"]
+    ]
+    assert [
+        s["Resource"] for d in worker_documents for s in d["Statement"] if "secretsmanager" in str(s["Action"])
+    ] == [secret]
 
     # update.sh builds for the architecture the stack was deployed with.
     scripts.ok("update", MODULE, REGION)

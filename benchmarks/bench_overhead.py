@@ -1,0 +1,137 @@
+"""Target 3 — our own overhead: 10,000 conversations × 5 turns on the ReferenceJudge.
+
+The request (built once, ~17.5 MB of JSON): every turn is drawn (seeded) from a pool
+of 300 distinct turns — 105 labelled (query, answer, ground truth) pairs
+(`benchmarks/data/answer_pairs.jsonl`, a frozen copy of the judge agreement set), 120
+generated tool turns (calculator, unit conversion with argument rules and
+`tool_sequence_matters`, weather with an extra search call; 1 in 5 calculator calls
+with a wrong argument) and 75 rewordings of labelled pairs — so 40 % of turns carry
+tools and the judge has 300 distinct requests to answer, as a test set reused across
+attempts would give. Two assistants, tasks of three attempts (so `by_assistant` and
+`per_task` are computed), k = 3, per-turn detail on.
+
+Each run is a fresh process: it makes one small warm-up request (imports), reads the
+body from a file and times one `lambda_handler` call; peak RSS is that process's
+`ru_maxrss`. The service's request limits are raised in that process, since the
+request is far above them (and above what API Gateway carries):
+FAIR_FORGE_MAX_BODY_BYTES, FAIR_FORGE_MAX_CONVERSATIONS, FAIR_FORGE_MAX_TURNS and
+FAIR_FORGE_MAX_RESPONSE_BYTES (the full ~23 MB response is built and measured).
+Target: median ≤ 2.5 s and peak RSS ≤ 500 MB.
+
+    python -m benchmarks.bench_overhead [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import REFERENCE, ROOT, header, line, pooled_conversations, request, turn_pool, verdict
+
+CONVERSATIONS, TURNS, POOL = 10_000, 5, 300
+LIMITS = {
+    "FAIR_FORGE_MAX_BODY_BYTES": "100000000",
+    "FAIR_FORGE_MAX_CONVERSATIONS": "100000",
+    "FAIR_FORGE_MAX_TURNS": "1000000",
+    "FAIR_FORGE_MAX_RESPONSE_BYTES": "100000000",
+}
+
+
+def child(path: str) -> None:
+    """One measured request in this (fresh) process; prints one JSON line."""
+    from benchmarks.common import call_handler
+
+    warm = request(REFERENCE, pooled_conversations(4, 5, turn_pool(POOL), seed=1), k=3)
+    assert call_handler(warm).status == 200
+    raw = Path(path).read_text(encoding="utf-8")
+    before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    call = call_handler(raw)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    body = call.body
+    metrics = body.get("per_conversation_metrics") or []
+    print(
+        json.dumps(
+            {
+                "status": call.status,
+                "seconds": call.seconds,
+                "peak_rss_mb": peak_mb,
+                "rss_before_mb": before_mb,
+                "conversations": len(metrics),
+                "turns": sum(m["total_interactions"] for m in metrics),
+                "unscored": sum(s is None for m in metrics for s in m["correctness_scores"]),
+                "tool_scores": sum(s is not None for m in metrics for s in m["tool_correctness_scores"]),
+                "response_mb": len(json.dumps(body)) / 1e6,
+                "error": body.get("error"),
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+
+    header(f"overhead: {CONVERSATIONS:,} conversations × {TURNS} turns, ReferenceJudge, through lambda_handler")
+    pool = turn_pool(POOL)
+    conversations = pooled_conversations(CONVERSATIONS, TURNS, pool)
+    raw = json.dumps(request(REFERENCE, conversations, k=3))
+    turns = [t for c in conversations for t in c["conversation"]]
+    distinct = {(t["query"], t["assistant"], t["ground_truth_assistant"]) for t in turns}
+    with_tools = sum("ground_truth_agentic" in t for t in turns)
+    print(
+        f"   request: {len(raw) / 1e6:.1f} MB, {len(turns):,} turns drawn from a pool of {len(pool)} distinct turns; "
+        f"{len(distinct)} distinct judge requests; {with_tools:,} turns ({with_tools / len(turns):.0%}) with tools"
+    )
+    print("   limits raised in the measured process: " + ", ".join(f"{k}={v}" for k, v in LIMITS.items()))
+    del conversations, turns
+
+    results = []
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "request.json"
+        path.write_text(raw, encoding="utf-8")
+        del raw
+        env = {**os.environ, **LIMITS}
+        for _ in range(args.runs):
+            out = subprocess.run(
+                [sys.executable, "-m", "benchmarks.bench_overhead", "--child", str(path)],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            if out.returncode != 0:
+                raise SystemExit(f"measured process failed:\n{out.stderr[-3000:]}")
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            if result["status"] != 200 or result["turns"] != CONVERSATIONS * TURNS:
+                raise SystemExit(f"unexpected response: {result}")
+            results.append(result)
+    first = results[0]
+    print(
+        f"   response: {first['response_mb']:.1f} MB, {first['conversations']:,} conversations, "
+        f"{first['turns']:,} turns, {first['tool_scores']:,} tool scores, {first['unscored']} unscored"
+    )
+    print("   " + line("wall", [r["seconds"] for r in results]))
+    print("   " + line("peak RSS", [r["peak_rss_mb"] for r in results], unit="MB", digits=0))
+    print(f"   (RSS after import and warm-up, before the request: {first['rss_before_mb']:.0f} MB)")
+    wall = statistics.median(r["seconds"] for r in results)
+    rss = statistics.median(r["peak_rss_mb"] for r in results)
+    print("   " + verdict(wall <= 2.5, "median ≤ 2.5 s"))
+    print("   " + verdict(rss <= 500, "peak RSS ≤ 500 MB"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Large evaluations in pieces: plan the shards, evaluate one shard, reduce the shards' results.
+
+What the asynchronous jobs of the service (`handler.jobs`, on AWS Step Functions) do
+with an evaluation too large for one request, kept here free of HTTP and AWS so that
+the same three steps run anywhere (the tests, `benchmarks/bench_jobs.py`):
+
+1. `plan_shards` cuts the conversations into contiguous runs, bounded in
+   conversations and in turns (a conversation is never split).
+2. `evaluate_shard` judges one run and returns its per-conversation metrics,
+   exactly as `evaluate` computes them; `dump_conversations` / `load_conversations`
+   carry them through storage losslessly (JSON floats round-trip exactly).
+3. `reduce_shards` concatenates the shards' metrics in the original order and builds
+   the result with `evaluate.build_result`.
+
+Exactness holds by construction: every per-conversation figure depends only on its
+conversation and the config, and the aggregate (`metrics.aggregate`: pass@k, the
+unbiased estimators, Bayesian intervals, `per_task`, `by_assistant`) only on the list
+of per-conversation metrics. So the sharded result equals the one-request result to
+the last digit (tests/unit/test_sharding.py checks it, Bayesian mode and tasks
+spanning shards included). The one difference is cost, not figures: identical turns
+are judged once per shard instead of once per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import TypeAdapter
+
+from fair_forge_core.schemas import ConversationMetrics, Dataset, EvaluationConfig, EvaluationResult
+
+if TYPE_CHECKING:
+    from langchain_core.language_models.chat_models import BaseChatModel
+
+    from fair_forge_core.evaluate import ProgressCallback
+    from fair_forge_core.judges.llm import JudgeTelemetry, RetryPolicy
+
+_CONVERSATIONS = TypeAdapter(list[ConversationMetrics])
+
+
+def plan_shards(
+    turn_counts: Sequence[int], conversations_per_shard: int, max_turns_per_shard: int | None = None
+) -> list[range]:
+    """Contiguous runs of conversation indices, in order, covering every conversation once.
+
+    `turn_counts[i]` is the number of turns of conversation i. A shard holds at most
+    `conversations_per_shard` conversations and, when given, at most
+    `max_turns_per_shard` turns — except that a single conversation longer than that
+    gets a shard of its own (conversations are never split: a conversation's verdict
+    needs all its turns).
+    """
+    if conversations_per_shard < 1:
+        raise ValueError(f"conversations_per_shard must be at least 1, not {conversations_per_shard}")
+    if max_turns_per_shard is not None and max_turns_per_shard < 1:
+        raise ValueError(f"max_turns_per_shard must be at least 1, not {max_turns_per_shard}")
+    shards: list[range] = []
+    start, turns = 0, 0
+    for index, count in enumerate(turn_counts):
+        if count < 0:
+            raise ValueError(f"conversation {index} has a negative turn count")
+        full = index - start >= conversations_per_shard
+        too_long = max_turns_per_shard is not None and turns + count > max_turns_per_shard
+        if index > start and (full or too_long):
+            shards.append(range(start, index))
+            start, turns = index, 0
+        turns += count
+    if len(turn_counts) > start:
+        shards.append(range(start, len(turn_counts)))
+    return shards
+
+
+async def evaluate_shard(
+    datasets: list[Dataset],
+    chat_model: BaseChatModel,
+    config: EvaluationConfig,
+    *,
+    deadline: float | None = None,
+    retry: RetryPolicy | None = None,
+    telemetry: JudgeTelemetry | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> list[ConversationMetrics]:
+    """The per-conversation metrics of `datasets`, computed as `evaluate` computes them.
+
+    The first half of `evaluate` (judge each distinct turn once, score the tools, the
+    metrics of each conversation), without `build_result`: a shard where nothing could
+    be scored is not an error here, the reduce decides. Per-turn detail is always
+    kept, whatever `config.include_interactions` says, because `build_result` needs it
+    for its warnings and drops it itself. `deadline`, `retry`, `telemetry` and
+    `on_progress` mean what they mean for `evaluate`; `JudgeProviderRefused` propagates.
+    """
+    from fair_forge_core.evaluate import judge_all
+    from fair_forge_core.judges.llm import AnswerJudge, JudgeTelemetry, RetryPolicy
+    from fair_forge_core.judges.prompt import JudgeRequest
+    from fair_forge_core.metrics import conversation_metrics
+    from fair_forge_core.tools import ToolScorer
+
+    judge = AnswerJudge(
+        model=chat_model,
+        config=config,
+        retry=retry or RetryPolicy(),
+        deadline=deadline,
+        telemetry=telemetry or JudgeTelemetry(),
+    )
+    # The same judge keys as `evaluate`: a turn's request is its (query, answer, ground
+    # truth) with its conversation's context and language.
+    keys = [
+        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language) for b in d.conversation]
+        for d in datasets
+    ]
+    distinct = {key: JudgeRequest(*key) for turns in keys for key in turns}
+    judged = await judge_all(distinct.values(), judge, on_progress)
+    tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
+    return [
+        conversation_metrics(dataset, [judged[distinct[key]] for key in turns], config, tool_scorer=tool_scorer)
+        for dataset, turns in zip(datasets, keys, strict=True)
+    ]
+
+
+def dump_conversations(conversations: list[ConversationMetrics]) -> bytes:
+    """A shard's per-conversation metrics as JSON (what a worker stores)."""
+    return _CONVERSATIONS.dump_json(conversations)
+
+
+def load_conversations(data: bytes | str) -> list[ConversationMetrics]:
+    """The inverse of `dump_conversations`: the same metrics, to the last digit."""
+    return _CONVERSATIONS.validate_json(data)
+
+
+def reduce_shards(shards: Iterable[list[ConversationMetrics]], config: EvaluationConfig) -> EvaluationResult:
+    """The evaluation's result from its shards' metrics, given in the order of `plan_shards`.
+
+    Exactly the result of evaluating all the conversations at once. Raises
+    `evaluate.NoConversationScored` when no conversation of any shard was scored.
+    """
+    from fair_forge_core.evaluate import build_result
+
+    return build_result([conversation for shard in shards for conversation in shard], config)

@@ -1,0 +1,310 @@
+"""POST /jobs and GET /jobs/{id} through `lambda_handler`, and the worker and reduce handlers called directly,
+against moto's S3, KMS and Step Functions in-process (jobs_harness.py). The state machine does not run here
+(`execute=False`) unless a test says so: test_jobs_e2e.py runs it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+import handler.jobs as jobs
+from handler.local import LocalLambdaContext
+from tests.jobs_support import UNSCORABLE, varied_conversations
+from tests.service.handler_client import call_handler
+from tests.service.jobs_harness import REGION, JobsAWS, jobs_aws
+
+REFERENCE = "fair_forge_core.judges.ReferenceJudge"
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+
+def body_of(conversations: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
+    return {"connector": {"class_path": REFERENCE, "params": {}}, "datasets": conversations, "config": config}
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
+    with jobs_aws(monkeypatch, execute=False, shard_size=4) as resources:
+        yield resources
+
+
+def submit(aws: JobsAWS, body: dict[str, Any]) -> str:
+    response = aws.submit(body)
+    assert response.status == 202, response.body
+    return str(response.body["job_id"])
+
+
+def worker(aws: JobsAWS, job_id: str, shard: int, timeout_s: float = 900.0) -> dict[str, Any]:
+    event = {"job_id": job_id, "shard_key": f"jobs/{job_id}/shards/{shard:05d}.json"}
+    return dict(jobs.worker_handler(event, LocalLambdaContext(timeout_s=timeout_s)))
+
+
+def reduce(job_id: str) -> dict[str, Any]:
+    return dict(jobs.reduce_handler({"job_id": job_id}, LocalLambdaContext(timeout_s=900)))
+
+
+# --------------------------------------------------------------------------- POST /jobs
+
+
+BAD_BODIES: dict[str, Any] = {
+    "not JSON": "{",
+    "a list": "[]",
+    "no connector": {"datasets": varied_conversations(1)},
+    "no class_path": {"connector": {"params": {}}, "datasets": varied_conversations(1)},
+    "no datasets": {"connector": {"class_path": REFERENCE}, "datasets": []},
+    "no turns": {"connector": {"class_path": REFERENCE}, "datasets": [{"session_id": "s", "conversation": []}]},
+    "a connector off the allowlist": {"connector": {"class_path": "os.system"}, "datasets": varied_conversations(1)},
+    "an unknown config key": body_of(varied_conversations(2), treshold=0.5),
+    "a wrong field": body_of([{**varied_conversations(1)[0], "session_id": 5}]),
+    "a text too long": body_of([{**varied_conversations(1)[0], "context": "x" * 100_001}]),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_BODIES))
+def test_post_jobs_refuses_what_run_refuses_with_the_same_answer(aws: JobsAWS, name: str) -> None:
+    bad = BAD_BODIES[name]
+    as_run = call_handler(raw=bad) if isinstance(bad, str) else call_handler(bad)
+    as_job = call_handler(raw=bad, path="/jobs") if isinstance(bad, str) else call_handler(bad, path="/jobs")
+    assert 400 <= as_run.status < 500
+    assert (as_job.status, as_job.body["error"], as_job.body.get("details")) == (
+        as_run.status,
+        as_run.body["error"],
+        as_run.body.get("details"),
+    )
+    assert aws.objects() == {}  # nothing stored, no execution started
+    assert (
+        boto3.client("stepfunctions", region_name=REGION).list_executions(stateMachineArn=aws.state_machine_arn)[
+            "executions"
+        ]
+        == []
+    )
+
+
+def test_post_jobs_takes_more_than_run_does(aws: JobsAWS, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIR_FORGE_MAX_CONVERSATIONS", "5")
+    body = body_of(varied_conversations(9))
+    assert call_handler(body).status == 413  # /run: "Too many conversations"
+    submitted = aws.submit(body)
+    assert submitted.status == 202
+    assert (submitted.body["conversations"], submitted.body["shards"]) == (9, 3)
+    monkeypatch.setenv("FAIR_FORGE_JOBS_MAX_CONVERSATIONS", "8")
+    refused = aws.submit(body)
+    assert (refused.status, refused.body["error"]) == (413, "Too many conversations: 9 (limit 8 per request)")
+
+
+def test_post_jobs_stores_the_request_in_shards_and_starts_the_execution(aws: JobsAWS) -> None:
+    conversations = varied_conversations(10)
+    body = body_of(conversations, k=2)
+    response = aws.submit(body)
+    assert response.status == 202
+    job_id = response.body["job_id"]
+    assert len(job_id) == 32 and int(job_id, 16) >= 0
+    assert response.body == {
+        "success": True,
+        "job_id": job_id,
+        "status": "running",
+        "status_url": f"https://abc123.execute-api.us-east-1.amazonaws.com/local/jobs/{job_id}",
+        "conversations": 10,
+        "turns": sum(len(c["conversation"]) for c in conversations),
+        "shards": 3,
+        "request_id": response.body["request_id"],
+    }
+    stored = aws.objects()
+    prefix = f"jobs/{job_id}/"
+    assert set(stored) == {prefix + "request.json", prefix + "manifest.json"} | {
+        f"{prefix}shards/{n:05d}.json" for n in range(3)
+    }
+    manifest = json.loads(stored[prefix + "manifest.json"])
+    assert manifest == [{"job_id": job_id, "shard_key": f"{prefix}shards/{n:05d}.json"} for n in range(3)]
+    shards = [json.loads(stored[item["shard_key"]]) for item in manifest]
+    assert [len(s) for s in shards] == [4, 4, 2]
+    assert [c for s in shards for c in s] == conversations  # in order, exactly as sent
+    request = json.loads(stored[prefix + "request.json"])
+    assert request["connector"] == {"class_path": REFERENCE, "params_ciphertext": None}  # no params, nothing to hide
+    assert request["config"] == {"k": 2}
+    assert request["request_id"] == response.body["request_id"]
+
+    execution = boto3.client("stepfunctions", region_name=REGION).describe_execution(
+        executionArn=jobs.execution_arn(aws.state_machine_arn, job_id)
+    )
+    assert execution["name"] == job_id
+    assert json.loads(execution["input"]) == {
+        "job_id": job_id,
+        "manifest_key": prefix + "manifest.json",
+        "max_parallel_shards": 10,
+        "shards": 3,
+        "conversations": 10,
+    }
+
+
+def test_post_jobs_cuts_long_conversations_by_turns(aws: JobsAWS, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIR_FORGE_SHARD_SIZE", "100")
+    monkeypatch.setenv("FAIR_FORGE_SHARD_MAX_TURNS", "5")
+    conversations = varied_conversations(12)
+    response = aws.submit(body_of(conversations))
+    job_id = response.body["job_id"]
+    stored = aws.objects(f"jobs/{job_id}/shards/")
+    assert len(stored) == response.body["shards"] > 2
+    for content in stored.values():
+        shard = json.loads(content)
+        assert len(shard) == 1 or sum(len(c["conversation"]) for c in shard) <= 5
+
+
+def test_jobs_need_their_aws_resources(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JOBS_BUCKET", raising=False)
+    monkeypatch.delenv("JOBS_STATE_MACHINE_ARN", raising=False)
+    for response in (
+        call_handler(body_of(varied_conversations(1)), path="/jobs"),
+        call_handler(method="GET", path=f"/jobs/{'0' * 32}"),
+    ):
+        assert response.status == 503
+        assert response.body["error"].startswith("Asynchronous jobs are not enabled here")
+    health = call_handler(method="GET", path="/health")
+    assert health.body["jobs"]["enabled"] is False
+
+
+def test_storage_failures_are_a_503_that_names_the_operation(aws: JobsAWS, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBS_BUCKET", "no-such-bucket-here")
+    response = aws.submit(body_of(varied_conversations(3)))
+    assert response.status == 503
+    assert response.body["error"] == "Job storage unavailable: s3:PutObject failed (NoSuchBucket); try again"
+
+
+def test_connector_params_are_encrypted_and_bound_to_their_job(aws: JobsAWS) -> None:
+    key = "sk-params-secret-0123456789"
+    body = body_of(varied_conversations(2))
+    body["connector"]["params"] = {"model": "reference", "api_key": key, "default_headers": {"X-Token": key}}
+    job_id = submit(aws, body)
+    stored = aws.objects()
+    assert not any(key.encode() in content for content in stored.values())
+    ciphertext = json.loads(stored[f"jobs/{job_id}/request.json"])["connector"]["params_ciphertext"]
+    assert jobs.decrypt_params(ciphertext, job_id, aws.key_arn) == body["connector"]["params"]
+    with pytest.raises(ClientError, match="InvalidCiphertext"):  # moved to another job, it cannot be read
+        jobs.decrypt_params(ciphertext, "f" * 32, aws.key_arn)
+
+
+# --------------------------------------------------------------------------- GET /jobs/{id}
+
+
+@pytest.mark.parametrize("job_id", ["0" * 32, "nope", "..%2F..%2Fetc", "A" * 32])
+def test_an_unknown_job_is_a_404_in_the_error_shape(aws: JobsAWS, job_id: str) -> None:
+    response = aws.status(job_id)
+    assert response.status == 404
+    assert response.body["success"] is False and response.body["error"].startswith("Not found: no job")
+    assert response.body["request_id"]
+
+
+def test_status_while_running_counts_the_shards_done(aws: JobsAWS) -> None:
+    job_id = submit(aws, body_of(varied_conversations(10)))
+    first = aws.status(job_id)
+    assert first.status == 200
+    assert first.body["status"] == "running"
+    assert first.body["progress"] == {"shards_done": 0, "shards_total": 3, "conversations": 10}
+    assert first.body["result"] is None and first.body["error"] is None and first.body["finished_at"] is None
+    worker(aws, job_id, 0)
+    worker(aws, job_id, 2)
+    assert aws.status(job_id).body["progress"]["shards_done"] == 2
+
+
+def test_a_failed_execution_shows_its_cause_without_a_stack_trace(
+    aws: JobsAWS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = submit(aws, body_of(varied_conversations(3)))
+    # What DescribeExecution says of a job whose reduce ran out of memory (moto's StopExecution keeps no cause).
+    payload = {"errorType": "MemoryError", "errorMessage": "out of memory", "stackTrace": ['File "x.py", line 1']}
+    stepfunctions = jobs.client("stepfunctions")
+    described = stepfunctions.describe_execution
+
+    def failed(**kwargs: Any) -> dict[str, Any]:
+        return {**described(**kwargs), "status": "FAILED", "error": "States.TaskFailed", "cause": json.dumps(payload)}
+
+    monkeypatch.setattr(stepfunctions, "describe_execution", failed)
+    response = aws.status(job_id)
+    assert response.status == 200
+    assert response.body["status"] == "failed"
+    assert response.body["error"] == "States.TaskFailed: MemoryError: out of memory"
+    assert "x.py" not in response.raw and "stackTrace" not in response.raw
+
+
+# --------------------------------------------------------------------------- the worker and the reduce
+
+
+def test_worker_and_reduce_by_hand_give_the_run_response(aws: JobsAWS) -> None:
+    body = body_of(varied_conversations(10), statistical_mode="bayesian")
+    job_id = submit(aws, body)
+    summaries = [worker(aws, job_id, n) for n in range(3)]
+    assert [s["conversations"] for s in summaries] == [4, 4, 2]
+    assert reduce(job_id) == {"job_id": job_id, "result_key": f"jobs/{job_id}/result.json", "conversations": 10}
+    result = json.loads(aws.objects()[f"jobs/{job_id}/result.json"])
+    expected = call_handler(body).body
+    assert {k: v for k, v in result.items() if k != "job_id"} == {**expected, "request_id": result["request_id"]}
+
+
+def test_worker_is_idempotent(aws: JobsAWS) -> None:
+    job_id = submit(aws, body_of(varied_conversations(5)))
+    first = worker(aws, job_id, 0)
+    written = aws.objects(f"jobs/{job_id}/results/")
+    again = worker(aws, job_id, 0)
+    assert first["conversations"] == 4 and again == {
+        "job_id": job_id,
+        "shard_key": f"jobs/{job_id}/shards/00000.json",
+        "conversations": None,
+        "skipped": True,
+    }
+    assert aws.objects(f"jobs/{job_id}/results/") == written
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {},
+        {"job_id": "../../x", "shard_key": "jobs/x/shards/00000.json"},
+        {"job_id": "a" * 32, "shard_key": f"jobs/{'b' * 32}/shards/00000.json"},  # another job's shard
+        {"job_id": "a" * 32, "shard_key": f"jobs/{'a' * 32}/result.json"},
+    ],
+)
+def test_worker_refuses_an_event_that_is_not_a_shard_of_its_job(aws: JobsAWS, event: dict[str, Any]) -> None:
+    with pytest.raises(jobs.JobFailed):
+        jobs.worker_handler(event, LocalLambdaContext(timeout_s=900))
+    assert aws.objects() == {}
+
+
+def test_worker_out_of_time_reports_turns_unscored_and_the_reduce_fails_the_job(aws: JobsAWS) -> None:
+    job_id = submit(aws, body_of(varied_conversations(3)))
+    worker(aws, job_id, 0, timeout_s=5.0)  # 5 s left, 10 s margin: no judge call may start
+    [metrics] = [json.loads(v) for v in aws.objects(f"jobs/{job_id}/results/").values()]
+    errors = {i["error"] for conversation in metrics for i in conversation["interactions"]}
+    assert errors == {"time budget exhausted before this turn could be judged"}
+    with pytest.raises(jobs.JobFailed, match=r"no conversation could be scored: .*time budget exhausted"):
+        reduce(job_id)
+    [recorded] = [json.loads(v) for k, v in aws.objects().items() if k.endswith("error.json")]
+    assert recorded["error"].startswith("Agentic evaluation failed: no conversation could be scored")
+    assert aws.status(job_id).body["status"] == "running"  # the execution decides; here it never ran
+
+
+def test_unscored_conversations_are_left_out_of_n_as_run_does(aws: JobsAWS, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The operator may allow another judge class; this one never scores a turn marked UNSCORABLE.
+    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", "tests.jobs_support.GarblingJudge")
+    conversations = varied_conversations(8, unscorable_share=0.0)
+    conversations[5]["conversation"][0]["query"] += " " + UNSCORABLE
+    body = {"connector": {"class_path": "tests.jobs_support.GarblingJudge"}, "datasets": conversations}
+    job_id = submit(aws, body)
+    for n in range(2):
+        worker(aws, job_id, n)
+    reduce(job_id)
+    result = json.loads(aws.objects()[f"jobs/{job_id}/result.json"])
+    expected = call_handler(body).body
+    assert result["aggregated_metrics"]["unscored_conversations"] == 1
+    assert result["warnings"] and result["warnings"] == expected["warnings"]
+    assert {k: v for k, v in result.items() if k != "job_id"} == {**expected, "request_id": result["request_id"]}
+
+
+def test_reduce_without_a_shard_result_fails_the_job(aws: JobsAWS) -> None:
+    job_id = submit(aws, body_of(varied_conversations(6)))
+    worker(aws, job_id, 0)
+    with pytest.raises(jobs.JobFailed, match=r"internal error \(no result for jobs/.*/results/00001.json\)"):
+        reduce(job_id)

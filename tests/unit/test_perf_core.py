@@ -1,0 +1,242 @@
+"""What the performance work changed, held to behaviour (no timing assertions).
+
+- Dedup: a request whose turns all repeat one (query, answer, ground truth) makes one judge call.
+- `run_sync`: one event loop per process, so providers' cached HTTP pools stay usable.
+- `ToolScorer`: the memo gives exactly what `score_tool_calls` gives.
+- The handler: GC paused only for the invocation; the JSON body built by pydantic is the
+  same JSON as before; `_measure` agrees with a plain recursive definition.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import gc
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_openai import ChatOpenAI
+
+import handler.app
+from fair_forge_core.evaluate import evaluate_sync
+from fair_forge_core.judges import ReferenceJudge
+from fair_forge_core.judges.llm import JudgeTelemetry
+from fair_forge_core.schemas import AgenticTrace, EvaluationConfig, GroundTruthAgentic, ToolWeights
+from fair_forge_core.tools import ToolScorer, score_tool_calls
+from handler.settings import Settings
+from handler.validation import _measure, parse_run_request
+from tests.builders import conversation, datasets, distinct_conversations, turn
+from tests.fake_llm_server import FakeLLMServer
+from tests.service.handler_client import call_handler
+
+ROOT = Path(__file__).resolve().parents[2]
+CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())
+API_KEY = "sk-test-perf-0123456789abcdef"
+
+
+def openai_connector(server: FakeLLMServer) -> dict[str, Any]:
+    params = {"model": "judge", "base_url": server.base_url, "api_key": API_KEY}
+    return {"class_path": "langchain_openai.ChatOpenAI", "params": params}
+
+
+# --------------------------------------------------------------------------- dedup
+
+
+def test_a_request_repeating_one_turn_makes_exactly_one_judge_call() -> None:
+    repeated = [
+        conversation(f"s{c}", [turn(f"q{c}-{t}", "What is 5 + 3?", "The result is 8.", "8") for t in range(5)])
+        for c in range(60)
+    ]
+    with FakeLLMServer() as server:
+        response = call_handler({"connector": openai_connector(server), "datasets": repeated})
+        assert server.call_count == 1
+    assert response.status == 200
+    scores = [s for m in response.body["per_conversation_metrics"] for s in m["correctness_scores"]]
+    assert scores == [1.0] * 300
+
+
+def test_the_same_triple_in_another_context_is_judged_again() -> None:
+    """The judge also sees the conversation's context and language: they are part of the dedup key."""
+    same = turn("q", "What is 5 + 3?", "8", "8")
+    with FakeLLMServer() as server:
+        body = {
+            "connector": openai_connector(server),
+            "datasets": [
+                conversation("a", [same], context="maths"),
+                conversation("b", [same], context="maths"),
+                conversation("c", [same], context="arithmetic"),
+                conversation("d", [same], context="maths", language="spanish"),
+            ],
+        }
+        assert call_handler(body).status == 200
+        assert server.call_count == 3
+
+
+# --------------------------------------------------------------------------- one event loop
+
+
+def test_consecutive_evaluations_reuse_the_providers_connections_cleanly() -> None:
+    """With `asyncio.run` per evaluation, the second one lost its first calls to "Event loop is closed"
+    (langchain-openai caches its HTTP client, and its pooled connections, per base URL)."""
+    with FakeLLMServer() as server:
+        for _ in range(3):
+            telemetry = JudgeTelemetry()
+            model = ChatOpenAI(model="judge", base_url=server.base_url, api_key=API_KEY, max_retries=0)
+            evaluate_sync(
+                datasets(*distinct_conversations(8)), model, EvaluationConfig(max_concurrency=4), telemetry=telemetry
+            )
+            assert telemetry.calls == 8 and telemetry.parse_failures == 0 and telemetry.retries == 0
+        assert server.call_count == 24
+
+
+# --------------------------------------------------------------------------- the tool-score memo
+
+
+def random_value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 2 and roll < 0.15:
+        return {rng.choice("abc"): random_value(rng, depth + 1) for _ in range(rng.randint(0, 2))}
+    if depth < 2 and roll < 0.25:
+        return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 2))]
+    if roll < 0.35:
+        return rng.choice([{"$any": True}, {"$text": " X "}, {"$approx": 5, "tol": 0.5}, {"$any_of": [1, "1"]}])
+    return rng.choice([0, 1, 5, 5.0, True, False, None, "x", "X", "5", ""])
+
+
+def random_turn(rng: random.Random) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
+    def call(with_result: bool) -> dict[str, Any]:
+        params = {k: random_value(rng) for k in rng.sample("abcd", rng.randint(0, 3))}
+        made = {"tool_name": rng.choice(["calc", "search"]), "parameters": params}
+        if rng.random() < 0.5:
+            made["step"] = rng.randint(0, 2)
+        if with_result and rng.random() < 0.6:
+            made["result"] = random_value(rng)
+        return made
+
+    expected = {"expected_tools": [call(False) for _ in range(rng.randint(0, 3))]}
+    expected["tool_sequence_matters"] = rng.random() < 0.5
+    used = None
+    if rng.random() < 0.9:
+        used = {"tools_used": [call(True) for _ in range(rng.randint(0, 3))]}
+        if rng.random() < 0.7:
+            used["final_answer_uses_tools"] = rng.random() < 0.7
+    return used, expected, rng.choice(["The result is 8.", "5", "x", "", "true"])
+
+
+def test_the_memo_gives_what_score_tool_calls_gives() -> None:
+    rng = random.Random(2026)
+    weights, threshold = ToolWeights(selection=0.7, parameters=0.1, sequence=0.1, utilization=0.1), 0.75
+    scorer = ToolScorer(weights, threshold)
+    # A small space of turns, each drawn many times, so the memo is hit as well as filled.
+    cases = [random_turn(rng) for _ in range(150)]
+    for _ in range(1500):
+        used, expected, answer = rng.choice(cases)
+        trace = AgenticTrace.model_validate(used) if used is not None else None
+        truth = GroundTruthAgentic.model_validate(expected)
+        direct = score_tool_calls(trace, truth, answer=answer, weights=weights, tool_threshold=threshold)
+        assert scorer.score(trace, truth, answer) == direct
+
+
+def test_the_memo_tells_apart_what_scores_differently() -> None:
+    scorer = ToolScorer(ToolWeights(), 0.75)
+    truth = GroundTruthAgentic.model_validate({"expected_tools": [{"tool_name": "f", "parameters": {"x": 1}}]})
+
+    def scored(used: dict[str, Any], answer: str = "ok") -> Any:
+        trace = AgenticTrace.model_validate(used)
+        memo = scorer.score(trace, truth, answer)
+        assert memo == score_tool_calls(trace, truth, answer=answer, weights=ToolWeights(), tool_threshold=0.75)
+        return memo
+
+    call = {"tool_name": "f", "parameters": {"x": 1}, "result": 8}
+    one, true, float_one = (
+        scored({"tools_used": [{**call, "parameters": {"x": value}}], "final_answer_uses_tools": True})
+        for value in (1, True, 1.0)
+    )
+    assert one.parameter_accuracy == 1.0 and true.parameter_accuracy == 0.0 and float_one.parameter_accuracy == 1.0
+    unset = scored({"tools_used": [call]})
+    explicit = scored({"tools_used": [call], "final_answer_uses_tools": False})
+    assert "not reported" in unset.reasoning and "not reported" not in explicit.reasoning
+    assert scored({"tools_used": [call]}, answer="It is 8.").result_in_answer is True
+    assert scored({"tools_used": [call]}, answer="It is 9.").result_in_answer is False
+
+
+def test_equal_turns_share_one_score_and_exotic_values_skip_the_memo() -> None:
+    scorer = ToolScorer(ToolWeights(), 0.75)
+    truth = GroundTruthAgentic.model_validate({"expected_tools": [{"tool_name": "f"}]})
+    first = AgenticTrace.model_validate({"tools_used": [{"tool_name": "f", "result": 8}]})
+    again = AgenticTrace.model_validate({"tools_used": [{"tool_name": "f", "result": 8}]})
+    assert scorer.score(first, truth, "8") is scorer.score(again, truth, "8")
+    # A value that is not plain JSON data is scored each time, never confused with its text.
+    when = datetime.date(2026, 1, 1)
+    dated = AgenticTrace(tools_used=[{"tool_name": "f", "result": when}])  # type: ignore[list-item]
+    texted = AgenticTrace(tools_used=[{"tool_name": "f", "result": "2026-01-01"}])  # type: ignore[list-item]
+    assert scorer.score(dated, truth, "on 2026-01-01").result_in_answer is False
+    assert scorer.score(texted, truth, "on 2026-01-01").result_in_answer is True
+
+
+# --------------------------------------------------------------------------- the handler
+
+
+def test_gc_is_paused_only_during_an_invocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    real_resolve = handler.app.app.resolve
+
+    def resolve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        seen.append(gc.isenabled())
+        return real_resolve(event, context)
+
+    monkeypatch.setattr(handler.app.app, "resolve", resolve)
+    assert gc.isenabled()
+    assert call_handler(CALCULATOR).status == 200
+    assert call_handler(raw="{not json").status == 400
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        call_handler(CALCULATOR)
+        assert not gc.isenabled()  # a caller's choice is left alone
+    finally:
+        gc.enable()
+
+
+def test_the_response_is_the_same_json_as_json_dumps_of_model_dump() -> None:
+    body = copy.deepcopy(CALCULATOR)
+    body["datasets"][0]["conversation"][0]["assistant"] = "Le résultat est 8 — 🎉"
+    request = parse_run_request(body, Settings())
+    result = evaluate_sync(request.datasets, ReferenceJudge(), request.config)
+    produced = handler.app._json_body(result, "req-1")
+    expected = {**json.loads(json.dumps(result.model_dump(mode="json"))), "request_id": "req-1"}
+    assert json.loads(produced) == expected
+    assert list(json.loads(produced)) == list(expected)  # same field order, request_id last
+    assert handler.app._utf8_size(produced) == len(produced.encode("utf-8"))
+    assert handler.app._utf8_size("abc") == 3 and handler.app._utf8_size("é") == 2
+
+
+def reference_measure(value: Any, depth: int = 1) -> tuple[int, int]:
+    """The definition: longest string (keys included) and deepest nesting, recursively."""
+    if isinstance(value, str):
+        return len(value), depth
+    children = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    longest = max((len(k) for k in value), default=0) if isinstance(value, dict) else 0
+    deepest = depth
+    for child in children:
+        child_longest, child_depth = reference_measure(child, depth + 1)
+        longest, deepest = max(longest, child_longest), max(deepest, child_depth)
+    return longest, deepest
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(JSON_VALUES)
+def test_measure_agrees_with_its_definition(value: Any) -> None:
+    assert _measure(value) == reference_measure(value)
