@@ -21,12 +21,11 @@ it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
   *paired* calls, divided by the number of expected calls (1.0 with none). Unpaired
   used calls are ignored, so an extra leading call does not zero the score; two
   swapped calls score 0.5.
-- **Order.** Calls are sorted by ``(step is None, step, list index)``: calls with a
-  ``step`` first, by step, then calls without one in list order; equal steps keep
-  list order.
+- **Order.** On each side separately: by ``step`` when every call has one (equal
+  steps keep list order), otherwise list order.
 - **Utilization.** 1.0 if the trace reports ``final_answer_uses_tools: true``, else
-  0.0 (also with no trace) — except that a turn expecting no tools and using none
-  scores 1.0, as there is nothing to use. Separately, ``result_in_answer`` says whether a tool
+  0.0 (also with no trace). Using no tool at all scores 0.0 when tools were expected
+  (whatever the trace claims) and 1.0 when none were, as there is nothing to use. Separately, ``result_in_answer`` says whether a tool
   result appears in the answer: None when no used call has a non-None result;
   numbers match a number token of the answer (8 matches "The result is 8.", 8.0
   matches "8", "1,000" reads as 1000; equal within a relative 1e-9); strings match
@@ -70,6 +69,7 @@ import json
 import math
 import numbers
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -121,10 +121,16 @@ _PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _is_number(value: Any) -> bool:
-    """True for real numbers; bools are not numbers here."""
+    """True for real numbers a float can hold; bools are not numbers here.
+
+    An integer beyond the float range (JSON allows any length) is compared as an
+    opaque value instead, since `math.isclose` and friends cannot take it.
+    """
     kind = type(value)
-    if kind is int or kind is float:  # the common case, without the slow ABC check
+    if kind is float:
         return True
+    if kind is int:  # the common case, without the slow ABC check
+        return -sys.float_info.max <= value <= sys.float_info.max
     return kind is not bool and isinstance(value, numbers.Real)
 
 
@@ -240,11 +246,11 @@ class _Pair:
 
 
 def _in_order(calls: Sequence[AnyCall]) -> list[int]:
-    """Indices of `calls` sorted by ``(step is None, step, list index)``."""
-    return sorted(
-        range(len(calls)),
-        key=lambda i: (calls[i].step is None, calls[i].step if calls[i].step is not None else 0, i),
-    )
+    """Indices of `calls` in call order: by ``step`` (ties in list order) when every call
+    has one, else list order — a partial numbering cannot say where the others go."""
+    if calls and all(call.step is not None for call in calls):
+        return sorted(range(len(calls)), key=lambda i: (calls[i].step, i))
+    return list(range(len(calls)))
 
 
 def _best_assignment(weights: list[list[float]]) -> list[tuple[int, int]]:
@@ -382,10 +388,10 @@ def _utilization(used: AgenticTrace | None, expects_tools: bool) -> tuple[float,
     A turn whose ground truth expects no tools and that used none has nothing to
     utilise: 1.0, so answering without tools when none are wanted is a perfect score.
     """
-    if not expects_tools and (used is None or not used.tools_used):
-        return 1.0, None
     if used is None:
-        return 0.0, "utilization not reported (no agentic trace)"
+        return (0.0, "utilization not reported (no agentic trace)") if expects_tools else (1.0, None)
+    if not used.tools_used:
+        return (0.0, "no tool was used, so no tool result could be used") if expects_tools else (1.0, None)
     if used.final_answer_uses_tools:
         return 1.0, None
     if "final_answer_uses_tools" not in used.model_fields_set:

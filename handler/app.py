@@ -18,6 +18,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
@@ -57,13 +58,20 @@ def _request_id() -> str | None:
     return event.request_context.request_id if event is not None else None
 
 
+_invocation_started: ContextVar[float | None] = ContextVar("invocation_started", default=None)
+
+
 def _deadline(settings: Settings) -> float:
-    """When no new judge call may start: the sync budget, or the Lambda's remaining time, less a margin."""
-    budget = settings.sync_budget_s
+    """When no new judge call may start: the sync budget counted from the start of the
+    invocation (API Gateway's 29 s run from there, whatever validation and imports cost),
+    or the Lambda's own deadline less a margin, whichever comes first."""
+    now = time.monotonic()
+    started = _invocation_started.get()
+    deadline = (started if started is not None else now) + settings.sync_budget_s
     context = app.lambda_context
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
-        budget = min(budget, context.get_remaining_time_in_millis() / 1000.0 - settings.deadline_margin_s)
-    return time.monotonic() + max(budget, 0.0)
+        deadline = min(deadline, now + context.get_remaining_time_in_millis() / 1000.0 - settings.deadline_margin_s)
+    return max(deadline, now)
 
 
 @app.get("/health")
@@ -178,21 +186,23 @@ def _result_response(result: Any, settings: Settings) -> Response:
         return _html_response(result, settings)
     request_id = _request_id()
     body = _json_body(result, request_id)
-    if _utf8_size(body) > settings.max_response_bytes:
+    if _payload_size(body) > settings.max_response_bytes:
         note = "per-turn detail left out: the full response would exceed the 6 MB Lambda limit"
         conversations = [m.model_copy(update={"interactions": None}) for m in result.per_conversation_metrics]
         trimmed = result.model_copy(
             update={"per_conversation_metrics": conversations, "warnings": [*result.warnings, note]}
         )
         body = _json_body(trimmed, request_id)
-    if _utf8_size(body) > settings.max_response_bytes:
+    if _payload_size(body) > settings.max_response_bytes:
         return error_response(413, "Response too large even without per-turn detail: send fewer conversations")
     return Response(status_code=200, content_type="application/json", body=body)
 
 
-def _utf8_size(text: str) -> int:
-    """Bytes of `text` in UTF-8, without encoding an ASCII text (its length is its size)."""
-    return len(text) if text.isascii() else len(text.encode())
+def _payload_size(body: str) -> int:
+    """Bytes `body` takes inside the proxy response the function returns: Lambda's 6 MB
+    limit counts the body JSON-escaped (quotes and backslashes doubled, non-ASCII as
+    \\uXXXX), which is up to several times its UTF-8 size."""
+    return len(json.dumps(body))
 
 
 def _json_body(result: Any, request_id: str | None) -> str:
@@ -237,12 +247,12 @@ def _html_response(result: Any, settings: Settings) -> Response:
 
     payload = {**result.model_dump(mode="json"), "request_id": _request_id()}
     page = render_html(payload)
-    if len(page.encode()) > settings.max_response_bytes:
+    if _payload_size(page) > settings.max_response_bytes:
         for conversation in payload["per_conversation_metrics"]:
             conversation["interactions"] = None
         payload["warnings"].append("per-turn detail left out: the full report would exceed the 6 MB Lambda limit")
         page = render_html(payload)
-    if len(page.encode()) > settings.max_response_bytes:
+    if _payload_size(page) > settings.max_response_bytes:
         return error_response(413, "Report too large even without per-turn detail: send fewer conversations")
     return Response(status_code=200, content_type="text/html; charset=utf-8", body=page, headers={"Vary": "Accept"})
 
@@ -269,8 +279,12 @@ def handle_not_found(_: Exception) -> Response:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """The Lambda entry point (`CMD ["handler.app.lambda_handler"]`)."""
     metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
-    with _gc_paused():
-        return app.resolve(event, context)
+    token = _invocation_started.set(time.monotonic())
+    try:
+        with _gc_paused():
+            return app.resolve(event, context)
+    finally:
+        _invocation_started.reset(token)
 
 
 @contextmanager

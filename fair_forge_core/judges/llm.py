@@ -115,13 +115,30 @@ def status_code_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+# Providers that validate structured output server-side (Groq) refuse a malformed
+# sample with a 400 carrying one of these codes: a bad reply, worth another sample.
+_BAD_SAMPLE_CODES = ("tool_use_failed", "json_validate_failed")
+
+
 def classify_error(exc: BaseException) -> ErrorKind:
-    """Whether `exc` stops the evaluation, is worth retrying, fails one turn, or is a bad reply."""
+    """Whether `exc` stops the evaluation, is worth retrying, fails one turn, or is a bad reply.
+
+    - fatal: 401, 403, 404 (bad key, no access, no such model);
+    - transient: 408, 409, 425, 429, 5xx, timeouts and connection errors;
+    - parse: LangChain's output-parser and pydantic validation errors, invalid JSON,
+      and a provider's 400 for a sample that failed its own schema check;
+    - turn: anything else (another 4xx, an unexpected exception): this turn only.
+    """
+    from langchain_core.exceptions import OutputParserException
+    from pydantic import ValidationError
+
     status = status_code_of(exc)
     if status in _FATAL_STATUSES:
         return "fatal"
     if status is not None and (status in _TRANSIENT_STATUSES or status >= 500):
         return "transient"
+    if status == 400 and any(code in str(exc) for code in _BAD_SAMPLE_CODES):
+        return "parse"
     if status is not None:
         return "turn"
     if isinstance(exc, OSError):  # TimeoutError and ConnectionError included
@@ -129,7 +146,9 @@ def classify_error(exc: BaseException) -> ErrorKind:
     name = type(exc).__name__  # SDK classes: APITimeoutError, APIConnectionError, httpx.ConnectError
     if "Timeout" in name or "Connect" in name:
         return "transient"
-    return "parse"
+    if isinstance(exc, OutputParserException | ValidationError | json.JSONDecodeError):
+        return "parse"
+    return "turn"
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -337,7 +356,9 @@ class AnswerJudge:
                 self.telemetry.parse_failures += 1
                 parse_failures += 1
                 if parse_failures >= self.retry.max_parse_attempts:
-                    raise self._turn_error(f"unparseable judge output after {parse_failures} attempts: {error}")
+                    raise self._turn_error(
+                        f"unparseable judge output after {parse_failures} attempts: {redact(str(error))[:200]}"
+                    )
                 continue
             if kind == "turn":
                 raise self._turn_error(f"judge call failed: {describe_error(error)}")
@@ -356,8 +377,14 @@ class AnswerJudge:
                 raise self._turn_error(
                     f"judge provider still failing after {attempts} attempts: {describe_error(error)}"
                 )
+            delay = self._backoff_s(attempts, retry_after_s(error))
+            if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+                # Waiting would end past the deadline, where no call may start anyway.
+                raise self._turn_error(
+                    f"time budget exhausted while retrying the judge provider: {describe_error(error)}"
+                )
             self.telemetry.retries += 1
-            await asyncio.sleep(self._backoff_s(attempts, retry_after_s(error)))
+            await asyncio.sleep(delay)
 
     async def _attempt(self, messages: list[BaseMessage]) -> Verdict:
         """One provider call in a slot of the limiter, which learns how it went; errors propagate."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_groq import ChatGroq
 from langchain_openai import ChatOpenAI
 
@@ -219,3 +220,39 @@ def test_parse_verdict_accepts(text: str) -> None:
 def test_parse_verdict_refuses(raw) -> None:
     with pytest.raises(VerdictParseError):
         parse_verdict(raw, bos="```json", eos="```")
+
+
+class ExplodingChatModel(BaseChatModel):
+    """A chat model whose provider fails with an exception that carries no HTTP status."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "exploding"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        raise RuntimeError(f"auth failed for key {API_KEY}")
+
+
+def test_unexpected_error_fails_the_turn_once_without_echoing_secrets() -> None:
+    telemetry = JudgeTelemetry()
+    with pytest.raises(NoConversationScored) as failed:
+        evaluate_sync(calculator_datasets()[:1], ExplodingChatModel(), retry=FAST_RETRY, telemetry=telemetry)
+    assert "RuntimeError" in str(failed.value)
+    assert API_KEY not in str(failed.value)
+    assert telemetry.calls == 1  # not mistaken for a bad reply and retried
+
+
+def test_groq_schema_failure_400_is_a_bad_sample_and_is_retried(server: FakeLLMServer) -> None:
+    server.enqueue(Reply(status=400, error_code="tool_use_failed", error_message="Failed to call a function."))
+    model = ChatGroq(model="judge", base_url=server.groq_base_url, api_key=API_KEY, max_retries=0)
+    config = EvaluationConfig(use_structured_output=True)
+    result = evaluate_sync(calculator_datasets()[:1], model, config, retry=FAST_RETRY)
+    assert result.per_conversation_metrics[0].correctness_scores == [1.0]
+
+
+def test_backoff_never_waits_past_the_deadline(server: FakeLLMServer) -> None:
+    server.enqueue(*[Reply(status=503, retry_after_s=30)] * 3)
+    retry = RetryPolicy(max_attempts=5, base_delay_s=0.01, max_delay_s=60, call_timeout_s=5.0)
+    with pytest.raises(NoConversationScored, match="time budget"):
+        evaluate_sync(calculator_datasets()[:1], openai_model(server), retry=retry, deadline=time.monotonic() + 1.0)
+    assert server.call_count == 1
