@@ -80,23 +80,23 @@ async def judge_all(
     return {request: task.result() for request, task in zip(unique, tasks, strict=True)}
 
 
-async def evaluate(
+async def evaluate_conversations(
     datasets: list[Dataset],
     chat_model: BaseChatModel,
-    config: EvaluationConfig | None = None,
+    config: EvaluationConfig,
     *,
     deadline: float | None = None,
     retry: RetryPolicy | None = None,
     telemetry: JudgeTelemetry | None = None,
     on_progress: ProgressCallback | None = None,
-) -> EvaluationResult:
-    """Evaluate `datasets` with `chat_model` as judge.
+) -> list[ConversationMetrics]:
+    """The per-conversation metrics of `datasets`: each distinct turn judged once, tools scored.
 
-    `deadline` (a `time.monotonic()` instant) stops new judge calls; turns not judged
-    by then are reported unscored. `telemetry`, if given, receives the judge's counters.
-    `on_progress(done, total)` is called after each distinct judge request.
+    The first half of `evaluate`, also what one shard of an asynchronous job computes
+    (`sharding`): a list where nothing could be scored is not an error here, and
+    per-turn detail is always kept, since `build_result` needs it for its warnings and
+    drops it itself. `JudgeProviderRefused` propagates.
     """
-    config = config or EvaluationConfig()
     judge = AnswerJudge(
         model=chat_model,
         config=config,
@@ -114,10 +114,32 @@ async def evaluate(
     judged = await judge_all(distinct.values(), judge, on_progress)
     judgements = {key: judged[request] for key, request in distinct.items()}
     tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
-    conversations = [
+    return [
         conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)
         for dataset, turns in zip(datasets, keys, strict=True)
     ]
+
+
+async def evaluate(
+    datasets: list[Dataset],
+    chat_model: BaseChatModel,
+    config: EvaluationConfig | None = None,
+    *,
+    deadline: float | None = None,
+    retry: RetryPolicy | None = None,
+    telemetry: JudgeTelemetry | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> EvaluationResult:
+    """Evaluate `datasets` with `chat_model` as judge.
+
+    `deadline` (a `time.monotonic()` instant) stops new judge calls; turns not judged
+    by then are reported unscored. `telemetry`, if given, receives the judge's counters.
+    `on_progress(done, total)` is called after each distinct judge request.
+    """
+    config = config or EvaluationConfig()
+    conversations = await evaluate_conversations(
+        datasets, chat_model, config, deadline=deadline, retry=retry, telemetry=telemetry, on_progress=on_progress
+    )
     return build_result(conversations, config)
 
 

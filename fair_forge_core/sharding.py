@@ -6,8 +6,8 @@ the same three steps run anywhere (the tests, `benchmarks/bench_jobs.py`):
 
 1. `plan_shards` cuts the conversations into contiguous runs, bounded in
    conversations and in turns (a conversation is never split).
-2. `evaluate_shard` judges one run and returns its per-conversation metrics,
-   exactly as `evaluate` computes them; `dump_conversations` / `load_conversations`
+2. `evaluate.evaluate_conversations` (the first half of `evaluate`) judges one run
+   and returns its per-conversation metrics; `dump_conversations` / `load_conversations`
    carry them through storage losslessly (JSON floats round-trip exactly).
 3. `reduce_shards` concatenates the shards' metrics in the original order and builds
    the result with `evaluate.build_result`.
@@ -24,17 +24,10 @@ are judged once per shard instead of once per request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter
 
-from fair_forge_core.schemas import ConversationMetrics, Dataset, EvaluationConfig, EvaluationResult
-
-if TYPE_CHECKING:
-    from langchain_core.language_models.chat_models import BaseChatModel
-
-    from fair_forge_core.evaluate import ProgressCallback
-    from fair_forge_core.judges.llm import JudgeTelemetry, RetryPolicy
+from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig, EvaluationResult
 
 _CONVERSATIONS = TypeAdapter(list[ConversationMetrics])
 
@@ -68,53 +61,6 @@ def plan_shards(
     if len(turn_counts) > start:
         shards.append(range(start, len(turn_counts)))
     return shards
-
-
-async def evaluate_shard(
-    datasets: list[Dataset],
-    chat_model: BaseChatModel,
-    config: EvaluationConfig,
-    *,
-    deadline: float | None = None,
-    retry: RetryPolicy | None = None,
-    telemetry: JudgeTelemetry | None = None,
-    on_progress: ProgressCallback | None = None,
-) -> list[ConversationMetrics]:
-    """The per-conversation metrics of `datasets`, computed as `evaluate` computes them.
-
-    The first half of `evaluate` (judge each distinct turn once, score the tools, the
-    metrics of each conversation), without `build_result`: a shard where nothing could
-    be scored is not an error here, the reduce decides. Per-turn detail is always
-    kept, whatever `config.include_interactions` says, because `build_result` needs it
-    for its warnings and drops it itself. `deadline`, `retry`, `telemetry` and
-    `on_progress` mean what they mean for `evaluate`; `JudgeProviderRefused` propagates.
-    """
-    from fair_forge_core.evaluate import judge_all
-    from fair_forge_core.judges.llm import AnswerJudge, JudgeTelemetry, RetryPolicy
-    from fair_forge_core.judges.prompt import JudgeRequest
-    from fair_forge_core.metrics import conversation_metrics
-    from fair_forge_core.tools import ToolScorer
-
-    judge = AnswerJudge(
-        model=chat_model,
-        config=config,
-        retry=retry or RetryPolicy(),
-        deadline=deadline,
-        telemetry=telemetry or JudgeTelemetry(),
-    )
-    # The same judge keys as `evaluate`: a turn's request is its (query, answer, ground
-    # truth) with its conversation's context and language.
-    keys = [
-        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language) for b in d.conversation]
-        for d in datasets
-    ]
-    distinct = {key: JudgeRequest(*key) for turns in keys for key in turns}
-    judged = await judge_all(distinct.values(), judge, on_progress)
-    tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
-    return [
-        conversation_metrics(dataset, [judged[distinct[key]] for key in turns], config, tool_scorer=tool_scorer)
-        for dataset, turns in zip(datasets, keys, strict=True)
-    ]
 
 
 def dump_conversations(conversations: list[ConversationMetrics]) -> bytes:

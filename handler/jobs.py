@@ -476,7 +476,7 @@ def _remaining_s(context: Any) -> float | None:
 def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """One shard: `{"job_id", "shard_key"}` in, `results/<n>.json` written, a small summary out.
 
-    The shard's turns are judged by the core's `evaluate_shard` with the same judge, retry
+    The shard's turns are judged by the core's `evaluate_conversations` with the same judge, retry
     policy and key rules as `/run`. No new judge call starts after the Lambda's remaining
     time less `FAIR_FORGE_JOBS_WORKER_MARGIN_S`; turns left then are reported unscored, as
     `/run` reports them. A provider that refuses the key or model fails the job (`JobFailed`,
@@ -503,10 +503,10 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 def _evaluate_shard(
     settings: Settings, bucket: str, job_id: str, shard: str, target: str, context: Any
 ) -> dict[str, Any]:
-    from fair_forge_core.evaluate import run_sync
+    from fair_forge_core.evaluate import evaluate_conversations, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
     from fair_forge_core.schemas import Dataset, EvaluationConfig
-    from fair_forge_core.sharding import dump_conversations, evaluate_shard
+    from fair_forge_core.sharding import dump_conversations
 
     stored = _get_json(bucket, request_key(job_id))
     params = decrypt_params(stored["connector"].get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
@@ -525,7 +525,7 @@ def _evaluate_shard(
         started = time.perf_counter()
         try:
             conversations = run_sync(
-                evaluate_shard(
+                evaluate_conversations(
                     datasets,
                     judge.model,
                     config,

@@ -6,11 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fair_forge_core.evaluate import NoConversationScored, evaluate_sync, run_sync
+from fair_forge_core.evaluate import NoConversationScored, evaluate_conversations, evaluate_sync, run_sync
 from fair_forge_core.schemas import Dataset, EvaluationConfig
 from fair_forge_core.sharding import (
     dump_conversations,
-    evaluate_shard,
     load_conversations,
     plan_shards,
     reduce_shards,
@@ -82,7 +81,7 @@ def sharded(datasets: list[Dataset], config: EvaluationConfig, size: int) -> str
     """The result JSON through the jobs' path: plan, evaluate each shard, store (JSON), load, reduce."""
     stored = []
     for shard in plan_shards([len(d.conversation) for d in datasets], size):
-        metrics = run_sync(evaluate_shard(datasets[shard.start : shard.stop], GarblingJudge(), config))
+        metrics = run_sync(evaluate_conversations(datasets[shard.start : shard.stop], GarblingJudge(), config))
         stored.append(dump_conversations(metrics))
     return reduce_shards((load_conversations(data) for data in stored), config).model_dump_json()
 
@@ -126,7 +125,7 @@ def test_a_shard_without_any_scored_conversation_is_not_an_error_until_the_reduc
         for i in range(3)
     ]
     config = EvaluationConfig()
-    shard = run_sync(evaluate_shard(garbled[:2], GarblingJudge(), config))
+    shard = run_sync(evaluate_conversations(garbled[:2], GarblingJudge(), config))
     assert [m.is_scored for m in shard] == [False, False]
     assert shard[0].interactions and shard[0].interactions[0].error  # why it is unscored travels with it
     # Mixed with scored shards the result is the whole evaluation's...
@@ -142,5 +141,5 @@ def test_a_shard_without_any_scored_conversation_is_not_an_error_until_the_reduc
 
 
 def test_stored_metrics_load_back_identical() -> None:
-    metrics = run_sync(evaluate_shard(WORKLOAD[:30], GarblingJudge(), CONFIGS["bayesian"]))
+    metrics = run_sync(evaluate_conversations(WORKLOAD[:30], GarblingJudge(), CONFIGS["bayesian"]))
     assert load_conversations(dump_conversations(metrics)) == metrics
