@@ -1,29 +1,10 @@
-"""The judge's chat model, built from a caller's class path — only from an allowlist.
+"""The judge for a request of the service: the core's connector rules plus what only the service has.
 
-Rules, in the order they are applied:
-
-1. `class_path` must be one of the allowed spellings, compared exactly (no case
-   folding, no trimming). Nothing is imported before this check passes, so
-   `os.system` or `builtins.eval` never reach `importlib`.
-2. The module is imported and the attribute must be a class subclassing
-   LangChain's `BaseChatModel`.
-3. Parameters are JSON values; the few that would hand the model live objects or
-   hooks (`client`, `http_client`, `callbacks`, …) are refused, and an endpoint
-   (`base_url` and the like) must be an http(s) URL.
-4. If the caller gave no key, the server's key (`LLM_API_KEY`, or the Secrets
-   Manager secret `LLM_API_KEY_SECRET_ARN`) is added. A caller who chooses the
-   endpoint (`base_url` and the like) must bring a key: the server's key never
-   travels to an address the caller picked.
-5. Provider SDK retries are turned off (`max_retries=0`) unless the caller set
-   them, because the judge has its own retry budget and the two would multiply.
-
-The operator extends the allowlist with `FAIR_FORGE_EXTRA_CONNECTORS`
-(comma-separated `module.Class` paths); a caller cannot.
-
-The rules themselves live in `fair_forge_core.connectors` (the CLI applies them
-too); this module adds what only the service has: the settings, the server's key
-from the environment or Secrets Manager, and a pointer to `GET /health` when a
-class path is refused.
+The rules (allowlist, refused parameters, when the server's key may be attached)
+live in `fair_forge_core.connectors`, which the CLI applies too. This module adds the
+operator's settings, the server's key from `LLM_API_KEY` or the Secrets Manager
+secret `LLM_API_KEY_SECRET_ARN`, and a pointer to `GET /health` when a class path is
+refused.
 """
 
 from __future__ import annotations
@@ -33,34 +14,10 @@ import json
 from typing import Any
 
 from fair_forge_core import connectors as core
-from fair_forge_core.connectors import (
-    BUILTIN_CONNECTORS,
-    ENDPOINT_PARAMS,
-    KEY_PARAMS,
-    REFUSED_PARAMS,
-    ConnectorError,
-    ConnectorNotAllowed,
-    Judge,
-    load_chat_model_class,
-    secret_values,
-)
+from fair_forge_core.connectors import ConnectorError, ConnectorNotAllowed, Judge
 from handler.settings import Settings
 
-__all__ = [
-    "BUILTIN_CONNECTORS",
-    "ENDPOINT_PARAMS",
-    "KEY_PARAMS",
-    "REFUSED_PARAMS",
-    "ConnectorError",
-    "Judge",
-    "allowed_connectors",
-    "build_judge",
-    "load_chat_model_class",
-    "resolve_class_path",
-    "secret_from_secrets_manager",
-    "secret_values",
-    "server_api_key",
-]
+__all__ = ["ConnectorError", "allowed_connectors", "build_judge", "server_api_key"]
 
 _SEE_HEALTH = "see GET /health for the list"
 
@@ -68,14 +25,6 @@ _SEE_HEALTH = "see GET /health for the list"
 def allowed_connectors(settings: Settings) -> dict[str, str]:
     """Every accepted spelling → its canonical class path, operator extensions included."""
     return core.allowed_connectors(settings.extra_connectors)
-
-
-def resolve_class_path(class_path: str, settings: Settings) -> str:
-    """The canonical class path of an allowed spelling; `ConnectorError` for anything else."""
-    try:
-        return core.resolve_class_path(class_path, settings.extra_connectors)
-    except ConnectorNotAllowed as exc:
-        raise ConnectorNotAllowed(f"{exc}; {_SEE_HEALTH}") from None
 
 
 @functools.cache
@@ -110,7 +59,7 @@ def server_api_key(settings: Settings) -> str | None:
 
 
 def build_judge(class_path: str, params: dict[str, Any], settings: Settings) -> Judge:
-    """The judge's chat model for a request, following the rules of the module docstring."""
+    """The judge's chat model for a request (rules: `fair_forge_core.connectors`)."""
     try:
         return core.build_chat_model(
             class_path,

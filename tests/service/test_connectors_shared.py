@@ -9,13 +9,11 @@ from handler import connectors
 from handler.settings import Settings
 
 
-def test_the_handler_reexports_the_cores_names() -> None:
+def test_the_service_uses_the_cores_allowlist_with_the_operators_extensions() -> None:
     assert connectors.ConnectorError is core.ConnectorError
-    assert connectors.BUILTIN_CONNECTORS is core.BUILTIN_CONNECTORS
-    assert connectors.load_chat_model_class is core.load_chat_model_class
     settings = Settings(extra_connectors=("my_pkg.chat.MyChat",))
     assert connectors.allowed_connectors(settings) == core.allowed_connectors(["my_pkg.chat.MyChat"])
-    assert connectors.resolve_class_path("langchain_groq.ChatGroq", settings) == "langchain_groq.chat_models.ChatGroq"
+    assert connectors.allowed_connectors(settings)["langchain_groq.ChatGroq"] == "langchain_groq.chat_models.ChatGroq"
 
 
 def test_a_refused_class_path_points_service_callers_to_health() -> None:
