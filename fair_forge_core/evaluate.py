@@ -38,18 +38,6 @@ class NoConversationScored(Exception):
     """Every conversation has an unscored turn; the message lists the causes."""
 
 
-def judge_request_of(dataset: Dataset, turn_index: int) -> JudgeRequest:
-    """What the judge is asked about turn `turn_index` of `dataset` (also the dedup key)."""
-    batch = dataset.conversation[turn_index]
-    return JudgeRequest(
-        query=batch.query,
-        answer=batch.assistant,
-        ground_truth=batch.ground_truth_assistant,
-        context=dataset.context,
-        language=dataset.language,
-    )
-
-
 async def judge_all(
     requests: Iterable[JudgeRequest], judge: AnswerJudge, on_progress: ProgressCallback | None = None
 ) -> dict[JudgeRequest, TurnJudgement]:
@@ -105,7 +93,7 @@ async def evaluate_conversations(
         telemetry=telemetry or JudgeTelemetry(),
     )
     # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
-    # `JudgeRequest` per distinct tuple. Equal tuples ⇔ equal `judge_request_of`.
+    # `JudgeRequest` per distinct tuple. The judge sees exactly these five fields.
     keys = [
         [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language) for b in d.conversation]
         for d in datasets

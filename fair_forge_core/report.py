@@ -99,6 +99,7 @@ def _result_data(result: EvaluationResult | Mapping[str, Any]) -> tuple[dict[str
         raise ReportError(f"this is an error response, not a result: {str(result.get('error'))[:300]}")
     payload = dict(result)
     request_id = payload.pop("request_id", None)
+    payload.pop("job_id", None)  # a job's result.json is the /run response plus its job id
     validated = EvaluationResult.model_validate(payload)
     return validated.model_dump(mode="json"), request_id if isinstance(request_id, str) else None
 

@@ -17,8 +17,9 @@ conversation and the config, and the aggregate (`metrics.aggregate`: pass@k, the
 unbiased estimators, Bayesian intervals, `per_task`, `by_assistant`) only on the list
 of per-conversation metrics. So the sharded result equals the one-request result to
 the last digit (tests/unit/test_sharding.py checks it, Bayesian mode and tasks
-spanning shards included). The one difference is cost, not figures: identical turns
-are judged once per shard instead of once per request.
+spanning shards included) — for a deterministic judge. Identical turns are judged
+once per shard instead of once per request, so a sampling judge (temperature > 0)
+may give two copies of a turn in different shards different scores.
 """
 
 from __future__ import annotations

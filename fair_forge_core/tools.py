@@ -612,7 +612,9 @@ def _frozen(value: Any) -> Hashable:
     kind = type(value)
     if kind is str or value is None:
         return value
-    if kind is int or kind is float or kind is bool:
+    if kind is float:
+        return kind, value, math.copysign(1.0, value)  # -0.0 == 0.0, but their JSON text differs
+    if kind is int or kind is bool:
         return kind, value
     if kind is dict:
         return dict, tuple(

@@ -195,7 +195,7 @@ def _result_response(result: Any, settings: Settings) -> Response:
         body = _json_body(trimmed, request_id)
     if _payload_size(body) > settings.max_response_bytes:
         return error_response(413, "Response too large even without per-turn detail: send fewer conversations")
-    return Response(status_code=200, content_type="application/json", body=body)
+    return Response(status_code=200, content_type="application/json", body=body, headers={"Vary": "Accept"})
 
 
 def _payload_size(body: str) -> int:

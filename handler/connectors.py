@@ -17,7 +17,7 @@ from fair_forge_core import connectors as core
 from fair_forge_core.connectors import ConnectorError, ConnectorNotAllowed, Judge
 from handler.settings import Settings
 
-__all__ = ["ConnectorError", "allowed_connectors", "build_judge", "server_api_key"]
+__all__ = ["ConnectorError", "ServerKeyUnavailable", "allowed_connectors", "build_judge", "server_api_key"]
 
 _SEE_HEALTH = "see GET /health for the list"
 
@@ -46,6 +46,10 @@ def secret_from_secrets_manager(secret_arn: str) -> str:
     return value
 
 
+class ServerKeyUnavailable(ConnectorError):
+    """The server's key could not be read now (Secrets Manager failed): worth a retry."""
+
+
 def server_api_key(settings: Settings) -> str | None:
     """The service's own provider key: `LLM_API_KEY`, else the secret `LLM_API_KEY_SECRET_ARN`."""
     if settings.server_api_key_env:
@@ -54,7 +58,7 @@ def server_api_key(settings: Settings) -> str | None:
         try:
             return secret_from_secrets_manager(settings.server_api_key_secret_arn)
         except Exception as exc:
-            raise ConnectorError(f"the server's API key could not be read ({type(exc).__name__})") from None
+            raise ServerKeyUnavailable(f"the server's API key could not be read ({type(exc).__name__})") from None
     return None
 
 

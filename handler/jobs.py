@@ -48,7 +48,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fair_forge_core.redact import redact
-from handler.connectors import ConnectorError, build_judge
+from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
 from handler.observability import current_secrets, logger, metrics, secrets_masked
 from handler.settings import Settings
 from handler.validation import RequestError, decode_body, parse_run_request
@@ -482,8 +482,6 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     `/run` reports them. A provider that refuses the key or model fails the job (`JobFailed`,
     not retried); any other exception fails this attempt, and the state machine retries it.
     """
-    from handler.app import _gc_paused
-
     settings = Settings.from_env()
     bucket = _job_bucket()
     job_id = _valid_job_id(event.get("job_id"))
@@ -496,8 +494,9 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if _size(bucket, target) is not None:  # an attempt that wrote its result and failed after: done
         logger.info("shard already evaluated")
         return {"job_id": job_id, "shard_key": shard, "conversations": None, "skipped": True}
-    with _gc_paused():
-        return _evaluate_shard(settings, bucket, job_id, shard, target, context)
+    # No pause of garbage collection here (unlike the reduce): a worker waits on the
+    # network for minutes, and every retried call leaves a reference cycle.
+    return _evaluate_shard(settings, bucket, job_id, shard, target, context)
 
 
 def _evaluate_shard(
@@ -512,6 +511,8 @@ def _evaluate_shard(
     params = decrypt_params(stored["connector"].get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
     try:
         judge = build_judge(stored["connector"]["class_path"], params, settings)
+    except ServerKeyUnavailable:
+        raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
     except ConnectorError as exc:  # its message is safe to show (the core redacts it)
         raise _fail(bucket, job_id, f"Failed to create LLM connector: {exc}") from None
     with secrets_masked(judge.secrets):

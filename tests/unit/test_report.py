@@ -304,3 +304,9 @@ def test_an_error_response_or_another_document_is_refused(support: EvaluationRes
         render_html(broken)
     with pytest.raises(ReportError):
         render_html([1, 2])  # type: ignore[arg-type]
+
+
+def test_a_jobs_result_json_renders_like_the_run_response(calculator: EvaluationResult) -> None:
+    # GET /jobs/{id} hands out the /run response plus the job's id.
+    job_result = {**as_json(calculator), "request_id": "r-1", "job_id": "0123456789abcdef"}
+    assert render_html(job_result) == render_html({**as_json(calculator), "request_id": "r-1"})

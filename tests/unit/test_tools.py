@@ -801,3 +801,14 @@ def test_integers_beyond_the_float_range_do_not_crash() -> None:
     )
     assert result.parameter_accuracy == 0.5  # x agrees exactly; y's rule cannot apply to a non-float target
     assert result.result_in_answer is False
+
+
+def test_the_memo_tells_negative_zero_from_zero() -> None:
+    from fair_forge_core.tools import ToolScorer
+
+    expected = GroundTruthAgentic(expected_tools=[expected_call("calc")])
+    scorer = ToolScorer(ToolWeights(), 0.75)
+    for value in (0.0, -0.0):
+        trace = AgenticTrace(tools_used=[used_call("calc", result=value)], final_answer_uses_tools=True)
+        direct = score_tool_calls(trace, expected, answer="It is -0.0", weights=ToolWeights(), tool_threshold=0.75)
+        assert scorer.score(trace, expected, answer="It is -0.0") == direct
