@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
+    from fair_forge_core.schemas import NonFiniteNumber, loads_json
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -132,7 +134,9 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise CliError(f"{path} is not UTF-8 text") from None
     try:
-        data = json.loads(text)
+        data = loads_json(text)
+    except NonFiniteNumber as exc:
+        raise CliError(f"{path} is not valid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise CliError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:

@@ -154,7 +154,7 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
         "k": k,
         "statistical_mode": mode.mode,
         "ci_level": mode.ci_level if bayesian else None,
-        "sample_size_warning": tiers.sample_size_warning(n),
+        "sample_size_warning": tiers.sample_size_warning(n, bayesian=bayesian),
     }
     if n == 0:
         fields.update(

@@ -10,6 +10,7 @@ produce are ``None`` (JSON ``null``), never a made-up number.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -163,6 +164,21 @@ class RunRequest(_Request):
     connector: ConnectorSpec
     datasets: list[Dataset] = Field(min_length=1)
     config: EvaluationConfig = Field(default_factory=EvaluationConfig)
+
+
+class NonFiniteNumber(ValueError):
+    """A JSON text holds NaN or Infinity, which Python's json reads but RFC 8259 does not allow."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise NonFiniteNumber(f"{name} is not a JSON number")
+
+
+def loads_json(data: str | bytes) -> Any:
+    """`json.loads` that refuses NaN and ±Infinity with `NonFiniteNumber`: a NaN tool
+    parameter could never agree with anything, and a NaN score would poison the sums.
+    Other malformed JSON raises `json.JSONDecodeError` (a `ValueError`) as usual."""
+    return json.loads(data, parse_constant=_refuse_constant)
 
 
 def field_path(location: tuple[int | str, ...]) -> str:

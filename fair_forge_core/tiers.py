@@ -40,11 +40,17 @@ def explain(tier: Tier, pass_at_k: float, pass_pow_k: float, k: int) -> str:
     return f"{tier}: pass@{k} = {pass_at_k:.3f}, pass^{k} = {pass_pow_k:.3f}; the agent {reason}."
 
 
-def sample_size_warning(n: int) -> str | None:
-    """A warning when fewer than 30 conversations were scored, else None."""
+def sample_size_warning(n: int, *, bayesian: bool = False) -> str | None:
+    """A warning when fewer than 30 conversations were scored, else None.
+
+    In frequentist mode it suggests the Bayesian mode; in Bayesian mode it points at
+    the credible intervals already there.
+    """
     if n >= MIN_RELIABLE_SAMPLE:
         return None
-    return (
-        f"Only {n} scored conversation(s): estimates from fewer than {MIN_RELIABLE_SAMPLE} are unreliable; "
-        "collect more, or use statistical_mode 'bayesian' for credible intervals."
+    advice = (
+        "collect more, and read the credible intervals rather than the point estimates."
+        if bayesian
+        else "collect more, or use statistical_mode 'bayesian' for credible intervals."
     )
+    return f"Only {n} scored conversation(s): estimates from fewer than {MIN_RELIABLE_SAMPLE} are unreliable; {advice}"

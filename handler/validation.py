@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 # The request model and the error paths are the core's, shared with the CLI.
-from fair_forge_core.schemas import ConnectorSpec, RunRequest, field_path
+from fair_forge_core.schemas import ConnectorSpec, NonFiniteNumber, RunRequest, field_path, loads_json
 from handler.settings import Settings
 
 __all__ = [
@@ -41,16 +40,6 @@ class RequestError(Exception):
     details: list[dict[str, str]] = field(default_factory=list)
 
 
-class _NonFiniteNumber(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> float:
-    # Python's json reads NaN and Infinity, which RFC 8259 does not allow: a NaN tool
-    # parameter could never agree with anything, and a NaN score would poison the sums.
-    raise _NonFiniteNumber(name)
-
-
 def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[str, Any]:
     """The JSON object in a proxy event's body: 413 when too large, 400 when not a JSON object."""
     raw = body or ""
@@ -64,9 +53,9 @@ def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[s
     if len(data) > settings.max_body_bytes:
         raise RequestError(413, f"Request body too large: {len(data)} bytes (limit {settings.max_body_bytes})")
     try:
-        parsed = json.loads(data, parse_constant=_refuse_constant)
-    except _NonFiniteNumber as exc:
-        raise RequestError(400, f"Invalid JSON body: {exc} is not a JSON number") from None
+        parsed = loads_json(data)
+    except NonFiniteNumber as exc:
+        raise RequestError(400, f"Invalid JSON body: {exc}") from None
     except (ValueError, RecursionError):
         raise RequestError(400, "Invalid JSON body") from None
     if not isinstance(parsed, dict):

@@ -104,6 +104,7 @@ def test_a_bad_request_file_exits_2_naming_the_field(tmp_path: Path) -> None:
         ("{not json", "is not valid JSON (line 1"),
         ("[1, 2]", "must hold a JSON object, got list"),
         (json.dumps({"datasets": []}), "connector: Field required"),
+        ('{"config": {"threshold": NaN}}', "NaN is not a JSON number"),  # as POST /run refuses it
     ],
 )
 def test_unreadable_requests_exit_2_with_a_clear_message(tmp_path: Path, content: str, message: str) -> None:

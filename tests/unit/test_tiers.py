@@ -43,3 +43,8 @@ def test_explanation_names_the_tier_and_the_numbers() -> None:
 def test_sample_size_warning_below_thirty() -> None:
     assert sample_size_warning(29) is not None and "29" in sample_size_warning(29)
     assert sample_size_warning(30) is None
+
+
+def test_sample_size_warning_in_bayesian_mode_points_at_the_intervals() -> None:
+    warning = sample_size_warning(5, bayesian=True)
+    assert "credible intervals" in warning and "use statistical_mode" not in warning
