@@ -175,7 +175,9 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     warm Lambda invocations. (`asyncio.run` also installs a SIGINT handler whose
     removal formats the finished task, result included: seconds for a large result.)
     Callers in several threads take turns, as invocations do in one Lambda
-    execution environment.
+    execution environment; a deadline computed before the call also runs while the
+    call waits for its turn, so give each thread's evaluation its deadline from
+    inside, or use separate processes.
     """
     global _loop
     with _loop_lock:
