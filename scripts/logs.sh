@@ -4,14 +4,16 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: scripts/logs.sh <module> <region> [--since 1h] [--no-follow] [--filter PATTERN] [--format short]
+Usage: scripts/logs.sh <module> <region> [--function api|worker|reduce] [--since 1h] [--no-follow] [--filter PATTERN] [--format short]
 
 Prints the log events of /aws/lambda/fair-forge-<module> and keeps following new ones (Ctrl-C stops).
+The asynchronous jobs log elsewhere: --function worker or reduce for their functions.
 
   scripts/logs.sh agentic us-east-1
   scripts/logs.sh agentic us-east-1 --since 15m --no-follow --filter ERROR
 
 Options:
+  --function NAME    api (POST /run, /jobs, GET /health; the default), worker or reduce (the jobs)
   --since DURATION   how far back to start: 30s, 15m, 1h, 2d, or a timestamp (default: 10m)
   --no-follow        print what is there and exit
   --filter PATTERN   a CloudWatch Logs filter pattern, e.g. ERROR or '{ $.level = "ERROR" }'
@@ -33,12 +35,15 @@ SINCE=10m
 FORMAT=short
 FOLLOW=(--follow)
 FILTER=()
+LOGS_OF=api
 POSITIONAL=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --since) [[ $# -ge 2 ]] || die "--since needs a value"; SINCE="$2"; shift 2 ;;
     --since=*) SINCE="${1#*=}"; shift ;;
+    --function) [[ $# -ge 2 ]] || die "--function needs a value"; LOGS_OF="$2"; shift 2 ;;
+    --function=*) LOGS_OF="${1#*=}"; shift ;;
     --follow) FOLLOW=(--follow); shift ;;
     --no-follow) FOLLOW=(); shift ;;
     --format) [[ $# -ge 2 ]] || die "--format needs a value"; FORMAT="$2"; shift 2 ;;
@@ -51,6 +56,12 @@ done
 validate_module "${POSITIONAL[0]}"
 validate_region "${POSITIONAL[1]}"
 set_names "${POSITIONAL[0]}" "${POSITIONAL[1]}"
+
+case "$LOGS_OF" in
+  api) ;;
+  worker | reduce) LOG_GROUP="$LOG_GROUP-$LOGS_OF" ;;  # the template's /aws/lambda/fair-forge-<module>-<function>
+  *) die "--function must be api, worker or reduce, not '$LOGS_OF'" ;;
+esac
 
 require_aws_cli_v2
 

@@ -158,13 +158,13 @@ class LineReader:
         raise AssertionError(f"{text!r} not printed within {timeout_s} s; printed: {seen!r}")
 
 
-def put_log_events(moto: str, *messages: str) -> None:
+def put_log_events(moto: str, *messages: str, group: str = LOG_GROUP) -> None:
     logs = aws(moto, "logs")
     stream = f"2026/01/01/[$LATEST]{time.time_ns()}"
-    logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
     now_ms = int(time.time() * 1000)
     logs.put_log_events(
-        logGroupName=LOG_GROUP,
+        logGroupName=group,
         logStreamName=stream,
         logEvents=[{"timestamp": now_ms + i, "message": message} for i, message in enumerate(messages)],
     )
@@ -397,6 +397,16 @@ def test_logs_follows_by_default(scripts: Scripts, moto: str) -> None:
         lines.wait_for("written while following", timeout_s=30)
     finally:
         stop(tail)
+
+
+def test_logs_of_the_job_functions(scripts: Scripts, moto: str) -> None:
+    for function in ("worker", "reduce"):
+        aws(moto, "logs").create_log_group(logGroupName=f"{LOG_GROUP}-{function}")
+        put_log_events(moto, f"a line of the {function}", group=f"{LOG_GROUP}-{function}")
+    out = scripts.ok("logs", MODULE, REGION, "--function", "worker", "--since", "1h", "--no-follow")
+    assert "a line of the worker" in out and "a line of the reduce" not in out
+    done = scripts.run("logs", MODULE, REGION, "--function", "api; rm -rf /", "--no-follow")
+    assert done.returncode != 0 and "--function must be api, worker or reduce" in done.stderr
 
 
 def test_logs_of_a_module_that_is_not_deployed(scripts: Scripts) -> None:
