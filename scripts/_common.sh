@@ -255,3 +255,12 @@ build_and_push() {
   fi
   info "ECR has $IMAGE_URI ($out)"
 }
+
+# The <module> <region> every script takes: checked, then the names derived from them.
+# (Each script defines `usage`.)
+set_target() {
+  [[ $# -eq 2 ]] || { usage >&2; die "expected <module> <region>"; }
+  validate_module "$1"
+  validate_region "$2"
+  set_names "$1" "$2"
+}

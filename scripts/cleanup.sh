@@ -40,10 +40,7 @@ while [[ $# -gt 0 ]]; do
     *) POSITIONAL+=("$1"); shift ;;
   esac
 done
-[[ ${#POSITIONAL[@]} -eq 2 ]] || { usage >&2; die "expected <module> <region>"; }
-validate_module "${POSITIONAL[0]}"
-validate_region "${POSITIONAL[1]}"
-set_names "${POSITIONAL[0]}" "${POSITIONAL[1]}"
+set_target ${POSITIONAL[@]+"${POSITIONAL[@]}"}
 
 require_aws_cli
 require_aws_credentials
