@@ -77,3 +77,11 @@ def test_agentic_run_accepts_plain_dicts() -> None:
     body = json.loads((ROOT / "examples" / "calculator.json").read_text())
     metrics = Agentic.run(body["datasets"], model=ReferenceJudge(), k=1, statistical_mode="bayesian")
     assert metrics[0].pass_at_k_ci_low is not None
+
+
+def test_the_original_entry_points_are_importable_from_the_package() -> None:
+    from fair_forge_core import Agentic as PackageAgentic
+    from fair_forge_core import pass_at_k as package_pass_at_k
+
+    assert PackageAgentic is Agentic
+    assert package_pass_at_k(3, 2, 3) == pass_at_k(3, 2, 3)
