@@ -15,9 +15,19 @@ from typing import Any
 
 from fair_forge_core import connectors as core
 from fair_forge_core.connectors import ConnectorError, ConnectorNotAllowed, Judge
+from fair_forge_core.schemas import ConnectorSpec
+from handler.observability import logger
 from handler.settings import Settings
+from handler.validation import RequestError
 
-__all__ = ["ConnectorError", "ServerKeyUnavailable", "allowed_connectors", "build_judge", "server_api_key"]
+__all__ = [
+    "ConnectorError",
+    "ServerKeyUnavailable",
+    "allowed_connectors",
+    "build_judge",
+    "judge_for_request",
+    "server_api_key",
+]
 
 _SEE_HEALTH = "see GET /health for the list"
 
@@ -73,3 +83,13 @@ def build_judge(class_path: str, params: dict[str, Any], settings: Settings) -> 
         )
     except ConnectorNotAllowed as exc:
         raise ConnectorNotAllowed(f"{exc}; {_SEE_HEALTH}") from None
+
+
+def judge_for_request(connector: ConnectorSpec, settings: Settings) -> Judge:
+    """`build_judge` for an HTTP request: a refusal is logged and becomes the source's 400
+    "Failed to create LLM connector: …" (`POST /run` and `POST /jobs` alike)."""
+    try:
+        return build_judge(connector.class_path, connector.params, settings)
+    except ConnectorError as exc:
+        logger.warning("connector refused", extra={"class_path": connector.class_path[:200]})
+        raise RequestError(400, f"Failed to create LLM connector: {exc}") from None

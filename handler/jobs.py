@@ -48,7 +48,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fair_forge_core.redact import redact
-from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
+from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge, judge_for_request
 from handler.observability import current_secrets, logger, metrics, secrets_masked
 from handler.settings import Settings
 from handler.validation import RequestError, decode_body, parse_run_request
@@ -250,11 +250,8 @@ def submit_job() -> Response:
     body = decode_body(event.body, bool(event.is_base64_encoded), settings)
     limits = replace(settings, max_conversations=settings.jobs_max_conversations, max_turns=settings.jobs_max_turns)
     request = parse_run_request(body, limits)
-    try:  # the connector is checked now, as /run does, not found wrong by every worker later
-        judge = build_judge(request.connector.class_path, request.connector.params, settings)
-    except ConnectorError as exc:
-        logger.warning("connector refused", extra={"class_path": request.connector.class_path[:200]})
-        raise RequestError(400, f"Failed to create LLM connector: {exc}") from None
+    # The connector is checked now, as /run does, not found wrong by every worker later.
+    judge = judge_for_request(request.connector, settings)
     with secrets_masked(judge.secrets):
         job = create_job(body, request, settings, bucket, state_machine_arn)
     metrics.add_metric(name="Jobs", unit=MetricUnit.Count, value=1)
@@ -503,7 +500,7 @@ def _evaluate_shard(
     settings: Settings, bucket: str, job_id: str, shard: str, target: str, context: Any
 ) -> dict[str, Any]:
     from fair_forge_core.evaluate import evaluate_conversations, run_sync
-    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
+    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
     from fair_forge_core.schemas import Dataset, EvaluationConfig
     from fair_forge_core.sharding import dump_conversations
 
@@ -531,9 +528,7 @@ def _evaluate_shard(
                     judge.model,
                     config,
                     deadline=deadline,
-                    retry=RetryPolicy(
-                        max_attempts=settings.judge_max_attempts, call_timeout_s=settings.judge_call_timeout_s
-                    ),
+                    retry=settings.retry_policy(),
                     telemetry=telemetry,
                 )
             )
@@ -571,7 +566,7 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     from fair_forge_core.evaluate import NoConversationScored
     from fair_forge_core.schemas import EvaluationConfig
     from fair_forge_core.sharding import load_conversations, reduce_shards
-    from handler.app import _gc_paused
+    from handler.app import _gc_paused, _json_body
 
     bucket = _job_bucket()
     job_id = _valid_job_id(event.get("job_id"))
@@ -601,14 +596,7 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                 result = reduce_shards((load_conversations(data) for data in pool.map(fetch, keys)), config)
             except NoConversationScored as exc:
                 raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
-        body = (
-            result.model_dump_json()[:-1]
-            + ',"request_id":'
-            + json.dumps(stored.get("request_id"))
-            + ',"job_id":'
-            + json.dumps(job_id)
-            + "}"
-        )
+        body = _json_body(result, stored.get("request_id"), job_id=job_id)
         _put(bucket, result_key(job_id), body)
     conversations = len(result.per_conversation_metrics)
     logger.info(

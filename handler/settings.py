@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fair_forge_core.judges.llm import RetryPolicy
 
 
 def _int(name: str, default: int) -> int:
@@ -46,6 +50,12 @@ class Settings:
     jobs_inline_result_bytes: int = 1_000_000
     jobs_result_url_expiry_s: int = 3_600
     jobs_worker_margin_s: float = 10.0
+
+    def retry_policy(self) -> RetryPolicy:
+        """The judge's retry policy under these settings (imports the judge, so only when judging)."""
+        from fair_forge_core.judges.llm import RetryPolicy
+
+        return RetryPolicy(max_attempts=self.judge_max_attempts, call_timeout_s=self.judge_call_timeout_s)
 
     @classmethod
     def from_env(cls) -> Settings:
