@@ -3,7 +3,9 @@
 The original library's entry points, imported on first use (so `import fair_forge_core`
 stays cheap for the CLI and the Lambda's cold start)::
 
-    from fair_forge_core import Agentic, evaluate, evaluate_sync, pass_at_k, pass_pow_k
+    from fair_forge_core import Agentic, BayesianMode, FrequentistMode, evaluate, evaluate_sync, pass_at_k, pass_pow_k
+
+(see `fair_forge_core.compat` for what `Agentic.run` accepts).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Agentic": "fair_forge_core.evaluate",
+    "Agentic": "fair_forge_core.compat",
+    "BayesianMode": "fair_forge_core.compat",
+    "FrequentistMode": "fair_forge_core.compat",
     "evaluate": "fair_forge_core.evaluate",
     "evaluate_sync": "fair_forge_core.evaluate",
     "pass_at_k": "fair_forge_core.stats",

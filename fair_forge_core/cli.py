@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
-    from fair_forge_core.schemas import NonFiniteNumber, loads_json
+    from fair_forge_core.schemas import describe_json_error, loads_json
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -135,10 +135,8 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
         raise CliError(f"{path} is not UTF-8 text") from None
     try:
         data = loads_json(text)
-    except NonFiniteNumber as exc:
-        raise CliError(f"{path} is not valid JSON: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise CliError(f"{path} is not valid JSON: {describe_json_error(exc)}") from None
     except RecursionError:
         raise CliError(f"{path} is nested too deeply") from None
     if not isinstance(data, dict):

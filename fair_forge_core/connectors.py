@@ -8,13 +8,20 @@ Shared by the Lambda handler and the CLI, so both apply the same rules, in this 
 2. The module is imported and the attribute must be a class subclassing
    LangChain's `BaseChatModel`.
 3. Parameters are JSON values; the few that would hand the model live objects or
-   hooks (`client`, `http_client`, `callbacks`, …) are refused, and an endpoint
-   (`base_url` and the like) must be an http(s) URL.
+   hooks (`client`, `http_client`, `callbacks`, …) are refused. Every other name must
+   be one the class declares (a field or its alias), or, for a class that forwards
+   extra request parameters (`model_kwargs`: ChatOpenAI, ChatGroq), one of the
+   providers' request parameters (`FORWARDED_PARAMS`): a typo (`temprature`) is
+   refused here, naming it, rather than sent to the provider. A key must be printable
+   ASCII (an HTTP header cannot carry "gsk_…"), and an endpoint (`base_url` and the
+   like) must be an http(s) URL.
 4. If the caller gave no key, the key of `server_key()` (the operator's) is added —
    and then only parameters that choose a model and its sampling
    (`SERVER_KEY_SAFE_PARAMS`) are accepted. A caller who sets anything else (an
    endpoint, a proxy, headers, client options) must bring a key: the operator's key
-   never travels to an address or with a header the caller picked.
+   never travels to an address or with a header the caller picked. With no key at
+   all, `no_key_message` (when given) says what to do instead of the SDK's advice to
+   set an environment variable, which a caller of a deployed service cannot do.
 5. Provider SDK retries are turned off (`max_retries=0`) unless the caller set
    them, because the judge has its own retry budget and the two would multiply.
 
@@ -26,6 +33,7 @@ this module reads no environment and talks to no service.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import json
 from collections.abc import Callable, Iterable
@@ -116,11 +124,36 @@ REFUSED_PARAMS = frozenset(
 )
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential")
 
+FORWARDED_PARAMS = frozenset(
+    {
+        "top_p",
+        "top_k",
+        "seed",
+        "stop",
+        "n",
+        "frequency_penalty",
+        "presence_penalty",
+        "max_completion_tokens",
+        "reasoning_effort",
+        "service_tier",
+    }
+)
+"""Request parameters of the providers' chat APIs that a class with `model_kwargs` passes
+on even where it declares no field for them (ChatGroq has no `top_p` or `seed` field)."""
+
 ServerKey = Callable[[], str | None]
 
 
 class ConnectorError(ValueError):
-    """The connector cannot be built; the message is safe to show to the caller."""
+    """The connector cannot be built; the message is safe to show to the caller.
+
+    `field` names the request field at fault (``connector.params.temprature``) when
+    one is.
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ConnectorNotAllowed(ConnectorError):
@@ -168,18 +201,51 @@ def load_chat_model_class(canonical: str) -> type[BaseChatModel]:
     return cls
 
 
+def _looks_secret(name: str) -> bool:
+    return any(word in name.lower() for word in _SECRET_WORDS)
+
+
 def secret_values(params: dict[str, Any]) -> set[str]:
     """String values of parameters whose names look secret (key, token, secret, …)."""
-    return {
-        value
-        for name, value in params.items()
-        if isinstance(value, str) and any(word in name.lower() for word in _SECRET_WORDS)
-    }
+    return {value for name, value in params.items() if isinstance(value, str) and _looks_secret(name)}
 
 
 def _accepts(cls: type[BaseChatModel], name: str) -> bool:
     """Whether the model takes a constructor argument `name` (a field name or alias)."""
     return any(field == name or info.alias == name for field, info in cls.model_fields.items())
+
+
+def _param_field(name: str) -> str:
+    """`connector.params.<name>` as a field path; a name that is no identifier is quoted (and cut)."""
+    shown = name if name.isidentifier() and len(name) <= 80 else json.dumps(name[:80])
+    return f"connector.params.{shown}"
+
+
+def check_param_names(cls: type[BaseChatModel], params: dict[str, Any]) -> None:
+    """`ConnectorError` naming the first parameter `cls` would not take (rule 3 of the module
+    docstring), with the nearest accepted name as a hint."""
+    forwards = "model_kwargs" in cls.model_fields
+    accepted = {name for field, info in cls.model_fields.items() for name in (field, info.alias) if name}
+    if forwards:
+        accepted |= FORWARDED_PARAMS
+    for name in sorted(params):
+        if name in accepted:
+            continue
+        field = _param_field(name)
+        close = difflib.get_close_matches(name, sorted(accepted), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConnectorError(f"{field} is not a parameter of {cls.__name__}{hint}", field)
+
+
+def check_key_values(params: dict[str, Any]) -> None:
+    """`ConnectorError` when a secret-looking parameter is not printable ASCII (never showing it)."""
+    for name in sorted(params):
+        value = params[name]
+        if isinstance(value, str) and _looks_secret(name) and not (value.isascii() and value.isprintable()):
+            field = _param_field(name)
+            raise ConnectorError(
+                f"{field} must be printable ASCII, as API keys are (look for a pasted '…', quotes or spaces)", field
+            )
 
 
 def build_chat_model(
@@ -188,25 +254,30 @@ def build_chat_model(
     *,
     extra_connectors: Iterable[str] = (),
     server_key: ServerKey | None = None,
+    no_key_message: str | None = None,
 ) -> Judge:
     """The judge's chat model, following the rules of the module docstring.
 
     `server_key` is called (at most once) only when the caller gave no key, chose no
-    endpoint, and the model takes an `api_key`. Raises `ConnectorError` with a message
-    that never contains a secret.
+    endpoint, and the model takes an `api_key`. If there is still no key then and
+    `no_key_message` is given, it is raised (the caller must bring a key); without it
+    the provider SDK may find one in the environment (the CLI's case). Raises
+    `ConnectorError` with a message that never contains a secret.
     """
     canonical = resolve_class_path(class_path, extra_connectors)
     refused = sorted(REFUSED_PARAMS.intersection(params))
     if refused:
-        raise ConnectorError(f"connector.params may not set {', '.join(refused)}")
+        raise ConnectorError(f"connector.params may not set {', '.join(refused)}", _param_field(refused[0]))
     cls = load_chat_model_class(canonical)
+    check_param_names(cls, params)
+    check_key_values(params)
     params = dict(params)
     secrets = secret_values(params)
     for name in sorted(ENDPOINT_PARAMS.intersection(params)):
         value = params[name]
         if isinstance(value, str) and not value.lower().startswith(("http://", "https://")):
             # file://, unix sockets and the like would let a caller point the SDK at local resources.
-            raise ConnectorError(f"connector.params.{name} must be an http(s) URL")
+            raise ConnectorError(f"connector.params.{name} must be an http(s) URL", _param_field(name))
     has_key = any(params.get(name) for name in KEY_PARAMS)
     unsafe = sorted(set(params) - SERVER_KEY_SAFE_PARAMS)
     if not has_key and unsafe and _accepts(cls, "api_key"):
@@ -214,13 +285,19 @@ def build_chat_model(
         # environment) could travel to an endpoint, proxy or header the caller chose.
         raise ConnectorError(
             f"connector.params.api_key is required when connector.params sets {unsafe[0]}: "
-            "the server's key is used only with model and sampling parameters"
+            "the server's key is used only with model and sampling parameters",
+            "connector.params.api_key",
         )
-    if not has_key and server_key is not None and _accepts(cls, "api_key"):
-        key = server_key()
+    if not has_key and _accepts(cls, "api_key"):
+        key = server_key() if server_key is not None else None
         if key is not None:
             params["api_key"] = key
             secrets.add(key)
+        elif no_key_message is not None:
+            raise ConnectorError(no_key_message, "connector.params.api_key")
+    forwarded = {name: params.pop(name) for name in sorted(params) if not _accepts(cls, name)}
+    if forwarded:  # only FORWARDED_PARAMS are left here; handing them over ourselves spares the SDK's warning
+        params["model_kwargs"] = {**params.get("model_kwargs", {}), **forwarded}
     if _accepts(cls, "max_retries") and "max_retries" not in params:
         params["max_retries"] = 0
     try:

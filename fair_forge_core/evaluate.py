@@ -1,8 +1,8 @@
 """`evaluate()`: judge every turn once, score the tools, compute the metrics.
 
 The only module that runs the judge. Identical turns (the same `JudgeRequest`:
-query, answer, ground truth, and the conversation's context and language the judge
-also sees) are judged once per evaluation. All judge calls run concurrently under
+query, answer, ground truth, the turn's observation, and the conversation's context
+and language the judge also sees) are judged once per evaluation. All judge calls run concurrently under
 the judge's cap. If the provider refuses (bad key), the evaluation stops and raises
 `JudgeProviderRefused`; if no conversation could be scored, it raises
 `NoConversationScored`. Otherwise every turn is in the result, scored or with the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -28,7 +28,13 @@ from fair_forge_core.judges.llm import (
 )
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
-from fair_forge_core.schemas import ConversationMetrics, Dataset, EvaluationConfig, EvaluationResult
+from fair_forge_core.schemas import (
+    ConversationMetrics,
+    Dataset,
+    EvaluationConfig,
+    EvaluationResult,
+    input_warnings,
+)
 from fair_forge_core.tools import ToolScorer
 
 ProgressCallback = Callable[[int, int], None]
@@ -93,15 +99,15 @@ async def evaluate_conversations(
         telemetry=telemetry or JudgeTelemetry(),
     )
     # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
-    # `JudgeRequest` per distinct tuple. The judge sees exactly these five fields.
+    # `JudgeRequest` per distinct tuple. The judge sees exactly these six fields.
     keys = [
-        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language) for b in d.conversation]
+        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language, b.observation) for b in d.conversation]
         for d in datasets
     ]
     distinct = {key: JudgeRequest(*key) for key in dict.fromkeys(key for turns in keys for key in turns)}
     judged = await judge_all(distinct.values(), judge, on_progress)
     judgements = {key: judged[request] for key, request in distinct.items()}
-    tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
+    tool_scorer = ToolScorer.for_config(config)
     return [
         conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)
         for dataset, turns in zip(datasets, keys, strict=True)
@@ -128,16 +134,19 @@ async def evaluate(
     conversations = await evaluate_conversations(
         datasets, chat_model, config, deadline=deadline, retry=retry, telemetry=telemetry, on_progress=on_progress
     )
-    return build_result(conversations, config)
+    return build_result(conversations, config, input_warnings(datasets))
 
 
-def build_result(conversations: list[ConversationMetrics], config: EvaluationConfig) -> EvaluationResult:
-    """The full result from per-conversation metrics, with warnings for what a reader must know.
+def build_result(
+    conversations: list[ConversationMetrics], config: EvaluationConfig, warnings_of_input: Sequence[str] = ()
+) -> EvaluationResult:
+    """The full result from per-conversation metrics, with warnings for what a reader must know
+    (`warnings_of_input`, from `schemas.input_warnings` of the datasets, first).
 
     Raises `NoConversationScored` when none of the conversations was scored.
     """
     aggregated = aggregate(conversations, config)
-    warnings = []
+    warnings = list(warnings_of_input)
     if aggregated.unscored_conversations:
         causes = Counter(
             i.error for m in conversations if m.interactions for i in m.interactions if i.error is not None
@@ -191,30 +200,3 @@ def evaluate_sync(
 ) -> EvaluationResult:
     """`evaluate` for callers without an event loop (see `run_sync`)."""
     return run_sync(evaluate(datasets, chat_model, config, **kwargs))
-
-
-class Agentic:
-    """The original library's entry point: `Agentic.run(retriever, model=..., k=...)`.
-
-    `source` is a list of `Dataset` (or dicts), an object with `load_dataset()`, or a
-    retriever class (instantiated with `retriever_kwargs`). Other keyword arguments
-    are `EvaluationConfig` fields. Returns the per-conversation metrics, as the
-    original does; use `evaluate` for the aggregated metrics too.
-    """
-
-    @staticmethod
-    def run(
-        source: Any,
-        *,
-        model: BaseChatModel,
-        k: int,
-        retriever_kwargs: dict[str, Any] | None = None,
-        **config: Any,
-    ) -> list[ConversationMetrics]:
-        if isinstance(source, type):
-            source = source(**(retriever_kwargs or {}))
-        if hasattr(source, "load_dataset"):
-            source = source.load_dataset()
-        datasets = [d if isinstance(d, Dataset) else Dataset.model_validate(d) for d in source]
-        result = evaluate_sync(datasets, model, EvaluationConfig(k=k, **config))
-        return result.per_conversation_metrics

@@ -25,11 +25,22 @@ from fair_forge_core.tools import ToolScorer
 
 @dataclass(frozen=True)
 class TurnJudgement:
-    """What the judge said of one answer: a score and its reasoning, or why there is none."""
+    """What the judge said of one answer: a score in [0, 1] and its reasoning, or why there is none.
+
+    A score that is not a finite number in [0, 1] (NaN, 1.5, a bool) is a `ValueError`
+    here: counted as wrong or right it would corrupt c silently.
+    """
 
     score: float | None
     reasoning: str | None = None
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        score = self.score
+        if score is None:
+            return
+        if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
+            raise ValueError(f"a judge score must be a number in [0, 1], got {score!r}")
 
 
 def score_turn(
@@ -46,7 +57,7 @@ def score_turn(
     tool_score = None
     if batch.ground_truth_agentic is not None:
         if tool_scorer is None:
-            tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
+            tool_scorer = ToolScorer.for_config(config)
         tool_score = tool_scorer.score(batch.agentic, batch.ground_truth_agentic, batch.assistant)
     tool_correct = tool_score.is_correct if tool_score is not None else None
     answer_correct = None if judgement.score is None else judgement.score >= config.threshold
@@ -61,6 +72,7 @@ def score_turn(
         is_correct=is_correct,
         judge_reasoning=judgement.reasoning,
         error=judgement.error,
+        observation=batch.observation,
     )
     return interaction, tool_score
 
@@ -80,7 +92,7 @@ def conversation_metrics(
     all the conversations of an evaluation so that repeated turns are scored once.
     """
     if tool_scorer is None:
-        tool_scorer = ToolScorer(config.tool_weights, config.tool_threshold)
+        tool_scorer = ToolScorer.for_config(config)
     turns = [score_turn(b, j, config, tool_scorer) for b, j in zip(dataset.conversation, judgements, strict=True)]
     interactions = [interaction for interaction, _ in turns]
     scored = [i for i in interactions if i.is_correct is not None]
@@ -168,8 +180,13 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
             curve=[],
         )
     else:
-        rates = stats.estimate_rates(n, c, k, mode)
-        tier = tiers.interpret(rates.pass_at_k, rates.pass_pow_k)
+        # The tier is decided on the exact point estimates, which are also what is reported
+        # (correctly rounded), so that the numbers shown agree with the tier.
+        exact_at_k, exact_pow_k = stats.exact_point_estimates(n, c, k, mode)
+        rates = stats.estimate_rates(n, c, k, mode).model_copy(
+            update={"pass_at_k": float(exact_at_k), "pass_pow_k": float(exact_pow_k)}
+        )
+        tier = tiers.interpret(exact_at_k, exact_pow_k)
         fields.update(
             rates.model_dump(),
             conversation_success_rate=c / n,
@@ -181,8 +198,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
         )
         if bayesian:
             fields["conservative_interpretation"] = tiers.interpret(
-                rates.pass_at_k_ci_low,  # type: ignore[arg-type]
-                rates.pass_pow_k_ci_low,  # type: ignore[arg-type]
+                tiers.on_boundary(rates.pass_at_k_ci_low),  # type: ignore[arg-type]
+                tiers.on_boundary(rates.pass_pow_k_ci_low),  # type: ignore[arg-type]
             )
     if any(m.task_id is not None for m in conversations):
         fields["per_task"] = per_task_metrics(scored, k)

@@ -599,6 +599,8 @@ def _turn_rows(conversation: Mapping[str, Any], index: int) -> str:
         answer_mark = {True: "✓", False: "✗", None: "?"}[interaction["answer_correct"]]
         answer_state = {True: "pass", False: "fail", None: "unscored"}[interaction["answer_correct"]]
         reasons = []
+        if interaction.get("observation"):
+            reasons.append(f'<p class="reason"><b>Observation:</b> {_e(interaction["observation"])}</p>')
         if interaction.get("error"):
             reasons.append(f'<p class="reason error"><b>Unscored:</b> {_e(interaction["error"])}</p>')
         if interaction.get("judge_reasoning"):

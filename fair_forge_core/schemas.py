@@ -2,7 +2,15 @@
 
 Request side (`Dataset`, `Batch`, tool calls, `EvaluationConfig`) rejects unknown
 fields, so a misspelt option (``"treshold"``) is an error naming the field rather
-than a silently ignored setting. Floats reject NaN and infinities.
+than a silently ignored setting. Types are strict: ``"k": "3"``, ``"k": true`` or
+``"threshold": "0.7"`` are errors, never coerced (an int is accepted where a float
+is expected, as JSON has one number type). Floats reject NaN and infinities.
+
+Datasets serialised by alquimia-fair-forge (`Dataset.model_dump()`) are accepted as
+they are: their per-turn ``logprobs`` and ``weight`` are read and ignored (see
+`input_warnings`), ``language: null`` means "english", and a
+``ground_truth_agentic`` without ``expected_tools`` (the original's default ``{}``)
+means "tools not evaluated" (``"expected_tools": []`` means "no tool expected").
 
 Result side mirrors DESIGN.md §3 and §6. Fields that a mode or a situation does not
 produce are ``None`` (JSON ``null``), never a made-up number.
@@ -11,6 +19,7 @@ produce are ``None`` (JSON ``null``), never a made-up number.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,7 +28,7 @@ TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 # --------------------------------------------------------------------------- request
@@ -48,10 +57,14 @@ class ExpectedToolCall(_Request):
 
 
 class AgenticTrace(_Request):
-    """The tools the agent actually used in one turn."""
+    """The tools the agent actually used in one turn.
+
+    `final_answer_uses_tools` None means "not reported": the tool rubric then reads
+    utilization from whether a tool result appears in the answer.
+    """
 
     tools_used: list[ToolCall] = Field(default_factory=list)
-    final_answer_uses_tools: bool = False
+    final_answer_uses_tools: bool | None = None
 
 
 class GroundTruthAgentic(_Request):
@@ -61,8 +74,18 @@ class GroundTruthAgentic(_Request):
     tool_sequence_matters: bool = False
 
 
+ORIGINAL_TURN_FIELDS = ("logprobs", "weight")
+"""Per-turn fields of alquimia-fair-forge's `Batch` that this service reads and ignores."""
+
+
 class Batch(_Request):
-    """One turn of a conversation."""
+    """One turn of a conversation.
+
+    `observation` is what the agent saw (a tool output, a retrieved document): the
+    judge gets it as data, and the report shows it. `logprobs` and `weight` exist
+    only so that the original library's serialised datasets are accepted; they
+    play no part in any score.
+    """
 
     qa_id: str
     query: str
@@ -71,6 +94,17 @@ class Batch(_Request):
     observation: str | None = None
     agentic: AgenticTrace | None = None
     ground_truth_agentic: GroundTruthAgentic | None = None
+    logprobs: Any = Field(None, exclude=True)
+    weight: Any = Field(None, exclude=True)
+
+    @field_validator("ground_truth_agentic", mode="before")
+    @classmethod
+    def _tools_not_evaluated_without_expected_tools(cls, value: Any) -> Any:
+        # The original library's default is `{}`: no expectation was written, so there is
+        # nothing to score against. Only an explicit `expected_tools` (even `[]`) is one.
+        if isinstance(value, dict) and "expected_tools" not in value:
+            return None
+        return value
 
 
 class Dataset(_Request):
@@ -83,9 +117,31 @@ class Dataset(_Request):
     task_id: str | None = None
     conversation: list[Batch] = Field(min_length=1)
 
+    @field_validator("language", mode="before")
+    @classmethod
+    def _null_language_is_english(cls, value: Any) -> Any:
+        return "english" if value is None else value
+
+
+def input_warnings(datasets: list[Dataset]) -> list[str]:
+    """What the result must say about the input itself: today, one warning when any turn
+    carries the original library's `logprobs` / `weight` (accepted, ignored)."""
+    present = sorted(
+        {name for d in datasets for b in d.conversation for name in ORIGINAL_TURN_FIELDS if name in b.model_fields_set}
+    )
+    if not present:
+        return []
+    return [
+        f"per-turn {' and '.join(present)} (alquimia-fair-forge fields) accepted and ignored: they play no part in any score"
+    ]
+
 
 class ToolWeights(_Request):
-    """Weights of the four tool dimensions; each ≥ 0, summing to more than 0."""
+    """Weights of the four tool dimensions; each ≥ 0, summing to a finite number above 0.
+
+    Four weights of 1e308 each are finite but sum to infinity, which would normalise
+    every weight to 0 and score a perfect call 0.0: refused.
+    """
 
     selection: float = Field(0.25, ge=0)
     parameters: float = Field(0.25, ge=0)
@@ -94,8 +150,9 @@ class ToolWeights(_Request):
 
     @model_validator(mode="after")
     def _positive_sum(self) -> ToolWeights:
-        if self.selection + self.parameters + self.sequence + self.utilization <= 0:
-            raise ValueError("tool_weights must sum to more than 0")
+        total = self.selection + self.parameters + self.sequence + self.utilization
+        if not 0 < total < float("inf"):
+            raise ValueError("tool_weights must sum to a finite number greater than 0")
         return self
 
     def normalised(self) -> ToolWeights:
@@ -109,18 +166,30 @@ class ToolWeights(_Request):
         )
 
 
+PRIOR_RANGE = (0.001, 1e6)
+"""Accepted values of each Beta prior parameter. Outside it scipy's Beta quantiles
+become NaN or meaningless for some (n, c), and no real prior needs more."""
+
+
 class StatisticalMode(_Request):
     """How p is estimated: a point estimate, or a Beta posterior with credible intervals."""
 
     mode: Literal["frequentist", "bayesian"] = "frequentist"
     ci_level: float = Field(0.95, gt=0, lt=1)
-    prior: tuple[float, float] = (1.0, 1.0)
+    prior: list[float] = Field(default_factory=lambda: [1.0, 1.0], min_length=2, max_length=2)
+
+    @field_validator("prior", mode="before")
+    @classmethod
+    def _prior_from_tuple(cls, value: Any) -> Any:
+        # Library callers write `prior=(1, 1)`; JSON has only lists. The items stay strict.
+        return list(value) if isinstance(value, tuple) else value
 
     @field_validator("prior")
     @classmethod
-    def _positive_prior(cls, prior: tuple[float, float]) -> tuple[float, float]:
-        if prior[0] <= 0 or prior[1] <= 0:
-            raise ValueError("both prior parameters must be greater than 0")
+    def _prior_in_range(cls, prior: list[float]) -> list[float]:
+        low, high = PRIOR_RANGE
+        if not all(low <= value <= high for value in prior):
+            raise ValueError(f"both prior parameters must be between {low:g} and {high:g}")
         return prior
 
 
@@ -134,6 +203,7 @@ class EvaluationConfig(_Request):
     threshold: float = Field(0.7, ge=0, le=1)
     tool_threshold: float = Field(0.75, ge=0, le=1)
     tool_weights: ToolWeights = Field(default_factory=ToolWeights)
+    tool_dimension_floor: float = Field(0.5, ge=0, le=1)
     use_structured_output: bool = False
     structured_output_method: StructuredOutputMethod | None = None
     bos_json_clause: str = "```json"
@@ -167,18 +237,37 @@ class RunRequest(_Request):
 
 
 class NonFiniteNumber(ValueError):
-    """A JSON text holds NaN or Infinity, which Python's json reads but RFC 8259 does not allow."""
+    """A JSON text holds NaN, Infinity, or a number too large for a float (``1e309``),
+    which Python's json reads as infinity but RFC 8259 gives no meaning."""
 
 
 def _refuse_constant(name: str) -> float:
     raise NonFiniteNumber(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise NonFiniteNumber(f"{shown} is too large for a number")
+    return value
+
+
 def loads_json(data: str | bytes) -> Any:
-    """`json.loads` that refuses NaN and ±Infinity with `NonFiniteNumber`: a NaN tool
-    parameter could never agree with anything, and a NaN score would poison the sums.
-    Other malformed JSON raises `json.JSONDecodeError` (a `ValueError`) as usual."""
-    return json.loads(data, parse_constant=_refuse_constant)
+    """`json.loads` that refuses NaN, ±Infinity and overflowing numbers with `NonFiniteNumber`:
+    a NaN tool parameter could never agree with anything, and a NaN score would poison
+    the sums. Other malformed JSON raises `json.JSONDecodeError` (a `ValueError`) as usual."""
+    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def describe_json_error(error: ValueError) -> str:
+    """A one-line reason a JSON text was refused, with its line and column when known.
+
+    Never quotes the text itself, which could hold a key.
+    """
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg} at line {error.lineno}, column {error.colno}"
+    return str(error) if isinstance(error, NonFiniteNumber) else "not valid JSON"
 
 
 def field_path(location: tuple[int | str, ...]) -> str:
@@ -213,7 +302,8 @@ class ToolCorrectnessScore(_Result):
 
 
 class InteractionResult(_Result):
-    """Per-turn detail. `answer_score` is None when the judge could not score the turn."""
+    """Per-turn detail. `answer_score` is None when the judge could not score the turn.
+    `observation` is the turn's own (what the agent saw), echoed for the report."""
 
     qa_id: str
     answer_score: float | None
@@ -222,6 +312,7 @@ class InteractionResult(_Result):
     is_correct: bool | None
     judge_reasoning: str | None
     error: str | None
+    observation: str | None = None
 
 
 class RateEstimate(_Result):

@@ -74,12 +74,15 @@ def load_conversations(data: bytes | str) -> list[ConversationMetrics]:
     return _CONVERSATIONS.validate_json(data)
 
 
-def reduce_shards(shards: Iterable[list[ConversationMetrics]], config: EvaluationConfig) -> EvaluationResult:
+def reduce_shards(
+    shards: Iterable[list[ConversationMetrics]], config: EvaluationConfig, warnings_of_input: Sequence[str] = ()
+) -> EvaluationResult:
     """The evaluation's result from its shards' metrics, given in the order of `plan_shards`.
 
-    Exactly the result of evaluating all the conversations at once. Raises
+    Exactly the result of evaluating all the conversations at once (pass the
+    `schemas.input_warnings` of the whole request as `warnings_of_input`). Raises
     `evaluate.NoConversationScored` when no conversation of any shard was scored.
     """
     from fair_forge_core.evaluate import build_result
 
-    return build_result([conversation for shard in shards for conversation in shard], config)
+    return build_result([conversation for shard in shards for conversation in shard], config, warnings_of_input)

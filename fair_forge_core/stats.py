@@ -10,11 +10,21 @@ With n trials of which c succeeded:
   their equal-tailed credible bounds are the Beta quantiles pushed through the
   formula. No sampling: the same input always gives the same numbers.
 
+Precision: 1 − (1 − x)^k is computed as −expm1(k·log1p(−x)), so a small value keeps
+its digits (pass@1 equals pass^1 even at 1e-231). Where a tier depends on a point
+estimate, `exact_point_estimates` gives it as a fraction (plug-in, and posterior
+means with the prior read as the decimal it was written as), so a value exactly on a
+boundary — E[p^6] = 1/2 for 5 of 5 with a uniform prior — falls on the side the
+rule says, not on the side float rounding picks.
+
 Pure functions, no I/O. `scipy.special` is imported only when a credible interval
 is asked for, so the frequentist path pays nothing for it.
 """
 
 from __future__ import annotations
+
+import math
+from fractions import Fraction
 
 from fair_forge_core.schemas import CurvePoint, RateEstimate, StatisticalMode
 
@@ -33,13 +43,21 @@ def _check_counts(n: int, c: int, k: int) -> None:
         raise ValueError(f"k must be at least 1, got {k}")
 
 
+def at_least_one_of(p: float, k: int) -> float:
+    """1 − (1 − p)^k, the chance of at least one success in k trials of probability p,
+    computed as −expm1(k·log1p(−p)) so that a small result keeps its digits."""
+    if p >= 1.0:
+        return 1.0
+    return -math.expm1(k * math.log1p(-p))
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Plug-in probability of at least one success in k attempts: 1 − (1 − c/n)^k.
 
     Raises ValueError unless n ≥ 1, 0 ≤ c ≤ n and k ≥ 1 (TypeError for non-ints).
     """
     _check_counts(n, c, k)
-    return 1.0 - (1.0 - c / n) ** k
+    return at_least_one_of(c / n, k)
 
 
 def pass_pow_k(n: int, c: int, k: int) -> float:
@@ -51,18 +69,15 @@ def pass_pow_k(n: int, c: int, k: int) -> float:
 def pass_at_k_unbiased(n: int, c: int, k: int) -> float | None:
     """Unbiased 1 − C(n−c, k)/C(n, k); None when k > n.
 
-    Computed as 1 − ∏_{i=n−c+1}^{n} (1 − k/i), which never forms a binomial
-    coefficient and so neither overflows nor loses precision for large n.
+    Computed as 1 − ∏_{i=n−c+1}^{n} (1 − k/i) = −expm1(Σ log1p(−k/i)), which never
+    forms a binomial coefficient and so neither overflows nor loses digits for large n.
     """
     _check_counts(n, c, k)
     if k > n:
         return None
     if n - c < k:
         return 1.0
-    product = 1.0
-    for i in range(n - c + 1, n + 1):
-        product *= 1.0 - k / i
-    return 1.0 - product
+    return -math.expm1(math.fsum(math.log1p(-k / i) for i in range(n - c + 1, n + 1)))
 
 
 def pass_pow_k_unbiased(n: int, c: int, k: int) -> float | None:
@@ -87,8 +102,31 @@ def posterior_mean_pass_pow_k(alpha: float, beta: float, k: int) -> float:
 
 
 def posterior_mean_pass_at_k(alpha: float, beta: float, k: int) -> float:
-    """E[1 − (1 − p)^k] for p ~ Beta(alpha, beta), using 1 − p ~ Beta(beta, alpha)."""
-    return 1.0 - posterior_mean_pass_pow_k(beta, alpha, k)
+    """E[1 − (1 − p)^k] for p ~ Beta(alpha, beta), using 1 − p ~ Beta(beta, alpha):
+    1 − ∏_{i<k} (beta + i)/(alpha + beta + i) = −expm1(Σ log1p(−alpha/(alpha + beta + i)))."""
+    return -math.expm1(math.fsum(math.log1p(-alpha / (alpha + beta + i)) for i in range(k)))
+
+
+def exact_point_estimates(n: int, c: int, k: int, mode: StatisticalMode) -> tuple[Fraction, Fraction]:
+    """(pass@k, pass^k) of `estimate_rates` as exact fractions, for decisions on boundaries.
+
+    Frequentist: 1 − (1 − c/n)^k and (c/n)^k. Bayesian: the posterior means, with each
+    prior parameter read as the shortest decimal of its float (the 0.1 a caller wrote
+    is 1/10, not the binary float nearest to it).
+    """
+    _check_counts(n, c, k)
+    if mode.mode == "frequentist":
+        p = Fraction(c, n)
+        return 1 - (1 - p) ** k, p**k
+    # With a = A/D and b = B/D over one denominator, every factor is a ratio of integers:
+    # (a + c + i)/(a + b + n + i) = (A + D(c + i))/(A + B + D(n + i)). One gcd at the end.
+    a, b = (Fraction(repr(value)) for value in mode.prior)
+    d = math.lcm(a.denominator, b.denominator)
+    big_a, big_b = a.numerator * (d // a.denominator), b.numerator * (d // b.denominator)
+    totals = math.prod(big_a + big_b + d * (n + i) for i in range(k))
+    pow_k = Fraction(math.prod(big_a + d * (c + i) for i in range(k)), totals)
+    none_in_k = Fraction(math.prod(big_b + d * (n - c + i) for i in range(k)), totals)
+    return 1 - none_in_k, pow_k
 
 
 def beta_credible_interval(alpha: float, beta: float, level: float) -> tuple[float, float]:
@@ -96,7 +134,10 @@ def beta_credible_interval(alpha: float, beta: float, level: float) -> tuple[flo
     from scipy.special import betaincinv
 
     tail = (1.0 - level) / 2.0
-    return float(betaincinv(alpha, beta, tail)), float(betaincinv(alpha, beta, 1.0 - tail))
+    low, high = float(betaincinv(alpha, beta, tail)), float(betaincinv(alpha, beta, 1.0 - tail))
+    if not (0.0 <= low <= high <= 1.0):  # NaN included: never a bound, nor a tier, from it
+        raise ValueError(f"no credible interval for Beta({alpha:g}, {beta:g}) at level {level:g}")
+    return low, high
 
 
 def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimate:
@@ -114,8 +155,8 @@ def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimat
     return RateEstimate(
         pass_at_k=posterior_mean_pass_at_k(alpha, beta, k),
         pass_pow_k=posterior_mean_pass_pow_k(alpha, beta, k),
-        pass_at_k_ci_low=1.0 - (1.0 - low) ** k,
-        pass_at_k_ci_high=1.0 - (1.0 - high) ** k,
+        pass_at_k_ci_low=at_least_one_of(low, k),
+        pass_at_k_ci_high=at_least_one_of(high, k),
         pass_pow_k_ci_low=low**k,
         pass_pow_k_ci_high=high**k,
     )

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Literal
 
 Tier = Literal["reliable", "inconsistent", "functional", "needs_improvement"]
 
 MIN_RELIABLE_SAMPLE = 30
+
+BOUNDARIES = (Fraction(95, 100), Fraction(70, 100), Fraction(50, 100))
+"""The values §7 compares against, as exact fractions (0.95 as a float is not 95/100)."""
+
+BOUND_SNAP = 1e-12
+"""How close a credible bound must be to a boundary to count as on it (see `on_boundary`)."""
 
 _EXPLANATIONS: dict[str, str] = {
     "reliable": "succeeds almost always within {k} attempts and is consistent: ready for production",
@@ -16,8 +23,13 @@ _EXPLANATIONS: dict[str, str] = {
 }
 
 
-def interpret(pass_at_k: float, pass_pow_k: float) -> Tier:
+def interpret(pass_at_k: float | Fraction, pass_pow_k: float | Fraction) -> Tier:
     """The tier of a (pass@k, pass^k) pair, rules tried in this order.
+
+    Comparisons are exact: a fraction as it is, a float as the shortest decimal that
+    reads back as it (0.7 is 7/10; 0.49999999999999994 stays below 1/2). So a value
+    exactly on a boundary must be passed exactly: `stats.exact_point_estimates`, or
+    `on_boundary` for a credible bound.
 
     - ``reliable``: pass@k > 0.95 and pass^k > 0.70
     - ``inconsistent``: pass@k > 0.95 and pass^k < 0.50
@@ -25,13 +37,34 @@ def interpret(pass_at_k: float, pass_pow_k: float) -> Tier:
     - ``functional``: everything else (including pass@k > 0.95 with 0.50 ≤ pass^k ≤ 0.70,
       and the boundaries pass@k = 0.95 or 0.70 exactly)
     """
-    if pass_at_k > 0.95 and pass_pow_k > 0.70:
+    at_95, at_70, at_50 = BOUNDARIES
+    pass_at_k, pass_pow_k = _exact(pass_at_k), _exact(pass_pow_k)
+    if pass_at_k > at_95 and pass_pow_k > at_70:
         return "reliable"
-    if pass_at_k > 0.95 and pass_pow_k < 0.50:
+    if pass_at_k > at_95 and pass_pow_k < at_50:
         return "inconsistent"
-    if pass_at_k < 0.70:
+    if pass_at_k < at_70:
         return "needs_improvement"
     return "functional"
+
+
+def _exact(value: float | Fraction) -> Fraction:
+    return value if isinstance(value, Fraction) else Fraction(repr(float(value)))
+
+
+def on_boundary(bound: float) -> float | Fraction:
+    """A credible bound as `interpret` should see it: the boundary itself when the bound is
+    within `BOUND_SNAP` of one, else the bound.
+
+    Beta quantiles are irrational in general and computed to about 1e-15; the bounds
+    that land exactly on a boundary are closed forms (5 of 5 correct, k = 3, ci_level
+    0.5: pass^3's lower bound is 0.25^(1/2) = 0.5 exactly) that rounding would put on
+    either side.
+    """
+    for boundary in BOUNDARIES:
+        if abs(bound - float(boundary)) <= BOUND_SNAP:
+            return boundary
+    return bound
 
 
 def explain(tier: Tier, pass_at_k: float, pass_pow_k: float, k: int) -> str:

@@ -4,12 +4,17 @@
 it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
 
 - **Pairing.** Each expected call is paired with at most one used call of the same
-  name. Per name, the pairing maximises the total parameter agreement (an optimal
-  assignment), so repeated calls of one tool are compared with the right partner.
-  Calls of one name are first put in order (see *Order*); among pairings of equal
-  total agreement the one pairing the k-th expected call with the k-th used call
-  is preferred, then whatever is first in that order. Every name pairs
-  ``min(#expected, #used)`` calls, even when their parameters disagree entirely.
+  name, and every name pairs ``min(#expected, #used)`` calls, even when their
+  parameters disagree entirely. The pairing maximises the total parameter agreement
+  exactly (agreements are compared as fractions, never with an epsilon), so repeated
+  calls of one tool are compared with the right partner. Among pairings of equal
+  total agreement, the one that keeps the most calls in order wins: the longest
+  common subsequence of the expected order and the used order of the paired calls
+  (see *Sequence*), then the first in call order. Expected ``[a, b, c]`` and used
+  ``[c, b, a, b, c]`` pair with the used ``a, b, c`` in that order. This tie-break is
+  exact whenever at most 720 candidate pairings are of maximal agreement (every turn
+  with up to six calls of each tool); in larger turns ties go to the pairs of one
+  in-order alignment of the two call lists (`_in_order_alignment`).
 - **Selection.** Multiset Jaccard of tool names, ``|E ∩ U| / |E ∪ U|``; 1.0 when
   both are empty. Expected ``[a, a, b]`` vs used ``[a, b, c]`` gives 2/4.
 - **Parameters.** Per expected call, the share of keys (the union of both sides'
@@ -23,16 +28,23 @@ it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
   swapped calls score 0.5.
 - **Order.** On each side separately: by ``step`` when every call has one (equal
   steps keep list order), otherwise list order.
-- **Utilization.** 1.0 if the trace reports ``final_answer_uses_tools: true``, else
-  0.0 (also with no trace). Using no tool at all scores 0.0 when tools were expected
-  (whatever the trace claims) and 1.0 when none were, as there is nothing to use. Separately, ``result_in_answer`` says whether a tool
-  result appears in the answer: None when no used call has a non-None result;
-  numbers match a number token of the answer (8 matches "The result is 8.", 8.0
-  matches "8", "1,000" reads as 1000; equal within a relative 1e-9); strings match
-  as case- and whitespace-insensitive substrings (an empty string never matches);
-  other values match as a substring of their JSON text (same insensitivity).
-- **Overall.** The weighted sum with `ToolWeights.normalised()` (capped at 1.0
-  against float rounding); correct ⇔ overall ≥ ``tool_threshold`` − 1e-9.
+- **Utilization.** Using no tool at all scores 0.0 when tools were expected
+  (whatever the trace claims) and 1.0 when none were, as there is nothing to use.
+  Otherwise the reported ``final_answer_uses_tools`` (1.0 or 0.0); where the agent
+  did not report it, ``result_in_answer`` decides (true → 1.0, false or None → 0.0).
+- **result_in_answer** says whether a tool result appears in the answer: None when
+  no used call has a non-None result. A structured result appears when one of its
+  leaf values does (``{"temp_c": 18, "condition": "cloudy"}`` in "18°C and
+  cloudy"); numbers match a number token of the answer (8 matches "The result is
+  8.", 8.0 matches "8", "1,000" reads as 1000; equal within a relative 1e-9); strings
+  match as case- and whitespace-insensitive substrings (an empty string never
+  matches); bools and None never match.
+- **Overall.** The weighted sum with the normalised weights (capped at 1.0 against
+  float rounding). Correct ⇔ overall ≥ ``tool_threshold`` and no dimension of
+  positive weight is below ``dimension_floor`` (config ``tool_dimension_floor``,
+  default 0.5), both with a 1e-9 tolerance. So a call of the right tool with every
+  argument wrong (parameters 0, overall 0.75) fails by default; a floor of 0 gives
+  the sources' rule (overall alone).
 - **Tool-call F1** (seed 004, multisets rather than Ragas' sets): a used call
   matches an expected call when the names are equal and every parameter agrees
   (the parameter share is 1); matches are one-to-one, found by an optimal
@@ -50,9 +62,11 @@ rule instead of a plain value. A rule is a dict of exactly one of these shapes:
 
 - ``{"$any_of": [v1, v2, ...]}`` agrees with any listed value (each compared with
   `values_agree`, so options may be rules themselves);
-- ``{"$approx": 3.14, "tol": 0.01}`` agrees with a number within the absolute
-  tolerance ``tol`` or the relative tolerance ``rel`` (both optional, ≥ 0, default
-  0, bounds inclusive); bools never match;
+- ``{"$approx": 3.14, "tol": 0.01}`` agrees with a number u when
+  ``|u − x| ≤ max(tol, rel·max(|u|, |x|))`` (``tol`` and ``rel`` optional, ≥ 0, default
+  0); bounds are inclusive up to a few units in the last place of the numbers
+  compared (so 1000000.01 is on the bound of 1000000 ± 0.01, 1e15 + 100 is not within
+  0.01 of 1e15, and 1e-13 is not 0 ± 0); bools never match;
 - ``{"$text": "New York"}`` agrees with a string equal after case folding,
   collapsing runs of whitespace and stripping;
 - ``{"$any": true}`` agrees with any value, but the key must be present on the
@@ -65,20 +79,23 @@ mean something on the expected side; on the used side such a dict is plain data.
 
 from __future__ import annotations
 
-import json
+import bisect
+import itertools
 import math
 import numbers
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel
 
 from fair_forge_core.schemas import (
     AgenticTrace,
+    EvaluationConfig,
     ExpectedToolCall,
     GroundTruthAgentic,
     ToolCall,
@@ -99,14 +116,11 @@ __all__ = [
 THRESHOLD_TOLERANCE = 1e-9
 """Slack of the ``overall ≥ tool_threshold`` comparison (float sums of weights)."""
 
-_TIE_BONUS = 1e-9
-"""Total bonus that prefers pairing k-th with k-th among equally good pairings.
-
-It is far below the smallest real difference between two total agreements
-(1 / lcm of the key counts, ≥ 1e-8 for calls of up to 22 keys)."""
-
-_APPROX_SLACK = 1e-12
-"""Added to ``$approx`` tolerances so that a bound is inclusive despite float rounding."""
+_APPROX_SLACK_ULPS = 4 * sys.float_info.epsilon
+"""Slack of an ``$approx`` bound, relative to the magnitude of the numbers compared: a
+few units in the last place, so that a bound written in decimal (1000000.01 against
+1000000 with tol 0.01) is inclusive despite binary rounding, while no real
+difference (1e15 + 100 against 1e15) hides in it."""
 
 _NUMBER_TOKEN = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w|\.\d)")
 
@@ -150,7 +164,10 @@ def _approx_matcher(rule: Mapping[str, Any]) -> Callable[[Any], bool] | None:
         return None
 
     def matches(used: Any) -> bool:
-        return _is_number(used) and math.isclose(used, target, rel_tol=rel + _APPROX_SLACK, abs_tol=tol + _APPROX_SLACK)
+        if not _is_number(used):
+            return False
+        magnitude = max(abs(used), abs(target))
+        return abs(used - target) <= max(tol, rel * magnitude) + _APPROX_SLACK_ULPS * max(magnitude, tol)
 
     return matches
 
@@ -245,37 +262,31 @@ class _Pair:
     wrong_keys: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class _Cell:
+    """`parameter_agreement` of one (expected, used) call pair, also as an exact fraction."""
+
+    share: float
+    exact: Fraction
+    wrong_keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _NameTable:
+    """For one tool name: its expected and used indices (each in call order) and the
+    agreement of every (expected, used) pair of them, `cells[row][column]`."""
+
+    expected: list[int]
+    used: list[int]
+    cells: list[list[_Cell]]
+
+
 def _in_order(calls: Sequence[AnyCall]) -> list[int]:
     """Indices of `calls` in call order: by ``step`` (ties in list order) when every call
     has one, else list order — a partial numbering cannot say where the others go."""
     if calls and all(call.step is not None for call in calls):
         return sorted(range(len(calls)), key=lambda i: (calls[i].step, i))
     return list(range(len(calls)))
-
-
-def _best_assignment(weights: list[list[float]]) -> list[tuple[int, int]]:
-    """A one-to-one (row, column) assignment of maximum total weight.
-
-    It has ``min(rows, columns)`` pairs. Ties go to the pairing that matches row k
-    with column k, then to the first row or column. With a single row or column
-    this is an arg-max; otherwise scipy's `linear_sum_assignment` (imported here,
-    so that importing this module does not import scipy).
-    """
-    rows = len(weights)
-    columns = len(weights[0]) if rows else 0
-    if rows == 0 or columns == 0:
-        return []
-    if rows == 1:
-        return [(0, max(range(columns), key=lambda j: weights[0][j]))]
-    if columns == 1:
-        return [(max(range(rows), key=lambda i: weights[i][0]), 0)]
-
-    from scipy.optimize import linear_sum_assignment
-
-    bonus = _TIE_BONUS / min(rows, columns)
-    matrix = [[w + (bonus if i == j else 0.0) for j, w in enumerate(row)] for i, row in enumerate(weights)]
-    row_indices, column_indices = linear_sum_assignment(matrix, maximize=True)
-    return [(int(i), int(j)) for i, j in zip(row_indices, column_indices, strict=True)]
 
 
 def _indices_by_name(calls: Sequence[AnyCall]) -> dict[str, list[int]]:
@@ -286,12 +297,7 @@ def _indices_by_name(calls: Sequence[AnyCall]) -> dict[str, list[int]]:
     return groups
 
 
-_AgreementTable = tuple[list[int], list[int], list[list[tuple[float, list[str]]]]]
-"""For one tool name: expected indices, used indices (each in call order), and
-`parameter_agreement` of every (expected, used) pair of them."""
-
-
-def _agreement_tables(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> list[_AgreementTable]:
+def _name_tables(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> list[_NameTable]:
     """Per expected tool name, the parameter agreement of its expected and used calls.
 
     Computed once per turn; both the pairing and the tool-call F1 read it.
@@ -300,21 +306,149 @@ def _agreement_tables(expected: Sequence[ExpectedToolCall], used: Sequence[ToolC
     tables = []
     for name, expected_indices in _indices_by_name(expected).items():
         used_indices = used_by_name.get(name, [])
-        table = [
-            [parameter_agreement(expected[e].parameters, used[u].parameters) for u in used_indices]
-            for e in expected_indices
-        ]
-        tables.append((expected_indices, used_indices, table))
+        cells = []
+        for e in expected_indices:
+            row = []
+            for u in used_indices:
+                share, wrong = parameter_agreement(expected[e].parameters, used[u].parameters)
+                keys = len(set(expected[e].parameters) | set(used[u].parameters))
+                row.append(_Cell(share, Fraction(keys - len(wrong), keys) if keys else Fraction(1), tuple(wrong)))
+            cells.append(row)
+        tables.append(_NameTable(expected_indices, used_indices, cells))
     return tables
 
 
-def _pair_calls(tables: Sequence[_AgreementTable]) -> list[_Pair]:
-    """Pair expected with used calls of the same name, maximising total parameter agreement."""
-    pairs: list[_Pair] = []
-    for expected_indices, used_indices, table in tables:
-        for row, column in _best_assignment([[share for share, _ in cells] for cells in table]):
-            share, wrong = table[row][column]
-            pairs.append(_Pair(expected_indices[row], used_indices[column], share, tuple(wrong)))
+def _best_assignment(weights: list[list[int]]) -> list[tuple[int, int]]:
+    """A one-to-one (row, column) assignment of maximum total integer weight, with
+    ``min(rows, columns)`` pairs: scipy's `linear_sum_assignment` (imported here, so that
+    importing this module does not import scipy). Integer weights below 2**53 keep it exact."""
+    if not weights or not weights[0]:
+        return []
+    from scipy.optimize import linear_sum_assignment
+
+    row_indices, column_indices = linear_sum_assignment(weights, maximize=True)
+    return [(int(i), int(j)) for i, j in zip(row_indices, column_indices, strict=True)]
+
+
+_EXACT_SEARCH_LIMIT = 720
+"""Most candidate pairings searched exhaustively for the longest in-order subsequence
+(6! — every pairing of up to six calls of one name, or several smaller names)."""
+
+_Assignment = tuple[tuple[int, int], ...]  # (row, column) cells of one name table
+
+
+def _assignments(rows: int, columns: int) -> Iterable[_Assignment]:
+    """Every one-to-one assignment of ``min(rows, columns)`` pairs, the in-order one first."""
+    if rows <= columns:
+        return (tuple(enumerate(chosen)) for chosen in itertools.permutations(range(columns), rows))
+    return (
+        tuple((row, column) for column, row in enumerate(chosen))
+        for chosen in itertools.permutations(range(rows), columns)
+    )
+
+
+def _optimal_assignments(table: _NameTable, preferred: set[tuple[int, int]]) -> list[_Assignment]:
+    """The assignments of one name of maximal total agreement (exact fractions).
+
+    All of them when there are at most `_EXACT_SEARCH_LIMIT` assignments to look at;
+    otherwise one, found by integer weights that rank by total agreement first and
+    by the number of `preferred` (expected index, used index) pairs second.
+    """
+    rows, columns = len(table.expected), len(table.used)
+    if columns == 0:
+        return [()]
+    if math.perm(max(rows, columns), min(rows, columns)) <= _EXACT_SEARCH_LIMIT:
+        best: list[_Assignment] = []
+        best_total = Fraction(-1)
+        for assignment in _assignments(rows, columns):
+            total = sum((table.cells[r][c].exact for r, c in assignment), Fraction(0))
+            if total > best_total:
+                best, best_total = [assignment], total
+            elif total == best_total:
+                best.append(assignment)
+        return best
+    scale = math.lcm(*{cell.exact.denominator for row in table.cells for cell in row})
+    levels = min(rows, columns) + 1  # more than any count of preferred pairs: agreement always ranks first
+    weights = [
+        [
+            int(cell.exact * scale) * levels + ((table.expected[r], table.used[c]) in preferred)
+            for c, cell in enumerate(row)
+        ]
+        for r, row in enumerate(table.cells)
+    ]
+    return [tuple(_best_assignment(weights))]
+
+
+def _in_order_alignment(
+    expected: Sequence[AnyCall], used: Sequence[AnyCall], tables: Sequence[_NameTable]
+) -> set[tuple[int, int]]:
+    """(expected, used) pairs of one in-order alignment of the two call sequences: same-name
+    pairs, increasing on both sides, with the highest total agreement (then the most pairs)."""
+    exact = {
+        (table.expected[r], table.used[c]): cell.exact
+        for table in tables
+        for r, row in enumerate(table.cells)
+        for c, cell in enumerate(row)
+    }
+    first, second = _in_order(expected), _in_order(used)
+    zero = (Fraction(0), 0)
+    best = [[zero] * (len(second) + 1) for _ in range(len(first) + 1)]
+    for i in range(len(first) - 1, -1, -1):
+        for j in range(len(second) - 1, -1, -1):
+            candidate = max(best[i + 1][j], best[i][j + 1])
+            share = exact.get((first[i], second[j]))
+            if share is not None:
+                after = best[i + 1][j + 1]
+                candidate = max(candidate, (after[0] + share, after[1] + 1))
+            best[i][j] = candidate
+    chain: set[tuple[int, int]] = set()
+    i = j = 0
+    while i < len(first) and j < len(second):
+        share = exact.get((first[i], second[j]))
+        after = best[i + 1][j + 1]
+        if share is not None and best[i][j] == (after[0] + share, after[1] + 1):
+            chain.add((first[i], second[j]))
+            i, j = i + 1, j + 1
+        elif best[i + 1][j] >= best[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return chain
+
+
+def _pair_calls(
+    expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall], tables: Sequence[_NameTable]
+) -> list[_Pair]:
+    """Pair expected with used calls of the same name: maximal total parameter agreement
+    (exactly), then the most calls kept in order (see the module docstring)."""
+    alignment = _in_order_alignment(expected, used, tables)
+    options = [_optimal_assignments(table, alignment) for table in tables]
+    combinations = math.prod(len(choices) for choices in options)
+    if combinations == 1:
+        chosen = [choices[0] for choices in options]
+    elif combinations <= _EXACT_SEARCH_LIMIT:
+        expected_order = _in_order(expected)
+        used_position = {index: position for position, index in enumerate(_in_order(used))}
+
+        def kept_in_order(combination: tuple[_Assignment, ...]) -> int:
+            partners = sorted(
+                (used_position[table.used[c]], table.expected[r])
+                for table, assignment in zip(tables, combination, strict=True)
+                for r, c in assignment
+            )
+            return len(_longest_common_subsequence(expected_order, [e for _, e in partners]))
+
+        chosen = list(max(itertools.product(*options), key=kept_in_order))  # max keeps the first of equals
+    else:
+        chosen = [
+            max(choices, key=lambda a, t=table: sum((t.expected[r], t.used[c]) in alignment for r, c in a))
+            for table, choices in zip(tables, options, strict=True)
+        ]
+    pairs = [
+        _Pair(table.expected[r], table.used[c], table.cells[r][c].share, table.cells[r][c].wrong_keys)
+        for table, assignment in zip(tables, chosen, strict=True)
+        for r, c in assignment
+    ]
     return sorted(pairs, key=lambda pair: pair.expected)
 
 
@@ -382,21 +516,25 @@ def _sequence(
     return len(common) / len(expected), set(used_order) - set(common)
 
 
-def _utilization(used: AgenticTrace | None, expects_tools: bool) -> tuple[float, str | None]:
-    """1.0 if the trace reports that the answer uses tool results, and a note if not.
+def _utilization(
+    used: AgenticTrace | None, expects_tools: bool, result_in_answer: bool | None
+) -> tuple[float, str | None]:
+    """The utilization score and, below 1.0, a note saying why.
 
-    A turn whose ground truth expects no tools and that used none has nothing to
-    utilise: 1.0, so answering without tools when none are wanted is a perfect score.
+    No tool used: 0.0 when tools were expected (there is no result to use), 1.0 when
+    none were (nothing to use, nothing missed). Otherwise the reported
+    `final_answer_uses_tools`; where the agent did not report it, `result_in_answer`
+    decides (no result to look for counts as not shown).
     """
-    if used is None:
-        return (0.0, "utilization not reported (no agentic trace)") if expects_tools else (1.0, None)
-    if not used.tools_used:
+    if used is None or not used.tools_used:
         return (0.0, "no tool was used, so no tool result could be used") if expects_tools else (1.0, None)
-    if used.final_answer_uses_tools:
+    if used.final_answer_uses_tools is not None:
+        return (1.0, None) if used.final_answer_uses_tools else (0.0, "final answer does not use tool results")
+    if result_in_answer:
         return 1.0, None
-    if "final_answer_uses_tools" not in used.model_fields_set:
-        return 0.0, "utilization not reported (final_answer_uses_tools missing)"
-    return 0.0, "final answer does not use tool results"
+    if result_in_answer is False:
+        return 0.0, "final_answer_uses_tools not reported, and no tool result appears in the answer"
+    return 0.0, "final_answer_uses_tools not reported, and no tool returned a result to look for in the answer"
 
 
 def _numbers_in(text: str) -> list[float]:
@@ -404,32 +542,50 @@ def _numbers_in(text: str) -> list[float]:
     return [float(token.replace(",", "")) for token in _NUMBER_TOKEN.findall(text)]
 
 
+def _leaf_values(value: Any) -> Iterator[Any]:
+    """The numbers and strings at the leaves of a tool result (dict values and list items,
+    at any depth), in order. Bools and None are no evidence ("true" is in many answers)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+        elif isinstance(item, str) or _is_number(item):
+            yield item
+
+
 def find_result_in_answer(calls: Sequence[ToolCall], answer: str) -> bool | None:
     """Whether any tool result appears in the answer; None if no call has a result.
 
-    Numbers (not bools) match a number token of the answer of equal value (relative
-    tolerance 1e-9, for float noise). Strings match as a case- and
-    whitespace-insensitive substring; an empty string never matches. Any other
-    value matches as such a substring of its JSON text (``true``, ``[1, 2]``).
+    A result appears when one of its leaf values does (`_leaf_values`: the values of
+    an object or list, at any depth, so ``{"temp_c": 18, "condition": "cloudy"}``
+    appears in "It's 18°C and cloudy"). A number (not a bool) appears as a number
+    token of the answer of equal value (relative tolerance 1e-9, for float noise; "1,000"
+    reads as 1000); a string as a case- and whitespace-insensitive substring (an empty
+    string never matches). Bools and None never match.
     """
     results = [call.result for call in calls if call.result is not None]
     if not results:
         return None
     text = _normalise_text(answer)
     answer_numbers: list[float] | None = None
-    for result in results:
-        if _is_number(result):
-            if answer_numbers is None:
-                answer_numbers = _numbers_in(answer)
-            if any(math.isclose(number, result, rel_tol=1e-9) for number in answer_numbers):
+    for leaf in (leaf for result in results for leaf in _leaf_values(result)):
+        if isinstance(leaf, str):
+            needle = _normalise_text(leaf)
+            if needle and needle in text:
                 return True
             continue
-        if isinstance(result, str):
-            needle = _normalise_text(result)
-        else:
-            needle = _normalise_text(json.dumps(result, sort_keys=True, ensure_ascii=False, default=str))
-        if needle and needle in text:
-            return True
+        if answer_numbers is None:
+            answer_numbers = sorted(_numbers_in(answer))
+        # Candidates within twice the tolerance, then the exact test: near-linear in the numbers.
+        window = 2e-9 * abs(leaf)
+        at = bisect.bisect_left(answer_numbers, leaf - window)
+        while at < len(answer_numbers) and answer_numbers[at] <= leaf + window:
+            if math.isclose(answer_numbers[at], leaf, rel_tol=1e-9):
+                return True
+            at += 1
     return False
 
 
@@ -441,19 +597,17 @@ def tool_call_f1(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall])
     one-to-one and maximal. Both sides empty → (1, 1, 1); an empty side makes its
     undefined ratio 0.0, and F1 is 0.0 whenever precision + recall is 0.
     """
-    return _tool_call_f1(len(expected), len(used), _agreement_tables(expected, used))
+    return _tool_call_f1(len(expected), len(used), _name_tables(expected, used))
 
 
-def _tool_call_f1(
-    expected_count: int, used_count: int, tables: Sequence[_AgreementTable]
-) -> tuple[float, float, float]:
+def _tool_call_f1(expected_count: int, used_count: int, tables: Sequence[_NameTable]) -> tuple[float, float, float]:
     """`tool_call_f1` from the agreement tables of the turn."""
     if not expected_count and not used_count:
         return 1.0, 1.0, 1.0
     matches = 0
-    for _, _, table in tables:
-        weights = [[1.0 if share == 1.0 else 0.0 for share, _ in cells] for cells in table]
-        matches += sum(1 for row, column in _best_assignment(weights) if weights[row][column] == 1.0)
+    for table in tables:
+        weights = [[int(cell.exact == 1) for cell in row] for row in table.cells]
+        matches += sum(weights[row][column] for row, column in _best_assignment(weights))
     precision = matches / used_count if used_count else 0.0
     recall = matches / expected_count if expected_count else 0.0
     if precision + recall == 0:
@@ -476,9 +630,12 @@ def _reasoning(
     used_names: Counter[str],
     out_of_order: set[int],
     utilization_note: str | None,
-    result_in_answer: bool | None,
+    below_floor: Sequence[tuple[str, float]],
+    dimension_floor: float,
+    contradicted_report: bool,
 ) -> str:
-    """Deterministic explanation: missing, extra, wrong parameters, out of order, utilization."""
+    """Deterministic explanation: missing, extra, wrong parameters, out of order,
+    utilization, then any dimension under the floor."""
     issues: list[str] = []
     if missing := expected_names - used_names:
         issues.append(f"missing: {_names(missing)}")
@@ -496,8 +653,11 @@ def _reasoning(
         issues.append(f"out of order: {', '.join(names)}")
     if utilization_note:
         issues.append(utilization_note)
+    if below_floor:
+        scores = ", ".join(f"{name} {value:.2f}" for name, value in below_floor)
+        issues.append(f"below tool_dimension_floor {dimension_floor:g}: {scores}")
     text = "; ".join(issues) + "." if issues else "All tools used correctly."
-    if result_in_answer is False:
+    if contradicted_report:
         text += " Note: no tool result appears in the answer."
     return text
 
@@ -512,43 +672,46 @@ def score_tool_calls(
     answer: str,
     weights: ToolWeights,
     tool_threshold: float,
+    dimension_floor: float,
 ) -> ToolCorrectnessScore:
     """Score the tools of one turn against its ground truth (rules in the module docstring).
 
-    `used` None (no trace) is scored like a trace with no calls and an unreported
-    utilization: expected tools and none used give a real score with selection 0,
-    never None.
+    Correct ⇔ overall ≥ `tool_threshold` and no dimension of positive weight is below
+    `dimension_floor` (both with a 1e-9 tolerance for float sums). `used` None (no
+    trace) is scored like a trace with no calls: expected tools and none used give a
+    real score with selection 0, never None.
     """
     expected_calls = expected.expected_tools
     used_calls = used.tools_used if used is not None else []
     expected_names = Counter(call.tool_name for call in expected_calls)
     used_names = Counter(call.tool_name for call in used_calls)
 
-    tables = _agreement_tables(expected_calls, used_calls)
-    pairs = _pair_calls(tables)
-    selection = _selection(expected_names, used_names)
-    parameters = _parameters(len(expected_calls), len(used_calls), pairs)
-    sequence, out_of_order = _sequence(expected_calls, used_calls, pairs, expected.tool_sequence_matters)
-    utilization, utilization_note = _utilization(used, expects_tools=bool(expected_calls))
+    tables = _name_tables(expected_calls, used_calls)
+    pairs = _pair_calls(expected_calls, used_calls, tables)
     result_in_answer = find_result_in_answer(used_calls, answer)
+    dimensions = {
+        "selection": _selection(expected_names, used_names),
+        "parameters": _parameters(len(expected_calls), len(used_calls), pairs),
+    }
+    dimensions["sequence"], out_of_order = _sequence(expected_calls, used_calls, pairs, expected.tool_sequence_matters)
+    dimensions["utilization"], utilization_note = _utilization(used, bool(expected_calls), result_in_answer)
     precision, recall, f1 = _tool_call_f1(len(expected_calls), len(used_calls), tables)
 
-    # `weights.normalised()`, without building a model per turn (the same arithmetic).
-    total = weights.selection + weights.parameters + weights.sequence + weights.utilization
-    overall = min(
-        1.0,
-        weights.selection / total * selection
-        + weights.parameters / total * parameters
-        + weights.sequence / total * sequence
-        + weights.utilization / total * utilization,
-    )
+    total = sum(getattr(weights, name) for name in dimensions)
+    overall = min(1.0, sum(getattr(weights, name) / total * value for name, value in dimensions.items()))
+    below_floor = [
+        (name, value)
+        for name, value in dimensions.items()
+        if getattr(weights, name) > 0 and value < dimension_floor - THRESHOLD_TOLERANCE
+    ]
+    reported = used is not None and used.final_answer_uses_tools is not None
     return ToolCorrectnessScore(
-        tool_selection_correct=selection,
-        parameter_accuracy=parameters,
-        sequence_correct=sequence,
-        result_utilization=utilization,
+        tool_selection_correct=dimensions["selection"],
+        parameter_accuracy=dimensions["parameters"],
+        sequence_correct=dimensions["sequence"],
+        result_utilization=dimensions["utilization"],
         overall_correctness=overall,
-        is_correct=overall >= tool_threshold - THRESHOLD_TOLERANCE,
+        is_correct=overall >= tool_threshold - THRESHOLD_TOLERANCE and not below_floor,
         reasoning=_reasoning(
             expected_calls,
             pairs,
@@ -556,7 +719,9 @@ def score_tool_calls(
             used_names,
             out_of_order,
             utilization_note,
-            result_in_answer,
+            below_floor,
+            dimension_floor,
+            contradicted_report=reported and result_in_answer is False,
         ),
         precision=precision,
         recall=recall,
@@ -576,10 +741,16 @@ class ToolScorer:
     data (str, int, float, bool, None, dict, list, tuple) is scored without the memo.
     """
 
-    def __init__(self, weights: ToolWeights, tool_threshold: float) -> None:
+    def __init__(self, weights: ToolWeights, tool_threshold: float, dimension_floor: float) -> None:
         self.weights = weights
         self.tool_threshold = tool_threshold
+        self.dimension_floor = dimension_floor
         self._scores: dict[Hashable, ToolCorrectnessScore] = {}
+
+    @classmethod
+    def for_config(cls, config: EvaluationConfig) -> ToolScorer:
+        """The scorer of an evaluation's `tool_weights`, `tool_threshold` and `tool_dimension_floor`."""
+        return cls(config.tool_weights, config.tool_threshold, config.tool_dimension_floor)
 
     def score(self, used: AgenticTrace | None, expected: GroundTruthAgentic, answer: str) -> ToolCorrectnessScore:
         """The same as `score_tool_calls(used, expected, answer=answer, ...)` with this scorer's config."""
@@ -590,7 +761,12 @@ class ToolScorer:
         if key is not None and (known := self._scores.get(key)) is not None:
             return known
         score = score_tool_calls(
-            used, expected, answer=answer, weights=self.weights, tool_threshold=self.tool_threshold
+            used,
+            expected,
+            answer=answer,
+            weights=self.weights,
+            tool_threshold=self.tool_threshold,
+            dimension_floor=self.dimension_floor,
         )
         if key is not None:
             self._scores[key] = score

@@ -31,6 +31,11 @@ __all__ = [
 
 _SEE_HEALTH = "see GET /health for the list"
 
+NO_KEY_MESSAGE = (
+    "connector.params.api_key is required: this deployment has no provider key of its own "
+    "(the operator can set LLM_API_KEY or LLM_API_KEY_SECRET_ARN)"
+)
+
 
 def allowed_connectors(settings: Settings) -> dict[str, str]:
     """Every accepted spelling → its canonical class path, operator extensions included."""
@@ -80,6 +85,7 @@ def build_judge(class_path: str, params: dict[str, Any], settings: Settings) -> 
             params,
             extra_connectors=settings.extra_connectors,
             server_key=lambda: server_api_key(settings),
+            no_key_message=NO_KEY_MESSAGE,
         )
     except ConnectorNotAllowed as exc:
         raise ConnectorNotAllowed(f"{exc}; {_SEE_HEALTH}") from None
@@ -92,4 +98,5 @@ def judge_for_request(connector: ConnectorSpec, settings: Settings) -> Judge:
         return build_judge(connector.class_path, connector.params, settings)
     except ConnectorError as exc:
         logger.warning("connector refused", extra={"class_path": connector.class_path[:200]})
-        raise RequestError(400, f"Failed to create LLM connector: {exc}") from None
+        details = [{"field": exc.field, "message": str(exc)}] if exc.field else []
+        raise RequestError(400, f"Failed to create LLM connector: {exc}", details) from None

@@ -48,6 +48,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fair_forge_core.redact import redact
+from fair_forge_core.schemas import input_warnings
 from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge, judge_for_request
 from handler.observability import current_secrets, logger, metrics, secrets_masked
 from handler.settings import Settings
@@ -290,6 +291,7 @@ def create_job(
             "params_ciphertext": encrypt_params(request.connector.params, job_id, settings.jobs_kms_key_id),
         },
         "config": body.get("config") or {},
+        "warnings": input_warnings(request.datasets),
         "conversations": len(turn_counts),
         "turns": sum(turn_counts),
         "shards": len(shards),
@@ -593,7 +595,9 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
         with ThreadPoolExecutor(_IO_THREADS) as pool:
             try:  # map keeps the manifest's order, which is the request's order of conversations
-                result = reduce_shards((load_conversations(data) for data in pool.map(fetch, keys)), config)
+                result = reduce_shards(
+                    (load_conversations(data) for data in pool.map(fetch, keys)), config, stored.get("warnings", [])
+                )
             except NoConversationScored as exc:
                 raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
         body = _json_body(result, stored.get("request_id"), job_id=job_id)

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 # The request model and the error paths are the core's, shared with the CLI.
-from fair_forge_core.schemas import ConnectorSpec, NonFiniteNumber, RunRequest, field_path, loads_json
+from fair_forge_core.schemas import ConnectorSpec, RunRequest, describe_json_error, field_path, loads_json
 from handler.settings import Settings
 
 __all__ = [
@@ -54,10 +54,10 @@ def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[s
         raise RequestError(413, f"Request body too large: {len(data)} bytes (limit {settings.max_body_bytes})")
     try:
         parsed = loads_json(data)
-    except NonFiniteNumber as exc:
-        raise RequestError(400, f"Invalid JSON body: {exc}") from None
-    except (ValueError, RecursionError):
-        raise RequestError(400, "Invalid JSON body") from None
+    except ValueError as exc:  # JSONDecodeError (with its line and column), NonFiniteNumber, bad UTF-8
+        raise RequestError(400, f"Invalid JSON body: {describe_json_error(exc)}") from None
+    except RecursionError:
+        raise RequestError(400, "Invalid JSON body: nested too deeply") from None
     if not isinstance(parsed, dict):
         raise RequestError(400, f"Request body must be a JSON object, got {type(parsed).__name__}")
     return parsed

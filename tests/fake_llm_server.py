@@ -412,6 +412,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out in two writes: avoid a 40 ms delayed ACK
     server: _HTTPServer
     fake_record: RecordedRequest | None = None  # the POST being answered on this connection
+    fake_in_flight: bool = False  # counted in the server's in_flight until its response is written
 
     def setup(self) -> None:
         super().setup()
@@ -646,10 +647,18 @@ class FakeLLMServer:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
         handler.fake_record = record
+        handler.fake_in_flight = True
         try:
             self._respond(handler, record)
         finally:
-            with self._lock:
+            self._leave_flight(handler)
+
+    def _leave_flight(self, handler: _Handler) -> None:
+        """Count the request out of `in_flight`, once. Called before its response is written:
+        a client that has read its reply must never see the request still in flight."""
+        with self._lock:
+            if handler.fake_in_flight:
+                handler.fake_in_flight = False
                 self._in_flight -= 1
 
     def _respond(self, handler: _Handler, record: RecordedRequest) -> int:
@@ -754,6 +763,7 @@ class FakeLLMServer:
             self._status_counts[status] += 1
             if record is not None:
                 record.status = status
+        self._leave_flight(handler)
         if self._stopping.is_set():
             handler.close_connection = True
         try:

@@ -156,6 +156,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field
 
 from fair_forge_core.judges.prompt import parse_judge_request
 
@@ -1436,10 +1437,13 @@ class ReferenceJudge(BaseChatModel):
     tool call when tools are bound (so `with_structured_output` works), otherwise with
     `<bos>{"score": ..., "reasoning": ...}<eos>` using the markers the prompt asked for.
     Without judge data it replies with an explanation and no score, which the caller's
-    parser counts as a parse failure. Extra constructor parameters are ignored.
+    parser counts as a parse failure. Its only setting is a name, `model` (as in the
+    provider classes); the connector rules refuse any other parameter.
     """
 
-    model_name: str = "fair-forge-reference"
+    model_config = ConfigDict(populate_by_name=True)
+
+    model_name: str = Field("fair-forge-reference", alias="model")
 
     @property
     def _llm_type(self) -> str:

@@ -177,7 +177,11 @@ def test_storage_failures_are_a_503_that_names_the_operation(aws: JobsAWS, monke
 def test_connector_params_are_encrypted_and_bound_to_their_job(aws: JobsAWS) -> None:
     key = "sk-params-secret-0123456789"
     body = body_of(varied_conversations(2))
-    body["connector"]["params"] = {"model": "reference", "api_key": key, "default_headers": {"X-Token": key}}
+    # A class that takes a key (POST /jobs builds the judge, it calls nobody).
+    body["connector"] = {
+        "class_path": "langchain_openai.chat_models.ChatOpenAI",
+        "params": {"model": "m", "api_key": key, "default_headers": {"X-Token": key}},
+    }
     job_id = submit(aws, body)
     stored = aws.objects()
     assert not any(key.encode() in content for content in stored.values())

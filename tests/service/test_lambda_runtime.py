@@ -278,7 +278,7 @@ def test_invalid_json_through_the_runtime(runtime_run: RuntimeRun) -> None:
     assert invocation.response["statusCode"] == 400
     assert body == {
         "success": False,
-        "error": "Invalid JSON body",
+        "error": "Invalid JSON body: Expecting value at line 1, column 1",
         "request_id": invocation.event["requestContext"]["requestId"],
     }
 

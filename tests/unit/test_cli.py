@@ -101,7 +101,7 @@ def test_a_bad_request_file_exits_2_naming_the_field(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", "is not valid JSON (line 1"),
+        ("{not json", "is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
         ("[1, 2]", "must hold a JSON object, got list"),
         (json.dumps({"datasets": []}), "connector: Field required"),
         ('{"config": {"threshold": NaN}}', "NaN is not a JSON number"),  # as POST /run refuses it

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fair_forge_core.evaluate import Agentic, evaluate, evaluate_sync
+from fair_forge_core.compat import Agentic
+from fair_forge_core.evaluate import evaluate, evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.schemas import Dataset, EvaluationConfig, EvaluationResult
 from fair_forge_core.stats import pass_at_k, pass_pow_k

@@ -131,25 +131,29 @@ def random_turn(rng: random.Random) -> tuple[dict[str, Any] | None, dict[str, An
 def test_the_memo_gives_what_score_tool_calls_gives() -> None:
     rng = random.Random(2026)
     weights, threshold = ToolWeights(selection=0.7, parameters=0.1, sequence=0.1, utilization=0.1), 0.75
-    scorer = ToolScorer(weights, threshold)
+    scorer = ToolScorer(weights, threshold, 0.5)
     # A small space of turns, each drawn many times, so the memo is hit as well as filled.
     cases = [random_turn(rng) for _ in range(150)]
     for _ in range(1500):
         used, expected, answer = rng.choice(cases)
         trace = AgenticTrace.model_validate(used) if used is not None else None
         truth = GroundTruthAgentic.model_validate(expected)
-        direct = score_tool_calls(trace, truth, answer=answer, weights=weights, tool_threshold=threshold)
+        direct = score_tool_calls(
+            trace, truth, answer=answer, weights=weights, tool_threshold=threshold, dimension_floor=0.5
+        )
         assert scorer.score(trace, truth, answer) == direct
 
 
 def test_the_memo_tells_apart_what_scores_differently() -> None:
-    scorer = ToolScorer(ToolWeights(), 0.75)
+    scorer = ToolScorer(ToolWeights(), 0.75, 0.5)
     truth = GroundTruthAgentic.model_validate({"expected_tools": [{"tool_name": "f", "parameters": {"x": 1}}]})
 
     def scored(used: dict[str, Any], answer: str = "ok") -> Any:
         trace = AgenticTrace.model_validate(used)
         memo = scorer.score(trace, truth, answer)
-        assert memo == score_tool_calls(trace, truth, answer=answer, weights=ToolWeights(), tool_threshold=0.75)
+        assert memo == score_tool_calls(
+            trace, truth, answer=answer, weights=ToolWeights(), tool_threshold=0.75, dimension_floor=0.5
+        )
         return memo
 
     call = {"tool_name": "f", "parameters": {"x": 1}, "result": 8}
@@ -166,7 +170,7 @@ def test_the_memo_tells_apart_what_scores_differently() -> None:
 
 
 def test_equal_turns_share_one_score_and_exotic_values_skip_the_memo() -> None:
-    scorer = ToolScorer(ToolWeights(), 0.75)
+    scorer = ToolScorer(ToolWeights(), 0.75, 0.5)
     truth = GroundTruthAgentic.model_validate({"expected_tools": [{"tool_name": "f"}]})
     first = AgenticTrace.model_validate({"tools_used": [{"tool_name": "f", "result": 8}]})
     again = AgenticTrace.model_validate({"tools_used": [{"tool_name": "f", "result": 8}]})

@@ -52,6 +52,7 @@ def score(
     answer: str = "",
     weights: ToolWeights | None = None,
     tool_threshold: float = 0.75,
+    dimension_floor: float = 0.5,
 ) -> ToolCorrectnessScore:
     trace = None if used is None else AgenticTrace(tools_used=used, final_answer_uses_tools=uses_tools)
     return score_tool_calls(
@@ -60,6 +61,7 @@ def score(
         answer=answer,
         weights=weights or ToolWeights(),
         tool_threshold=tool_threshold,
+        dimension_floor=dimension_floor,
     )
 
 
@@ -90,7 +92,12 @@ def test_seed_readme_calculator_example_scores_one() -> None:
         }
     )
     result = score_tool_calls(
-        agentic, ground_truth, answer="The result is 8.", weights=ToolWeights(), tool_threshold=0.75
+        agentic,
+        ground_truth,
+        answer="The result is 8.",
+        weights=ToolWeights(),
+        tool_threshold=0.75,
+        dimension_floor=0.5,
     )
     assert result.tool_selection_correct == 1.0
     assert result.parameter_accuracy == 1.0
@@ -259,7 +266,10 @@ def test_no_agentic_trace_at_all_is_a_failing_score() -> None:
     assert result.overall_correctness == 0.0
     assert result.is_correct is False
     assert result.result_in_answer is None
-    assert result.reasoning == "missing: calculator; utilization not reported (no agentic trace)."
+    assert result.reasoning == (
+        "missing: calculator; no tool was used, so no tool result could be used; "
+        "below tool_dimension_floor 0.5: selection 0.00, parameters 0.00, sequence 0.00, utilization 0.00."
+    )
 
 
 def test_nothing_expected_and_nothing_used() -> None:
@@ -277,7 +287,7 @@ def test_nothing_expected_but_a_call_used() -> None:
     assert result.parameter_accuracy == 0.0  # documented: used calls nobody asked for
     assert result.sequence_correct == 1.0  # nothing expected
     assert (result.precision, result.recall, result.f1) == (0.0, 0.0, 0.0)
-    assert result.reasoning == "extra: search."
+    assert result.reasoning == "extra: search; below tool_dimension_floor 0.5: selection 0.00, parameters 0.00."
 
 
 # --------------------------------------------------------------------------- overall
@@ -490,7 +500,7 @@ def test_selection_counts_duplicates_of_the_used_side() -> None:
     # E ∩ U = {a} (1), E ∪ U = {a, a, a} (3).
     result = score([used_call("a"), used_call("a"), used_call("a")], [expected_call("a")])
     assert result.tool_selection_correct == pytest.approx(1 / 3)
-    assert result.reasoning == "extra: a ×2."
+    assert result.reasoning == "extra: a ×2; below tool_dimension_floor 0.5: selection 0.33."
 
 
 # --------------------------------------------------------------------------- F1
@@ -551,9 +561,17 @@ def test_f1_edge_cases() -> None:
         ("New  York", "It is new york today.", True),
         ("Rome", "The capital is Paris.", False),
         ("", "Anything at all.", False),
-        ({"temp": 20}, "It is 20 degrees.", False),
+        # Structured results appear through their leaf values (DESIGN.md §5).
+        ({"temp": 20}, "It is 20 degrees.", True),
+        ({"temp_c": 18, "condition": "cloudy"}, "It's 18°C and cloudy", True),
+        ({"refund_id": "R-77"}, "I opened refund R-77 for you.", True),
+        ({"refund_id": "R-77"}, "I opened a refund for you.", False),
+        ({"items": [{"sku": "A1", "qty": 3}]}, "Ordered 3 of them.", True),
+        ({"items": [{"sku": "A1", "qty": 3}]}, "Ordered some.", False),
         ([1, 2], "The list is [1, 2].", True),
-        (True, "That is true.", True),
+        # Bools and None are no evidence: "true" or "null" turn up in unrelated answers.
+        (True, "That is true.", False),
+        ({"ok": True, "note": None}, "ok: true, note: null", False),
     ],
 )
 def test_result_in_answer(result: Any, answer: str, found: bool) -> None:
@@ -585,7 +603,10 @@ def test_reasoning_names_missing_and_extra_tools_sorted() -> None:
     expected = [expected_call("search"), expected_call("lookup")]
     first = score([used_call("weather"), used_call("calculator")], expected)
     second = score([used_call("calculator"), used_call("weather")], list(reversed(expected)))
-    assert first.reasoning == "missing: lookup, search; extra: calculator, weather."
+    assert first.reasoning == (
+        "missing: lookup, search; extra: calculator, weather; "
+        "below tool_dimension_floor 0.5: selection 0.00, parameters 0.00."
+    )
     assert second.reasoning == first.reasoning
 
 
@@ -603,20 +624,26 @@ def test_reasoning_lists_every_kind_of_problem() -> None:
     result = score(used, expected, ordered=True, uses_tools=False)
     text = result.reasoning
     assert text.startswith("missing: lookup; extra: weather; wrong parameters: calculator (b); out of order: ")
-    assert text.endswith("; final answer does not use tool results.")
+    assert text.endswith(
+        "; final answer does not use tool results; below tool_dimension_floor 0.5: sequence 0.33, utilization 0.00."
+    )
 
 
 def test_reasoning_says_when_utilization_is_not_reported() -> None:
-    trace = AgenticTrace(tools_used=[used_call("a")])  # final_answer_uses_tools left out
+    trace = AgenticTrace(tools_used=[used_call("a")])  # final_answer_uses_tools left out, no result
     result = score_tool_calls(
         trace,
         GroundTruthAgentic(expected_tools=[expected_call("a")]),
         answer="",
         weights=ToolWeights(),
         tool_threshold=0.75,
+        dimension_floor=0.5,
     )
     assert result.result_utilization == 0.0
-    assert result.reasoning == "utilization not reported (final_answer_uses_tools missing)."
+    assert result.reasoning == (
+        "final_answer_uses_tools not reported, and no tool returned a result to look for in the answer; "
+        "below tool_dimension_floor 0.5: utilization 0.00."
+    )
 
 
 def test_import_does_not_import_scipy() -> None:
@@ -789,6 +816,7 @@ def test_no_tools_expected_and_none_used_is_perfect() -> None:
             answer="Paris",
             weights=ToolWeights(),
             tool_threshold=1.0,
+            dimension_floor=0.5,
         )
         assert score.overall_correctness == 1.0 and score.is_correct
 
@@ -807,8 +835,10 @@ def test_the_memo_tells_negative_zero_from_zero() -> None:
     from fair_forge_core.tools import ToolScorer
 
     expected = GroundTruthAgentic(expected_tools=[expected_call("calc")])
-    scorer = ToolScorer(ToolWeights(), 0.75)
+    scorer = ToolScorer(ToolWeights(), 0.75, 0.5)
     for value in (0.0, -0.0):
         trace = AgenticTrace(tools_used=[used_call("calc", result=value)], final_answer_uses_tools=True)
-        direct = score_tool_calls(trace, expected, answer="It is -0.0", weights=ToolWeights(), tool_threshold=0.75)
+        direct = score_tool_calls(
+            trace, expected, answer="It is -0.0", weights=ToolWeights(), tool_threshold=0.75, dimension_floor=0.5
+        )
         assert scorer.score(trace, expected, answer="It is -0.0") == direct
