@@ -150,7 +150,7 @@ def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimat
     if mode.mode == "frequentist":
         return RateEstimate(pass_at_k=pass_at_k(n, c, k), pass_pow_k=pass_pow_k(n, c, k))
     _check_counts(n, c, k)
-    alpha, beta = mode.prior[0] + c, mode.prior[1] + n - c
+    alpha, beta = mode.prior[0] + c, mode.prior[1] + (n - c)  # not (b + n) − c: that loses a small b
     low, high = beta_credible_interval(alpha, beta, mode.ci_level)
     return RateEstimate(
         pass_at_k=posterior_mean_pass_at_k(alpha, beta, k),

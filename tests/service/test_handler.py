@@ -276,3 +276,116 @@ print(json.dumps(call_handler(method="GET", path="/health", headers={"Origin": "
     assert result.returncode == 0, result.stderr[-2000:]
     headers = json.loads(result.stdout.strip().splitlines()[-1])
     assert headers.get("Access-Control-Allow-Origin") == "https://app.example"
+
+
+# --------------------------------------------------------------------------- audit: strict input
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"k": True}, "config.k"),
+        ({"k": "3"}, "config.k"),
+        ({"k": 3.0}, "config.k"),
+        ({"threshold": True}, "config.threshold"),
+        ({"threshold": "0.7"}, "config.threshold"),
+        ({"require_tool_correctness": "no"}, "config.require_tool_correctness"),
+        ({"require_tool_correctness": 0}, "config.require_tool_correctness"),
+        ({"tool_dimension_floor": 1.5}, "config.tool_dimension_floor"),
+        (
+            {"tool_weights": dict.fromkeys(["selection", "parameters", "sequence", "utilization"], 1e308)},
+            "config.tool_weights",
+        ),
+        ({"statistical_mode": {"mode": "bayesian", "prior": [1e-300, 1]}}, "config.statistical_mode.prior"),
+        ({"statistical_mode": {"mode": "bayesian", "prior": [1, 1e300]}}, "config.statistical_mode.prior"),
+    ],
+)
+def test_types_are_strict_and_values_finite(config: dict[str, Any], field: str) -> None:
+    response = call_handler(request(config=config))
+    assert_error(response, 400, field)
+    assert any(detail["field"] == field for detail in response.body["details"])
+
+
+def test_an_integer_is_a_number() -> None:
+    assert call_handler(request(config={"threshold": 1, "tool_threshold": 0})).status == 200
+
+
+@pytest.mark.parametrize("literal", ["1e309", "-1e309", "NaN", "Infinity"])
+def test_non_finite_numbers_anywhere_are_refused(literal: str) -> None:
+    raw = json.dumps(CALCULATOR).replace('"b": 3', f'"b": {literal}', 1)
+    assert literal in raw
+    assert_error(call_handler(raw=raw), 400, "Invalid JSON body")
+
+
+def test_a_json_syntax_error_gives_its_line_and_column() -> None:
+    raw = '{\n  "connector": {"class_path": "fair_forge_core.judges.ReferenceJudge"}\n  "datasets": []\n}'
+    assert_error(call_handler(raw=raw), 400, "Invalid JSON body: Expecting ',' delimiter at line 3, column 3")
+
+
+OPENAI = "langchain_openai.chat_models.ChatOpenAI"
+
+
+@pytest.mark.parametrize(
+    ("class_path", "params", "field", "message"),
+    [
+        (
+            OPENAI,
+            {"model": "m", "api_key": "sk-caller", "temprature": 0},
+            "connector.params.temprature",
+            "connector.params.temprature is not a parameter of ChatOpenAI (did you mean temperature?)",
+        ),
+        (
+            "langchain_groq.chat_models.ChatGroq",
+            {"model": "m", "api_key": "gsk_…"},
+            "connector.params.api_key",
+            "connector.params.api_key must be printable ASCII",
+        ),
+        (
+            "fair_forge_core.judges.ReferenceJudge",
+            {"temperature": 0},
+            "connector.params.temperature",
+            "connector.params.temperature is not a parameter of ReferenceJudge",
+        ),
+    ],
+)
+def test_connector_params_are_checked_against_the_class(
+    class_path: str, params: dict[str, Any], field: str, message: str
+) -> None:
+    response = call_handler(request(connector={"class_path": class_path, "params": params}))
+    assert_error(response, 400, f"Failed to create LLM connector: {message}")
+    assert response.body["details"][0]["field"] == field
+    assert "sk-caller" not in response.raw and "gsk_" not in response.raw
+
+
+def test_forwarded_request_parameters_are_accepted() -> None:
+    # ChatGroq declares no top_p or seed; it forwards them to the API, so they are not typos.
+    from fair_forge_core.connectors import build_chat_model
+
+    params = {"model": "m", "api_key": "gsk-caller", "top_p": 0.5, "seed": 1, "stop": ["\n"]}
+    judge = build_chat_model("langchain_groq.chat_models.ChatGroq", params)
+    assert judge.model.model_kwargs == {"top_p": 0.5, "seed": 1}
+    assert judge.model.stop == ["\n"]
+
+
+def test_without_any_key_the_service_says_what_it_accepts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    monkeypatch.delenv("LLM_API_KEY_SECRET_ARN", raising=False)
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    response = call_handler(
+        request(connector={"class_path": "langchain_groq.chat_models.ChatGroq", "params": {"model": "m"}})
+    )
+    assert_error(response, 400, "connector.params.api_key is required: this deployment has no provider key of its own")
+    assert "GROQ_API_KEY" not in response.raw
+
+
+def test_original_datasets_are_accepted_with_a_warning() -> None:
+    datasets = copy.deepcopy(CALCULATOR["datasets"])
+    for dataset in datasets:
+        dataset["language"] = None
+        for batch in dataset["conversation"]:
+            batch.update(logprobs={}, weight=None)
+            batch.setdefault("ground_truth_agentic", {})
+    response = call_handler(request(datasets=datasets))
+    assert response.status == 200, response.body
+    assert sum("alquimia-fair-forge" in w for w in response.body["warnings"]) == 1
+    assert response.body["per_conversation_metrics"][0]["tool_correctness_scores"][1] is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fair_forge_core.compat import Agentic
+from fair_forge_core.compat import Agentic, BayesianMode, FrequentistMode
 from fair_forge_core.evaluate import evaluate, evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.schemas import Dataset, EvaluationConfig, EvaluationResult
@@ -86,3 +86,82 @@ def test_the_original_entry_points_are_importable_from_the_package() -> None:
 
     assert PackageAgentic is Agentic
     assert package_pass_at_k(3, 2, 3) == pass_at_k(3, 2, 3)
+
+
+# --------------------------------------------------------------------------- migration from alquimia-fair-forge
+
+
+def original_dump(datasets: list[dict]) -> list[dict]:
+    """Datasets as the original's `Dataset.model_dump()` writes them: every turn carries its
+    defaults `logprobs: {}`, `weight: None`, `observation: None`, `agentic: {}` and
+    `ground_truth_agentic: {}` unless set, and `language` may be None."""
+    dumped = []
+    for dataset in datasets:
+        turns = [
+            {"logprobs": {}, "weight": None, "observation": None, "agentic": {}, "ground_truth_agentic": {}, **t}
+            for t in dataset["conversation"]
+        ]
+        dumped.append({"language": None, "context": "", **dataset, "conversation": turns})
+    return dumped
+
+
+class PayloadRetriever:
+    """The original Lambda example's retriever: takes the payload, no `super().__init__`."""
+
+    def __init__(self, payload: dict) -> None:
+        self.payload = payload
+
+    def load_dataset(self) -> list[Dataset]:
+        return [Dataset.model_validate(d) for d in self.payload.get("datasets", [])]
+
+
+def test_datasets_serialised_by_the_original_are_accepted_with_one_warning() -> None:
+    body = json.loads((ROOT / "examples" / "calculator.json").read_text())
+    datasets = [Dataset.model_validate(d) for d in original_dump(body["datasets"])]
+    assert all(d.language == "english" for d in datasets)
+    result = evaluate_sync(datasets, ReferenceJudge(), EvaluationConfig())
+    migration = [w for w in result.warnings if "alquimia-fair-forge" in w]
+    assert migration == [
+        "per-turn logprobs and weight (alquimia-fair-forge fields) accepted and ignored: they play no part in any score"
+    ]
+    # `ground_truth_agentic: {}` on the turns that had none is "not evaluated", not "no tool expected".
+    plain = evaluate_sync([Dataset.model_validate(d) for d in body["datasets"]], ReferenceJudge(), EvaluationConfig())
+    assert result.aggregated_metrics == plain.aggregated_metrics
+
+
+def test_agentic_run_takes_the_original_lambda_call_shape() -> None:
+    # Word for word the call of alquimia-fair-forge's examples/agentic/aws-lambda/run.py.
+    payload = {"datasets": original_dump(json.loads((ROOT / "examples" / "calculator.json").read_text())["datasets"])}
+    config: dict = {}
+    metrics = Agentic.run(
+        lambda: PayloadRetriever(payload),
+        model=ReferenceJudge(),
+        k=3,
+        threshold=config.get("threshold", 0.7),
+        tool_threshold=config.get("tool_threshold", 1.0),
+        tool_weights=config.get("tool_weights"),
+        use_structured_output=config.get("use_structured_output", True),
+        verbose=config.get("verbose", False),
+    )
+    assert [m.session_id for m in metrics] == ["conversation_001", "conversation_002"]
+    assert all(m.pass_at_k_ci_low is None for m in metrics)
+
+
+def test_agentic_run_passes_other_keyword_arguments_to_the_retriever() -> None:
+    body = json.loads((ROOT / "examples" / "calculator.json").read_text())
+    metrics = Agentic.run(PayloadRetriever, 1, model=ReferenceJudge(), payload=body, strict=True)
+    assert len(metrics) == 2
+
+
+def test_agentic_run_takes_the_originals_statistical_mode_objects() -> None:
+    from scipy.stats import beta
+
+    body = json.loads((ROOT / "examples" / "calculator.json").read_text())
+    bayesian = BayesianMode(mc_samples=100, ci_level=0.9, beta_prior_a=2.0, beta_prior_b=3.0, rng_seed=None)
+    metrics = Agentic.run(body["datasets"], model=ReferenceJudge(), k=2, statistical_mode=bayesian)
+    for m in metrics:
+        n, c = m.total_interactions, m.correct_interactions
+        low = beta.ppf(0.05, 2.0 + c, 3.0 + n - c)  # independent of our betaincinv path
+        assert m.pass_pow_k_ci_low == pytest.approx(low**2, rel=1e-9)
+    frequentist = Agentic.run(body["datasets"], model=ReferenceJudge(), k=2, statistical_mode=FrequentistMode())
+    assert all(m.pass_at_k_ci_low is None for m in frequentist)

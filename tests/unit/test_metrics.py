@@ -207,3 +207,62 @@ def test_conversations_without_task_id_are_their_own_tasks_even_with_a_shared_se
     per_task = per_task_metrics(conversations, k=1)
     assert per_task.tasks == 3
     assert per_task.pass_at_k == pytest.approx((1.0 + 0.0 + 1.0) / 3)
+
+
+# --------------------------------------------------------------------------- audit: boundaries and guards
+
+
+def all_correct(count: int, config: EvaluationConfig) -> list:
+    return [conversation_metrics(one_turn(f"c{i}"), [scored(1.0)], config) for i in range(count)]
+
+
+def test_a_posterior_mean_exactly_on_a_boundary_gets_the_tier_the_rule_says() -> None:
+    # 5 of 5, k = 6, uniform prior: E[p^6] = 1/2 exactly (∏_{i<6} (6+i)/(7+i) = 6/12), and
+    # E[1 − (1 − p)^6] = 1 − 1/924 > 0.95. pass^k = 0.5 is not < 0.5: functional, not inconsistent.
+    config = EvaluationConfig.model_validate({"k": 6, "statistical_mode": "bayesian"})
+    agg = aggregate(all_correct(5, config), config)
+    assert agg.pass_pow_k == 0.5  # the exact value, correctly rounded (the product in floats gives 0.49999999999999994)
+    assert agg.pass_at_k == 1 - 1 / 924
+    assert agg.interpretation == "functional"
+
+
+def test_a_credible_bound_exactly_on_a_boundary_gets_the_conservative_tier_the_rule_says() -> None:
+    # 7 of 7 with a uniform prior: p ~ Beta(8, 1), CDF x^8, so at ci_level 0.5 (tail 1/4) the lower
+    # quantile is (1/4)^(1/8) and pass^4's lower bound is (1/4)^(4/8) = 1/2 exactly; pass@4's lower bound
+    # is 1 − (1 − 4^(-1/8))^4 ≈ 0.99936 > 0.95. So: functional, not inconsistent.
+    config = EvaluationConfig.model_validate({"k": 4, "statistical_mode": {"mode": "bayesian", "ci_level": 0.5}})
+    agg = aggregate(all_correct(7, config), config)
+    assert agg.pass_pow_k_ci_low == pytest.approx(0.5, abs=1e-15)
+    assert agg.pass_at_k_ci_low == pytest.approx(1 - (1 - 0.25 ** (1 / 8)) ** 4, rel=1e-12)
+    assert agg.conservative_interpretation == "functional"
+
+
+@pytest.mark.parametrize("score", [math.nan, 1.5, -0.1, math.inf, True])
+def test_a_judge_score_outside_zero_to_one_is_refused_by_the_pure_layer(score: float) -> None:
+    with pytest.raises(ValueError, match="a judge score must be a number in"):
+        TurnJudgement(score=score)
+
+
+def test_empty_ground_truth_agentic_means_tools_not_evaluated() -> None:
+    # The original library's default `{}`: nothing to score against, so no tool verdict at all.
+    used = {"tools_used": [{"tool_name": "search", "parameters": {"q": "x"}}], "final_answer_uses_tools": True}
+    config = EvaluationConfig()
+    not_evaluated = conversation_metrics(
+        one_turn("c", {"agentic": used, "ground_truth_agentic": {}}), [scored(0.9)], config
+    )
+    assert not_evaluated.tool_correctness_scores == [None]
+    assert not_evaluated.interactions[0].tool_correct is None
+    assert not_evaluated.is_fully_correct is True
+    # `"expected_tools": []` is an expectation: no tool wanted, one used → selection 0, the turn fails.
+    none_expected = conversation_metrics(
+        one_turn("c", {"agentic": used, "ground_truth_agentic": {"expected_tools": []}}), [scored(0.9)], config
+    )
+    assert none_expected.tool_correctness_scores[0].tool_selection_correct == 0.0
+    assert none_expected.is_fully_correct is False
+
+
+def test_observation_is_echoed_per_turn() -> None:
+    metrics = conversation_metrics(
+        one_turn("c", {"observation": "calculator returned 8"}), [scored(1.0)], EvaluationConfig()
+    )
+    assert metrics.interactions[0].observation == "calculator returned 8"

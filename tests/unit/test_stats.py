@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from scipy.stats import beta as beta_dist
 
 from fair_forge_core import stats
@@ -149,3 +152,67 @@ def test_curve_carries_the_credible_bounds_of_each_k_in_bayesian_mode_only() -> 
     for point in stats.pass_curve(16, 13, 3, FREQUENTIST):
         assert point.pass_at_k_ci_low is point.pass_at_k_ci_high is point.pass_pow_k_ci_low is None
         assert point.pass_pow_k_ci_high is None
+
+
+# --------------------------------------------------------------------------- audit: precision and priors
+
+
+def _closed_form_at_least_one(p: Decimal, k: int) -> Decimal:
+    """1 − (1 − p)^k at 60 digits, as an independent reference for the float formulas."""
+    with localcontext() as context:
+        context.prec = 60
+        return 1 - (1 - p) ** k
+
+
+def test_small_plug_in_and_unbiased_values_keep_their_digits() -> None:
+    # n = 10^6, c = 1, k = 1: both are exactly 1e-6; 1 − (1 − 1e-6) in floats is 9.999999999177334e-07.
+    assert stats.pass_at_k(10**6, 1, 1) == pytest.approx(1e-6, rel=1e-14, abs=0)
+    assert stats.pass_at_k_unbiased(10**6, 1, 1) == pytest.approx(1e-6, rel=1e-14, abs=0)
+    # k = 3: 1 − (1 − 10^-6)^3, from 60-digit decimals.
+    reference = float(_closed_form_at_least_one(Decimal(1) / Decimal(10**6), 3))
+    assert stats.pass_at_k(10**6, 1, 3) == pytest.approx(reference, rel=1e-14, abs=0)
+
+
+def test_credible_bound_of_pass_at_k_keeps_its_digits() -> None:
+    # c = 0 with a uniform prior: p ~ Beta(1, n + 1), whose CDF is 1 − (1 − x)^(n+1), so the lower
+    # bound of pass@k is exactly 1 − (1 − tail)^(k/(n+1)) (tail = (1 − level)/2). 60-digit reference.
+    n, level = 10**6, 0.99
+    mode = StatisticalMode(mode="bayesian", ci_level=level)
+    for k in (1, 3, 1000):
+        with localcontext() as context:
+            context.prec = 60
+            tail = (1 - Decimal(repr(level))) / 2
+            reference = 1 - ((1 - tail).ln() * k / (n + 1)).exp()
+        assert stats.estimate_rates(n, 0, k, mode).pass_at_k_ci_low == pytest.approx(float(reference), rel=1e-12, abs=0)
+
+
+def test_pass_at_1_and_pass_pow_1_bounds_are_equal_even_when_tiny() -> None:
+    # For k = 1 both are the Beta quantile itself; a prior of 0.01 puts it near 1e-231.
+    mode = StatisticalMode(mode="bayesian", ci_level=0.99, prior=[0.01, 1.0])
+    rates = stats.estimate_rates(100, 0, 1, mode)
+    assert 0.0 < rates.pass_pow_k_ci_low < 1e-100
+    assert rates.pass_at_k_ci_low == pytest.approx(rates.pass_pow_k_ci_low, rel=1e-15, abs=0)
+
+
+def test_exact_point_estimates_are_the_closed_forms() -> None:
+    # 5 of 5 with a uniform prior, k = 6: E[p^6] = ∏_{i<6} (6 + i)/(7 + i) = 6/12 (telescoping) and
+    # E[1 − (1 − p)^6] = 1 − ∏_{i<6} (1 + i)/(7 + i) = 1 − 6!·6!/12! = 1 − 1/924.
+    at_k, pow_k = stats.exact_point_estimates(5, 5, 6, StatisticalMode(mode="bayesian"))
+    assert (at_k, pow_k) == (1 - Fraction(1, 924), Fraction(1, 2))
+    # The prior as written: 0.1 is 1/10. Beta(0.1 + 3, 0.37 + 4), k = 2: ∏ (3.1 + i)/(7.47 + i).
+    at_k, pow_k = stats.exact_point_estimates(7, 3, 2, StatisticalMode(mode="bayesian", prior=[0.1, 0.37]))
+    assert pow_k == Fraction(31, 10) * Fraction(41, 10) / (Fraction(747, 100) * Fraction(847, 100))
+    assert at_k == 1 - Fraction(437, 100) * Fraction(537, 100) / (Fraction(747, 100) * Fraction(847, 100))
+    # Frequentist: (c/n)^k.
+    assert stats.exact_point_estimates(3, 2, 3, FREQUENTIST) == (Fraction(26, 27), Fraction(8, 27))
+
+
+def test_a_credible_interval_is_never_nan() -> None:
+    with pytest.raises(ValueError, match="no credible interval"):
+        stats.beta_credible_interval(1.0, 0.0, 0.95)  # scipy gives NaN for both bounds
+
+
+@pytest.mark.parametrize("prior", [[1e-300, 1.0], [1.0, 1e300], [0.0009, 1.0], [1.0, 2e6]])
+def test_extreme_priors_are_refused(prior: list[float]) -> None:
+    with pytest.raises(ValidationError, match="prior"):
+        StatisticalMode(mode="bayesian", prior=prior)

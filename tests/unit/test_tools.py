@@ -7,9 +7,12 @@ the comments.
 from __future__ import annotations
 
 import copy
+import itertools
+import random
 import subprocess
 import sys
 from collections import Counter
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -842,3 +845,228 @@ def test_the_memo_tells_negative_zero_from_zero() -> None:
             trace, expected, answer="It is -0.0", weights=ToolWeights(), tool_threshold=0.75, dimension_floor=0.5
         )
         assert scorer.score(trace, expected, answer="It is -0.0") == direct
+
+
+# --------------------------------------------------------------------------- audit: verdicts that were wrong
+
+
+def reported(used: list[ToolCall], uses_tools: bool | None) -> AgenticTrace:
+    """A trace that reports `final_answer_uses_tools`, or leaves it out when None."""
+    if uses_tools is None:
+        return AgenticTrace(tools_used=used)
+    return AgenticTrace(tools_used=used, final_answer_uses_tools=uses_tools)
+
+
+def test_right_tool_with_every_argument_wrong_fails_by_default() -> None:
+    # selection 1, parameters 0/3, sequence 1, utilization 1 → overall 3/4 = tool_threshold, but
+    # parameters 0 is below the default floor 0.5.
+    result = score(
+        [used_call("calculator", operation="subtract", a=100, b=-7)],
+        [expected_call("calculator", operation="add", a=5, b=3)],
+    )
+    assert result.parameter_accuracy == 0.0
+    assert result.overall_correctness == 0.75
+    assert result.is_correct is False
+    assert result.reasoning.endswith("below tool_dimension_floor 0.5: parameters 0.00.")
+    # A floor of 0 is the sources' rule: overall alone decides.
+    assert score(
+        [used_call("calculator", operation="subtract", a=100, b=-7)],
+        [expected_call("calculator", operation="add", a=5, b=3)],
+        dimension_floor=0.0,
+    ).is_correct
+
+
+def test_the_source_readme_minor_parameter_deviation_still_passes() -> None:
+    # parameters 1/2 (b differs), the rest 1 → overall (1 + 0.5 + 1 + 1)/4 = 0.875; 0.5 is not below 0.5.
+    result = score([used_call("calculator", a=5, b=4)], [expected_call("calculator", a=5, b=3)])
+    assert (result.parameter_accuracy, result.overall_correctness, result.is_correct) == (0.5, 0.875, True)
+
+
+def test_one_of_two_expected_calls_passes_with_the_defaults_and_fails_a_stricter_floor() -> None:
+    # selection |{a}|/|{a, b}| = 1/2, parameters (1 + 0)/2 = 1/2, sequence 1, utilization 1 → 0.75.
+    used, expected = [used_call("a", x=1)], [expected_call("a", x=1), expected_call("b")]
+    default = score(used, expected)
+    assert (default.tool_selection_correct, default.parameter_accuracy, default.overall_correctness) == (
+        0.5,
+        0.5,
+        0.75,
+    )
+    assert default.is_correct
+    assert not score(used, expected, dimension_floor=0.75).is_correct
+
+
+def test_the_floor_ignores_a_dimension_of_zero_weight() -> None:
+    weights = ToolWeights(selection=1, parameters=1, sequence=1, utilization=0)
+    result = score([used_call("a", x=1)], [expected_call("a", x=1)], uses_tools=False, weights=weights)
+    assert result.result_utilization == 0.0 and result.overall_correctness == 1.0
+    assert result.is_correct
+
+
+@pytest.mark.parametrize(
+    ("uses_tools", "result", "answer", "utilization"),
+    [
+        (None, {"temp_c": 18, "condition": "cloudy"}, "It's 18°C and cloudy", 1.0),  # read from the answer
+        (None, {"refund_id": "R-77"}, "I opened refund R-77.", 1.0),
+        (None, {"refund_id": "R-77"}, "I opened a refund.", 0.0),
+        (None, None, "Done.", 0.0),  # nothing reported, no result to look for
+        (True, None, "Done.", 1.0),  # the report decides where there is one
+        (False, {"refund_id": "R-77"}, "I opened refund R-77.", 0.0),
+    ],
+)
+def test_utilization_comes_from_result_in_answer_where_not_reported(
+    uses_tools: bool | None, result: Any, answer: str, utilization: float
+) -> None:
+    trace = reported([used_call("tool", result=result)], uses_tools)
+    scored = score_tool_calls(
+        trace,
+        GroundTruthAgentic(expected_tools=[expected_call("tool")]),
+        answer=answer,
+        weights=ToolWeights(),
+        tool_threshold=0.75,
+        dimension_floor=0.5,
+    )
+    assert scored.result_utilization == utilization
+    assert scored.is_correct is (utilization == 1.0)
+
+
+def test_a_turn_that_omits_the_report_and_shows_no_result_fails() -> None:
+    # utilization 0 → overall 0.75 passed before; the floor fails it, and the reasoning says why.
+    trace = reported([used_call("calculator", result=8, a=5, b=3)], None)
+    scored = score_tool_calls(
+        trace,
+        GroundTruthAgentic(expected_tools=[expected_call("calculator", a=5, b=3)]),
+        answer="I could not compute it.",
+        weights=ToolWeights(),
+        tool_threshold=0.75,
+        dimension_floor=0.5,
+    )
+    assert (scored.result_utilization, scored.overall_correctness, scored.is_correct) == (0.0, 0.75, False)
+    assert "final_answer_uses_tools not reported, and no tool result appears in the answer" in scored.reasoning
+    assert "Note:" not in scored.reasoning  # the note is for a report the answer contradicts
+
+
+def test_pairing_among_equals_keeps_calls_in_order() -> None:
+    # The issue's example: expected [a, b, c], used [c, b, a, b, c]. Pairing b and c with their later
+    # calls keeps a, b, c in order: LCS 3 of 3. The earlier ones would give [c, b, a]: 1/3.
+    result = score(
+        [used_call("c"), used_call("b"), used_call("a"), used_call("b"), used_call("c")],
+        [expected_call("a"), expected_call("b"), expected_call("c")],
+        ordered=True,
+    )
+    assert result.sequence_correct == 1.0
+
+
+def test_pairing_is_exact_where_an_epsilon_bonus_was_not() -> None:
+    # Two expected calls of `t`: E1 has keys k0..k(N-1), E2 has only `x`. U1 agrees with E1 on N-1 of
+    # N keys, U2 on all N of its N+1 keys; neither has `x`. Pairing E1-U2 totals N/(N+1), E1-U1 totals
+    # (N-1)/N: a real advantage of 1/(N(N+1)) ≈ 6e-10, below the old 1e-9 bonus for "k-th with k-th".
+    n = 40_000
+    e1 = {f"k{i}": 0 for i in range(n)}
+    u1 = {**e1, f"k{n - 1}": 1}
+    u2 = {**e1, "extra": 0}
+    result = score(
+        [ToolCall(tool_name="t", parameters=u1), ToolCall(tool_name="t", parameters=u2)],
+        [ExpectedToolCall(tool_name="t", parameters=e1), ExpectedToolCall(tool_name="t", parameters={"x": 1})],
+    )
+    assert result.parameter_accuracy == (n / (n + 1) + 0.0) / 2
+
+
+@pytest.mark.parametrize(
+    ("target", "rule", "used", "agrees"),
+    [
+        (1_000_000, {"tol": 0.01}, 1_000_000.01, True),  # on the bound, written in decimal
+        (1_000_000, {"tol": 0.01}, 1_000_000.02, False),
+        (1e15, {"tol": 0.01}, 1e15 + 100, False),  # a real difference, not rounding
+        (0, {"tol": 0}, 1e-13, False),
+        (0, {"tol": 0}, 0.0, True),
+        (0.3, {"tol": 0.1}, 0.4, True),  # 0.4 - 0.3 is 0.10000000000000003 in floats
+        (100, {"rel": 0.01}, 101, True),  # rel × max(|u|, |x|) = 1.01
+        (100, {"rel": 0.01}, 101.1, False),
+    ],
+)
+def test_approx_bounds_scale_with_the_magnitudes(
+    target: float, rule: dict[str, float], used: float, agrees: bool
+) -> None:
+    assert values_agree({"$approx": target, **rule}, used) is agrees
+
+
+# --------------------------------------------------------------------------- pairing against brute force
+
+
+def _lcs_length(first: list[int], second: list[int]) -> int:
+    lengths = [[0] * (len(second) + 1) for _ in range(len(first) + 1)]
+    for i, a in enumerate(first):
+        for j, b in enumerate(second):
+            lengths[i + 1][j + 1] = lengths[i][j] + 1 if a == b else max(lengths[i][j + 1], lengths[i + 1][j])
+    return lengths[-1][-1]
+
+
+def _share(expected: dict[str, Any], used: dict[str, Any]) -> Fraction:
+    keys = set(expected) | set(used)
+    if not keys:
+        return Fraction(1)
+    return Fraction(sum(1 for k in keys if k in expected and k in used and expected[k] == used[k]), len(keys))
+
+
+def _brute_force_best(expected: list[ExpectedToolCall], used: list[ToolCall]) -> tuple[Fraction, int]:
+    """(max total agreement, then max LCS) over every pairing of min(#E, #U) calls per name."""
+    per_name = []
+    for name in sorted({call.tool_name for call in expected}):
+        e = [i for i, call in enumerate(expected) if call.tool_name == name]
+        u = [j for j, call in enumerate(used) if call.tool_name == name]
+        if len(e) <= len(u):
+            options = [list(zip(e, chosen, strict=True)) for chosen in itertools.permutations(u, len(e))]
+        else:
+            options = [list(zip(chosen, u, strict=True)) for chosen in itertools.permutations(e, len(u))]
+        per_name.append(options)
+    best = (Fraction(-1), -1)
+    for combination in itertools.product(*per_name):
+        pairs = [pair for option in combination for pair in option]
+        total = sum((_share(expected[i].parameters, used[j].parameters) for i, j in pairs), Fraction(0))
+        partner = dict((j, i) for i, j in pairs)
+        order = [partner[j] for j in range(len(used)) if j in partner]
+        best = max(best, (total, _lcs_length(list(range(len(expected))), order)))
+    return best
+
+
+_NAMES = st.sampled_from("abc")
+_PARAMS = st.dictionaries(st.sampled_from("xyz"), st.sampled_from([1, 2]), max_size=2)
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(
+    st.lists(st.tuples(_NAMES, _PARAMS), max_size=5),
+    st.lists(st.tuples(_NAMES, _PARAMS), max_size=5),
+)
+def test_pairing_matches_brute_force_on_agreement_then_order(
+    expected_spec: list[tuple[str, dict[str, int]]], used_spec: list[tuple[str, dict[str, int]]]
+) -> None:
+    # Independent oracle: enumerate every pairing; the scorer's parameter accuracy must carry the
+    # maximal total agreement, and its sequence score the longest in-order run among those pairings.
+    expected = [ExpectedToolCall(tool_name=name, parameters=p) for name, p in expected_spec]
+    used = [ToolCall(tool_name=name, parameters=p) for name, p in used_spec]
+    best_total, best_lcs = _brute_force_best(expected, used)
+    result = score(used, expected, ordered=True)
+    if expected:
+        assert result.parameter_accuracy == pytest.approx(float(best_total / len(expected)), abs=1e-12)
+        assert result.sequence_correct == pytest.approx(best_lcs / len(expected), abs=1e-12)
+
+
+def test_pairing_of_many_calls_of_one_tool_still_maximises_agreement() -> None:
+    # Seven calls of one tool (7! = 5040 pairings, beyond the exhaustive search): the integer-weighted
+    # assignment must still reach the brute-force maximum.
+    rng = random.Random(7)
+    for _ in range(5):
+        expected = [
+            ExpectedToolCall(tool_name="t", parameters={k: rng.randint(1, 3) for k in rng.sample("wxyz", 3)})
+            for _ in range(7)
+        ]
+        used = [
+            ToolCall(tool_name="t", parameters={k: rng.randint(1, 3) for k in rng.sample("wxyz", rng.randint(1, 4))})
+            for _ in range(7)
+        ]
+        best = max(
+            sum((_share(expected[i].parameters, used[j].parameters) for i, j in enumerate(chosen)), Fraction(0))
+            for chosen in itertools.permutations(range(7))
+        )
+        assert score(used, expected).parameter_accuracy == pytest.approx(float(best / 7), abs=1e-12)
