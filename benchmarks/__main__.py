@@ -19,6 +19,7 @@ BENCHMARKS = (
     "benchmarks.bench_cold_start",
     "benchmarks.bench_dedup",
     "benchmarks.bench_jobs",
+    "benchmarks.bench_hostile",
 )
 
 

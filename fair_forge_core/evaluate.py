@@ -105,9 +105,15 @@ async def evaluate_conversations(
         for d in datasets
     ]
     distinct = {key: JudgeRequest(*key) for key in dict.fromkeys(key for turns in keys for key in turns)}
+    # The deterministic tool rubric first (its scores are memoised for `conversation_metrics`): it
+    # needs no judge, so the deadline then bounds what remains, the judge calls.
+    tool_scorer = ToolScorer.for_config(config)
+    for dataset in datasets:
+        for batch in dataset.conversation:
+            if batch.ground_truth_agentic is not None:
+                tool_scorer.score(batch.agentic, batch.ground_truth_agentic, batch.assistant)
     judged = await judge_all(distinct.values(), judge, on_progress)
     judgements = {key: judged[request] for key, request in distinct.items()}
-    tool_scorer = ToolScorer.for_config(config)
     return [
         conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)
         for dataset, turns in zip(datasets, keys, strict=True)

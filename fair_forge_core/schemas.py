@@ -193,13 +193,16 @@ class StatisticalMode(_Request):
         return prior
 
 
+MAX_K = 1000
+"""The largest k: the curve has max(k, 10) points per aggregate (and per assistant)."""
+
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 
 
 class EvaluationConfig(_Request):
     """Options of one evaluation (DESIGN.md §2). Every field is optional."""
 
-    k: int = Field(3, ge=1, le=1000)
+    k: int = Field(3, ge=1, le=MAX_K)
     threshold: float = Field(0.7, ge=0, le=1)
     tool_threshold: float = Field(0.75, ge=0, le=1)
     tool_weights: ToolWeights = Field(default_factory=ToolWeights)

@@ -164,21 +164,46 @@ def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimat
 
 def pass_curve(n: int, c: int, k: int, mode: StatisticalMode) -> list[CurvePoint]:
     """One point per k' = 1 … max(k, 10): the estimate of `mode` (with its credible bounds in
-    Bayesian mode, the bands of the report's curves) and the unbiased estimators."""
+    Bayesian mode, the bands of the report's curves) and the unbiased estimators.
+
+    The same numbers as calling `estimate_rates`, `pass_at_k_unbiased` and
+    `pass_pow_k_unbiased` at every k', in O(max(k, 10)) arithmetic: each product over k'
+    grows by one factor per point, and the Beta quantiles do not depend on k'.
+    """
+    _check_counts(n, c, k)
+    bayesian = mode.mode == "bayesian"
+    if bayesian:
+        alpha, beta = mode.prior[0] + c, mode.prior[1] + (n - c)
+        low, high = beta_credible_interval(alpha, beta, mode.ci_level)
     points = []
+    # Running over j = k' − 1: log C(n−c, k')/C(n, k') and C(c, k')/C(n, k') (unbiased), the
+    # posterior products E[p^k'] and log E[(1 − p)^k'].
+    log_none_unbiased, all_unbiased = 0.0, 1.0
+    mean_pow, log_mean_none = 1.0, 0.0
     for k_prime in range(1, max(k, CURVE_MIN_K) + 1):
-        rates = estimate_rates(n, c, k_prime, mode)
+        j = k_prime - 1
+        if k_prime <= n:
+            log_none_unbiased += math.log1p(-c / (n - j)) if n - c - j > 0 else -math.inf
+            all_unbiased *= max(c - j, 0) / (n - j)
+        if bayesian:
+            mean_pow *= (alpha + j) / (alpha + beta + j)
+            log_mean_none += math.log1p(-alpha / (alpha + beta + j))
+            rates = RateEstimate(
+                pass_at_k=-math.expm1(log_mean_none),
+                pass_pow_k=mean_pow,
+                pass_at_k_ci_low=at_least_one_of(low, k_prime),
+                pass_at_k_ci_high=at_least_one_of(high, k_prime),
+                pass_pow_k_ci_low=low**k_prime,
+                pass_pow_k_ci_high=high**k_prime,
+            )
+        else:
+            rates = RateEstimate(pass_at_k=at_least_one_of(c / n, k_prime), pass_pow_k=(c / n) ** k_prime)
         points.append(
             CurvePoint(
                 k=k_prime,
-                pass_at_k=rates.pass_at_k,
-                pass_pow_k=rates.pass_pow_k,
-                pass_at_k_unbiased=pass_at_k_unbiased(n, c, k_prime),
-                pass_pow_k_unbiased=pass_pow_k_unbiased(n, c, k_prime),
-                pass_at_k_ci_low=rates.pass_at_k_ci_low,
-                pass_at_k_ci_high=rates.pass_at_k_ci_high,
-                pass_pow_k_ci_low=rates.pass_pow_k_ci_low,
-                pass_pow_k_ci_high=rates.pass_pow_k_ci_high,
+                **rates.model_dump(),
+                pass_at_k_unbiased=-math.expm1(log_none_unbiased) if k_prime <= n else None,
+                pass_pow_k_unbiased=all_unbiased if k_prime <= n else None,
             )
         )
     return points

@@ -6,7 +6,9 @@ it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
 - **Pairing.** Each expected call is paired with at most one used call of the same
   name, and every name pairs ``min(#expected, #used)`` calls, even when their
   parameters disagree entirely. The pairing maximises the total parameter agreement
-  exactly (agreements are compared as fractions, never with an epsilon), so repeated
+  exactly (agreements are compared as integers over a common denominator, never with
+  an epsilon; a turn whose key counts have a common denominator beyond 2**53 / its
+  calls² falls back to float precision), so repeated
   calls of one tool are compared with the right partner. Among pairings of equal
   total agreement, the one that keeps the most calls in order wins: the longest
   common subsequence of the expected order and the used order of the paired calls
@@ -38,7 +40,8 @@ it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
   cloudy"); numbers match a number token of the answer (8 matches "The result is
   8.", 8.0 matches "8", "1,000" reads as 1000; equal within a relative 1e-9); strings
   match as case- and whitespace-insensitive substrings (an empty string never
-  matches); bools and None never match.
+  matches); bools and None never match; the first 256 leaves of a turn's results
+  are looked at.
 - **Overall.** The weighted sum with the normalised weights (capped at 1.0 against
   float rounding). Correct ⇔ overall ≥ ``tool_threshold`` and no dimension of
   positive weight is below ``dimension_floor`` (config ``tool_dimension_floor``,
@@ -88,7 +91,6 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel
@@ -115,6 +117,9 @@ __all__ = [
 
 THRESHOLD_TOLERANCE = 1e-9
 """Slack of the ``overall ≥ tool_threshold`` comparison (float sums of weights)."""
+
+MAX_RESULT_LEAVES = 256
+"""How many leaf values of one turn's tool results `find_result_in_answer` looks for."""
 
 _APPROX_SLACK_ULPS = 4 * sys.float_info.epsilon
 """Slack of an ``$approx`` bound, relative to the magnitude of the numbers compared: a
@@ -263,22 +268,16 @@ class _Pair:
 
 
 @dataclass(frozen=True)
-class _Cell:
-    """`parameter_agreement` of one (expected, used) call pair, also as an exact fraction."""
-
-    share: float
-    exact: Fraction
-    wrong_keys: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class _NameTable:
-    """For one tool name: its expected and used indices (each in call order) and the
-    agreement of every (expected, used) pair of them, `cells[row][column]`."""
+    """For one tool name: its expected and used indices (each in call order) and, for every
+    (expected, used) pair of them, `weights[row][column]`: the parameter agreement scaled
+    to an integer by the turn's common denominator (see `_name_tables`), so that totals
+    compare exactly and fast."""
 
     expected: list[int]
     used: list[int]
-    cells: list[list[_Cell]]
+    weights: list[list[int]]
+    scale: int  # the weight of full agreement
 
 
 def _in_order(calls: Sequence[AnyCall]) -> list[int]:
@@ -297,29 +296,50 @@ def _indices_by_name(calls: Sequence[AnyCall]) -> dict[str, list[int]]:
     return groups
 
 
+def _agreement_counts(expected: Mapping[str, Any], used: Mapping[str, Any]) -> tuple[int, int]:
+    """(keys whose values agree, keys on either side): `parameter_agreement` as two integers."""
+    agree = common = 0
+    for key, value in expected.items():
+        if key in used:
+            common += 1
+            agree += values_agree(value, used[key])
+    return agree, len(expected) + len(used) - common
+
+
 def _name_tables(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> list[_NameTable]:
     """Per expected tool name, the parameter agreement of its expected and used calls.
 
-    Computed once per turn; both the pairing and the tool-call F1 read it.
+    An agreement is agree/keys (1 when neither side has a key); every table of a turn
+    scales them by the same L, the least common multiple of the turn's key counts, so
+    each weight agree·(L/keys) is an integer and sums compare exactly. Computed once per
+    turn; the pairing, its in-order alignment and the tool-call F1 read it.
     """
     used_by_name = _indices_by_name(used)
-    tables = []
-    for name, expected_indices in _indices_by_name(expected).items():
-        used_indices = used_by_name.get(name, [])
-        cells = []
-        for e in expected_indices:
-            row = []
-            for u in used_indices:
-                share, wrong = parameter_agreement(expected[e].parameters, used[u].parameters)
-                keys = len(set(expected[e].parameters) | set(used[u].parameters))
-                row.append(_Cell(share, Fraction(keys - len(wrong), keys) if keys else Fraction(1), tuple(wrong)))
-            cells.append(row)
-        tables.append(_NameTable(expected_indices, used_indices, cells))
-    return tables
+    counts = {
+        name: (
+            expected_indices,
+            used_by_name.get(name, []),
+            [
+                [_agreement_counts(expected[e].parameters, used[u].parameters) for u in used_by_name.get(name, [])]
+                for e in expected_indices
+            ],
+        )
+        for name, expected_indices in _indices_by_name(expected).items()
+    }
+    scale = math.lcm(*{max(keys, 1) for _, _, rows in counts.values() for row in rows for _, keys in row})
+    return [
+        _NameTable(
+            expected_indices,
+            used_indices,
+            [[agree * (scale // keys) if keys else scale for agree, keys in row] for row in rows],
+            scale,
+        )
+        for expected_indices, used_indices, rows in counts.values()
+    ]
 
 
-def _best_assignment(weights: list[list[int]]) -> list[tuple[int, int]]:
-    """A one-to-one (row, column) assignment of maximum total integer weight, with
+def _best_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
+    """A one-to-one (row, column) assignment of maximum total weight, with
     ``min(rows, columns)`` pairs: scipy's `linear_sum_assignment` (imported here, so that
     importing this module does not import scipy). Integer weights below 2**53 keep it exact."""
     if not weights or not weights[0]:
@@ -348,7 +368,7 @@ def _assignments(rows: int, columns: int) -> Iterable[_Assignment]:
 
 
 def _optimal_assignments(table: _NameTable, preferred: set[tuple[int, int]]) -> list[_Assignment]:
-    """The assignments of one name of maximal total agreement (exact fractions).
+    """The assignments of one name of maximal total agreement (exactly).
 
     All of them when there are at most `_EXACT_SEARCH_LIMIT` assignments to look at;
     otherwise one, found by integer weights that rank by total agreement first and
@@ -359,22 +379,22 @@ def _optimal_assignments(table: _NameTable, preferred: set[tuple[int, int]]) -> 
         return [()]
     if math.perm(max(rows, columns), min(rows, columns)) <= _EXACT_SEARCH_LIMIT:
         best: list[_Assignment] = []
-        best_total = Fraction(-1)
+        best_total = -1
         for assignment in _assignments(rows, columns):
-            total = sum((table.cells[r][c].exact for r, c in assignment), Fraction(0))
+            total = sum(table.weights[r][c] for r, c in assignment)
             if total > best_total:
                 best, best_total = [assignment], total
             elif total == best_total:
                 best.append(assignment)
         return best
-    scale = math.lcm(*{cell.exact.denominator for row in table.cells for cell in row})
     levels = min(rows, columns) + 1  # more than any count of preferred pairs: agreement always ranks first
+    if table.scale * levels * min(rows, columns) >= 2**53:
+        # Beyond float64's exact integers (a turn whose calls have many different key counts):
+        # agreement to float precision, ties not ranked. No realistic turn gets here.
+        return [tuple(_best_assignment([[weight / table.scale for weight in row] for row in table.weights]))]
     weights = [
-        [
-            int(cell.exact * scale) * levels + ((table.expected[r], table.used[c]) in preferred)
-            for c, cell in enumerate(row)
-        ]
-        for r, row in enumerate(table.cells)
+        [weight * levels + ((table.expected[r], table.used[c]) in preferred) for c, weight in enumerate(row)]
+        for r, row in enumerate(table.weights)
     ]
     return [tuple(_best_assignment(weights))]
 
@@ -384,29 +404,29 @@ def _in_order_alignment(
 ) -> set[tuple[int, int]]:
     """(expected, used) pairs of one in-order alignment of the two call sequences: same-name
     pairs, increasing on both sides, with the highest total agreement (then the most pairs)."""
-    exact = {
-        (table.expected[r], table.used[c]): cell.exact
+    weight_of = {
+        (table.expected[r], table.used[c]): weight
         for table in tables
-        for r, row in enumerate(table.cells)
-        for c, cell in enumerate(row)
+        for r, row in enumerate(table.weights)
+        for c, weight in enumerate(row)
     }
     first, second = _in_order(expected), _in_order(used)
-    zero = (Fraction(0), 0)
+    zero = (0, 0)
     best = [[zero] * (len(second) + 1) for _ in range(len(first) + 1)]
     for i in range(len(first) - 1, -1, -1):
         for j in range(len(second) - 1, -1, -1):
             candidate = max(best[i + 1][j], best[i][j + 1])
-            share = exact.get((first[i], second[j]))
-            if share is not None:
+            weight = weight_of.get((first[i], second[j]))
+            if weight is not None:
                 after = best[i + 1][j + 1]
-                candidate = max(candidate, (after[0] + share, after[1] + 1))
+                candidate = max(candidate, (after[0] + weight, after[1] + 1))
             best[i][j] = candidate
     chain: set[tuple[int, int]] = set()
     i = j = 0
     while i < len(first) and j < len(second):
-        share = exact.get((first[i], second[j]))
+        weight = weight_of.get((first[i], second[j]))
         after = best[i + 1][j + 1]
-        if share is not None and best[i][j] == (after[0] + share, after[1] + 1):
+        if weight is not None and best[i][j] == (after[0] + weight, after[1] + 1):
             chain.add((first[i], second[j]))
             i, j = i + 1, j + 1
         elif best[i + 1][j] >= best[i][j + 1]:
@@ -444,11 +464,12 @@ def _pair_calls(
             max(choices, key=lambda a, t=table: sum((t.expected[r], t.used[c]) in alignment for r, c in a))
             for table, choices in zip(tables, options, strict=True)
         ]
-    pairs = [
-        _Pair(table.expected[r], table.used[c], table.cells[r][c].share, table.cells[r][c].wrong_keys)
-        for table, assignment in zip(tables, chosen, strict=True)
-        for r, c in assignment
-    ]
+    pairs = []
+    for table, assignment in zip(tables, chosen, strict=True):
+        for r, c in assignment:
+            e, u = table.expected[r], table.used[c]
+            share, wrong = parameter_agreement(expected[e].parameters, used[u].parameters)
+            pairs.append(_Pair(e, u, share, tuple(wrong)))
     return sorted(pairs, key=lambda pair: pair.expected)
 
 
@@ -564,14 +585,17 @@ def find_result_in_answer(calls: Sequence[ToolCall], answer: str) -> bool | None
     appears in "It's 18°C and cloudy"). A number (not a bool) appears as a number
     token of the answer of equal value (relative tolerance 1e-9, for float noise; "1,000"
     reads as 1000); a string as a case- and whitespace-insensitive substring (an empty
-    string never matches). Bools and None never match.
+    string never matches). Bools and None never match. Only the first
+    `MAX_RESULT_LEAVES` leaves of the turn's results (in call order) are looked for,
+    which bounds the work to that many scans of the answer.
     """
     results = [call.result for call in calls if call.result is not None]
     if not results:
         return None
     text = _normalise_text(answer)
     answer_numbers: list[float] | None = None
-    for leaf in (leaf for result in results for leaf in _leaf_values(result)):
+    leaves = itertools.islice((leaf for result in results for leaf in _leaf_values(result)), MAX_RESULT_LEAVES)
+    for leaf in leaves:
         if isinstance(leaf, str):
             needle = _normalise_text(leaf)
             if needle and needle in text:
@@ -606,7 +630,7 @@ def _tool_call_f1(expected_count: int, used_count: int, tables: Sequence[_NameTa
         return 1.0, 1.0, 1.0
     matches = 0
     for table in tables:
-        weights = [[int(cell.exact == 1) for cell in row] for row in table.cells]
+        weights = [[int(weight == table.scale) for weight in row] for row in table.weights]
         matches += sum(weights[row][column] for row, column in _best_assignment(weights))
     precision = matches / used_count if used_count else 0.0
     recall = matches / expected_count if expected_count else 0.0

@@ -27,6 +27,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from fair_forge_core.redact import redact
+from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
 from handler.connectors import allowed_connectors, judge_for_request
 from handler.jobs import router as jobs_router
@@ -86,12 +87,18 @@ def health() -> dict[str, Any]:
             "max_conversations": settings.max_conversations,
             "max_turns": settings.max_turns,
             "max_string_chars": settings.max_string_chars,
+            "max_tool_calls_per_turn": settings.max_tool_calls_per_turn,
+            "max_tool_calls": settings.max_tool_calls,
+            "max_assistants": settings.max_assistants,
+            "max_curve_points": settings.max_curve_points,
+            "max_k": EVALUATION_MAX_K,
             "sync_budget_s": settings.sync_budget_s,
         },
         "jobs": {
             "enabled": bool(settings.jobs_bucket and settings.jobs_state_machine_arn),
             "max_conversations": settings.jobs_max_conversations,
             "max_turns": settings.jobs_max_turns,
+            "max_tool_calls": settings.jobs_max_tool_calls,
             "shard_size": settings.shard_size,
             "shard_max_turns": settings.shard_max_turns,
         },

@@ -30,6 +30,12 @@ class Settings:
     max_turns: int = 10_000
     max_string_chars: int = 100_000
     max_nesting_depth: int = 32
+    # What bounds the deterministic work (tool pairing is quadratic in one turn's calls; the
+    # aggregate is computed per assistant): DESIGN.md §9.
+    max_tool_calls_per_turn: int = 64
+    max_tool_calls: int = 20_000
+    max_assistants: int = 50
+    max_curve_points: int = 10_000
     sync_budget_s: float = 27.0
     deadline_margin_s: float = 1.5
     judge_max_attempts: int = 8
@@ -44,6 +50,7 @@ class Settings:
     jobs_kms_key_id: str | None = None
     jobs_max_conversations: int = 100_000
     jobs_max_turns: int = 1_000_000
+    jobs_max_tool_calls: int = 1_000_000
     shard_size: int = 200
     shard_max_turns: int = 2_000
     jobs_max_parallel_shards: int = 10
@@ -67,6 +74,10 @@ class Settings:
             max_turns=_int("FAIR_FORGE_MAX_TURNS", cls.max_turns),
             max_string_chars=_int("FAIR_FORGE_MAX_STRING_CHARS", cls.max_string_chars),
             max_nesting_depth=_int("FAIR_FORGE_MAX_NESTING_DEPTH", cls.max_nesting_depth),
+            max_tool_calls_per_turn=_int("FAIR_FORGE_MAX_TOOL_CALLS_PER_TURN", cls.max_tool_calls_per_turn),
+            max_tool_calls=_int("FAIR_FORGE_MAX_TOOL_CALLS", cls.max_tool_calls),
+            max_assistants=_int("FAIR_FORGE_MAX_ASSISTANTS", cls.max_assistants),
+            max_curve_points=_int("FAIR_FORGE_MAX_CURVE_POINTS", cls.max_curve_points),
             sync_budget_s=_float("FAIR_FORGE_SYNC_BUDGET_S", cls.sync_budget_s),
             deadline_margin_s=_float("FAIR_FORGE_DEADLINE_MARGIN_S", cls.deadline_margin_s),
             judge_max_attempts=_int("FAIR_FORGE_JUDGE_MAX_ATTEMPTS", cls.judge_max_attempts),
@@ -80,6 +91,7 @@ class Settings:
             jobs_kms_key_id=os.environ.get("JOBS_KMS_KEY_ID") or None,
             jobs_max_conversations=_int("FAIR_FORGE_JOBS_MAX_CONVERSATIONS", cls.jobs_max_conversations),
             jobs_max_turns=_int("FAIR_FORGE_JOBS_MAX_TURNS", cls.jobs_max_turns),
+            jobs_max_tool_calls=_int("FAIR_FORGE_JOBS_MAX_TOOL_CALLS", cls.jobs_max_tool_calls),
             shard_size=max(1, _int("FAIR_FORGE_SHARD_SIZE", cls.shard_size)),
             shard_max_turns=max(1, _int("FAIR_FORGE_SHARD_MAX_TURNS", cls.shard_max_turns)),
             jobs_max_parallel_shards=max(1, _int("FAIR_FORGE_JOBS_MAX_PARALLEL_SHARDS", cls.jobs_max_parallel_shards)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 
 # The request model and the error paths are the core's, shared with the CLI.
 from fair_forge_core.schemas import ConnectorSpec, RunRequest, describe_json_error, field_path, loads_json
+from fair_forge_core.stats import CURVE_MIN_K
 from handler.settings import Settings
 
 __all__ = [
@@ -92,6 +94,7 @@ def _check_limits(body: dict[str, Any], settings: Settings) -> None:
     )
     if turns > settings.max_turns:
         raise RequestError(413, f"Too many turns: {turns} (limit {settings.max_turns} per request)")
+    _check_work_limits(datasets, settings)
     longest, depth = _measure(body)
     if longest > settings.max_string_chars:
         raise RequestError(
@@ -99,6 +102,45 @@ def _check_limits(body: dict[str, Any], settings: Settings) -> None:
         )
     if depth > settings.max_nesting_depth:
         raise RequestError(400, f"The request is nested {depth} levels deep (limit {settings.max_nesting_depth})")
+
+
+def _tool_lists(batch: Any) -> Iterator[tuple[str, list[Any]]]:
+    """A raw turn's lists of tool calls, named by their field path within the turn."""
+    if not isinstance(batch, dict):
+        return
+    for container, name in (("agentic", "tools_used"), ("ground_truth_agentic", "expected_tools")):
+        trace = batch.get(container)
+        calls = trace.get(name) if isinstance(trace, dict) else None
+        if isinstance(calls, list):
+            yield f"{container}.{name}", calls
+
+
+def _check_work_limits(datasets: list[Any], settings: Settings) -> None:
+    """413 when the deterministic work would be unbounded: tool calls per turn (each list), tool
+    calls in all, distinct assistants. Read from the raw JSON, before any model is built."""
+    total = 0
+    assistants: set[Any] = set()
+    for d, dataset in enumerate(datasets):
+        if not isinstance(dataset, dict):
+            continue
+        if isinstance(dataset.get("assistant_id"), str):
+            assistants.add(dataset["assistant_id"])
+        conversation = dataset.get("conversation")
+        for t, batch in enumerate(conversation if isinstance(conversation, list) else []):
+            for path, calls in _tool_lists(batch):
+                if len(calls) > settings.max_tool_calls_per_turn:
+                    raise RequestError(
+                        413,
+                        f"Too many tool calls in datasets[{d}].conversation[{t}].{path}: {len(calls)} "
+                        f"(limit {settings.max_tool_calls_per_turn} per turn)",
+                    )
+                total += len(calls)
+    if total > settings.max_tool_calls:
+        raise RequestError(413, f"Too many tool calls: {total} (limit {settings.max_tool_calls} per request)")
+    if len(assistants) > settings.max_assistants:
+        raise RequestError(
+            413, f"Too many assistants: {len(assistants)} distinct assistant_id (limit {settings.max_assistants})"
+        )
 
 
 def _measure(value: Any) -> tuple[int, int]:
@@ -135,9 +177,25 @@ def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
     _check_presence(body)
     _check_limits(body, settings)
     try:
-        return RunRequest.model_validate(body)
+        request = RunRequest.model_validate(body)
     except ValidationError as exc:
         details = validation_details(exc)
         first = details[0]
         more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
         raise RequestError(400, f"Invalid request: {first['field']}: {first['message']}{more}", details) from None
+    _check_curve_points(request, settings)
+    return request
+
+
+def _check_curve_points(request: RunRequest, settings: Settings) -> None:
+    """413 when the curves would be too long: max(k, 10) points for the aggregate and, with
+    several assistants, for each of them (each point is computed and sent)."""
+    assistants = len({d.assistant_id for d in request.datasets})
+    curves = 1 + (assistants if assistants > 1 else 0)
+    points = curves * max(request.config.k, CURVE_MIN_K)
+    if points > settings.max_curve_points:
+        raise RequestError(
+            413,
+            f"Too many curve points: {curves} curve(s) × max(k, {CURVE_MIN_K}) = {points} "
+            f"(limit {settings.max_curve_points}); lower config.k or send fewer assistants",
+        )

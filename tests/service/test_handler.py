@@ -389,3 +389,73 @@ def test_original_datasets_are_accepted_with_a_warning() -> None:
     assert response.status == 200, response.body
     assert sum("alquimia-fair-forge" in w for w in response.body["warnings"]) == 1
     assert response.body["per_conversation_metrics"][0]["tool_correctness_scores"][1] is None
+
+
+# --------------------------------------------------------------------------- bounded work (issue #12)
+
+
+def tool_turn(qa_id: str, used: int, expected: int) -> dict[str, Any]:
+    return {
+        "qa_id": qa_id,
+        "query": "q",
+        "assistant": "a",
+        "ground_truth_assistant": "a",
+        "agentic": {"tools_used": [{"tool_name": "t", "parameters": {"i": i}} for i in range(used)]},
+        "ground_truth_agentic": {
+            "expected_tools": [{"tool_name": "t", "parameters": {"i": i}} for i in range(expected)]
+        },
+    }
+
+
+def test_tool_calls_per_turn_are_bounded() -> None:
+    datasets = [
+        {"session_id": "s", "assistant_id": "a", "conversation": [tool_turn("q0", 64, 64), tool_turn("q1", 3, 65)]}
+    ]
+    response = call_handler(request(datasets=datasets))
+    assert_error(
+        response, 413, "Too many tool calls in datasets[0].conversation[1].ground_truth_agentic.expected_tools: 65"
+    )
+    assert "limit 64 per turn" in response.body["error"]
+
+
+def test_tool_calls_per_request_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIR_FORGE_MAX_TOOL_CALLS", "100")
+    turns = [tool_turn(f"q{i}", 30, 30) for i in range(2)]  # 120 calls
+    response = call_handler(request(datasets=[{"session_id": "s", "assistant_id": "a", "conversation": turns}]))
+    assert_error(response, 413, "Too many tool calls: 120 (limit 100 per request)")
+
+
+def test_distinct_assistants_are_bounded() -> None:
+    datasets = [
+        {"session_id": f"s{i}", "assistant_id": f"agent-{i}", "conversation": [tool_turn("q", 0, 0)]} for i in range(51)
+    ]
+    assert_error(
+        call_handler(request(datasets=datasets)), 413, "Too many assistants: 51 distinct assistant_id (limit 50)"
+    )
+
+
+def test_curve_points_are_bounded() -> None:
+    # 10 assistants: 11 curves (the aggregate and one per assistant) × max(k, 10) points.
+    datasets = [
+        {"session_id": f"s{i}", "assistant_id": f"agent-{i}", "conversation": [tool_turn("q", 0, 0)]} for i in range(10)
+    ]
+    assert call_handler(request(datasets=datasets, config={"k": 909})).status == 200  # 11 × 909 = 9,999
+    assert_error(
+        call_handler(request(datasets=datasets, config={"k": 910})),
+        413,
+        "Too many curve points: 11 curve(s) × max(k, 10) = 10010",
+    )
+
+
+def test_health_states_every_limit() -> None:
+    limits = call_handler(method="GET", path="/health").body["limits"]
+    assert {
+        key: limits[key]
+        for key in ("max_tool_calls_per_turn", "max_tool_calls", "max_assistants", "max_curve_points", "max_k")
+    } == {
+        "max_tool_calls_per_turn": 64,
+        "max_tool_calls": 20_000,
+        "max_assistants": 50,
+        "max_curve_points": 10_000,
+        "max_k": 1000,
+    }

@@ -216,3 +216,30 @@ def test_a_credible_interval_is_never_nan() -> None:
 def test_extreme_priors_are_refused(prior: list[float]) -> None:
     with pytest.raises(ValidationError, match="prior"):
         StatisticalMode(mode="bayesian", prior=prior)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    data=st.data(),
+    k=st.integers(1, 25),
+    bayesian=st.booleans(),
+    level=st.sampled_from([0.5, 0.9, 0.95]),
+    prior=st.tuples(st.sampled_from([0.5, 1.0, 2.5]), st.sampled_from([0.5, 1.0, 3.0])),
+)
+def test_the_curve_is_the_point_estimates_at_every_k(n, data, k, bayesian, level, prior) -> None:
+    # The curve is computed incrementally in k; every point must equal the one-k functions.
+    c = data.draw(st.integers(0, n))
+    mode = StatisticalMode(mode="bayesian" if bayesian else "frequentist", ci_level=level, prior=list(prior))
+    for point in stats.pass_curve(n, c, k, mode):
+        rates = stats.estimate_rates(n, c, point.k, mode)
+        expected = {
+            **rates.model_dump(),
+            "pass_at_k_unbiased": stats.pass_at_k_unbiased(n, c, point.k),
+            "pass_pow_k_unbiased": stats.pass_pow_k_unbiased(n, c, point.k),
+        }
+        for name, value in expected.items():
+            got = getattr(point, name)
+            assert (got is None) == (value is None), name
+            if value is not None:
+                assert got == pytest.approx(value, rel=1e-12, abs=0) or got == value == 0.0, (name, point.k)

@@ -28,6 +28,7 @@ from fair_forge_core.schemas import (
     ToolWeights,
 )
 from fair_forge_core.tools import (
+    MAX_RESULT_LEAVES,
     find_result_in_answer,
     parameter_agreement,
     score_tool_calls,
@@ -1070,3 +1071,16 @@ def test_pairing_of_many_calls_of_one_tool_still_maximises_agreement() -> None:
             for chosen in itertools.permutations(range(7))
         )
         assert score(used, expected).parameter_accuracy == pytest.approx(float(best / 7), abs=1e-12)
+
+
+def test_result_in_answer_looks_at_the_first_256_leaves_of_a_turn() -> None:
+    # The bound on its work: 256 scans of the answer at most. A match at leaf 256 (0-based 255) counts,
+    # one at leaf 257 does not.
+    def calls_with_match_at(position: int) -> list[ToolCall]:
+        leaves = [f"absent-{i}" for i in range(300)]
+        leaves[position] = "R-77"
+        return [used_call("lookup", result={"ids": leaves[:150]}), used_call("lookup", result={"ids": leaves[150:]})]
+
+    assert MAX_RESULT_LEAVES == 256
+    assert find_result_in_answer(calls_with_match_at(255), "refund R-77") is True
+    assert find_result_in_answer(calls_with_match_at(256), "refund R-77") is False

@@ -1,0 +1,190 @@
+"""Hostile bodies: the most deterministic work a request within the limits can ask for.
+
+Each case runs in a fresh process, through `lambda_handler`, on the ReferenceJudge
+(every turn distinct, so nothing is shared), and reports the CPU time and the peak
+RSS the request added. The work is bounded by the service's limits (DESIGN.md §9:
+tool calls per turn and per request, distinct assistants, k), so these are the worst
+cases we know of at the default limits:
+
+- `pairing`: turns of 64 expected × 64 used calls of one tool (the per-turn limit),
+  every call with different arguments, `tool_sequence_matters`, up to the 20,000 tool
+  calls of a request;
+- `alignment`: the same with 64 distinct tool names per turn, in reverse order (the
+  in-order alignment and the LCS at their largest);
+- `result_in_answer`: 64 calls per turn each returning 200 numbers and 200 strings,
+  against an answer of 60,000 characters holding 10,000 numbers;
+- `assistants`: 50 distinct assistants (the limit), Bayesian mode, 2,000 conversations,
+  and the largest k the curve limit allows (51 curves × max(k, 10) ≤ 10,000 points: k =
+  196), so 51 aggregates with credible bounds at every point;
+- `over the limits`: the audit's original bodies (3,000 × 3,000 calls in one turn,
+  200 assistants with k = 1000), which must be refused with 413 before any work.
+
+Target (issue #12): no body under the limits costs more than 5 s of CPU or 500 MB
+beyond what the judge itself needs.
+
+    python -m benchmarks.bench_hostile
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+from benchmarks.common import REFERENCE, ROOT, header, request, verdict
+
+PER_TURN, PER_REQUEST, ASSISTANTS, LARGEST_K = 64, 20_000, 50, 10_000 // 51
+CPU_TARGET_S, RSS_TARGET_MB = 5.0, 500.0
+
+
+def _turn(index: int, answer: str, used: list[dict[str, Any]], expected: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "qa_id": f"q{index}",
+        "query": f"Task {index}?",
+        "assistant": answer,
+        "ground_truth_assistant": f"Answer {index}",
+        "agentic": {"tools_used": used, "final_answer_uses_tools": True},
+        "ground_truth_agentic": {"expected_tools": expected, "tool_sequence_matters": True},
+    }
+
+
+def _conversations(turns: list[dict[str, Any]], assistants: int = 1) -> list[dict[str, Any]]:
+    return [
+        {"session_id": f"s{i}", "assistant_id": f"agent-{i % assistants}", "conversation": [turn]}
+        for i, turn in enumerate(turns)
+    ]
+
+
+def pairing_case(distinct_names: bool) -> dict[str, Any]:
+    turns = []
+    for t in range(PER_REQUEST // (2 * PER_TURN)):
+
+        def name(i: int) -> str:
+            return f"tool{i}" if distinct_names else "tool"
+
+        expected = [
+            {"tool_name": name(i), "parameters": {"a": i, "b": t, "c": i % 7, "d": f"x{i}"}, "step": i}
+            for i in range(PER_TURN)
+        ]
+        used = [
+            {"tool_name": name(PER_TURN - 1 - i), "parameters": {"a": i, "b": t, "c": i % 5}, "step": i}
+            for i in range(PER_TURN)
+        ]
+        turns.append(_turn(t, f"Answer {t}", used, expected))
+    return request(REFERENCE, _conversations(turns), k=3)
+
+
+def result_in_answer_case() -> dict[str, Any]:
+    answer = " ".join(f"v{i} {i * 7919 % 100_003}" for i in range(10_000))[:60_000]
+    turns = []
+    for t in range(8):
+        used = [
+            {
+                "tool_name": "lookup",
+                "parameters": {"i": i},
+                "result": {
+                    "numbers": [t * 1e6 + i * 1000 + j + 0.5 for j in range(200)],
+                    "names": [f"n{t}-{i}-{j}" for j in range(200)],
+                },
+            }
+            for i in range(PER_TURN)
+        ]
+        expected = [{"tool_name": "lookup", "parameters": {"i": i}} for i in range(PER_TURN)]
+        turns.append(_turn(t, answer + f" turn {t}", used, expected))
+    return request(REFERENCE, _conversations(turns), k=3)
+
+
+def assistants_case(assistants: int, k: int) -> dict[str, Any]:
+    turns = [
+        {
+            "qa_id": f"q{i}",
+            "query": f"What is {i} plus 1?",
+            "assistant": f"It is {i + 1}.",
+            "ground_truth_assistant": str(i + 1),
+        }
+        for i in range(2_000)
+    ]
+    return request(REFERENCE, _conversations(turns, assistants), k=k, statistical_mode="bayesian")
+
+
+def over_the_limits_cases() -> dict[str, dict[str, Any]]:
+    many = [{"tool_name": "tool", "parameters": {"a": i}} for i in range(3_000)]
+    return {
+        "3,000 × 3,000 calls in one turn": request(REFERENCE, _conversations([_turn(0, "x", many, many)]), k=3),
+        "200 assistants, k = 1000, Bayesian": assistants_case(200, 1000),
+    }
+
+
+CASES = {
+    "pairing": lambda: pairing_case(distinct_names=False),
+    "alignment": lambda: pairing_case(distinct_names=True),
+    "result_in_answer": result_in_answer_case,
+    "assistants": lambda: assistants_case(ASSISTANTS, LARGEST_K),
+}
+
+
+def child(name: str) -> None:
+    """One request in this fresh process; prints one JSON line."""
+    from benchmarks.common import call_handler
+
+    bodies = over_the_limits_cases() if name == "over" else {name: CASES[name]()}
+    assert call_handler(request(REFERENCE, _conversations([_turn(0, "8", [], [])]), k=3)).status == 200  # warm-up
+    for label, body in bodies.items():
+        raw = json.dumps(body)
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        cpu_before = time.process_time()
+        call = call_handler(raw)
+        cpu = time.process_time() - cpu_before
+        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            json.dumps(
+                {
+                    "case": label,
+                    "status": call.status,
+                    "body_kb": len(raw) / 1000,
+                    "cpu_s": cpu,
+                    "wall_s": call.seconds,
+                    "rss_added_mb": rss_after - rss_before,
+                    "error": call.body.get("error"),
+                }
+            )
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+    header("hostile bodies: deterministic work at the default limits, ReferenceJudge, through lambda_handler")
+    for name in [*CASES, "over"]:
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks.bench_hostile", "--child", name],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for row in (json.loads(line) for line in out.splitlines() if line.startswith("{")):
+            print(
+                f"   {row['case']}: HTTP {row['status']}, body {row['body_kb']:,.0f} KB, "
+                f"CPU {row['cpu_s']:.2f} s, wall {row['wall_s']:.2f} s, +{row['rss_added_mb']:.0f} MB peak RSS"
+                + (f" — {row['error']}" if row["status"] != 200 else "")
+            )
+            if name == "over":
+                print(f"   {verdict(row['status'] == 413, 'refused with 413')}")
+            else:
+                print(
+                    f"   {verdict(row['status'] == 200 and row['cpu_s'] <= CPU_TARGET_S, f'CPU ≤ {CPU_TARGET_S:g} s')}"
+                )
+                print(f"   {verdict(row['rss_added_mb'] <= RSS_TARGET_MB, f'added RSS ≤ {RSS_TARGET_MB:g} MB')}")
+
+
+if __name__ == "__main__":
+    main()
