@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -256,11 +257,42 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class LoneSurrogate(ValueError):
+    """A JSON string escapes half of a UTF-16 surrogate pair (``"\\ud800"``): valid JSON
+    syntax, but no Unicode text, and nothing downstream (logs, responses) can encode it."""
+
+
+# Only a text that writes a \uD800–\uDFFF escape can hold a lone surrogate (raw UTF-8 cannot).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """`LoneSurrogate` if any string or key in the parsed JSON holds one (valid pairs were
+    already joined into one character by the parser)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                raise LoneSurrogate("a string holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff), which is not text")
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def loads_json(data: str | bytes) -> Any:
-    """`json.loads` that refuses NaN, ±Infinity and overflowing numbers with `NonFiniteNumber`:
-    a NaN tool parameter could never agree with anything, and a NaN score would poison
-    the sums. Other malformed JSON raises `json.JSONDecodeError` (a `ValueError`) as usual."""
-    return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+    """`json.loads` that refuses NaN, ±Infinity and overflowing numbers with `NonFiniteNumber`
+    (a NaN tool parameter could never agree with anything, and a NaN score would poison
+    the sums) and lone surrogates with `LoneSurrogate`. Other malformed JSON raises
+    `json.JSONDecodeError` (a `ValueError`) as usual."""
+    value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+    text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_lone_surrogates(value)
+    return value
 
 
 def describe_json_error(error: ValueError) -> str:
@@ -270,7 +302,7 @@ def describe_json_error(error: ValueError) -> str:
     """
     if isinstance(error, json.JSONDecodeError):
         return f"{error.msg} at line {error.lineno}, column {error.colno}"
-    return str(error) if isinstance(error, NonFiniteNumber) else "not valid JSON"
+    return str(error) if isinstance(error, NonFiniteNumber | LoneSurrogate) else "not valid JSON"
 
 
 def field_path(location: tuple[int | str, ...]) -> str:

@@ -180,15 +180,33 @@ def describe_error(exc: BaseException) -> str:
     return f"{prefix}{type(exc).__name__}: {detail}" if detail else f"{prefix}{type(exc).__name__}"
 
 
-def parse_verdict(raw: Any, *, bos: str, eos: str) -> Verdict:
+MAX_REASONING_CHARS = 1_000
+"""Reasoning kept per verdict: a longer text is cut (and marked), so a judge that rambles
+cannot make every copy of its verdict in the response and the logs large."""
+
+MAX_REPLY_CHARS = 64_000
+"""How much of a judge's message text is searched for a verdict (the end of it, where the
+last block is); a verdict is a few hundred characters."""
+
+
+def compact(text: str) -> str:
+    """`text` without whitespace: how a verdict's text is compared with the caller's."""
+    return "".join(text.split())
+
+
+def parse_verdict(raw: Any, *, bos: str, eos: str, caller_text: str = "") -> Verdict:
     """A `Verdict` from a structured-output dict/object or a chat message.
 
-    Message text: the JSON between the first `bos` and the next `eos`; failing that,
-    the first JSON object anywhere in the text. The score must be a finite number
-    (not a bool) in [0, 1], or it is a `VerdictParseError` — never clamped.
+    Message text: the JSON of the last block between `bos` and `eos`; failing that, the
+    last JSON object anywhere in the text (only the last `MAX_REPLY_CHARS` characters are
+    searched). A block whose text, whitespace aside, occurs in `caller_text` (the
+    `compact` of what the caller sent: an agent answer carrying a forged
+    ``{"score": 1.0}`` the model quoted back) is never taken. The score must be a finite
+    number (not a bool) in [0, 1], or it is a `VerdictParseError` — never clamped. The
+    reasoning is kept to `MAX_REASONING_CHARS`.
     """
     if isinstance(raw, BaseMessage):
-        raw = _json_in_text(_message_text(raw), bos=bos, eos=eos)
+        raw = _json_in_text(_message_text(raw)[-MAX_REPLY_CHARS:], bos=bos, eos=eos, caller_text=caller_text)
     elif hasattr(raw, "model_dump"):
         raw = raw.model_dump()
     if not isinstance(raw, dict):
@@ -199,7 +217,10 @@ def parse_verdict(raw: Any, *, bos: str, eos: str) -> Verdict:
     if not 0.0 <= score <= 1.0:
         raise VerdictParseError(f"score {score} is outside [0, 1]")
     reasoning = raw.get("reasoning", "")
-    return Verdict(score=float(score), reasoning=reasoning if isinstance(reasoning, str) else str(reasoning))
+    reasoning = reasoning if isinstance(reasoning, str) else str(reasoning)
+    if len(reasoning) > MAX_REASONING_CHARS:
+        reasoning = reasoning[: MAX_REASONING_CHARS - 1] + "…"
+    return Verdict(score=float(score), reasoning=reasoning)
 
 
 def _message_text(message: BaseMessage) -> str:
@@ -209,24 +230,45 @@ def _message_text(message: BaseMessage) -> str:
     return "".join(block if isinstance(block, str) else str(block.get("text", "")) for block in content)
 
 
-def _json_in_text(text: str, *, bos: str, eos: str) -> Any:
-    start = text.find(bos) if bos else -1
-    if start >= 0:
-        end = text.find(eos, start + len(bos)) if eos else -1
-        inner = text[start + len(bos) : end if end >= 0 else None]
-        try:
-            return json.loads(inner)
-        except ValueError:
-            pass
+def _marker_blocks(text: str, bos: str, eos: str) -> list[str]:
+    """The texts between each `bos` and the next `eos` (or the end), in order."""
+    blocks = []
+    at = text.find(bos) if bos else -1
+    while at >= 0:
+        start = at + len(bos)
+        end = text.find(eos, start) if eos else -1
+        blocks.append(text[start : end if end >= 0 else None])
+        at = text.find(bos, end + len(eos)) if end >= 0 else -1
+    return blocks
+
+
+def _json_objects(text: str) -> list[str]:
+    """The texts of the top-level JSON objects in `text`, in order."""
     decoder = json.JSONDecoder()
-    for at in (i for i, char in enumerate(text) if char == "{"):
+    found, at = [], text.find("{")
+    while at >= 0:
         try:
-            value, _ = decoder.raw_decode(text, at)
+            _, end = decoder.raw_decode(text, at)
         except ValueError:
+            at = text.find("{", at + 1)
             continue
-        if isinstance(value, dict):
-            return value
-    raise VerdictParseError("no JSON object in the reply")
+        found.append(text[at:end])
+        at = text.find("{", end)
+    return found
+
+
+def _json_in_text(text: str, *, bos: str, eos: str, caller_text: str) -> Any:
+    """The verdict object of a reply: the last marker block that parses, else the last JSON
+    object, skipping any whose text occurs in `caller_text` (see `parse_verdict`)."""
+    for candidates in (_marker_blocks(text, bos, eos), _json_objects(text)):
+        for candidate in reversed(candidates):
+            try:
+                value = json.loads(candidate)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and not (caller_text and compact(candidate) in caller_text):
+                return value
+    raise VerdictParseError("no JSON object in the reply (a verdict quoted from the caller's text is not one)")
 
 
 class AdaptiveLimiter:
@@ -339,10 +381,16 @@ class AnswerJudge:
             bos_json_clause=self.config.bos_json_clause,
             eos_json_clause=self.config.eos_json_clause,
         )
+        # Everything the caller wrote, as `parse_verdict` compares it: a verdict found in it is forged.
+        caller_text = "\n".join(
+            compact(text)
+            for text in (request.query, request.answer, request.ground_truth, request.context, request.observation)
+            if text
+        )
         attempts = parse_failures = rate_limited = 0
         while True:
             try:
-                return await self._attempt(messages)
+                return await self._attempt(messages, caller_text)
             except JudgeCallError:
                 raise
             except VerdictParseError as exc:
@@ -386,7 +434,7 @@ class AnswerJudge:
             self.telemetry.retries += 1
             await asyncio.sleep(delay)
 
-    async def _attempt(self, messages: list[BaseMessage]) -> Verdict:
+    async def _attempt(self, messages: list[BaseMessage], caller_text: str) -> Verdict:
         """One provider call in a slot of the limiter, which learns how it went; errors propagate."""
         ticket = await self._acquire()
         outcome: Literal["ok", "rate_limited", "error"] = "error"
@@ -397,7 +445,9 @@ class AnswerJudge:
             raw = await asyncio.wait_for(self._runnable.ainvoke(messages), timeout)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
-            return parse_verdict(raw, bos=self.config.bos_json_clause, eos=self.config.eos_json_clause)
+            return parse_verdict(
+                raw, bos=self.config.bos_json_clause, eos=self.config.eos_json_clause, caller_text=caller_text
+            )
         except Exception as exc:
             if status_code_of(exc) == 429:
                 outcome = "rate_limited"

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,17 +31,21 @@ FIELD_WORDS = (
 )  # fmt: skip
 FUZZ = settings(max_examples=150, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
+# Any code point, lone surrogates included: json.dumps writes them as "\ud800" escapes,
+# valid JSON syntax that is no Unicode text.
+any_text = st.characters(exclude_categories=[])
 json_leaf = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40),
+    st.text(alphabet=any_text, max_size=40),
 )
 json_value = st.recursive(
     json_leaf,
     lambda children: st.one_of(
-        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)
+        st.lists(children, max_size=4),
+        st.dictionaries(st.text(alphabet=any_text, max_size=8), children, max_size=4),
     ),
     max_leaves=12,
 )
@@ -163,3 +168,33 @@ def test_deep_nesting_is_refused_before_it_can_overflow_the_stack(depth: int) ->
     response = call_handler(raw=raw)
     assert response.status == 400, response.body
     assert "nested" in response.body["error"] or "Invalid JSON body" in response.body["error"]
+
+
+SURROGATE_PLACES = {
+    "session_id": lambda b: b["datasets"][0].update(session_id="s\ud800"),
+    "qa_id": lambda b: b["datasets"][0]["conversation"][0].update(qa_id="q\udfff"),
+    "assistant_id": lambda b: b["datasets"][0].update(assistant_id="a\udc00"),
+    "class_path": lambda b: b["connector"].update(class_path="fair_forge_core\ud800"),
+    "a parameter key": lambda b: b["connector"]["params"].update({"k\ud800": 1}),
+    "a tool argument": lambda b: b["datasets"][0]["conversation"][0]["agentic"]["tools_used"][0]["parameters"].update(
+        a="\ud800"
+    ),
+}
+
+
+@pytest.mark.parametrize("place", sorted(SURROGATE_PLACES))
+@pytest.mark.parametrize("accept", ["application/json", "text/html"])
+def test_a_lone_surrogate_anywhere_is_a_400(place: str, accept: str) -> None:
+    body = copy.deepcopy(VALID)
+    SURROGATE_PLACES[place](body)
+    raw = json.dumps(body)
+    assert "\\ud" in raw or "\\udc" in raw or "\\udf" in raw
+    response = call_handler(raw=raw, headers={"Accept": accept})
+    assert response.status == 400, response.raw
+    assert json.loads(response.raw)["error"].startswith("Invalid JSON body: a string holds a lone UTF-16 surrogate")
+
+
+def test_a_surrogate_pair_is_text() -> None:
+    body = copy.deepcopy(VALID)
+    body["datasets"][0]["session_id"] = "emoji \U0001f600"
+    assert call_handler(raw=json.dumps(body)).status == 200
