@@ -185,12 +185,15 @@ def _build_judge(request: Any, path: Path) -> Any:
     extra = [p.strip() for p in os.environ.get("FAIR_FORGE_EXTRA_CONNECTORS", "").split(",") if p.strip()]
     params = request.connector.params
     secrets = [*connectors.secret_values(params), os.environ.get("LLM_API_KEY") or ""]
+    # A model server on this machine is a normal judge for a local run; the operator's variable adds more.
+    networks = [n.strip() for n in os.environ.get("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS", "").split(",") if n.strip()]
     try:
         return connectors.build_chat_model(
             request.connector.class_path,
             params,
             extra_connectors=extra,
             server_key=lambda: os.environ.get("LLM_API_KEY") or None,
+            policy=connectors.EndpointPolicy(allowed_networks=(*connectors.LOOPBACK_NETWORKS, *networks)),
         )
     except connectors.ConnectorNotAllowed as exc:
         allowed = ", ".join(sorted(set(connectors.allowed_connectors(extra).values())))

@@ -19,9 +19,22 @@ Shared by the Lambda handler and the CLI, so both apply the same rules, in this 
    and then only parameters that choose a model and its sampling
    (`SERVER_KEY_SAFE_PARAMS`) are accepted. A caller who sets anything else (an
    endpoint, a proxy, headers, client options) must bring a key: the operator's key
-   never travels to an address or with a header the caller picked. With no key at
-   all, `no_key_message` (when given) says what to do instead of the SDK's advice to
-   set an environment variable, which a caller of a deployed service cannot do.
+   never travels to an address or with a header the caller picked. Even then the
+   caller may not inflate the operator's bill: one completion (`n` 1), at most
+   `EndpointPolicy.server_key_max_tokens` tokens (set when the caller sets none), no
+   `service_tier` or `reasoning_effort`, and a model from the operator's list when
+   there is one. With no key at all, `no_key_message` (when given) says what to do
+   instead of the SDK's advice to set an environment variable, which a caller of a
+   deployed service cannot do.
+6. An endpoint the caller chose must be an http(s) URL without credentials whose host
+   resolves only to public addresses — no loopback, private, link-local (the cloud
+   metadata service), shared or reserved range — unless the operator allows those
+   networks (`EndpointPolicy.allowed_networks`: a judge in the operator's own VPC, a
+   model server on localhost). Path-like parameters (`azure_deployment`,
+   `deployment_name`, `api_version`) must be plain names, since SDKs paste them into
+   the URL. (The check resolves the host once; a DNS answer that changes between the
+   check and the call is not caught here: an egress proxy or VPC rules are the
+   backstop for that.)
 5. Provider SDK retries are turned off (`max_retries=0`) unless the caller set
    them, because the judge has its own retry budget and the two would multiply.
 
@@ -35,10 +48,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import ipaddress
 import json
-from collections.abc import Callable, Iterable
+import re
+import socket
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from fair_forge_core.redact import redact
 
@@ -120,8 +137,32 @@ REFUSED_PARAMS = frozenset(
         "callback_manager",
         "cache",
         "rate_limiter",
+        "http_socket_options",  # would bypass the operator's egress proxy
     }
 )
+PLAIN_NAME_PARAMS = frozenset({"azure_deployment", "deployment_name", "api_version", "openai_api_version"})
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+SERVER_KEY_REFUSED_PARAMS = frozenset({"service_tier", "reasoning_effort"})
+_TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+
+
+@dataclass(frozen=True)
+class EndpointPolicy:
+    """The operator's rules for where a judge may be reached and what the server's key may buy.
+
+    `allowed_networks`: CIDR ranges a caller-chosen endpoint may resolve into besides the
+    public internet (none by default). `server_key_models`: the models the server's key
+    may be used with (any when empty). `server_key_max_tokens`: the bound on a completion
+    with the server's key.
+    """
+
+    allowed_networks: tuple[str, ...] = ()
+    server_key_models: tuple[str, ...] = ()
+    server_key_max_tokens: int = 1024
+
+
+LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+"""What the local API and the CLI allow by default: a model server on this machine."""
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential")
 
 FORWARDED_PARAMS = frozenset(
@@ -237,6 +278,73 @@ def check_param_names(cls: type[BaseChatModel], params: dict[str, Any]) -> None:
         raise ConnectorError(f"{field} is not a parameter of {cls.__name__}{hint}", field)
 
 
+def check_plain_names(params: dict[str, Any]) -> None:
+    """`ConnectorError` when a path-like parameter is not a plain name (``../`` would move the URL)."""
+    for name in sorted(PLAIN_NAME_PARAMS.intersection(params)):
+        value = params[name]
+        if not (isinstance(value, str) and _PLAIN_NAME.fullmatch(value) and ".." not in value):
+            raise ConnectorError(
+                f"connector.params.{name} must be a plain name (letters, digits, '.', '_', '-')", _param_field(name)
+            )
+
+
+def _address_allowed(address: str, networks: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global or any(ip in network for network in networks)
+
+
+def check_endpoint(name: str, url: Any, allowed_networks: Iterable[str] = ()) -> None:
+    """`ConnectorError` unless `url` is an http(s) URL without credentials whose host resolves
+    only to public addresses or to `allowed_networks` (rule 6 of the module docstring)."""
+    field = _param_field(name)
+    if not isinstance(url, str):
+        return  # not a URL at all: the class's own validation refuses it
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        # file://, unix sockets and the like would let a caller point the SDK at local resources.
+        raise ConnectorError(f"{field} must be an http(s) URL", field)
+    if parts.username is not None or parts.password is not None:
+        raise ConnectorError(f"{field} may not carry credentials", field)
+    try:
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+        addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)}
+    except (OSError, ValueError):
+        raise ConnectorError(f"{field}: the host could not be resolved", field) from None
+    networks = [ipaddress.ip_network(network, strict=False) for network in allowed_networks]
+    if not all(_address_allowed(address, networks) for address in addresses):
+        raise ConnectorError(
+            f"{field} resolves to a loopback, private, link-local or reserved address, "
+            "which this deployment does not allow as a judge endpoint",
+            field,
+        )
+
+
+def check_server_key_params(cls: type[BaseChatModel], params: dict[str, Any], policy: EndpointPolicy) -> None:
+    """`ConnectorError` when parameters sent with the server's key would inflate its bill
+    (rule 4 of the module docstring). `params` are the caller's, before the key is added."""
+    for name in sorted(SERVER_KEY_REFUSED_PARAMS.intersection(params)):
+        raise ConnectorError(f"connector.params.{name} is not accepted with the server's key", _param_field(name))
+    if params.get("n", 1) != 1:
+        raise ConnectorError("connector.params.n must be 1 with the server's key", "connector.params.n")
+    for name in _TOKEN_PARAMS:
+        value = params.get(name)
+        if value is not None and not (isinstance(value, int) and 1 <= value <= policy.server_key_max_tokens):
+            raise ConnectorError(
+                f"connector.params.{name} must be an integer from 1 to {policy.server_key_max_tokens} "
+                "with the server's key",
+                _param_field(name),
+            )
+    model = params.get("model", params.get("model_name"))
+    if policy.server_key_models and model is not None and model not in policy.server_key_models:
+        raise ConnectorError(
+            "connector.params.model is not one of the models this deployment's key may be used with "
+            f"({', '.join(policy.server_key_models)})",
+            "connector.params.model",
+        )
+
+
 def check_key_values(params: dict[str, Any]) -> None:
     """`ConnectorError` when a secret-looking parameter is not printable ASCII (never showing it)."""
     for name in sorted(params):
@@ -255,6 +363,7 @@ def build_chat_model(
     extra_connectors: Iterable[str] = (),
     server_key: ServerKey | None = None,
     no_key_message: str | None = None,
+    policy: EndpointPolicy = EndpointPolicy(),
 ) -> Judge:
     """The judge's chat model, following the rules of the module docstring.
 
@@ -271,13 +380,11 @@ def build_chat_model(
     cls = load_chat_model_class(canonical)
     check_param_names(cls, params)
     check_key_values(params)
+    check_plain_names(params)
     params = dict(params)
     secrets = secret_values(params)
     for name in sorted(ENDPOINT_PARAMS.intersection(params)):
-        value = params[name]
-        if isinstance(value, str) and not value.lower().startswith(("http://", "https://")):
-            # file://, unix sockets and the like would let a caller point the SDK at local resources.
-            raise ConnectorError(f"connector.params.{name} must be an http(s) URL", _param_field(name))
+        check_endpoint(name, params[name], policy.allowed_networks)
     has_key = any(params.get(name) for name in KEY_PARAMS)
     unsafe = sorted(set(params) - SERVER_KEY_SAFE_PARAMS)
     if not has_key and unsafe and _accepts(cls, "api_key"):
@@ -291,6 +398,10 @@ def build_chat_model(
     if not has_key and _accepts(cls, "api_key"):
         key = server_key() if server_key is not None else None
         if key is not None:
+            check_server_key_params(cls, params, policy)
+            bounded = next((name for name in _TOKEN_PARAMS if name in params), None)
+            if bounded is None and _accepts(cls, "max_tokens"):
+                params["max_tokens"] = policy.server_key_max_tokens
             params["api_key"] = key
             secrets.add(key)
         elif no_key_message is not None:

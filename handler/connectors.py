@@ -86,6 +86,7 @@ def build_judge(class_path: str, params: dict[str, Any], settings: Settings) -> 
             extra_connectors=settings.extra_connectors,
             server_key=lambda: server_api_key(settings),
             no_key_message=NO_KEY_MESSAGE,
+            policy=settings.endpoint_policy(),
         )
     except ConnectorNotAllowed as exc:
         raise ConnectorNotAllowed(f"{exc}; {_SEE_HEALTH}") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import threading
 import time
 import uuid
@@ -163,6 +164,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="simulated Lambda timeout, s")
     args = parser.parse_args(argv)
+    from fair_forge_core.connectors import LOOPBACK_NETWORKS
+
+    # A model server on this machine is a normal judge for the local API (DESIGN.md §8); a
+    # deployment allows no such endpoint unless its operator says so.
+    os.environ.setdefault("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS", ",".join(LOOPBACK_NETWORKS))
     server = make_server(args.port, args.host, args.timeout)
     print(
         f"Fair-Forge Agentic local API on http://{args.host}:{server.server_port} (POST /run, GET /health)",

@@ -7,12 +7,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from fair_forge_core.connectors import EndpointPolicy
     from fair_forge_core.judges.llm import RetryPolicy
 
 
 def _int(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     return int(value) if value else default
+
+
+def _list(name: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
+
+
+def _networks(name: str) -> tuple[str, ...]:
+    """CIDR ranges; a malformed one fails here, loudly, rather than on some later request."""
+    import ipaddress
+
+    return tuple(str(ipaddress.ip_network(item, strict=False)) for item in _list(name))
 
 
 def _float(name: str, default: float) -> float:
@@ -41,6 +53,11 @@ class Settings:
     judge_max_attempts: int = 8
     judge_call_timeout_s: float = 30.0
     extra_connectors: tuple[str, ...] = ()
+    # Where caller-chosen judge endpoints may point besides the public internet, and what the
+    # server's key may buy (fair_forge_core.connectors.EndpointPolicy).
+    allowed_endpoint_networks: tuple[str, ...] = ()
+    server_key_models: tuple[str, ...] = ()
+    server_key_max_tokens: int = 1024
     cors_allow_origin: str | None = None
     server_api_key_env: str | None = None
     server_api_key_secret_arn: str | None = None
@@ -58,6 +75,11 @@ class Settings:
     jobs_result_url_expiry_s: int = 3_600
     jobs_worker_margin_s: float = 10.0
 
+    def endpoint_policy(self) -> EndpointPolicy:
+        from fair_forge_core.connectors import EndpointPolicy
+
+        return EndpointPolicy(self.allowed_endpoint_networks, self.server_key_models, self.server_key_max_tokens)
+
     def retry_policy(self) -> RetryPolicy:
         """The judge's retry policy under these settings (imports the judge, so only when judging)."""
         from fair_forge_core.judges.llm import RetryPolicy
@@ -66,7 +88,6 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
-        extra = os.environ.get("FAIR_FORGE_EXTRA_CONNECTORS", "")
         return cls(
             max_body_bytes=_int("FAIR_FORGE_MAX_BODY_BYTES", cls.max_body_bytes),
             max_response_bytes=_int("FAIR_FORGE_MAX_RESPONSE_BYTES", cls.max_response_bytes),
@@ -82,7 +103,10 @@ class Settings:
             deadline_margin_s=_float("FAIR_FORGE_DEADLINE_MARGIN_S", cls.deadline_margin_s),
             judge_max_attempts=_int("FAIR_FORGE_JUDGE_MAX_ATTEMPTS", cls.judge_max_attempts),
             judge_call_timeout_s=_float("FAIR_FORGE_JUDGE_CALL_TIMEOUT_S", cls.judge_call_timeout_s),
-            extra_connectors=tuple(p.strip() for p in extra.split(",") if p.strip()),
+            extra_connectors=_list("FAIR_FORGE_EXTRA_CONNECTORS"),
+            allowed_endpoint_networks=_networks("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS"),
+            server_key_models=_list("FAIR_FORGE_SERVER_KEY_MODELS"),
+            server_key_max_tokens=_int("FAIR_FORGE_SERVER_KEY_MAX_TOKENS", cls.server_key_max_tokens),
             cors_allow_origin=os.environ.get("CORS_ALLOW_ORIGIN") or None,
             server_api_key_env=os.environ.get("LLM_API_KEY") or None,
             server_api_key_secret_arn=os.environ.get("LLM_API_KEY_SECRET_ARN") or None,

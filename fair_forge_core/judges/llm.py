@@ -27,6 +27,7 @@ import asyncio
 import json
 import math
 import random
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -169,15 +170,27 @@ def retry_after_s(exc: BaseException) -> float | None:
     return None
 
 
+_ERROR_CODE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
 def describe_error(exc: BaseException) -> str:
-    """A short, secret-free description of a provider error."""
+    """A short, secret-free description of a provider error.
+
+    For an HTTP error: the status, the exception type and the provider's error code
+    (``model_not_found``) when it is a plain token — never the reply's text, which a
+    caller-chosen endpoint controls (and providers echo partly masked keys in it).
+    Otherwise (a timeout, a refused connection: nothing came back) the type and the
+    client's own message, redacted.
+    """
     status = status_code_of(exc)
-    prefix = f"HTTP {status} " if status is not None else ""
-    if status in (401, 403):
-        # Providers echo (partly masked) keys in these messages; say nothing of it.
-        return f"{prefix}{type(exc).__name__}: the provider rejected the credentials"
+    if status is not None:
+        if status in (401, 403):
+            return f"HTTP {status} {type(exc).__name__}: the provider rejected the credentials"
+        code = getattr(exc, "code", None)
+        detail = f" ({code})" if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else ""
+        return f"HTTP {status} {type(exc).__name__}{detail}"
     detail = redact(str(exc))[:200]
-    return f"{prefix}{type(exc).__name__}: {detail}" if detail else f"{prefix}{type(exc).__name__}"
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
 MAX_REASONING_CHARS = 1_000

@@ -191,3 +191,136 @@ def test_every_refusal_is_logged_without_secrets() -> None:
     for secret in (SECRET, "gsk_server_side_secret_000000"):
         assert secret not in logs
         assert all(secret not in r["raw"] for r in responses)
+
+
+# --------------------------------------------------------------------------- the operator's key and network (issue #12)
+
+OPENAI = "langchain_openai.chat_models.ChatOpenAI"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/v1",
+        "http://localhost:9/v1",
+        "http://169.254.169.254/latest/meta-data/",  # the cloud metadata service
+        "http://10.0.0.7/v1",
+        "http://192.168.1.1/v1",
+        "http://[::1]:9/v1",
+        "http://[::ffff:127.0.0.1]:9/v1",
+        "http://0.0.0.0:9/v1",
+        "http://100.64.0.1/v1",  # shared address space
+    ],
+)
+def test_caller_endpoints_must_be_public(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.delenv("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS")
+    response = call_handler(with_connector(OPENAI, {"model": "m", "api_key": "sk-caller-1", "base_url": url}))
+    assert response.status == 400, response.body
+    assert (
+        "connector.params.base_url resolves to a loopback, private, link-local or reserved address"
+        in (response.body["error"])
+    )
+    assert response.body["details"][0]["field"] == "connector.params.base_url"
+
+
+def test_the_operator_can_allow_a_private_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fair_forge_core.connectors import EndpointPolicy, build_chat_model
+
+    params = {"model": "m", "api_key": "sk-caller-1", "base_url": "http://10.0.0.7/v1"}
+    judge = build_chat_model(OPENAI, params, policy=EndpointPolicy(allowed_networks=("10.0.0.0/8",)))
+    assert judge.model.openai_api_base == "http://10.0.0.7/v1"
+    monkeypatch.setenv("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS", "192.168.0.0/16")
+    assert call_handler(with_connector(OPENAI, params)).status == 400
+
+
+def test_credentials_in_an_endpoint_are_refused() -> None:
+    params = {"model": "m", "api_key": "sk-caller-1", "base_url": "http://user:pw@127.0.0.1:9/v1"}
+    response = call_handler(with_connector(OPENAI, params))
+    assert response.status == 400 and "may not carry credentials" in response.body["error"]
+
+
+@pytest.mark.parametrize("deployment", ["../../openai/deployments/other/x?api-version=1#", "a/b", "..", "dep name"])
+def test_path_like_parameters_are_plain_names(deployment: str) -> None:
+    # With the server's key: the deployment would be pasted into the Azure URL the operator's key goes to.
+    params = {
+        "azure_deployment": deployment,
+        "api_version": "2024-06-01",
+        "azure_endpoint": "https://x.openai.azure.com",
+    }
+    response = call_handler(
+        with_connector("langchain_openai.chat_models.AzureChatOpenAI", {**params, "api_key": "k-1"})
+    )
+    assert response.status == 400, response.body
+    assert "connector.params.azure_deployment must be a plain name" in response.body["error"]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"n": 128}, "connector.params.n must be 1 with the server's key"),
+        (
+            {"max_completion_tokens": 100_000},
+            "connector.params.max_completion_tokens must be an integer from 1 to 1024",
+        ),
+        ({"max_tokens": 0}, "connector.params.max_tokens must be an integer from 1 to 1024"),
+        ({"service_tier": "priority"}, "connector.params.service_tier is not accepted with the server's key"),
+        ({"reasoning_effort": "high"}, "connector.params.reasoning_effort is not accepted with the server's key"),
+    ],
+)
+def test_the_servers_key_buys_one_bounded_completion(
+    monkeypatch: pytest.MonkeyPatch, params: dict[str, Any], message: str
+) -> None:
+    monkeypatch.setenv("LLM_API_KEY", SECRET)
+    response = call_handler(with_connector(OPENAI, {"model": "m", **params}))
+    assert response.status == 400, response.body
+    assert message in response.body["error"]
+    assert SECRET not in response.raw
+
+
+def test_the_servers_key_gets_a_token_bound_and_the_operators_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fair_forge_core.connectors import EndpointPolicy, build_chat_model
+
+    judge = build_chat_model(OPENAI, {"model": "m"}, server_key=lambda: SECRET)
+    assert judge.model.max_tokens == 1024  # set for the caller, who set none
+    policy = EndpointPolicy(server_key_models=("gpt-4o-mini",), server_key_max_tokens=256)
+    assert (
+        build_chat_model(OPENAI, {"model": "gpt-4o-mini"}, server_key=lambda: SECRET, policy=policy).model.max_tokens
+        == 256
+    )
+    monkeypatch.setenv("LLM_API_KEY", SECRET)
+    monkeypatch.setenv("FAIR_FORGE_SERVER_KEY_MODELS", "gpt-4o-mini")
+    response = call_handler(with_connector(OPENAI, {"model": "o1-pro"}))
+    assert response.status == 400
+    assert (
+        "connector.params.model is not one of the models this deployment's key may be used with"
+        in response.body["error"]
+    )
+
+
+def test_socket_options_that_bypass_the_egress_proxy_are_refused() -> None:
+    params = {"model": "m", "api_key": "sk-caller-1", "http_socket_options": [[1, 2, 3]]}
+    response = call_handler(with_connector(OPENAI, params))
+    assert response.status == 400 and "may not set http_socket_options" in response.body["error"]
+
+
+def test_a_key_parameter_the_class_does_not_use_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # It used to count as "the caller brings a key" while ChatOpenAI took OPENAI_API_KEY from the environment.
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    params = {"model": "m", "google_api_key": "caller-key", "base_url": "http://127.0.0.1:9/v1"}
+    response = call_handler(with_connector(OPENAI, params))
+    assert response.status == 400
+    assert "connector.params.google_api_key is not a parameter of ChatOpenAI" in response.body["error"]
+    assert SECRET not in response.raw
+
+
+def test_the_targets_reply_is_never_echoed() -> None:
+    # An endpoint the operator allows (loopback here) answers 404 with a body; only its status and code come back.
+    with FakeLLMServer() as server:
+        from tests.fake_llm_server import Reply
+
+        server.enqueue(Reply(status=404, error_message="internal admin page: db password hunter2"))
+        params = {"model": "m", "api_key": "sk-caller-1", "base_url": server.base_url}
+        response = call_handler(with_connector(OPENAI, params))
+    assert response.status == 502
+    assert "(HTTP 404 OpenAIModelNotFoundError (not_found))" in response.body["error"]
+    assert "hunter2" not in response.raw and "admin page" not in response.raw
