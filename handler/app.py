@@ -169,16 +169,30 @@ def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
             "interpretation": aggregated.interpretation,
         },
     )
-    for conversation in result.per_conversation_metrics:
+    _log_verbose_detail(result.per_conversation_metrics)
+    return _result_response(result, settings)
+
+
+VERBOSE_LOG_CONVERSATIONS = 100
+VERBOSE_LOG_TURNS = 20
+
+
+def _log_verbose_detail(conversations: list[Any]) -> None:
+    """`config.verbose`: each conversation's scores and reasons at DEBUG, bounded so that one
+    request cannot flood the log group (reasons are already cut to 1,000 characters each)."""
+    for conversation in conversations[:VERBOSE_LOG_CONVERSATIONS]:
+        interactions = conversation.interactions or []
         logger.debug(
             "conversation scored",
             extra={
                 "session_id": conversation.session_id,
-                "scores": conversation.correctness_scores,
-                "reasons": [i.judge_reasoning for i in conversation.interactions or []],
+                "scores": conversation.correctness_scores[:VERBOSE_LOG_TURNS],
+                "reasons": [i.judge_reasoning for i in interactions[:VERBOSE_LOG_TURNS]],
+                "turns_not_logged": max(0, len(conversation.correctness_scores) - VERBOSE_LOG_TURNS),
             },
         )
-    return _result_response(result, settings)
+    if len(conversations) > VERBOSE_LOG_CONVERSATIONS:
+        logger.debug("conversations not logged", extra={"count": len(conversations) - VERBOSE_LOG_CONVERSATIONS})
 
 
 def _result_response(result: Any, settings: Settings) -> Response:
@@ -256,7 +270,19 @@ def _html_response(result: Any, settings: Settings) -> Response:
         page = render_html(payload)
     if _payload_size(page) > settings.max_response_bytes:
         return error_response(413, "Report too large even without per-turn detail: send fewer conversations")
-    return Response(status_code=200, content_type="text/html; charset=utf-8", body=page, headers={"Vary": "Accept"})
+    return Response(status_code=200, content_type="text/html; charset=utf-8", body=page, headers=HTML_HEADERS)
+
+
+HTML_HEADERS = {
+    "Vary": "Accept",
+    "X-Content-Type-Options": "nosniff",
+    # The report is one self-contained page: inline CSS and SVG, no script, nothing fetched.
+    # Anything else a caller's text might smuggle in would be refused by the browser.
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+}
 
 
 @app.exception_handler(RequestError)

@@ -228,19 +228,22 @@ def _request_id() -> str | None:
 
 
 def _status_url(job_id: str) -> str:
-    """The absolute URL of GET /jobs/{id}, as the caller reached this API (stage or base path included)."""
+    """The absolute URL of GET /jobs/{id} on this API's own domain and stage (or base path).
+
+    Built from the request context, which API Gateway fills in (`domainName`, and `path`
+    as requested: /<stage>/jobs on the execute-api domain, /<base path>/jobs on a custom
+    domain), never from the caller's `Host` or `X-Forwarded-Proto`: a client must not
+    make this API hand out links to another host. The local API has no stage and plain HTTP.
+    """
     event = router.current_event
     path = f"/jobs/{job_id}"
-    host = event.headers.get("host")
-    if not host:
+    domain = event.request_context.domain_name
+    if not domain:
         return path
-    scheme = event.headers.get("x-forwarded-proto") or "https"
-    base = ""
-    if urlsplit(f"//{host}").hostname not in ("127.0.0.1", "localhost", "::1"):  # the local API has no stage
-        # API Gateway's requestContext.path is the path as requested: /<stage>/jobs on the
-        # execute-api domain, /<base path>/jobs on a custom domain.
-        base = (event.request_context.path or "").removesuffix(event.path)
-    return f"{scheme}://{host}{base}{path}"
+    if urlsplit(f"//{domain}").hostname in ("127.0.0.1", "localhost", "::1"):
+        return f"http://{domain}{path}"
+    base = (event.request_context.path or "").removesuffix(event.path)
+    return f"https://{domain}{base}{path}"
 
 
 @router.post("/jobs")

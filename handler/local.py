@@ -24,6 +24,16 @@ from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_TIMEOUT_S = 60.0
 MAX_LOCAL_BODY_BYTES = 20_000_000
+READ_TIMEOUT_S = 30.0
+"""How long the server waits for the next bytes of a request: a client that stalls is dropped."""
+
+
+class _LocalRequestError(Exception):
+    """A request the local server refuses before the handler sees it (API Gateway's part)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 # One invocation at a time, as in a Lambda execution environment: Powertools'
 # resolver keeps the current event on the router, shared by all threads.
@@ -56,11 +66,14 @@ def make_proxy_event(
     headers: dict[str, str] | None = None,
     query: dict[str, str] | None = None,
     stage: str = "local",
+    domain: str | None = None,
 ) -> dict[str, Any]:
     """An API Gateway REST proxy event (payload format 1.0) for one request.
 
     Bytes that are not UTF-8 are sent base64-encoded, as API Gateway does for
-    binary media types.
+    binary media types. `domain` is the API's own domain (`requestContext.domainName`,
+    which API Gateway fills with the host it was reached on): the `Host` header when
+    not given.
     """
     headers = dict(headers or {})
     is_base64 = False
@@ -92,6 +105,7 @@ def make_proxy_event(
             "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent", "")},
             "accountId": "000000000000",
             "apiId": "local",
+            "domainName": domain if domain is not None else headers.get("Host", headers.get("host")),
         },
         "body": body,
         "isBase64Encoded": is_base64,
@@ -101,19 +115,53 @@ def make_proxy_event(
 class _ProxyHandler(BaseHTTPRequestHandler):
     server_version = "fair-forge-local/1"
     timeout_s = DEFAULT_TIMEOUT_S
+    timeout = READ_TIMEOUT_S  # socket timeout for every read (BaseHTTPRequestHandler applies it)
+
+    def _read_body(self) -> bytes | None:
+        """The request body: by Content-Length (digits only) or chunked, at most
+        `MAX_LOCAL_BODY_BYTES`; `_LocalRequestError` for anything else."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked()
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            return None
+        if not raw.strip().isdigit():
+            raise _LocalRequestError(400, "Invalid Content-Length header")
+        length = int(raw)
+        if length > MAX_LOCAL_BODY_BYTES:
+            raise _LocalRequestError(413, f"Request body too large: {length} bytes (limit {MAX_LOCAL_BODY_BYTES})")
+        return self.rfile.read(length) if length else None
+
+    def _read_chunked(self) -> bytes:
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(64).split(b";", 1)[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                raise _LocalRequestError(400, "Invalid chunked body") from None
+            if size < 0 or len(body) + size > MAX_LOCAL_BODY_BYTES:
+                raise _LocalRequestError(413, f"Request body too large (limit {MAX_LOCAL_BODY_BYTES} bytes)")
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return bytes(body)
+            body += self.rfile.read(size)
+            self.rfile.readline(64)  # the CRLF after the chunk
 
     def _dispatch(self) -> None:
         from handler.app import lambda_handler
 
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_LOCAL_BODY_BYTES:
-            self._send(
-                413,
-                {"Content-Type": "application/json"},
-                json.dumps({"success": False, "error": f"Request body too large: {length} bytes"}).encode(),
-            )
+        try:
+            body = self._read_body()
+        except TimeoutError:  # the client stalled mid-body: drop it, nobody is waiting for an answer
+            self.close_connection = True
             return
-        body = self.rfile.read(length) if length else None
+        except _LocalRequestError as refused:
+            self.close_connection = True  # what is left of the body cannot be trusted to be read
+            error = {"success": False, "error": str(refused), "request_id": str(uuid.uuid4())}
+            self._send(refused.status, {"Content-Type": "application/json"}, json.dumps(error).encode())
+            return
         url = urlsplit(self.path)
         event = make_proxy_event(
             self.command,
@@ -121,6 +169,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             body,
             headers={name: value for name, value in self.headers.items()},
             query=dict(parse_qsl(url.query)) or None,
+            domain="{}:{}".format(*self.server.server_address[:2]),  # this server's own address, not the caller's Host
         )
         with _INVOCATION_LOCK:
             response = lambda_handler(event, LocalLambdaContext(timeout_s=self.timeout_s))
@@ -151,9 +200,15 @@ class _LocalServer(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def make_server(port: int = 3000, host: str = "127.0.0.1", timeout_s: float = DEFAULT_TIMEOUT_S) -> ThreadingHTTPServer:
-    """A local API server, not yet serving; port 0 picks a free port."""
-    handler = type("ProxyHandler", (_ProxyHandler,), {"timeout_s": timeout_s})
+def make_server(
+    port: int = 3000,
+    host: str = "127.0.0.1",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    read_timeout_s: float = READ_TIMEOUT_S,
+) -> ThreadingHTTPServer:
+    """A local API server, not yet serving; port 0 picks a free port. `timeout_s` is the
+    simulated Lambda timeout, `read_timeout_s` how long a stalled client is waited for."""
+    handler = type("ProxyHandler", (_ProxyHandler,), {"timeout_s": timeout_s, "timeout": read_timeout_s})
     server = _LocalServer((host, port), handler)
     return server
 

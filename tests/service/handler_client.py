@@ -30,10 +30,13 @@ def call_handler(
     raw: str | bytes | None = None,
     headers: dict[str, str] | None = None,
     timeout_s: float = 60.0,
+    domain: str | None = None,
 ) -> HandlerResponse:
     """Invoke the handler; `body` is sent as JSON, `raw` as it is."""
     payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    event = make_proxy_event(method, path, payload, headers={"Content-Type": "application/json", **(headers or {})})
+    event = make_proxy_event(
+        method, path, payload, headers={"Content-Type": "application/json", **(headers or {})}, domain=domain
+    )
     response = lambda_handler(event, LocalLambdaContext(timeout_s=timeout_s))
     text = response.get("body") or ""
     headers = dict(response.get("headers") or {})

@@ -135,3 +135,14 @@ def test_the_local_api_serves_the_report_to_a_browser_like_client(local_api: str
         assert response.headers["Content-Type"] == "text/html; charset=utf-8"
         page = response.read().decode("utf-8")
     assert 'id="fig-pass-curves"' in page
+
+
+def test_the_report_is_served_with_nosniff_and_a_policy_that_allows_only_what_it_uses() -> None:
+    response = invoke(SUPPORT, headers={"Accept": "text/html"})
+    assert response["statusCode"] == 200
+    assert response["headers"]["x-content-type-options"] == "nosniff"
+    policy = response["headers"]["content-security-policy"]
+    assert "default-src 'none'" in policy and "script-src" not in policy and "frame-ancestors 'none'" in policy
+    # What the policy allows is all the page needs: inline CSS and SVG, no script, nothing fetched.
+    page = response["body"].lower()
+    assert "<script" not in page and " src=" not in page and "<link" not in page

@@ -312,3 +312,18 @@ def test_reduce_without_a_shard_result_fails_the_job(aws: JobsAWS) -> None:
     worker(aws, job_id, 0)
     with pytest.raises(jobs.JobFailed, match=r"internal error \(no result for jobs/.*/results/00001.json\)"):
         reduce(job_id)
+
+
+def test_the_status_url_is_the_apis_own_whatever_the_caller_says(aws: JobsAWS) -> None:
+    # API Gateway puts the domain it was reached on in requestContext.domainName; the Host and
+    # X-Forwarded-Proto headers are the caller's to write and must not shape the link we hand out.
+    forged = {"Host": "evil.example", "X-Forwarded-Proto": "http"}
+    response = call_handler(
+        body_of(varied_conversations(2)),
+        path="/jobs",
+        headers=forged,
+        domain="abc123.execute-api.us-east-1.amazonaws.com",
+    )
+    assert response.status == 202, response.body
+    url = f"https://abc123.execute-api.us-east-1.amazonaws.com/local/jobs/{response.body['job_id']}"
+    assert response.body["status_url"] == response.headers["Location"] == url

@@ -256,3 +256,66 @@ def test_local_api_as_a_subprocess(tmp_path: Path) -> None:
             process.wait(timeout=10)
         log.close()
     assert "local API on http://127.0.0.1:" in (tmp_path / "local-api.log").read_text(errors="replace")
+
+
+# --------------------------------------------------------------------------- hostile HTTP (issue #12)
+
+
+def raw_exchange(port: int, request: bytes, *, timeout_s: float = 10.0) -> bytes:
+    """Send raw bytes, read until the server closes or `timeout_s` passes (bounded)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+        sock.sendall(request)
+        received = b""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except (TimeoutError, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            received += chunk
+            if b"\r\n\r\n" in received and b'"success"' in received:
+                break
+    return received
+
+
+@pytest.fixture
+def strict_api() -> Iterator[int]:
+    server = make_server(port=0, read_timeout_s=0.5)
+    thread = threading.Thread(target=server.serve_forever, name="strict-local-api", daemon=True)
+    thread.start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def status_and_body(reply: bytes) -> tuple[int, dict[str, Any]]:
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+@pytest.mark.parametrize(("length", "status"), [("-1", 400), ("abc", 400), ("1e3", 400), ("20000001", 413)])
+def test_a_bad_content_length_is_refused_with_a_request_id(strict_api: int, length: str, status: int) -> None:
+    request = f"POST /run HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode()
+    got, body = status_and_body(raw_exchange(strict_api, request))
+    assert got == status
+    assert body["success"] is False and body["request_id"]
+
+
+def test_a_chunked_body_is_read(strict_api: int) -> None:
+    data = CALCULATOR.encode()
+    chunks = b"".join(f"{len(part):x}\r\n".encode() + part + b"\r\n" for part in (data[:100], data[100:]))
+    request = b"POST /run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+    got, body = status_and_body(raw_exchange(strict_api, request))
+    assert got == 200 and body["success"] is True
+
+
+def test_a_client_that_stalls_mid_body_is_dropped(strict_api: int) -> None:
+    started = time.monotonic()
+    reply = raw_exchange(strict_api, b"POST /run HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", timeout_s=10)
+    assert reply == b""  # no answer to a body that never came: the connection closed
+    assert time.monotonic() - started < 9  # closed by the server's read timeout, not by ours

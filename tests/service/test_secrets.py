@@ -82,3 +82,30 @@ def test_server_key_is_used_for_the_providers_own_endpoint(monkeypatch: pytest.M
     assert judge.model.groq_api_key.get_secret_value() == SERVER_KEY
     assert SERVER_KEY in judge.secrets
     assert judge.model.max_retries == 0  # the judge's own retry budget applies, not the SDK's
+
+
+def test_verbose_logging_is_bounded() -> None:
+    # 101 conversations of 21 turns (the same 21 in each, so 21 judge calls), and a judge whose
+    # reasoning is 50,000 characters: the DEBUG detail stops at 100 conversations and 20 turns
+    # each, every reason cut to 1,000 characters.
+    turns = [
+        {"qa_id": f"q{t}", "query": f"What is {t} + 1?", "assistant": "x", "ground_truth_assistant": "x"}
+        for t in range(21)
+    ]
+    body = copy.deepcopy(CALCULATOR)
+    body["datasets"] = [{"session_id": f"s{c}", "assistant_id": "a", "conversation": turns} for c in range(101)]
+    with FakeLLMServer(responder=lambda request: {"score": 1.0, "reasoning": "r" * 50_000}) as server:
+        body["connector"] = {
+            "class_path": "langchain_openai.chat_models.ChatOpenAI",
+            "params": {"model": "judge", "base_url": server.base_url, "api_key": CALLER_KEY},
+        }
+        body["config"] = {"verbose": True}
+        response, logs = run_handler_in_subprocess(body)
+        assert server.call_count == 21
+    assert response["status"] == 200, response["body"]
+    lines = [json.loads(line) for line in logs.splitlines() if line.startswith("{")]
+    scored = [line for line in lines if line.get("message") == "conversation scored"]
+    assert len(scored) == 100
+    assert all(len(line["reasons"]) == 20 and line["turns_not_logged"] == 1 for line in scored)
+    assert all(len(reason) == 1_000 for line in scored for reason in line["reasons"])
+    assert [line["count"] for line in lines if line.get("message") == "conversations not logged"] == [1]
