@@ -763,6 +763,9 @@ class ToolScorer:
     exactly: by type as well as value (True ≠ 1, 5 ≠ 5.0, dict key order counts),
     including which fields were set. A turn holding a value that is not plain JSON
     data (str, int, float, bool, None, dict, list, tuple) is scored without the memo.
+    The same objects asked for again (an evaluation scores tools before judging, then
+    reads the scores back per conversation) are found by identity first, without
+    building the key; the scorer keeps them alive, so an identity is never reused.
     """
 
     def __init__(self, weights: ToolWeights, tool_threshold: float, dimension_floor: float) -> None:
@@ -770,6 +773,7 @@ class ToolScorer:
         self.tool_threshold = tool_threshold
         self.dimension_floor = dimension_floor
         self._scores: dict[Hashable, ToolCorrectnessScore] = {}
+        self._seen: dict[tuple[int, int, str], tuple[Any, Any, ToolCorrectnessScore]] = {}
 
     @classmethod
     def for_config(cls, config: EvaluationConfig) -> ToolScorer:
@@ -778,6 +782,14 @@ class ToolScorer:
 
     def score(self, used: AgenticTrace | None, expected: GroundTruthAgentic, answer: str) -> ToolCorrectnessScore:
         """The same as `score_tool_calls(used, expected, answer=answer, ...)` with this scorer's config."""
+        identity = (id(used), id(expected), answer)
+        if (seen := self._seen.get(identity)) is not None:
+            return seen[2]
+        score = self._score(used, expected, answer)
+        self._seen[identity] = (used, expected, score)  # holding them keeps their ids from being reused
+        return score
+
+    def _score(self, used: AgenticTrace | None, expected: GroundTruthAgentic, answer: str) -> ToolCorrectnessScore:
         try:
             key: Hashable = (answer, _frozen(used), _frozen(expected))
         except _NotPlainData:
