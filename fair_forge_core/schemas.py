@@ -264,6 +264,7 @@ class LoneSurrogate(ValueError):
 
 # Only a text that writes a \uD800–\uDFFF escape can hold a lone surrogate (raw UTF-8 cannot).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -289,8 +290,8 @@ def loads_json(data: str | bytes) -> Any:
     the sums) and lone surrogates with `LoneSurrogate`. Other malformed JSON raises
     `json.JSONDecodeError` (a `ValueError`) as usual."""
     value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
-    text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
-    if _SURROGATE_ESCAPE.search(text):
+    escape = _SURROGATE_ESCAPE.search(data) if isinstance(data, str) else _SURROGATE_ESCAPE_BYTES.search(data)
+    if escape is not None:
         _refuse_lone_surrogates(value)
     return value
 

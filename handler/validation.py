@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,22 +103,12 @@ def _check_limits(body: dict[str, Any], settings: Settings) -> None:
         raise RequestError(400, f"The request is nested {depth} levels deep (limit {settings.max_nesting_depth})")
 
 
-def _tool_lists(batch: Any) -> Iterator[tuple[str, list[Any]]]:
-    """A raw turn's lists of tool calls, named by their field path within the turn."""
-    if not isinstance(batch, dict):
-        return
-    for container, name in (("agentic", "tools_used"), ("ground_truth_agentic", "expected_tools")):
-        trace = batch.get(container)
-        calls = trace.get(name) if isinstance(trace, dict) else None
-        if isinstance(calls, list):
-            yield f"{container}.{name}", calls
-
-
 def _check_work_limits(datasets: list[Any], settings: Settings) -> None:
     """413 when the deterministic work would be unbounded: tool calls per turn (each list), tool
     calls in all, distinct assistants. Read from the raw JSON, before any model is built."""
     total = 0
     assistants: set[Any] = set()
+    lists = (("agentic", "tools_used"), ("ground_truth_agentic", "expected_tools"))
     for d, dataset in enumerate(datasets):
         if not isinstance(dataset, dict):
             continue
@@ -127,11 +116,17 @@ def _check_work_limits(datasets: list[Any], settings: Settings) -> None:
             assistants.add(dataset["assistant_id"])
         conversation = dataset.get("conversation")
         for t, batch in enumerate(conversation if isinstance(conversation, list) else []):
-            for path, calls in _tool_lists(batch):
+            if not isinstance(batch, dict) or ("agentic" not in batch and "ground_truth_agentic" not in batch):
+                continue  # most turns: no tools at all
+            for container, name in lists:
+                trace = batch.get(container)
+                calls = trace.get(name) if isinstance(trace, dict) else None
+                if not isinstance(calls, list):
+                    continue
                 if len(calls) > settings.max_tool_calls_per_turn:
                     raise RequestError(
                         413,
-                        f"Too many tool calls in datasets[{d}].conversation[{t}].{path}: {len(calls)} "
+                        f"Too many tool calls in datasets[{d}].conversation[{t}].{container}.{name}: {len(calls)} "
                         f"(limit {settings.max_tool_calls_per_turn} per turn)",
                     )
                 total += len(calls)
