@@ -11,6 +11,9 @@ cases we know of at the default limits:
   calls of a request;
 - `alignment`: the same with 64 distinct tool names per turn, in reverse order (the
   in-order alignment and the LCS at their largest);
+- `ties`: turns of six identical calls of one tool among 58 distinct ones, order scored
+  (the review's case: every pairing of the six is equally good, so the in-order
+  tie-break is searched; 150 turns);
 - `result_in_answer`: 64 calls per turn each returning 200 numbers and 200 strings,
   against an answer of 60,000 characters holding 10,000 numbers;
 - `assistants`: 50 distinct assistants (the limit), Bayesian mode, 2,000 conversations,
@@ -78,6 +81,14 @@ def pairing_case(distinct_names: bool) -> dict[str, Any]:
     return request(REFERENCE, _conversations(turns), k=3)
 
 
+def ties_case() -> dict[str, Any]:
+    calls = [{"tool_name": "t"}] * 6 + [{"tool_name": f"n{i}"} for i in range(58)]
+    turns = [_turn(t, f"Answer {t}", calls, calls) for t in range(150)]
+    for t, turn in enumerate(turns):
+        turn["agentic"]["tools_used"] = [{**call, "parameters": {"turn": t}} for call in calls]  # distinct turns
+    return request(REFERENCE, _conversations(turns), k=3)
+
+
 def result_in_answer_case() -> dict[str, Any]:
     answer = " ".join(f"v{i} {i * 7919 % 100_003}" for i in range(10_000))[:60_000]
     turns = []
@@ -122,6 +133,7 @@ def over_the_limits_cases() -> dict[str, dict[str, Any]]:
 CASES = {
     "pairing": lambda: pairing_case(distinct_names=False),
     "alignment": lambda: pairing_case(distinct_names=True),
+    "ties": ties_case,
     "result_in_answer": result_in_answer_case,
     "assistants": lambda: assistants_case(ASSISTANTS, LARGEST_K),
 }

@@ -177,6 +177,12 @@ FORWARDED_PARAMS = frozenset(
         "max_completion_tokens",
         "reasoning_effort",
         "service_tier",
+        "response_format",
+        "user",
+        "parallel_tool_calls",
+        "logprobs",
+        "top_logprobs",
+        "logit_bias",
     }
 )
 """Request parameters of the providers' chat APIs that a class with `model_kwargs` passes

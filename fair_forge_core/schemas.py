@@ -102,8 +102,9 @@ class Batch(_Request):
     @classmethod
     def _tools_not_evaluated_without_expected_tools(cls, value: Any) -> Any:
         # The original library's default is `{}`: no expectation was written, so there is
-        # nothing to score against. Only an explicit `expected_tools` (even `[]`) is one.
-        if isinstance(value, dict) and "expected_tools" not in value:
+        # nothing to score against. Only an explicit `expected_tools` (even `[]`) is one. A
+        # dict with any other key is left to validation, so a typo (`expected_tool`) is a 400.
+        if isinstance(value, dict) and "expected_tools" not in value and set(value) <= {"tool_sequence_matters"}:
             return None
         return value
 
@@ -276,7 +277,9 @@ def _refuse_lone_surrogates(value: Any) -> None:
         item = stack.pop()
         if isinstance(item, str):
             if not item.isascii() and _SURROGATE.search(item):
-                raise LoneSurrogate("a string holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff), which is not text")
+                raise LoneSurrogate(
+                    "a string holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff), which is not text"
+                )
         elif isinstance(item, dict):
             stack.extend(item)
             stack.extend(item.values())

@@ -45,9 +45,12 @@ def _check_counts(n: int, c: int, k: int) -> None:
 
 def at_least_one_of(p: float, k: int) -> float:
     """1 − (1 − p)^k, the chance of at least one success in k trials of probability p,
-    computed as −expm1(k·log1p(−p)) so that a small result keeps its digits."""
+    computed as −expm1(k·log1p(−p)) so that a small result keeps its digits; p itself at
+    k = 1, so that pass@1 and pass^1 are the same number."""
     if p >= 1.0:
         return 1.0
+    if k == 1:
+        return p
     return -math.expm1(k * math.log1p(-p))
 
 
@@ -77,6 +80,8 @@ def pass_at_k_unbiased(n: int, c: int, k: int) -> float | None:
         return None
     if n - c < k:
         return 1.0
+    if k == 1:
+        return c / n  # = pass_pow_k_unbiased(n, c, 1), to the last bit
     return -math.expm1(math.fsum(math.log1p(-k / i) for i in range(n - c + 1, n + 1)))
 
 
@@ -103,7 +108,10 @@ def posterior_mean_pass_pow_k(alpha: float, beta: float, k: int) -> float:
 
 def posterior_mean_pass_at_k(alpha: float, beta: float, k: int) -> float:
     """E[1 − (1 − p)^k] for p ~ Beta(alpha, beta), using 1 − p ~ Beta(beta, alpha):
-    1 − ∏_{i<k} (beta + i)/(alpha + beta + i) = −expm1(Σ log1p(−alpha/(alpha + beta + i)))."""
+    1 − ∏_{i<k} (beta + i)/(alpha + beta + i) = −expm1(Σ log1p(−alpha/(alpha + beta + i)));
+    at k = 1 the same number as `posterior_mean_pass_pow_k`, E[p]."""
+    if k == 1:
+        return posterior_mean_pass_pow_k(alpha, beta, 1)
     return -math.expm1(math.fsum(math.log1p(-alpha / (alpha + beta + i)) for i in range(k)))
 
 
@@ -135,6 +143,8 @@ def beta_credible_interval(alpha: float, beta: float, level: float) -> tuple[flo
 
     tail = (1.0 - level) / 2.0
     low, high = float(betaincinv(alpha, beta, tail)), float(betaincinv(alpha, beta, 1.0 - tail))
+    # At a tiny level the two quantiles meet, and rounding may swap them: the interval is their span.
+    low, high = min(low, high), max(low, high)
     if not (0.0 <= low <= high <= 1.0):  # NaN included: never a bound, nor a tier, from it
         raise ValueError(f"no credible interval for Beta({alpha:g}, {beta:g}) at level {level:g}")
     return low, high
@@ -189,7 +199,7 @@ def pass_curve(n: int, c: int, k: int, mode: StatisticalMode) -> list[CurvePoint
             mean_pow *= (alpha + j) / (alpha + beta + j)
             log_mean_none += math.log1p(-alpha / (alpha + beta + j))
             rates = RateEstimate(
-                pass_at_k=-math.expm1(log_mean_none),
+                pass_at_k=mean_pow if k_prime == 1 else -math.expm1(log_mean_none),
                 pass_pow_k=mean_pow,
                 pass_at_k_ci_low=at_least_one_of(low, k_prime),
                 pass_at_k_ci_high=at_least_one_of(high, k_prime),
@@ -202,7 +212,9 @@ def pass_curve(n: int, c: int, k: int, mode: StatisticalMode) -> list[CurvePoint
             CurvePoint(
                 k=k_prime,
                 **rates.model_dump(),
-                pass_at_k_unbiased=-math.expm1(log_none_unbiased) if k_prime <= n else None,
+                pass_at_k_unbiased=(all_unbiased if k_prime == 1 else -math.expm1(log_none_unbiased))
+                if k_prime <= n
+                else None,
                 pass_pow_k_unbiased=all_unbiased if k_prime <= n else None,
             )
         )

@@ -14,9 +14,10 @@ it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
   common subsequence of the expected order and the used order of the paired calls
   (see *Sequence*), then the first in call order. Expected ``[a, b, c]`` and used
   ``[c, b, a, b, c]`` pair with the used ``a, b, c`` in that order. This tie-break is
-  exact whenever at most 720 candidate pairings are of maximal agreement (every turn
-  with up to six calls of each tool); in larger turns ties go to the pairs of one
-  in-order alignment of the two call lists (`_in_order_alignment`).
+  searched exhaustively where the sequence is scored and the search is small
+  (`_EXACT_SEARCH_LIMIT`, `_SEARCH_BUDGET`: every turn with at most five calls on each
+  side); otherwise ties go to the pairs of one in-order alignment of the two call lists
+  (`_in_order_alignment`), which keeps the work bounded but may miss the longest run.
 - **Selection.** Multiset Jaccard of tool names, ``|E ∩ U| / |E ∪ U|``; 1.0 when
   both are empty. Expected ``[a, a, b]`` vs used ``[a, b, c]`` gives 2/4.
 - **Parameters.** Per expected call, the share of keys (the union of both sides'
@@ -39,9 +40,9 @@ it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
   leaf values does (``{"temp_c": 18, "condition": "cloudy"}`` in "18°C and
   cloudy"); numbers match a number token of the answer (8 matches "The result is
   8.", 8.0 matches "8", "1,000" reads as 1000; equal within a relative 1e-9); strings
-  match as case- and whitespace-insensitive substrings (an empty string never
-  matches); bools and None never match; the first 256 leaves of a turn's results
-  are looked at.
+  of two characters or more match as whole words, case and whitespace aside ("ok" is
+  not in "booked"); shorter strings, bools and None are no evidence (None when nothing
+  else was returned); the first 256 leaves of a turn's results are looked at.
 - **Overall.** The weighted sum with the normalised weights (capped at 1.0 against
   float rounding). Correct ⇔ overall ≥ ``tool_threshold`` and no dimension of
   positive weight is below ``dimension_floor`` (config ``tool_dimension_floor``,
@@ -168,11 +169,14 @@ def _approx_matcher(rule: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     if not all(math.isfinite(v) for v in (target, tol, rel)) or tol < 0 or rel < 0:
         return None
 
+    exact = all(type(v) is int for v in rule.values())  # integers subtract exactly: no slack for rounding
+
     def matches(used: Any) -> bool:
         if not _is_number(used):
             return False
         magnitude = max(abs(used), abs(target))
-        return abs(used - target) <= max(tol, rel * magnitude) + _APPROX_SLACK_ULPS * max(magnitude, tol)
+        slack = 0 if exact and type(used) is int else _APPROX_SLACK_ULPS * max(magnitude, tol)
+        return abs(used - target) <= max(tol, rel * magnitude) + slack
 
     return matches
 
@@ -351,8 +355,12 @@ def _best_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]
 
 
 _EXACT_SEARCH_LIMIT = 720
-"""Most candidate pairings searched exhaustively for the longest in-order subsequence
-(6! — every pairing of up to six calls of one name, or several smaller names)."""
+"""Most pairings of one name enumerated to find all of maximal agreement (6!), and most
+combinations of such pairings searched for the longest in-order run."""
+
+_SEARCH_BUDGET = 100_000
+"""Most steps of that search: combinations × #expected × #used (one LCS each). Every turn
+with at most five calls on each side is within both bounds."""
 
 _Assignment = tuple[tuple[int, int], ...]  # (row, column) cells of one name table
 
@@ -437,16 +445,23 @@ def _in_order_alignment(
 
 
 def _pair_calls(
-    expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall], tables: Sequence[_NameTable]
+    expected: Sequence[ExpectedToolCall],
+    used: Sequence[ToolCall],
+    tables: Sequence[_NameTable],
+    sequence_matters: bool,
 ) -> list[_Pair]:
     """Pair expected with used calls of the same name: maximal total parameter agreement
-    (exactly), then the most calls kept in order (see the module docstring)."""
+    (exactly), then the most calls kept in order (see the module docstring).
+
+    The longest in-order run is searched for exhaustively only where it is scored
+    (`sequence_matters`) and the search is small (`_EXACT_SEARCH_LIMIT` combinations and
+    `_SEARCH_BUDGET` steps); otherwise ties go to the pairs of the in-order alignment.
+    """
     alignment = _in_order_alignment(expected, used, tables)
     options = [_optimal_assignments(table, alignment) for table in tables]
     combinations = math.prod(len(choices) for choices in options)
-    if combinations == 1:
-        chosen = [choices[0] for choices in options]
-    elif combinations <= _EXACT_SEARCH_LIMIT:
+    search_steps = combinations * len(expected) * len(used)
+    if sequence_matters and 1 < combinations <= _EXACT_SEARCH_LIMIT and search_steps <= _SEARCH_BUDGET:
         expected_order = _in_order(expected)
         used_position = {index: position for position, index in enumerate(_in_order(used))}
 
@@ -578,29 +593,33 @@ def _leaf_values(value: Any) -> Iterator[Any]:
 
 
 def find_result_in_answer(calls: Sequence[ToolCall], answer: str) -> bool | None:
-    """Whether any tool result appears in the answer; None if no call has a result.
+    """Whether any tool result appears in the answer; None if there is nothing to look for.
 
     A result appears when one of its leaf values does (`_leaf_values`: the values of
     an object or list, at any depth, so ``{"temp_c": 18, "condition": "cloudy"}``
     appears in "It's 18°C and cloudy"). A number (not a bool) appears as a number
     token of the answer of equal value (relative tolerance 1e-9, for float noise; "1,000"
-    reads as 1000); a string as a case- and whitespace-insensitive substring (an empty
-    string never matches). Bools and None never match. Only the first
-    `MAX_RESULT_LEAVES` leaves of the turn's results (in call order) are looked for,
-    which bounds the work to that many scans of the answer.
+    reads as 1000). A string of two characters or more appears as whole words of the
+    answer, case and runs of whitespace aside ("R-77" in "refund r-77", but "ok" not in
+    "booked"); a shorter one, a bool or None is no evidence. None when no call returned
+    a leaf that could be evidence. Only the first `MAX_RESULT_LEAVES` leaves of the
+    turn's results (in call order) are looked for, which bounds the work.
     """
     results = [call.result for call in calls if call.result is not None]
-    if not results:
-        return None
     text = _normalise_text(answer)
     answer_numbers: list[float] | None = None
+    looked = False
     leaves = itertools.islice((leaf for result in results for leaf in _leaf_values(result)), MAX_RESULT_LEAVES)
     for leaf in leaves:
         if isinstance(leaf, str):
             needle = _normalise_text(leaf)
-            if needle and needle in text:
+            if len(needle) < 2:
+                continue
+            looked = True
+            if _appears_as_words(needle, text):
                 return True
             continue
+        looked = True
         if answer_numbers is None:
             answer_numbers = sorted(_numbers_in(answer))
         # Candidates within twice the tolerance, then the exact test: near-linear in the numbers.
@@ -610,6 +629,21 @@ def find_result_in_answer(calls: Sequence[ToolCall], answer: str) -> bool | None
             if math.isclose(answer_numbers[at], leaf, rel_tol=1e-9):
                 return True
             at += 1
+    return False if looked else None
+
+
+def _appears_as_words(needle: str, text: str) -> bool:
+    """Whether `needle` occurs in `text` not glued to a word character on either side."""
+    at = text.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        before = text[at - 1] if at else " "
+        after = text[end] if end < len(text) else " "
+        if not ((before.isalnum() or before == "_") and (needle[0].isalnum() or needle[0] == "_")) and not (
+            (after.isalnum() or after == "_") and (needle[-1].isalnum() or needle[-1] == "_")
+        ):
+            return True
+        at = text.find(needle, at + 1)
     return False
 
 
@@ -656,7 +690,7 @@ def _reasoning(
     utilization_note: str | None,
     below_floor: Sequence[tuple[str, float]],
     dimension_floor: float,
-    contradicted_report: bool,
+    claimed_but_not_shown: bool,
 ) -> str:
     """Deterministic explanation: missing, extra, wrong parameters, out of order,
     utilization, then any dimension under the floor."""
@@ -681,7 +715,7 @@ def _reasoning(
         scores = ", ".join(f"{name} {value:.2f}" for name, value in below_floor)
         issues.append(f"below tool_dimension_floor {dimension_floor:g}: {scores}")
     text = "; ".join(issues) + "." if issues else "All tools used correctly."
-    if contradicted_report:
+    if claimed_but_not_shown:
         text += " Note: no tool result appears in the answer."
     return text
 
@@ -711,7 +745,7 @@ def score_tool_calls(
     used_names = Counter(call.tool_name for call in used_calls)
 
     tables = _name_tables(expected_calls, used_calls)
-    pairs = _pair_calls(expected_calls, used_calls, tables)
+    pairs = _pair_calls(expected_calls, used_calls, tables, expected.tool_sequence_matters)
     result_in_answer = find_result_in_answer(used_calls, answer)
     dimensions = {
         "selection": _selection(expected_names, used_names),
@@ -728,7 +762,7 @@ def score_tool_calls(
         for name, value in dimensions.items()
         if getattr(weights, name) > 0 and value < dimension_floor - THRESHOLD_TOLERANCE
     ]
-    reported = used is not None and used.final_answer_uses_tools is not None
+    claims_use = used is not None and used.final_answer_uses_tools is True
     return ToolCorrectnessScore(
         tool_selection_correct=dimensions["selection"],
         parameter_accuracy=dimensions["parameters"],
@@ -745,7 +779,7 @@ def score_tool_calls(
             utilization_note,
             below_floor,
             dimension_floor,
-            contradicted_report=reported and result_in_answer is False,
+            claimed_but_not_shown=claims_use and result_in_answer is False,
         ),
         precision=precision,
         recall=recall,

@@ -459,3 +459,27 @@ def test_health_states_every_limit() -> None:
         "max_curve_points": 10_000,
         "max_k": 1000,
     }
+
+
+def test_a_typo_inside_ground_truth_agentic_is_a_400_not_tools_silently_off() -> None:
+    datasets = copy.deepcopy(CALCULATOR["datasets"])
+    truth = datasets[0]["conversation"][0]["ground_truth_agentic"]
+    truth["expected_tool"] = truth.pop("expected_tools")
+    response = call_handler(request(datasets=datasets))
+    assert_error(response, 400, "datasets[0].conversation[0].ground_truth_agentic.expected_tool")
+
+
+@pytest.mark.parametrize("class_path", [OPENAI, "langchain_groq.chat_models.ChatGroq"])
+def test_common_request_parameters_are_forwarded_not_refused(class_path: str) -> None:
+    from fair_forge_core.connectors import build_chat_model
+
+    params = {
+        "model": "m",
+        "api_key": "caller-key",
+        "response_format": {"type": "json_object"},
+        "user": "ci",
+        "parallel_tool_calls": False,
+    }
+    judge = build_chat_model(class_path, params)
+    assert judge.model.model_kwargs["response_format"] == {"type": "json_object"}
+    assert judge.model.model_kwargs["parallel_tool_calls"] is False

@@ -179,7 +179,7 @@ def test_equal_turns_share_one_score_and_exotic_values_skip_the_memo() -> None:
     when = datetime.date(2026, 1, 1)
     dated = AgenticTrace(tools_used=[{"tool_name": "f", "result": when}])  # type: ignore[list-item]
     texted = AgenticTrace(tools_used=[{"tool_name": "f", "result": "2026-01-01"}])  # type: ignore[list-item]
-    assert scorer.score(dated, truth, "on 2026-01-01").result_in_answer is False
+    assert scorer.score(dated, truth, "on 2026-01-01").result_in_answer is None  # not JSON data: no evidence
     assert scorer.score(texted, truth, "on 2026-01-01").result_in_answer is True
 
 

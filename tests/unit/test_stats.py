@@ -243,3 +243,26 @@ def test_the_curve_is_the_point_estimates_at_every_k(n, data, k, bayesian, level
             assert (got is None) == (value is None), name
             if value is not None:
                 assert got == pytest.approx(value, rel=1e-12, abs=0) or got == value == 0.0, (name, point.k)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    n=st.integers(1, 200), data=st.data(), bayesian=st.booleans(), prior=st.sampled_from([[0.5, 0.5], [1, 1], [2, 3]])
+)
+def test_pass_at_1_is_pass_pow_1_to_the_last_bit(n: int, data, bayesian: bool, prior: list[float]) -> None:
+    # 1 − (1 − p)^1 and p^1 are the same number; computed two ways they could differ by an ulp.
+    c = data.draw(st.integers(0, n))
+    mode = StatisticalMode(mode="bayesian" if bayesian else "frequentist", prior=prior)
+    rates = stats.estimate_rates(n, c, 1, mode)
+    assert rates.pass_at_k == rates.pass_pow_k
+    assert rates.pass_at_k_ci_low == rates.pass_pow_k_ci_low and rates.pass_at_k_ci_high == rates.pass_pow_k_ci_high
+    assert stats.pass_at_k_unbiased(n, c, 1) == stats.pass_pow_k_unbiased(n, c, 1)
+    first = stats.pass_curve(n, c, 1, mode)[0]
+    assert first.pass_at_k == first.pass_pow_k and first.pass_at_k_unbiased == first.pass_pow_k_unbiased
+
+
+def test_a_tiny_credible_level_gives_an_interval_not_an_error() -> None:
+    # The two quantiles meet, and rounding may swap them; the interval is their span.
+    for prior, level in (([1e6, 1.0], 1e-12), ([1e6, 1e6], 1e-15)):
+        rates = stats.estimate_rates(1000, 1, 3, StatisticalMode(mode="bayesian", prior=prior, ci_level=level))
+        assert rates.pass_pow_k_ci_low <= rates.pass_pow_k_ci_high

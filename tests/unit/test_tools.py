@@ -564,7 +564,9 @@ def test_f1_edge_cases() -> None:
         ("Paris", "The capital is paris.", True),
         ("New  York", "It is new york today.", True),
         ("Rome", "The capital is Paris.", False),
-        ("", "Anything at all.", False),
+        ("", "Anything at all.", None),  # nothing that could be evidence
+        ("ok", "I booked your flight.", False),  # whole words only
+        ("C", "Sorry, I cannot help.", None),  # one character is no evidence
         # Structured results appear through their leaf values (DESIGN.md §5).
         ({"temp": 20}, "It is 20 degrees.", True),
         ({"temp_c": 18, "condition": "cloudy"}, "It's 18°C and cloudy", True),
@@ -574,11 +576,11 @@ def test_f1_edge_cases() -> None:
         ({"items": [{"sku": "A1", "qty": 3}]}, "Ordered some.", False),
         ([1, 2], "The list is [1, 2].", True),
         # Bools and None are no evidence: "true" or "null" turn up in unrelated answers.
-        (True, "That is true.", False),
-        ({"ok": True, "note": None}, "ok: true, note: null", False),
+        (True, "That is true.", None),
+        ({"ok": True, "note": None}, "ok: true, note: null", None),
     ],
 )
-def test_result_in_answer(result: Any, answer: str, found: bool) -> None:
+def test_result_in_answer(result: Any, answer: str, found: bool | None) -> None:
     assert find_result_in_answer([used_call("tool", result=result)], answer) is found
 
 
@@ -832,7 +834,7 @@ def test_integers_beyond_the_float_range_do_not_crash() -> None:
         [expected_call("calc", x=huge, y={"$approx": huge, "tol": 1})],
     )
     assert result.parameter_accuracy == 0.5  # x agrees exactly; y's rule cannot apply to a non-float target
-    assert result.result_in_answer is False
+    assert result.result_in_answer is None  # beyond the float range: no number token to compare with
 
 
 def test_the_memo_tells_negative_zero_from_zero() -> None:
@@ -1084,3 +1086,17 @@ def test_result_in_answer_looks_at_the_first_256_leaves_of_a_turn() -> None:
     assert MAX_RESULT_LEAVES == 256
     assert find_result_in_answer(calls_with_match_at(255), "refund R-77") is True
     assert find_result_in_answer(calls_with_match_at(256), "refund R-77") is False
+
+
+def test_the_note_is_for_a_claim_the_answer_does_not_bear_out() -> None:
+    used = [used_call("lookup", result={"refund_id": "R-77"})]
+    claimed = score(used, [expected_call("lookup")], uses_tools=True, answer="Done.")
+    assert claimed.reasoning.endswith("Note: no tool result appears in the answer.")
+    denied = score(used, [expected_call("lookup")], uses_tools=False, answer="Done.")
+    assert "Note:" not in denied.reasoning  # the agent said so itself
+
+
+def test_approx_between_integers_has_no_rounding_slack() -> None:
+    assert values_agree({"$approx": 2**60, "tol": 0}, 2**60)
+    assert not values_agree({"$approx": 2**60, "tol": 0}, 2**60 + 200)
+    assert values_agree({"$approx": 2**60, "tol": 200}, 2**60 + 200)
