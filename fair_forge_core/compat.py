@@ -27,11 +27,14 @@ Code written for ``fair_forge.metrics.agentic`` runs here with its imports chang
   0.75 (the original: 1.0), ``use_structured_output`` false (the original: true).
 
 It returns the per-conversation metrics, as the original does; `evaluate` gives the
-aggregated metrics too.
+aggregated metrics too. The result's warnings (unscored conversations, the original's
+`logprobs` / `weight` ignored, …) are issued as Python `UserWarning`s, since the list
+returned has no place for them.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -119,4 +122,7 @@ class Agentic:
             options["statistical_mode"] = statistical_mode_of(options["statistical_mode"])
         config = EvaluationConfig.model_validate({"k": k, **options})
         datasets = _load_datasets(retriever, kwargs)
-        return evaluate_sync(datasets, model, config).per_conversation_metrics
+        result = evaluate_sync(datasets, model, config)
+        for message in result.warnings:
+            warnings.warn(message, UserWarning, stacklevel=2)
+        return result.per_conversation_metrics

@@ -133,16 +133,17 @@ def test_agentic_run_takes_the_original_lambda_call_shape() -> None:
     # Word for word the call of alquimia-fair-forge's examples/agentic/aws-lambda/run.py.
     payload = {"datasets": original_dump(json.loads((ROOT / "examples" / "calculator.json").read_text())["datasets"])}
     config: dict = {}
-    metrics = Agentic.run(
-        lambda: PayloadRetriever(payload),
-        model=ReferenceJudge(),
-        k=3,
-        threshold=config.get("threshold", 0.7),
-        tool_threshold=config.get("tool_threshold", 1.0),
-        tool_weights=config.get("tool_weights"),
-        use_structured_output=config.get("use_structured_output", True),
-        verbose=config.get("verbose", False),
-    )
+    with pytest.warns(UserWarning, match=r"per-turn logprobs and weight \(alquimia-fair-forge fields\)"):
+        metrics = Agentic.run(
+            lambda: PayloadRetriever(payload),
+            model=ReferenceJudge(),
+            k=3,
+            threshold=config.get("threshold", 0.7),
+            tool_threshold=config.get("tool_threshold", 1.0),
+            tool_weights=config.get("tool_weights"),
+            use_structured_output=config.get("use_structured_output", True),
+            verbose=config.get("verbose", False),
+        )
     assert [m.session_id for m in metrics] == ["conversation_001", "conversation_002"]
     assert all(m.pass_at_k_ci_low is None for m in metrics)
 
