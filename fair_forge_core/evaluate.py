@@ -110,8 +110,7 @@ async def evaluate_conversations(
     tool_scorer = ToolScorer.for_config(config)
     for dataset in datasets:
         for batch in dataset.conversation:
-            if batch.ground_truth_agentic is not None:
-                tool_scorer.score(batch.agentic, batch.ground_truth_agentic, batch.assistant)
+            tool_scorer.score_batch(batch)
     judged = await judge_all(distinct.values(), judge, on_progress)
     judgements = {key: judged[request] for key, request in distinct.items()}
     return [

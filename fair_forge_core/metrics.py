@@ -54,11 +54,7 @@ def score_turn(
     correct. A turn without a score has `is_correct` None: unscored, not wrong.
     `tool_scorer` (made from `config` if not given) may be shared by many turns.
     """
-    tool_score = None
-    if batch.ground_truth_agentic is not None:
-        if tool_scorer is None:
-            tool_scorer = ToolScorer.for_config(config)
-        tool_score = tool_scorer.score(batch.agentic, batch.ground_truth_agentic, batch.assistant)
+    tool_score = (tool_scorer or ToolScorer.for_config(config)).score_batch(batch)
     tool_correct = tool_score.is_correct if tool_score is not None else None
     answer_correct = None if judgement.score is None else judgement.score >= config.threshold
     is_correct = answer_correct

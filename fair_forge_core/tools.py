@@ -98,6 +98,7 @@ from pydantic import BaseModel
 
 from fair_forge_core.schemas import (
     AgenticTrace,
+    Batch,
     EvaluationConfig,
     ExpectedToolCall,
     GroundTruthAgentic,
@@ -813,6 +814,13 @@ class ToolScorer:
     def for_config(cls, config: EvaluationConfig) -> ToolScorer:
         """The scorer of an evaluation's `tool_weights`, `tool_threshold` and `tool_dimension_floor`."""
         return cls(config.tool_weights, config.tool_threshold, config.tool_dimension_floor)
+
+    def score_batch(self, batch: Batch) -> ToolCorrectnessScore | None:
+        """The tool score of one turn, or None when its tools are not evaluated (no
+        `ground_truth_agentic`: expected tools and none used is a real, failing score)."""
+        if batch.ground_truth_agentic is None:
+            return None
+        return self.score(batch.agentic, batch.ground_truth_agentic, batch.assistant)
 
     def score(self, used: AgenticTrace | None, expected: GroundTruthAgentic, answer: str) -> ToolCorrectnessScore:
         """The same as `score_tool_calls(used, expected, answer=answer, ...)` with this scorer's config."""
