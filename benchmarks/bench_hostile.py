@@ -19,6 +19,9 @@ cases we know of at the default limits:
 - `assistants`: 50 distinct assistants (the limit), Bayesian mode, 2,000 conversations,
   and the largest k the curve limit allows (51 curves × max(k, 10) ≤ 10,000 points: k =
   196), so 51 aggregates with credible bounds at every point;
+- `judge reply`: a 1.3 KB request (examples/calculator.json) whose judge, on a loopback
+  endpoint the operator allows, answers every call with 100 MB of text (the judge
+  server runs in a process of its own, so its memory is not counted);
 - `over the limits`: the audit's original bodies (3,000 × 3,000 calls in one turn,
   200 assistants with k = 1000), which must be refused with 413 before any work.
 
@@ -31,6 +34,7 @@ beyond what the judge itself needs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import subprocess
@@ -38,9 +42,11 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.common import REFERENCE, ROOT, header, request, verdict
+from benchmarks.common import OPENAI, REFERENCE, ROOT, header, openai_params, request, verdict
+from benchmarks.judge_server import JudgeServerProcess
 
 PER_TURN, PER_REQUEST, ASSISTANTS, LARGEST_K = 64, 20_000, 50, 10_000 // 51
+JUDGE_REPLY_BYTES = 100_000_000
 CPU_TARGET_S, RSS_TARGET_MB = 5.0, 500.0
 
 
@@ -140,10 +146,23 @@ CASES = {
 
 
 def child(name: str) -> None:
-    """One request in this fresh process; prints one JSON line."""
+    """One case in this fresh process; prints one JSON line per body."""
+    with contextlib.ExitStack() as stack:
+        if name == "over":
+            bodies = over_the_limits_cases()
+        elif name == "judge reply":
+            judge = stack.enter_context(JudgeServerProcess(reply_bytes=JUDGE_REPLY_BYTES))
+            calculator = json.loads((ROOT / "examples" / "calculator.json").read_text())
+            bodies = {name: calculator | {"connector": {"class_path": OPENAI, "params": openai_params(judge.base_url)}}}
+        else:
+            bodies = {name: CASES[name]()}
+        _measure(bodies)
+
+
+def _measure(bodies: dict[str, dict[str, Any]]) -> None:
+    """Run each body through `lambda_handler` after a warm-up; print one JSON line each."""
     from benchmarks.common import call_handler
 
-    bodies = over_the_limits_cases() if name == "over" else {name: CASES[name]()}
     assert call_handler(request(REFERENCE, _conversations([_turn(0, "8", [], [])]), k=3)).status == 200  # warm-up
     for label, body in bodies.items():
         raw = json.dumps(body)
@@ -175,7 +194,7 @@ def main() -> None:
         child(args.child)
         return
     header("hostile bodies: deterministic work at the default limits, ReferenceJudge, through lambda_handler")
-    for name in [*CASES, "over"]:
+    for name in [*CASES, "judge reply", "over"]:
         out = subprocess.run(
             [sys.executable, "-m", "benchmarks.bench_hostile", "--child", name],
             cwd=ROOT,
@@ -191,6 +210,8 @@ def main() -> None:
             )
             if name == "over":
                 print(f"   {verdict(row['status'] == 413, 'refused with 413')}")
+            elif name == "judge reply":
+                print(f"   {verdict(row['rss_added_mb'] <= RSS_TARGET_MB, f'added RSS ≤ {RSS_TARGET_MB:g} MB')}")
             else:
                 print(
                     f"   {verdict(row['status'] == 200 and row['cpu_s'] <= CPU_TARGET_S, f'CPU ≤ {CPU_TARGET_S:g} s')}"

@@ -6,7 +6,8 @@ GIL and inflate what is measured. `JudgeServerProcess` starts
 
     python -m benchmarks.judge_server --latency-s 0.1 --rate-limit-rps 20
 
-which serves on 127.0.0.1 (ephemeral port), prints one JSON line with its port, and
+(`--reply-bytes N`: every reply is a chat completion whose text is N bytes long, a
+judge that rambles), which serves on 127.0.0.1 (ephemeral port), prints one JSON line with its port, and
 then answers one command per stdin line with one JSON line on stdout:
 
 - `stats`: `{"call_count", "max_in_flight", "status_counts", "latency_s", "rate_limit_rps"}`
@@ -38,11 +39,12 @@ def _stats(server: Any) -> dict[str, Any]:
     }
 
 
-def serve(latency_s: float, rate_limit_rps: float | None) -> None:
+def serve(latency_s: float, rate_limit_rps: float | None, reply_bytes: int | None = None) -> None:
     """Serve until `quit` or EOF on stdin, answering commands as the module docstring says."""
-    from tests.fake_llm_server import FakeLLMServer
+    from tests.fake_llm_server import FakeLLMServer, judge_responder
 
-    with FakeLLMServer(latency_s=latency_s, rate_limit_rps=rate_limit_rps) as server:
+    responder = judge_responder if reply_bytes is None else (lambda request: "x" * reply_bytes)
+    with FakeLLMServer(responder, latency_s=latency_s, rate_limit_rps=rate_limit_rps) as server:
         print(json.dumps({"port": server.port}), flush=True)
         for line in sys.stdin:
             command = line.strip()
@@ -65,10 +67,14 @@ class JudgeServerProcess:
     forward the commands of the module docstring.
     """
 
-    def __init__(self, *, latency_s: float = 0.0, rate_limit_rps: float | None = None) -> None:
+    def __init__(
+        self, *, latency_s: float = 0.0, rate_limit_rps: float | None = None, reply_bytes: int | None = None
+    ) -> None:
         command = [sys.executable, "-m", "benchmarks.judge_server", "--latency-s", str(latency_s)]
         if rate_limit_rps is not None:
             command += ["--rate-limit-rps", str(rate_limit_rps)]
+        if reply_bytes is not None:
+            command += ["--reply-bytes", str(reply_bytes)]
         # The server's stderr (socketserver prints a traceback for each connection a
         # client resets) goes to a file, read back only if the server fails to start.
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 -- lives as long as the server; closed in close()
@@ -133,8 +139,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-s", type=float, default=0.0, help="sleep per admitted request")
     parser.add_argument("--rate-limit-rps", type=float, default=None, help="429 beyond this many requests a second")
+    parser.add_argument("--reply-bytes", type=int, default=None, help="every reply's text is this many bytes")
     args = parser.parse_args()
-    serve(args.latency_s, args.rate_limit_rps)
+    serve(args.latency_s, args.rate_limit_rps, args.reply_bytes)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ Shared by the Lambda handler and the CLI, so both apply the same rules, in this 
    there is one. With no key at all, `no_key_message` (when given) says what to do
    instead of the SDK's advice to set an environment variable, which a caller of a
    deployed service cannot do.
-6. An endpoint the caller chose must be an http(s) URL without credentials whose host
+5. An endpoint the caller chose must be an http(s) URL without credentials whose host
    resolves only to public addresses — no loopback, private, link-local (the cloud
    metadata service), shared or reserved range — unless the operator allows those
    networks (`EndpointPolicy.allowed_networks`: a judge in the operator's own VPC, a
@@ -35,8 +35,14 @@ Shared by the Lambda handler and the CLI, so both apply the same rules, in this 
    the URL. (The check resolves the host once; a DNS answer that changes between the
    check and the call is not caught here: an egress proxy or VPC rules are the
    backstop for that.)
-5. Provider SDK retries are turned off (`max_retries=0`) unless the caller set
+6. Provider SDK retries are turned off (`max_retries=0`) unless the caller set
    them, because the judge has its own retry budget and the two would multiply.
+7. The classes of `REPLY_LIMITED_CONNECTORS` get an async HTTP client of our making
+   (`judges.reply_limit`): a reply is read up to `MAX_JUDGE_REPLY_BYTES` and no
+   further, and redirects are not followed (a redirect would take the request to an
+   address step 5 never checked). A caller's proxy parameter goes to that client.
+   Other classes (the optional providers, the operator's extensions) keep their SDK's
+   client, without these two guards.
 
 The operator (never the caller) extends the allowlist with `extra_connectors`
 (`FAIR_FORGE_EXTRA_CONNECTORS`, comma-separated `module.Class` paths). Where the
@@ -57,6 +63,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from fair_forge_core.judges.reply_limit import capped_async_client
 from fair_forge_core.redact import redact
 
 if TYPE_CHECKING:
@@ -189,6 +196,16 @@ FORWARDED_PARAMS = frozenset(
 on even where it declares no field for them (ChatGroq has no `top_p` or `seed` field)."""
 
 ServerKey = Callable[[], str | None]
+
+REPLY_LIMITED_CONNECTORS: dict[str, tuple[str, str | None]] = {
+    "langchain_openai.chat_models.ChatOpenAI": ("openai", "openai_proxy"),
+    "langchain_openai.chat_models.AzureChatOpenAI": ("openai", None),
+    "langchain_groq.chat_models.ChatGroq": ("groq", None),
+}
+"""Class path → (the SDK whose `DefaultAsyncHttpxClient` the class takes as
+`http_async_client`, the class's proxy parameter that it would otherwise turn into a
+client of its own and refuses alongside ours). AzureChatOpenAI and ChatGroq declare a
+proxy field but never use it."""
 
 
 class ConnectorError(ValueError):
@@ -362,6 +379,26 @@ def check_key_values(params: dict[str, Any]) -> None:
             )
 
 
+def _give_reply_limited_client(
+    cls: type[BaseChatModel], sdk_and_proxy: tuple[str, str | None], params: dict[str, Any]
+) -> None:
+    """Set `params["http_async_client"]` to a reply-limited client of the class's SDK.
+
+    The proxy the class would have used (the caller's parameter, else the field's own
+    default, which may come from the environment: `OPENAI_PROXY`) moves to our client.
+    """
+    sdk_name, proxy_param = sdk_and_proxy
+    client_options: dict[str, Any] = {"follow_redirects": False}
+    if proxy_param is not None:
+        field = cls.model_fields[proxy_param]
+        proxy = params.pop(proxy_param) if proxy_param in params else field.get_default(call_default_factory=True)
+        if proxy:
+            client_options["proxy"] = proxy
+        params[proxy_param] = None
+    sdk = importlib.import_module(sdk_name)
+    params["http_async_client"] = capped_async_client(sdk.DefaultAsyncHttpxClient, **client_options)
+
+
 def build_chat_model(
     class_path: str,
     params: dict[str, Any],
@@ -417,6 +454,8 @@ def build_chat_model(
         params["model_kwargs"] = {**params.get("model_kwargs", {}), **forwarded}
     if _accepts(cls, "max_retries") and "max_retries" not in params:
         params["max_retries"] = 0
+    if canonical in REPLY_LIMITED_CONNECTORS:
+        _give_reply_limited_client(cls, REPLY_LIMITED_CONNECTORS[canonical], params)
     try:
         model = cls(**params)
     except Exception as exc:

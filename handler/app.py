@@ -26,6 +26,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.redact import redact
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
@@ -92,6 +93,7 @@ def health() -> dict[str, Any]:
             "max_assistants": settings.max_assistants,
             "max_curve_points": settings.max_curve_points,
             "max_k": EVALUATION_MAX_K,
+            "max_judge_reply_bytes": MAX_JUDGE_REPLY_BYTES,
             "sync_budget_s": settings.sync_budget_s,
         },
         "jobs": {

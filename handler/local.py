@@ -35,6 +35,7 @@ class _LocalRequestError(Exception):
         super().__init__(message)
         self.status = status
 
+
 # One invocation at a time, as in a Lambda execution environment: Powertools'
 # resolver keeps the current event on the router, shared by all threads.
 _INVOCATION_LOCK = threading.Lock()

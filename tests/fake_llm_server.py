@@ -60,6 +60,7 @@ HOST = "127.0.0.1"
 CHAT_COMPLETIONS_PATHS = frozenset({"/v1/chat/completions", "/openai/v1/chat/completions"})
 GARBAGE_CONTENT = "Sure! Here is my verdict: {score: high, reasoning: [unterminated"
 DEFAULT_RETRY_AFTER_S = 0.1
+_CHUNK_BYTES = 64 * 1024
 
 # (type, code, message) of the OpenAI-style error body sent for each status.
 _ERRORS: dict[int, tuple[str, str | None, str]] = {
@@ -96,6 +97,8 @@ class Reply:
     * `raw_body`: an HTTP body sent as is (status `status`), e.g. broken JSON.
     * `headers`: extra response headers; `finish_reason` overrides the default
       ("tool_calls" with tool calls, else "stop").
+    * `chunked`: send the body in chunks (`Transfer-Encoding: chunked`), with no
+      `Content-Length` to say its size in advance.
 
     A 200 reply with none of `content`, `data`, `tool_calls` or `raw_body` set
     takes its message from the responder, so `Reply(hang_s=5)` in a script is a
@@ -114,6 +117,7 @@ class Reply:
     raw_body: str | bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str | None = None
+    chunked: bool = False
 
     def has_message(self) -> bool:
         """Whether this reply already says what the assistant's message is."""
@@ -740,9 +744,9 @@ class FakeLLMServer:
         headers |= reply.headers
         if reply.raw_body is not None:
             raw = reply.raw_body.encode() if isinstance(reply.raw_body, str) else reply.raw_body
-            return self._write(handler, reply.status, raw, headers, content_type="text/plain")
+            return self._write(handler, reply.status, raw, headers, content_type="text/plain", chunked=reply.chunked)
         body = _error_body(reply) if reply.status >= 400 else _completion_body(request, reply)
-        return self._write(handler, reply.status, json.dumps(body).encode(), headers)
+        return self._write(handler, reply.status, json.dumps(body).encode(), headers, chunked=reply.chunked)
 
     def _send_error_only(self, handler: _Handler, status: int, message: str) -> int:
         """Write an OpenAI error body for a request the server cannot answer."""
@@ -756,6 +760,8 @@ class FakeLLMServer:
         raw: bytes,
         headers: dict[str, str],
         content_type: str = "application/json",
+        *,
+        chunked: bool = False,
     ) -> int:
         """Send status, headers and body; a client that went away is not an error."""
         record = handler.fake_record
@@ -769,14 +775,23 @@ class FakeLLMServer:
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", content_type)
-            handler.send_header("Content-Length", str(len(raw)))
+            if chunked:
+                handler.send_header("Transfer-Encoding", "chunked")
+            else:
+                handler.send_header("Content-Length", str(len(raw)))
             handler.send_header("x-request-id", f"req_fake_{next(_request_ids)}")
             for name, value in headers.items():
                 handler.send_header(name, value)
             if handler.close_connection:
                 handler.send_header("Connection", "close")
             handler.end_headers()
-            handler.wfile.write(raw)
+            if chunked:
+                for start in range(0, len(raw), _CHUNK_BYTES):
+                    piece = raw[start : start + _CHUNK_BYTES]
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                handler.wfile.write(b"0\r\n\r\n")
+            else:
+                handler.wfile.write(raw)
             handler.wfile.flush()
         except OSError:  # the client timed out and closed the connection
             handler.close_connection = True

@@ -37,6 +37,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_core.judges.reply_limit import reply_too_large
 from fair_forge_core.redact import redact
 from fair_forge_core.schemas import EvaluationConfig
 
@@ -128,11 +129,15 @@ def classify_error(exc: BaseException) -> ErrorKind:
     - transient: 408, 409, 425, 429, 5xx, timeouts and connection errors;
     - parse: LangChain's output-parser and pydantic validation errors, invalid JSON,
       and a provider's 400 for a sample that failed its own schema check;
-    - turn: anything else (another 4xx, an unexpected exception): this turn only.
+    - turn: a reply over the size limit (even when the SDK reports it as a connection
+      error: the same request would get the same reply), and anything else (another
+      4xx or 3xx, an unexpected exception): this turn only.
     """
     from langchain_core.exceptions import OutputParserException
     from pydantic import ValidationError
 
+    if reply_too_large(exc) is not None:
+        return "turn"
     status = status_code_of(exc)
     if status in _FATAL_STATUSES:
         return "fatal"
@@ -142,14 +147,17 @@ def classify_error(exc: BaseException) -> ErrorKind:
         return "parse"
     if status is not None:
         return "turn"
-    if isinstance(exc, OSError):  # TimeoutError and ConnectionError included
-        return "transient"
-    name = type(exc).__name__  # SDK classes: APITimeoutError, APIConnectionError, httpx.ConnectError
-    if "Timeout" in name or "Connect" in name:
+    if _is_transport_error(exc):
         return "transient"
     if isinstance(exc, OutputParserException | ValidationError | json.JSONDecodeError):
         return "parse"
     return "turn"
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """A timeout or a failed connection: nothing came back from the provider."""
+    name = type(exc).__name__  # SDK classes: APITimeoutError, APIConnectionError, httpx.ConnectError
+    return isinstance(exc, OSError) or "Timeout" in name or "Connect" in name
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -179,9 +187,18 @@ def describe_error(exc: BaseException) -> str:
     For an HTTP error: the status, the exception type and the provider's error code
     (``model_not_found``) when it is a plain token — never the reply's text, which a
     caller-chosen endpoint controls (and providers echo partly masked keys in it).
-    Otherwise (a timeout, a refused connection: nothing came back) the type and the
-    client's own message, redacted.
+    A reply over the size limit is named as such. Otherwise the type, with a message
+    only where the message cannot quote the reply: the client's own for a timeout or a
+    refused connection, ours for an unusable verdict, the position of invalid JSON,
+    and the fields of a pydantic validation error (without their input). Other
+    exceptions (an SDK's "unexpected response: '<the body>'", an output parser's
+    "failed to parse <the text>") give their type and say the message is withheld:
+    the endpoint may be one the caller chose, in a network only the operator should
+    reach.
     """
+    too_large = reply_too_large(exc)
+    if too_large is not None:
+        return f"{type(too_large).__name__}: {too_large}"
     status = status_code_of(exc)
     if status is not None:
         if status in (401, 403):
@@ -189,8 +206,24 @@ def describe_error(exc: BaseException) -> str:
         code = getattr(exc, "code", None)
         detail = f" ({code})" if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else ""
         return f"HTTP {status} {type(exc).__name__}{detail}"
-    detail = redact(str(exc))[:200]
-    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    detail = redact(_message_without_reply(exc))[:200]
+    if not detail:
+        return f"{type(exc).__name__} (message withheld: it may quote the endpoint's reply)"
+    return f"{type(exc).__name__}: {detail}"
+
+
+def _message_without_reply(exc: BaseException) -> str:
+    """The part of `exc`'s message that `describe_error` may show ("" for none)."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        problems = exc.errors(include_input=False, include_url=False, include_context=False)
+        return "; ".join(
+            f"{'.'.join(map(str, problem['loc'])) or 'reply'}: {problem['msg']}" for problem in problems[:3]
+        )
+    if isinstance(exc, VerdictParseError | json.JSONDecodeError) or _is_transport_error(exc):
+        return str(exc)
+    return ""
 
 
 MAX_REASONING_CHARS = 1_000
@@ -418,7 +451,7 @@ class AnswerJudge:
                 parse_failures += 1
                 if parse_failures >= self.retry.max_parse_attempts:
                     raise self._turn_error(
-                        f"unparseable judge output after {parse_failures} attempts: {redact(str(error))[:200]}"
+                        f"unparseable judge output after {parse_failures} attempts: {describe_error(error)}"
                     )
                 continue
             if kind == "turn":

@@ -4,6 +4,7 @@ and each refusal logged without secrets."""
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,7 @@ def test_every_refusal_is_logged_without_secrets() -> None:
 # --------------------------------------------------------------------------- the operator's key and network (issue #12)
 
 OPENAI = "langchain_openai.chat_models.ChatOpenAI"
+GROQ = "langchain_groq.chat_models.ChatGroq"
 
 
 @pytest.mark.parametrize(
@@ -313,14 +315,81 @@ def test_a_key_parameter_the_class_does_not_use_is_refused(monkeypatch: pytest.M
     assert SECRET not in response.raw
 
 
-def test_the_targets_reply_is_never_echoed() -> None:
-    # An endpoint the operator allows (loopback here) answers 404 with a body; only its status and code come back.
-    with FakeLLMServer() as server:
-        from tests.fake_llm_server import Reply
+def _caller_openai(server: FakeLLMServer, **params: Any) -> dict[str, Any]:
+    return with_connector(OPENAI, {"model": "m", "api_key": "sk-caller-1", "base_url": server.base_url, **params})
 
-        server.enqueue(Reply(status=404, error_message="internal admin page: db password hunter2"))
-        params = {"model": "m", "api_key": "sk-caller-1", "base_url": server.base_url}
-        response = call_handler(with_connector(OPENAI, params))
+
+@pytest.mark.parametrize(
+    ("reply", "described"),
+    [
+        (
+            {"status": 404, "error_message": "internal admin page: db password hunter2"},
+            "(HTTP 404 OpenAIModelNotFoundError (not_found))",
+        ),
+        ({"raw_body": "internal admin page: db password hunter2"}, "judge call failed: ValueError"),
+        ({"raw_body": '{"admin page": "db password hunter2"}'}, "judge call failed: "),
+        ({"content": "internal admin page: db password hunter2"}, "unparseable judge output after"),
+    ],
+    ids=["error-status", "text-body", "json-body", "chat-reply"],
+)
+def test_the_targets_reply_is_never_echoed(reply: dict[str, Any], described: str) -> None:
+    # An endpoint the operator allows (loopback here) answers with a body; only its status and code come back.
+    from tests.fake_llm_server import Reply
+
+    with FakeLLMServer(responder=lambda request: Reply(**reply)) as server:
+        server.enqueue(Reply(**reply))
+        response = call_handler(_caller_openai(server))
     assert response.status == 502
-    assert "(HTTP 404 OpenAIModelNotFoundError (not_found))" in response.body["error"]
+    assert described in response.body["error"]
     assert "hunter2" not in response.raw and "admin page" not in response.raw
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param({"raw_body": b"x" * 2_000_000}, id="declared-length"),
+        pytest.param({"raw_body": b"x" * 2_000_000, "chunked": True}, id="chunked"),
+        pytest.param({"raw_body": gzip.compress(b"x" * 2_000_000), "headers": {"Content-Encoding": "gzip"}}, id="gzip"),
+    ],
+)
+@pytest.mark.parametrize("class_path", [OPENAI, GROQ])  # the openai SDK runs on httpx2, groq's on httpx
+def test_a_judge_reply_is_read_up_to_the_limit_and_not_retried(reply: dict[str, Any], class_path: str) -> None:
+    from tests.fake_llm_server import Reply
+
+    with FakeLLMServer(responder=lambda request: Reply(**reply)) as server:
+        base_url = server.base_url if class_path == OPENAI else server.groq_base_url
+        params = {"model": "m", "api_key": "sk-caller-1", "base_url": base_url}
+        response = call_handler(with_connector(class_path, params))
+        turns = sum(len(conversation["conversation"]) for conversation in CALCULATOR["datasets"])
+        assert server.call_count == turns  # one call per turn: the same request would get the same reply
+        requests = server.requests
+    assert response.status == 502, response.body
+    assert "JudgeReplyTooLarge" in response.body["error"]
+    assert all(request.headers.get("accept-encoding") == "identity" for request in requests)
+
+
+def test_a_judge_redirect_is_not_followed() -> None:
+    # The endpoint was checked; wherever a redirect points was not.
+    from tests.fake_llm_server import Reply
+
+    with FakeLLMServer() as target, FakeLLMServer() as server:
+        server.responder = lambda request: Reply(
+            status=307, raw_body=b"", headers={"Location": target.base_url + "/chat/completions"}
+        )
+        response = call_handler(_caller_openai(server))
+        assert target.call_count == 0
+    assert response.status == 502 and "HTTP 307" in response.body["error"]
+
+
+@pytest.mark.parametrize("from_environment", [False, True])
+def test_a_proxy_reaches_the_reply_limited_client(monkeypatch: pytest.MonkeyPatch, from_environment: bool) -> None:
+    # The fake server plays the proxy: a proxied request names the whole URL on its request line.
+    with FakeLLMServer() as proxy:
+        params = {"model": "m", "api_key": "sk-caller-1", "base_url": "http://127.0.0.1:9/v1"}
+        if from_environment:
+            monkeypatch.setenv("OPENAI_PROXY", proxy.base_url.removesuffix("/v1"))
+        else:
+            params["openai_proxy"] = proxy.base_url.removesuffix("/v1")
+        call_handler(with_connector(OPENAI, params))
+        paths = [request.path for request in proxy.requests]
+    assert paths and all(path == "http://127.0.0.1:9/v1/chat/completions" for path in paths)

@@ -451,13 +451,21 @@ def test_health_states_every_limit() -> None:
     limits = call_handler(method="GET", path="/health").body["limits"]
     assert {
         key: limits[key]
-        for key in ("max_tool_calls_per_turn", "max_tool_calls", "max_assistants", "max_curve_points", "max_k")
+        for key in (
+            "max_tool_calls_per_turn",
+            "max_tool_calls",
+            "max_assistants",
+            "max_curve_points",
+            "max_k",
+            "max_judge_reply_bytes",
+        )
     } == {
         "max_tool_calls_per_turn": 64,
         "max_tool_calls": 20_000,
         "max_assistants": 50,
         "max_curve_points": 10_000,
         "max_k": 1000,
+        "max_judge_reply_bytes": 1_000_000,
     }
 
 
