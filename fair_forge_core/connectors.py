@@ -53,6 +53,7 @@ this module reads no environment and talks to no service.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import ipaddress
 import json
@@ -388,15 +389,23 @@ def _give_reply_limited_client(
     default, which may come from the environment: `OPENAI_PROXY`) moves to our client.
     """
     sdk_name, proxy_param = sdk_and_proxy
-    client_options: dict[str, Any] = {"follow_redirects": False}
+    proxy = None
     if proxy_param is not None:
         field = cls.model_fields[proxy_param]
         proxy = params.pop(proxy_param) if proxy_param in params else field.get_default(call_default_factory=True)
-        if proxy:
-            client_options["proxy"] = proxy
         params[proxy_param] = None
-    sdk = importlib.import_module(sdk_name)
-    params["http_async_client"] = capped_async_client(sdk.DefaultAsyncHttpxClient, **client_options)
+    params["http_async_client"] = _reply_limited_client(sdk_name, proxy or None)
+
+
+@functools.lru_cache(maxsize=16)
+def _reply_limited_client(sdk_name: str, proxy: str | None) -> Any:
+    # Shared by every judge of the process, as the SDKs share their default clients: its
+    # pooled connections stay open between warm invocations (`evaluate.run_sync` keeps
+    # one event loop per process, so they stay usable), instead of one pool per request.
+    options: dict[str, Any] = {"follow_redirects": False}
+    if proxy is not None:
+        options["proxy"] = proxy
+    return capped_async_client(importlib.import_module(sdk_name).DefaultAsyncHttpxClient, **options)
 
 
 def build_chat_model(

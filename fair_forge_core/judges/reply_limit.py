@@ -48,8 +48,7 @@ def reply_too_large(exc: BaseException) -> JudgeReplyTooLarge | None:
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
-    # One context for every client: building one loads the CA bundle (~35 ms), and a
-    # client is built per judge.
+    # One context for every client: building one loads the CA bundle (~35 ms).
     import certifi
 
     return ssl.create_default_context(cafile=certifi.where())
