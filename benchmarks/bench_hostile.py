@@ -19,6 +19,9 @@ cases we know of at the default limits:
 - `assistants`: 50 distinct assistants (the limit), Bayesian mode, 2,000 conversations,
   and the largest k the curve limit allows (51 curves × max(k, 10) ≤ 10,000 points: k =
   196), so 51 aggregates with credible bounds at every point;
+- `k = 1000`: the same 2,000 conversations with one assistant at the largest k;
+- `distinct rates`: a conversation for every (n, c) with n ≤ 30, Bayesian, k = 1000 (the
+  per-conversation estimates are memoised, so distinct ones are the costly ones);
 - `judge reply`: a 1.3 KB request (examples/calculator.json) whose judge, on a loopback
   endpoint the operator allows, answers every call with 100 MB of text (the judge
   server runs in a process of its own, so its memory is not counted);
@@ -128,6 +131,25 @@ def assistants_case(assistants: int, k: int) -> dict[str, Any]:
     return request(REFERENCE, _conversations(turns, assistants), k=k, statistical_mode="bayesian")
 
 
+def distinct_rates_case() -> dict[str, Any]:
+    """One conversation for every (n, c) with n ≤ 30 (9,920 turns), Bayesian, k = 1000:
+    as many distinct per-conversation estimates as the turn limit allows, each O(k)."""
+    conversations = []
+    for n in range(1, 31):
+        for c in range(n + 1):
+            turns = [
+                {
+                    "qa_id": f"q{i}",
+                    "query": f"What is {i} plus 1?",
+                    "assistant": f"It is {i + 1 if i < c else i + 2}.",
+                    "ground_truth_assistant": str(i + 1),
+                }
+                for i in range(n)
+            ]
+            conversations.append({"session_id": f"s{n}-{c}", "assistant_id": "agent", "conversation": turns})
+    return request(REFERENCE, conversations, k=1000, statistical_mode="bayesian")
+
+
 def over_the_limits_cases() -> dict[str, dict[str, Any]]:
     many = [{"tool_name": "tool", "parameters": {"a": i}} for i in range(3_000)]
     return {
@@ -142,6 +164,8 @@ CASES = {
     "ties": ties_case,
     "result_in_answer": result_in_answer_case,
     "assistants": lambda: assistants_case(ASSISTANTS, LARGEST_K),
+    "k = 1000": lambda: assistants_case(1, 1000),
+    "distinct rates": distinct_rates_case,
 }
 
 

@@ -108,6 +108,12 @@ class Batch(_Request):
             return None
         return value
 
+    def tool_call_count(self) -> int:
+        """The tool calls of both lists of this turn (what the tool rubric works through)."""
+        used = len(self.agentic.tools_used) if self.agentic is not None else 0
+        expected = len(self.ground_truth_agentic.expected_tools) if self.ground_truth_agentic is not None else 0
+        return used + expected
+
 
 class Dataset(_Request):
     """One conversation. Conversations sharing a `task_id` are attempts at one task."""
@@ -355,7 +361,10 @@ class InteractionResult(_Result):
 
 
 class RateEstimate(_Result):
-    """pass@k and pass^k of one (n, c, k), with credible bounds in Bayesian mode."""
+    """pass@k and pass^k of one (n, c, k), with credible bounds in Bayesian mode.
+    Frozen: `stats.estimate_rates` hands out one instance for every equal question."""
+
+    model_config = ConfigDict(frozen=True)
 
     pass_at_k: float
     pass_pow_k: float

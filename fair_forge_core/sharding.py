@@ -5,7 +5,7 @@ with an evaluation too large for one request, kept here free of HTTP and AWS so 
 the same three steps run anywhere (the tests, `benchmarks/bench_jobs.py`):
 
 1. `plan_shards` cuts the conversations into contiguous runs, bounded in
-   conversations and in turns (a conversation is never split).
+   conversations, turns and tool calls (a conversation is never split).
 2. `evaluate.evaluate_conversations` (the first half of `evaluate`) judges one run
    and returns its per-conversation metrics; `dump_conversations` / `load_conversations`
    carry them through storage losslessly (JSON floats round-trip exactly).
@@ -34,31 +34,47 @@ _CONVERSATIONS = TypeAdapter(list[ConversationMetrics])
 
 
 def plan_shards(
-    turn_counts: Sequence[int], conversations_per_shard: int, max_turns_per_shard: int | None = None
+    turn_counts: Sequence[int],
+    conversations_per_shard: int,
+    max_turns_per_shard: int | None = None,
+    *,
+    tool_call_counts: Sequence[int] | None = None,
+    max_tool_calls_per_shard: int | None = None,
 ) -> list[range]:
     """Contiguous runs of conversation indices, in order, covering every conversation once.
 
-    `turn_counts[i]` is the number of turns of conversation i. A shard holds at most
+    `turn_counts[i]` is the number of turns of conversation i, `tool_call_counts[i]`
+    (when given) its tool calls, both lists of every turn. A shard holds at most
     `conversations_per_shard` conversations and, when given, at most
-    `max_turns_per_shard` turns — except that a single conversation longer than that
-    gets a shard of its own (conversations are never split: a conversation's verdict
-    needs all its turns).
+    `max_turns_per_shard` turns and `max_tool_calls_per_shard` tool calls (the
+    deterministic work of scoring them) — except that a single conversation above a
+    bound gets a shard of its own (conversations are never split: a conversation's
+    verdict needs all its turns). Without `tool_call_counts`, tool calls do not bound.
     """
     if conversations_per_shard < 1:
         raise ValueError(f"conversations_per_shard must be at least 1, not {conversations_per_shard}")
-    if max_turns_per_shard is not None and max_turns_per_shard < 1:
-        raise ValueError(f"max_turns_per_shard must be at least 1, not {max_turns_per_shard}")
+    for name, bound in (
+        ("max_turns_per_shard", max_turns_per_shard),
+        ("max_tool_calls_per_shard", max_tool_calls_per_shard),
+    ):
+        if bound is not None and bound < 1:
+            raise ValueError(f"{name} must be at least 1, not {bound}")
+    calls_of = tool_call_counts if tool_call_counts is not None else [0] * len(turn_counts)
+    if len(calls_of) != len(turn_counts):
+        raise ValueError("tool_call_counts must have one count per conversation")
     shards: list[range] = []
-    start, turns = 0, 0
-    for index, count in enumerate(turn_counts):
-        if count < 0:
-            raise ValueError(f"conversation {index} has a negative turn count")
+    start, turns, calls = 0, 0, 0
+    for index, (count, tool_calls) in enumerate(zip(turn_counts, calls_of, strict=True)):
+        if count < 0 or tool_calls < 0:
+            raise ValueError(f"conversation {index} has a negative count")
         full = index - start >= conversations_per_shard
         too_long = max_turns_per_shard is not None and turns + count > max_turns_per_shard
-        if index > start and (full or too_long):
+        too_busy = max_tool_calls_per_shard is not None and calls + tool_calls > max_tool_calls_per_shard
+        if index > start and (full or too_long or too_busy):
             shards.append(range(start, index))
-            start, turns = index, 0
+            start, turns, calls = index, 0, 0
         turns += count
+        calls += tool_calls
     if len(turn_counts) > start:
         shards.append(range(start, len(turn_counts)))
     return shards

@@ -288,7 +288,15 @@ def create_job(
 
     job_id = uuid.uuid4().hex
     turn_counts = [len(d.conversation) for d in request.datasets]
-    shards = plan_shards(turn_counts, settings.shard_size, settings.shard_max_turns)
+    tool_call_counts = [sum(batch.tool_call_count() for batch in d.conversation) for d in request.datasets]
+    # A shard scores at most as many tool calls as one /run may: its deterministic work is bounded alike.
+    shards = plan_shards(
+        turn_counts,
+        settings.shard_size,
+        settings.shard_max_turns,
+        tool_call_counts=tool_call_counts,
+        max_tool_calls_per_shard=settings.max_tool_calls,
+    )
     raw_datasets = body["datasets"]  # validated: the workers validate the same JSON again, as /run would
     stored = {
         "job_id": job_id,

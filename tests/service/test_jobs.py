@@ -154,6 +154,29 @@ def test_post_jobs_cuts_long_conversations_by_turns(aws: JobsAWS, monkeypatch: p
         assert len(shard) == 1 or sum(len(c["conversation"]) for c in shard) <= 5
 
 
+def test_post_jobs_cuts_by_tool_calls_as_a_run_is_bounded(aws: JobsAWS, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIR_FORGE_SHARD_SIZE", "100")
+    monkeypatch.setenv(
+        "FAIR_FORGE_MAX_TOOL_CALLS", "6"
+    )  # a shard's bound; the job's own is FAIR_FORGE_JOBS_MAX_TOOL_CALLS
+
+    def tool_calls(conversation: dict[str, Any]) -> int:
+        return sum(
+            len((turn.get(container) or {}).get(name, []))
+            for turn in conversation["conversation"]
+            for container, name in (("agentic", "tools_used"), ("ground_truth_agentic", "expected_tools"))
+        )
+
+    conversations = varied_conversations(12)
+    assert sum(map(tool_calls, conversations)) > 12  # more than two shards' worth
+    response = aws.submit(body_of(conversations))
+    stored = aws.objects(f"jobs/{response.body['job_id']}/shards/")
+    assert len(stored) == response.body["shards"] > 2
+    for content in stored.values():
+        shard = json.loads(content)
+        assert len(shard) == 1 or sum(map(tool_calls, shard)) <= 6
+
+
 def test_jobs_need_their_aws_resources(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("JOBS_BUCKET", raising=False)
     monkeypatch.delenv("JOBS_STATE_MACHINE_ARN", raising=False)

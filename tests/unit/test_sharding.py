@@ -33,6 +33,22 @@ def test_plan_cuts_by_turns_without_splitting_a_conversation() -> None:
     assert plan_shards([1, 9, 1], 10, max_turns_per_shard=4) == [range(0, 1), range(1, 2), range(2, 3)]
 
 
+def test_plan_cuts_by_tool_calls() -> None:
+    # Few turns, many calls: the tool rubric's work is what bounds these shards.
+    calls = [40_000 // 3] * 3 + [5]
+    assert plan_shards([2, 2, 2, 2], 10, 100, tool_call_counts=calls, max_tool_calls_per_shard=20_000) == [
+        range(0, 1),
+        range(1, 2),
+        range(2, 4),
+    ]
+    # A conversation above the bound gets a shard of its own.
+    assert plan_shards([1, 1], 10, tool_call_counts=[30_000, 1], max_tool_calls_per_shard=20_000) == [
+        range(0, 1),
+        range(1, 2),
+    ]
+    assert plan_shards([1, 1], 10, tool_call_counts=[30_000, 1]) == [range(0, 2)]  # no bound given
+
+
 @pytest.mark.parametrize(("size", "turns"), [(0, None), (-1, None), (3, 0)])
 def test_plan_refuses_empty_shards(size: int, turns: int | None) -> None:
     with pytest.raises(ValueError, match="at least 1"):
