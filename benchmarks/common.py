@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import platform
 import random
@@ -34,11 +35,14 @@ REFERENCE = "fair_forge_core.judges.ReferenceJudge"
 
 @dataclass
 class Call:
-    """One timed `lambda_handler` call: HTTP status, parsed body, wall seconds."""
+    """One timed `lambda_handler` call: HTTP status, parsed body, wall seconds, and the
+    seconds of them after the judge phase (`after_judge_ms` of the "evaluation finished"
+    log line, when the log level lets it through; None when the request was not evaluated)."""
 
     status: int
     body: dict[str, Any]
     seconds: float
+    after_judge_s: float | None = None
 
 
 def call_handler(body: dict[str, Any] | str, *, timeout_s: float = 60.0) -> Call:
@@ -48,15 +52,36 @@ def call_handler(body: dict[str, Any] | str, *, timeout_s: float = 60.0) -> Call
     """
     from handler.app import lambda_handler
     from handler.local import LocalLambdaContext, make_proxy_event
+    from handler.observability import logger
 
     raw = body if isinstance(body, str) else json.dumps(body)
     event = make_proxy_event("POST", "/run", raw, headers={"Content-Type": "application/json"})
     context = LocalLambdaContext(timeout_s=timeout_s)
-    with contextlib.redirect_stdout(io.StringIO()):
-        started = time.perf_counter()
-        response = lambda_handler(event, context)
-        seconds = time.perf_counter() - started
-    return Call(status=response["statusCode"], body=json.loads(response["body"]), seconds=seconds)
+    finished = _FinishedRecords()
+    logger.addHandler(finished)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            started = time.perf_counter()
+            response = lambda_handler(event, context)
+            seconds = time.perf_counter() - started
+    finally:
+        logger.removeHandler(finished)
+    after_judge_s = finished.records[-1].after_judge_ms / 1000 if finished.records else None
+    return Call(
+        status=response["statusCode"], body=json.loads(response["body"]), seconds=seconds, after_judge_s=after_judge_s
+    )
+
+
+class _FinishedRecords(logging.Handler):
+    """Keeps the handler's "evaluation finished" log records (their extra keys are attributes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "evaluation finished":
+            self.records.append(record)
 
 
 def request(class_path: str, datasets: list[dict[str, Any]], **config: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
@@ -111,7 +112,10 @@ async def evaluate_conversations(
     for dataset in datasets:
         for batch in dataset.conversation:
             tool_scorer.score_batch(batch)
+    started = time.perf_counter()
     judged = await judge_all(distinct.values(), judge, on_progress)
+    judge.telemetry.judging_ended_at = time.perf_counter()
+    judge.telemetry.judging_s += judge.telemetry.judging_ended_at - started
     judgements = {key: judged[request] for key, request in distinct.items()}
     return [
         conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)

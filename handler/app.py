@@ -157,11 +157,15 @@ def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
         metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
         metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
         metrics.add_metric(name="EvaluationDuration", unit=MetricUnit.Milliseconds, value=elapsed * 1000)
+    response = _result_response(result, settings)
     aggregated = result.aggregated_metrics
+    after_judge_s = time.perf_counter() - (telemetry.judging_ended_at or started)
     logger.info(
         "evaluation finished",
         extra={
             "duration_ms": round(elapsed * 1000),
+            "judging_ms": round(telemetry.judging_s * 1000),
+            "after_judge_ms": round(after_judge_s * 1000),  # aggregation and response: past the deadline
             "judge_calls": telemetry.calls,
             "judge_retries": telemetry.retries,
             "judge_rate_limited": telemetry.rate_limited,
@@ -172,7 +176,7 @@ def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
         },
     )
     _log_verbose_detail(result.per_conversation_metrics)
-    return _result_response(result, settings)
+    return response
 
 
 VERBOSE_LOG_CONVERSATIONS = 100

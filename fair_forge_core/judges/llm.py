@@ -88,6 +88,10 @@ class JudgeTelemetry:
     parse_failures: int = 0
     errors: int = 0
     rate_limited: int = 0
+    judging_s: float = 0.0
+    """Wall time of the judge phase (every call, retry and wait); the rest of an evaluation is deterministic."""
+    judging_ended_at: float | None = None
+    """`time.perf_counter()` when the judge phase ended: what follows is the work the deadline does not stop."""
 
 
 class JudgeCallError(Exception):

@@ -491,3 +491,21 @@ def test_common_request_parameters_are_forwarded_not_refused(class_path: str) ->
     judge = build_chat_model(class_path, params)
     assert judge.model.model_kwargs["response_format"] == {"type": "json_object"}
     assert judge.model.model_kwargs["parallel_tool_calls"] is False
+
+
+def test_the_finished_log_line_splits_the_judge_phase_from_what_follows_it() -> None:
+    # What follows the judge phase is the work its deadline does not stop: operators see it in CloudWatch.
+    from tests.fake_llm_server import FakeLLMServer
+    from tests.service.handler_client import run_in_subprocess
+
+    with FakeLLMServer(latency_s=0.2) as server:
+        body = request()
+        body["connector"] = {
+            "class_path": OPENAI,
+            "params": {"model": "judge", "base_url": server.base_url, "api_key": "sk-caller-1"},
+        }
+        (response,), logs = run_in_subprocess([body])
+    assert response["status"] == 200, response["body"]
+    (finished,) = [json.loads(line) for line in logs.splitlines() if '"evaluation finished"' in line]
+    assert 200 <= finished["judging_ms"] <= finished["duration_ms"]  # at least one call of the server's latency
+    assert finished["after_judge_ms"] >= 0
