@@ -1,8 +1,9 @@
-"""`python -m fair_forge_core`: evaluate a request file and render reports, with no AWS and no server.
+"""`fair-forge` (or `python -m fair_forge_core`): evaluate a request and render reports, with no AWS and no server.
 
-    python -m fair_forge_core evaluate request.json [--out result.json] [--html report.html]
-                                                    [--fail-under-pass-pow-k X]
-    python -m fair_forge_core report result.json [-o report.html]
+    fair-forge evaluate request.json [--out result.json] [--html report.html] [--fail-under-pass-pow-k X]
+    fair-forge report result.json [-o report.html]
+
+A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < request.json`).
 
 `evaluate` reads the same JSON as `POST /run` (connector, datasets, config), builds the
 judge from `connector` under the same allowlist and key rules as the service
@@ -88,7 +89,7 @@ def _threshold(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m fair_forge_core",
+        prog="fair-forge",
         description="Evaluate AI-agent conversations (pass@K, pass^K, tool correctness) and render HTML reports.",
         epilog="Exit codes: 0 ok, 1 threshold not met, 2 bad input, 3 evaluation failed.",
     )
@@ -99,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run an evaluation from a request file (the body of POST /run)",
         description="Run an evaluation locally from a request file: the same JSON as the body of POST /run.",
     )
-    evaluate.add_argument("request", type=Path, help="request JSON: connector, datasets, config")
+    evaluate.add_argument("request", type=Path, help="request JSON: connector, datasets, config ('-': stdin)")
     evaluate.add_argument("--out", type=Path, help="write the result JSON here (default: stdout)")
     evaluate.add_argument("--html", type=Path, help="also write the HTML report here")
     evaluate.add_argument(
@@ -115,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="render the HTML report of a result JSON",
         description="Render one self-contained HTML report from a result JSON (the CLI's output or a /run response).",
     )
-    report.add_argument("result", type=Path, help="result JSON")
+    report.add_argument("result", type=Path, help="result JSON ('-': stdin)")
     report.add_argument("-o", "--out", type=Path, help="write the HTML here (default: stdout)")
     report.add_argument("--title", default="Agent evaluation report", help="the report's title")
     return parser
@@ -124,23 +125,32 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- helpers
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+STDIN = Path("-")
+
+
+def _name(path: Path) -> str:
+    """How messages name a file (standard input is `<stdin>`)."""
+    return "<stdin>" if path == STDIN else str(path)
+
+
+def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
+    """The JSON object in `path` (standard input for `-`); `CliError` naming the file otherwise."""
     from fair_forge_core.schemas import describe_json_error, loads_json
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = stdin.read() if path == STDIN else path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise CliError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+        raise CliError(f"cannot read {what} {_name(path)}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise CliError(f"{path} is not UTF-8 text") from None
+        raise CliError(f"{_name(path)} is not UTF-8 text") from None
     try:
         data = loads_json(text)
     except ValueError as exc:
-        raise CliError(f"{path} is not valid JSON: {describe_json_error(exc)}") from None
+        raise CliError(f"{_name(path)} is not valid JSON: {describe_json_error(exc)}") from None
     except RecursionError:
-        raise CliError(f"{path} is nested too deeply") from None
+        raise CliError(f"{_name(path)} is nested too deeply") from None
     if not isinstance(data, dict):
-        raise CliError(f"{path} must hold a JSON object, got {type(data).__name__}")
+        raise CliError(f"{_name(path)} must hold a JSON object, got {type(data).__name__}")
     return data
 
 
@@ -150,7 +160,7 @@ def _validation_message(path: Path, what: str, error: Any) -> str:
 
     details = [(field_path(e["loc"]) or "(top level)", e["msg"]) for e in error.errors(include_input=False)]
     first_field, first_message = details[0]
-    lines = [f"{path}: invalid {what}: {first_field}: {first_message}"]
+    lines = [f"{_name(path)}: invalid {what}: {first_field}: {first_message}"]
     if len(details) > 1:
         lines += [f"  {name}: {message}" for name, message in details[1:20]]
         if len(details) > 20:
@@ -197,17 +207,17 @@ def _build_judge(request: Any, path: Path) -> Any:
         )
     except connectors.ConnectorNotAllowed as exc:
         allowed = ", ".join(sorted(set(connectors.allowed_connectors(extra).values())))
-        raise CliError(f"{path}: connector.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}") from None
+        raise CliError(f"{_name(path)}: connector.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}") from None
     except connectors.ConnectorError as exc:
-        raise CliError(f"{path}: connector: Failed to create LLM connector: {_redacted(str(exc), secrets)}") from None
+        raise CliError(f"{_name(path)}: connector: Failed to create LLM connector: {_redacted(str(exc), secrets)}") from None
 
 
-def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     from pydantic import ValidationError
 
     from fair_forge_core.schemas import RunRequest
 
-    body = _read_json(args.request, "request file")
+    body = _read_json(args.request, "request file", stdin)
     try:
         request = RunRequest.model_validate(body)
     except ValidationError as exc:
@@ -255,16 +265,16 @@ def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     return EXIT_OK
 
 
-def cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     from pydantic import ValidationError
 
     from fair_forge_core.report import ReportError, render_html
 
-    data = _read_json(args.result, "result file")
+    data = _read_json(args.result, "result file", stdin)
     try:
         page = render_html(data, title=args.title)
     except ReportError as exc:
-        raise CliError(f"{args.result}: {exc}") from None
+        raise CliError(f"{_name(args.result)}: {exc}") from None
     except ValidationError as exc:
         raise CliError(_validation_message(args.result, "result", exc)) from None
     _write(page, args.out, stdout)
@@ -273,13 +283,18 @@ def cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    stdin: TextIO | None = None,
+) -> int:
     """Run the CLI and return its exit code (see the module docstring)."""
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
     command = cmd_evaluate if args.command == "evaluate" else cmd_report
     try:
-        return command(args, stdout, stderr)
+        return command(args, stdin, stdout, stderr)
     except CliError as exc:
         stderr.write(f"error: {exc}\n")
         return exc.code
