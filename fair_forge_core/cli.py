@@ -207,9 +207,13 @@ def _build_judge(request: Any, path: Path) -> Any:
         )
     except connectors.ConnectorNotAllowed as exc:
         allowed = ", ".join(sorted(set(connectors.allowed_connectors(extra).values())))
-        raise CliError(f"{_name(path)}: connector.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}") from None
+        raise CliError(
+            f"{_name(path)}: connector.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}"
+        ) from None
     except connectors.ConnectorError as exc:
-        raise CliError(f"{_name(path)}: connector: Failed to create LLM connector: {_redacted(str(exc), secrets)}") from None
+        raise CliError(
+            f"{_name(path)}: connector: Failed to create LLM connector: {_redacted(str(exc), secrets)}"
+        ) from None
 
 
 def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:

@@ -29,7 +29,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(ROOT / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
     # No build isolation and no index: nothing is downloaded (only 127.0.0.1 traffic in tests).
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(work / "dist"), str(source)], check=True)
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(work / "dist"), str(source)], check=True
+    )
     (wheel,) = (work / "dist").glob("fair_forge_agentic-*.whl")
     subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(work / "site"), str(wheel)], check=True)
     return work / "site"
