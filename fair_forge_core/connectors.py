@@ -333,7 +333,7 @@ def check_endpoint(name: str, url: Any, allowed_networks: Iterable[str] = ()) ->
         raise ConnectorError(f"{field} may not carry credentials", field)
     try:
         port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
-        addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)}
     except (OSError, ValueError):
         raise ConnectorError(f"{field}: the host could not be resolved", field) from None
     networks = [ipaddress.ip_network(network, strict=False) for network in allowed_networks]

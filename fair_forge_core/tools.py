@@ -84,6 +84,7 @@ mean something on the expected side; on the used side such a dict is plain data.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import numbers
@@ -92,7 +93,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -151,7 +152,7 @@ def _is_number(value: Any) -> bool:
     if kind is float:
         return True
     if kind is int:  # the common case, without the slow ABC check
-        return -sys.float_info.max <= value <= sys.float_info.max
+        return bool(-sys.float_info.max <= value <= sys.float_info.max)
     return kind is not bool and isinstance(value, numbers.Real)
 
 
@@ -177,7 +178,7 @@ def _approx_matcher(rule: Mapping[str, Any]) -> Callable[[Any], bool] | None:
             return False
         magnitude = max(abs(used), abs(target))
         slack = 0 if exact and type(used) is int else _APPROX_SLACK_ULPS * max(magnitude, tol)
-        return abs(used - target) <= max(tol, rel * magnitude) + slack
+        return bool(abs(used - target) <= max(tol, rel * magnitude) + slack)
 
     return matches
 
@@ -466,7 +467,7 @@ def _pair_calls(
         expected_order = _in_order(expected)
         used_position = {index: position for position, index in enumerate(_in_order(used))}
 
-        def kept_in_order(combination: tuple[_Assignment, ...]) -> int:
+        def kept_in_order(combination: Iterable[_Assignment]) -> int:
             partners = sorted(
                 (used_position[table.used[c]], table.expected[r])
                 for table, assignment in zip(tables, combination, strict=True)
@@ -476,9 +477,12 @@ def _pair_calls(
 
         chosen = list(max(itertools.product(*options), key=kept_in_order))  # max keeps the first of equals
     else:
+
+        def agreeing(table: _NameTable, assignment: _Assignment) -> int:
+            return sum((table.expected[r], table.used[c]) in alignment for r, c in assignment)
+
         chosen = [
-            max(choices, key=lambda a, t=table: sum((t.expected[r], t.used[c]) in alignment for r, c in a))
-            for table, choices in zip(tables, options, strict=True)
+            max(choices, key=functools.partial(agreeing, table)) for table, choices in zip(tables, options, strict=True)
         ]
     pairs = []
     for table, assignment in zip(tables, chosen, strict=True):
@@ -865,7 +869,7 @@ def _frozen(value: Any) -> Hashable:
     """
     kind = type(value)
     if kind is str or value is None:
-        return value
+        return cast(Hashable, value)
     if kind is float:
         return kind, value, math.copysign(1.0, value)  # -0.0 == 0.0, but their JSON text differs
     if kind is int or kind is bool:

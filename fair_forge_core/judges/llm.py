@@ -416,7 +416,7 @@ class AnswerJudge:
         self.limiter = AdaptiveLimiter(self.config.max_concurrency)
         self._rate_limit_streak = 0  # 429s since the last answer, for the pause when no Retry-After comes
         if self.config.use_structured_output:
-            kwargs = {}
+            kwargs: dict[str, Any] = {}
             if self.config.structured_output_method:
                 kwargs["method"] = self.config.structured_output_method
             self._runnable: Any = self.model.with_structured_output(VERDICT_SCHEMA, **kwargs)
