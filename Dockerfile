@@ -7,10 +7,12 @@
 ARG BASE_IMAGE=public.ecr.aws/lambda/python:3.12
 FROM ${BASE_IMAGE}
 
-# Dependencies first, so that a code-only change reuses this (slow, large) layer.
+# Dependencies first, so that a code-only change reuses this (slow, large) layer. They come from the lock
+# (requirements.txt pinned, with hashes: `make lock`), so every build installs the same, verified files.
 # --no-cache-dir: pip's download cache would only make the image bigger.
-COPY requirements.txt ${LAMBDA_TASK_ROOT}/
-RUN pip install --no-cache-dir --disable-pip-version-check -r "${LAMBDA_TASK_ROOT}/requirements.txt"
+COPY requirements.lock ${LAMBDA_TASK_ROOT}/
+RUN pip install --no-cache-dir --disable-pip-version-check --require-hashes --no-deps \
+        -r "${LAMBDA_TASK_ROOT}/requirements.lock"
 
 # Only the two runtime packages; .dockerignore keeps tests, caches and everything else out of the context.
 COPY handler/ ${LAMBDA_TASK_ROOT}/handler/

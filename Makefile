@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 3000
 
-.PHONY: venv run serve test lint bench clean
+.PHONY: venv run serve test lint typecheck lock bench clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ serve: venv
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+## lock: pin requirements.txt with hashes into requirements.lock (what the Lambda image installs)
+lock: venv
+	$(BIN)/uv pip compile requirements.txt --universal --python-version 3.12 --generate-hashes \
+		--no-header --quiet -o requirements.lock
 
 lint: venv
 	$(BIN)/ruff check .

@@ -274,8 +274,9 @@ def test_dockerfile_is_the_lambda_image() -> None:
     assert instructions[1] == "FROM ${BASE_IMAGE}"
     assert instructions[-1] == 'CMD ["handler.app.lambda_handler"]'
     copies = [line.split()[1] for line in instructions if line.startswith("COPY")]
-    assert copies == ["requirements.txt", "handler/", "fair_forge_core/"]  # nothing else enters the image
-    assert re.search(r"pip install --no-cache-dir .*-r \S*requirements\.txt", dockerfile)
+    assert copies == ["requirements.lock", "handler/", "fair_forge_core/"]  # nothing else enters the image
+    install = " ".join(dockerfile.replace("\\\n", " ").split())
+    assert re.search(r"pip install --no-cache-dir .*--require-hashes .*-r \S*requirements\.lock", install)
     assert "requirements-dev" not in dockerfile
 
 
@@ -289,7 +290,7 @@ def test_dockerignore_admits_only_what_the_image_copies() -> None:
     assert patterns[0] == "*"
     assert {p for p in patterns if p.startswith("!")} == {
         "!Dockerfile",
-        "!requirements.txt",
+        "!requirements.lock",
         "!handler/",
         "!fair_forge_core/",
     }
