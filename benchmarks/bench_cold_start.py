@@ -44,7 +44,9 @@ import json, time
 t0 = time.perf_counter()
 import handler.app
 t1 = time.perf_counter()
-from benchmarks.common import call_handler, distinct_conversations, openai_params, request
+from benchmarks.common import call_handler, openai_params
+from fair_forge_testing.workloads import request
+from fair_forge_testing.workloads import distinct_conversations
 params = openai_params({base_url!r}) if {base_url!r} else {{}}
 seconds = []
 for tag in ("first ", "second "):
@@ -61,7 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    from benchmarks.judge_server import JudgeServerProcess
+    from fair_forge_testing.judge_server import JudgeServerProcess
 
     header('cold start: python -c "import handler.app", then the first requests')
     imports, loaded = [], set()

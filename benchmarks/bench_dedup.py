@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.common import OPENAI, call_handler, header, line, openai_params, request, unscored_turns, verdict
-from benchmarks.judge_server import JudgeServerProcess
+from benchmarks.common import call_handler, header, line, openai_params, unscored_turns, verdict
+from fair_forge_testing.judge_server import JudgeServerProcess
+from fair_forge_testing.workloads import OPENAI, request
 
 CONVERSATIONS, TURNS = 200, 5
 

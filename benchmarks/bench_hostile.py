@@ -48,8 +48,9 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.common import OPENAI, REFERENCE, ROOT, header, openai_params, request, verdict
-from benchmarks.judge_server import JudgeServerProcess
+from benchmarks.common import ROOT, header, openai_params, verdict
+from fair_forge_testing.judge_server import JudgeServerProcess
+from fair_forge_testing.workloads import OPENAI, REFERENCE, request
 
 PER_TURN, PER_REQUEST, ASSISTANTS, LARGEST_K = 64, 20_000, 50, 10_000 // 51
 JUDGE_REPLY_BYTES = 100_000_000

@@ -36,7 +36,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REFERENCE, ROOT, header, line, pooled_conversations, request, turn_pool, verdict
+from benchmarks.common import ROOT, header, line, verdict
+from fair_forge_testing.workloads import REFERENCE, pooled_conversations, request, turn_pool
 
 SHARD_SIZE = 200
 LAMBDA_BODY_LIMIT = 6_000_000

@@ -33,7 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import REFERENCE, ROOT, header, line, pooled_conversations, request, turn_pool, verdict
+from benchmarks.common import ROOT, header, line, verdict
+from fair_forge_testing.workloads import REFERENCE, pooled_conversations, request, turn_pool
 
 CONVERSATIONS, TURNS, POOL = 10_000, 5, 300
 LIMITS = {

@@ -17,18 +17,9 @@ import argparse
 import statistics
 import time
 
-from benchmarks.common import (
-    OPENAI,
-    call_handler,
-    distinct_conversations,
-    header,
-    line,
-    openai_params,
-    request,
-    unscored_turns,
-    verdict,
-)
-from benchmarks.judge_server import JudgeServerProcess
+from benchmarks.common import call_handler, header, line, openai_params, unscored_turns, verdict
+from fair_forge_testing.judge_server import JudgeServerProcess
+from fair_forge_testing.workloads import OPENAI, distinct_conversations, request
 
 CONVERSATIONS, TURNS, LATENCY_S, RPS, CONCURRENCY = 40, 5, 0.1, 20, 16
 

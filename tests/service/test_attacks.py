@@ -14,7 +14,7 @@ import pytest
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges.reference import ReferenceJudge
 from fair_forge_core.schemas import Dataset
-from tests.fake_llm_server import FakeLLMServer
+from fair_forge_testing.fake_llm_server import FakeLLMServer
 from tests.service.handler_client import call_handler, run_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -334,7 +334,7 @@ def _caller_openai(server: FakeLLMServer, **params: Any) -> dict[str, Any]:
 )
 def test_the_targets_reply_is_never_echoed(reply: dict[str, Any], described: str) -> None:
     # An endpoint the operator allows (loopback here) answers with a body; only its status and code come back.
-    from tests.fake_llm_server import Reply
+    from fair_forge_testing.fake_llm_server import Reply
 
     with FakeLLMServer(responder=lambda request: Reply(**reply)) as server:
         server.enqueue(Reply(**reply))
@@ -354,7 +354,7 @@ def test_the_targets_reply_is_never_echoed(reply: dict[str, Any], described: str
 )
 @pytest.mark.parametrize("class_path", [OPENAI, GROQ])  # the openai SDK runs on httpx2, groq's on httpx
 def test_a_judge_reply_is_read_up_to_the_limit_and_not_retried(reply: dict[str, Any], class_path: str) -> None:
-    from tests.fake_llm_server import Reply
+    from fair_forge_testing.fake_llm_server import Reply
 
     with FakeLLMServer(responder=lambda request: Reply(**reply)) as server:
         base_url = server.base_url if class_path == OPENAI else server.groq_base_url
@@ -370,7 +370,7 @@ def test_a_judge_reply_is_read_up_to_the_limit_and_not_retried(reply: dict[str, 
 
 def test_a_judge_redirect_is_not_followed() -> None:
     # The endpoint was checked; wherever a redirect points was not.
-    from tests.fake_llm_server import Reply
+    from fair_forge_testing.fake_llm_server import Reply
 
     with FakeLLMServer() as target, FakeLLMServer() as server:
         server.responder = lambda request: Reply(

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import conversation, turn
-from tests.fake_llm_server import FakeLLMServer, Reply, judge_responder
+from fair_forge_testing.builders import conversation, turn
+from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply, judge_responder
 from tests.service.handler_client import call_handler
 
 CONVERSATIONS = 24

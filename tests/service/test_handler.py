@@ -495,7 +495,7 @@ def test_common_request_parameters_are_forwarded_not_refused(class_path: str) ->
 
 def test_the_finished_log_line_splits_the_judge_phase_from_what_follows_it() -> None:
     # What follows the judge phase is the work its deadline does not stop: operators see it in CloudWatch.
-    from tests.fake_llm_server import FakeLLMServer
+    from fair_forge_testing.fake_llm_server import FakeLLMServer
     from tests.service.handler_client import run_in_subprocess
 
     with FakeLLMServer(latency_s=0.2) as server:

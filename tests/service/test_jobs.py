@@ -12,8 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 import handler.jobs as jobs
+from fair_forge_testing.jobs_support import UNSCORABLE, varied_conversations
 from handler.local import LocalLambdaContext
-from tests.jobs_support import UNSCORABLE, varied_conversations
 from tests.service.handler_client import call_handler
 from tests.service.jobs_harness import REGION, JobsAWS, jobs_aws
 
@@ -315,10 +315,10 @@ def test_worker_out_of_time_reports_turns_unscored_and_the_reduce_fails_the_job(
 
 def test_unscored_conversations_are_left_out_of_n_as_run_does(aws: JobsAWS, monkeypatch: pytest.MonkeyPatch) -> None:
     # The operator may allow another judge class; this one never scores a turn marked UNSCORABLE.
-    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", "tests.jobs_support.GarblingJudge")
+    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", "fair_forge_testing.jobs_support.GarblingJudge")
     conversations = varied_conversations(8, unscorable_share=0.0)
     conversations[5]["conversation"][0]["query"] += " " + UNSCORABLE
-    body = {"connector": {"class_path": "tests.jobs_support.GarblingJudge"}, "datasets": conversations}
+    body = {"connector": {"class_path": "fair_forge_testing.jobs_support.GarblingJudge"}, "datasets": conversations}
     job_id = submit(aws, body)
     for n in range(2):
         worker(aws, job_id, n)

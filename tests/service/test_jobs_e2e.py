@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import requests
 
-from tests.fake_llm_server import FakeLLMServer, Reply
-from tests.jobs_support import varied_conversations
+from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
+from fair_forge_testing.jobs_support import varied_conversations
 from tests.service.handler_client import call_handler
 from tests.service.jobs_harness import JobsAWS, jobs_aws
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
+from fair_forge_testing.builders import conversation, turn
 from handler.app import lambda_handler
 from handler.local import LocalLambdaContext, make_proxy_event, make_server
-from tests.builders import conversation, turn
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = (ROOT / "examples" / "calculator.json").read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_llm_server import FakeLLMServer, Reply
+from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
 from tests.service.handler_client import run_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from fair_forge_core import stats
 from fair_forge_core.evaluate import NoConversationScored, build_result
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics, per_task_metrics
 from fair_forge_core.schemas import Dataset, EvaluationConfig, StatisticalMode
-from tests.builders import conversation, turn
+from fair_forge_testing.builders import conversation, turn
 
 CALCULATOR_TOOLS = {
     "agentic": {

@@ -14,7 +14,7 @@ from fair_forge_core.sharding import (
     plan_shards,
     reduce_shards,
 )
-from tests.jobs_support import UNSCORABLE, GarblingJudge, varied_conversations
+from fair_forge_testing.jobs_support import UNSCORABLE, GarblingJudge, varied_conversations
 
 # --------------------------------------------------------------------------- plan_shards
 

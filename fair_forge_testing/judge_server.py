@@ -1,10 +1,10 @@
-"""The benchmarks' judge: `tests.fake_llm_server.FakeLLMServer` in a process of its own.
+"""The benchmarks' judge: `fair_forge_testing.fake_llm_server.FakeLLMServer` in a process of its own.
 
 A real provider is another machine; running the fake server in the benchmark's
 own process would make its request threads compete with the evaluation for the
 GIL and inflate what is measured. `JudgeServerProcess` starts
 
-    python -m benchmarks.judge_server --latency-s 0.1 --rate-limit-rps 20
+    python -m fair_forge_testing.judge_server --latency-s 0.1 --rate-limit-rps 20
 
 (`--reply-bytes N`: every reply is a chat completion whose text is N bytes long, a
 judge that rambles), which serves on 127.0.0.1 (ephemeral port), prints one JSON line with its port, and
@@ -41,7 +41,7 @@ def _stats(server: Any) -> dict[str, Any]:
 
 def serve(latency_s: float, rate_limit_rps: float | None, reply_bytes: int | None = None) -> None:
     """Serve until `quit` or EOF on stdin, answering commands as the module docstring says."""
-    from tests.fake_llm_server import FakeLLMServer, judge_responder
+    from fair_forge_testing.fake_llm_server import FakeLLMServer, judge_responder
 
     responder = judge_responder if reply_bytes is None else (lambda request: "x" * reply_bytes)
     with FakeLLMServer(responder, latency_s=latency_s, rate_limit_rps=rate_limit_rps) as server:
@@ -70,7 +70,7 @@ class JudgeServerProcess:
     def __init__(
         self, *, latency_s: float = 0.0, rate_limit_rps: float | None = None, reply_bytes: int | None = None
     ) -> None:
-        command = [sys.executable, "-m", "benchmarks.judge_server", "--latency-s", str(latency_s)]
+        command = [sys.executable, "-m", "fair_forge_testing.judge_server", "--latency-s", str(latency_s)]
         if rate_limit_rps is not None:
             command += ["--rate-limit-rps", str(rate_limit_rps)]
         if reply_bytes is not None:

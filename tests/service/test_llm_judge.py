@@ -19,8 +19,8 @@ from fair_forge_core.judges.llm import (
     parse_verdict,
 )
 from fair_forge_core.schemas import EvaluationConfig
-from tests.builders import conversation, datasets, distinct_conversations, turn
-from tests.fake_llm_server import FakeLLMServer, Reply
+from fair_forge_testing.builders import conversation, datasets, distinct_conversations, turn
+from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05, call_timeout_s=5.0)
 API_KEY = "sk-test-judge-0123456789abcdef"

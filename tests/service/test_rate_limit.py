@@ -21,8 +21,8 @@ from fair_forge_core.evaluate import NoConversationScored, evaluate_sync, judge_
 from fair_forge_core.judges.llm import AdaptiveLimiter, AnswerJudge, JudgeTelemetry, RetryPolicy
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.schemas import EvaluationConfig
-from tests.builders import datasets, distinct_conversations
-from tests.fake_llm_server import FakeLLMServer, Reply
+from fair_forge_testing.builders import datasets, distinct_conversations
+from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
 
 API_KEY = "sk-test-rate-limit-0123456789"
 

@@ -28,10 +28,10 @@ from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.judges.llm import JudgeTelemetry
 from fair_forge_core.schemas import AgenticTrace, EvaluationConfig, GroundTruthAgentic, ToolWeights
 from fair_forge_core.tools import ToolScorer, score_tool_calls
+from fair_forge_testing.builders import conversation, datasets, distinct_conversations, turn
+from fair_forge_testing.fake_llm_server import FakeLLMServer
 from handler.settings import Settings
 from handler.validation import _measure, parse_run_request
-from tests.builders import conversation, datasets, distinct_conversations, turn
-from tests.fake_llm_server import FakeLLMServer
 from tests.service.handler_client import call_handler
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
-from tests.fake_llm_server import GARBAGE_CONTENT, FakeLLMServer, Reply, judge_responder
+from fair_forge_testing.fake_llm_server import GARBAGE_CONTENT, FakeLLMServer, Reply, judge_responder
 
 
 class Verdict(BaseModel):

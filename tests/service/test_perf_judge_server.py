@@ -1,6 +1,6 @@
 """The benchmarks' own parts: the judge server they measure against, and their workloads.
 
-`benchmarks.judge_server` runs `tests.fake_llm_server.FakeLLMServer` in a child
+`fair_forge_testing.judge_server` runs `fair_forge_testing.fake_llm_server.FakeLLMServer` in a child
 process; these tests check what the benchmarks rely on — the configured latency is
 slept per admitted request, a request beyond the rate limit gets a 429 with
 Retry-After headers, the counters and reset — and that the benchmark requests are
@@ -16,12 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from benchmarks.common import REFERENCE, distinct_conversations, pooled_conversations, request, turn_pool
-from benchmarks.judge_server import JudgeServerProcess
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_testing.fake_llm_server import FakeLLMServer
+from fair_forge_testing.judge_server import JudgeServerProcess
+from fair_forge_testing.workloads import REFERENCE, distinct_conversations, pooled_conversations, request, turn_pool
 from handler.settings import Settings
 from handler.validation import parse_run_request
-from tests.fake_llm_server import FakeLLMServer
 
 
 def chat_body(text: str = "What is 2 + 2?") -> bytes:

@@ -1,0 +1,11 @@
+"""What the tests and the benchmarks share, so that neither imports the other.
+
+- `fake_llm_server`: an OpenAI-compatible chat-completions server on 127.0.0.1 (the
+  real `ChatOpenAI` and `ChatGroq` clients run against it), with scripted faults;
+- `judge_server`: that server in a process of its own, as the benchmarks use it;
+- `builders`: small `/run` bodies (turns, conversations, datasets) for tests;
+- `workloads`: the benchmarks' seeded request workloads;
+- `jobs_support`: conversations and a judge for the asynchronous jobs' tests.
+
+Not part of the installed package (`pip install .` ships `fair_forge_core` only).
+"""
