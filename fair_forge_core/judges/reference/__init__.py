@@ -2,7 +2,7 @@
 
 `ReferenceJudge` (`model.py`) is a genuine `BaseChatModel`, so the judge path (prompt,
 structured output or markers, parsing, retries) is the same for it as for Groq or OpenAI.
-It reads the turn from the last human message with `prompt.parse_judge_request` and
+It reads the turn from the last human message with `prompt.read_judge_prompt` and
 grades it with `score_answer` (`rules.py`), a pure, deterministic function of (query,
 answer, ground truth): standard library only, no model files, no network, about a
 millisecond per turn (bounded for long texts: see "Bounded work" below).
@@ -14,8 +14,8 @@ Reply formats
   path): an `AIMessage` with one tool call named after the bound tool (the tool whose
   parameters have a `score` field, else the one `tool_choice` names, else the first),
   args `{"score": float, "reasoning": str}`.
-- No tools: marker mode, the text `<bos>{json}<eos>`, with the markers the prompt's final
-  instruction line asked for, else the defaults ```` ```json ```` and ```` ``` ````.
+- No tools: marker mode, the text `<bos>{json}<eos>`, with the markers the prompt asked for
+  (`prompt.read_judge_prompt`), else the defaults ```` ```json ```` and ```` ``` ````.
 - No judge data in the last human message: a reply *without* a score (plain text,
   no tool call) that says so. The caller's parser then records a parse failure,
   exactly as for a model that answers off-format; nothing is scored 0.0 by mistake.

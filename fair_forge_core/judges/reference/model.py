@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,16 +17,10 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from fair_forge_core.judges.prompt import parse_judge_request
+from fair_forge_core.judges.prompt import read_judge_prompt
 from fair_forge_core.judges.reference.rules import score_answer
 
-DEFAULT_BOS = "```json"
-DEFAULT_EOS = "```"
 INLINE_MAX_CHARS = 1000  # `_agenerate` scores a longer judge message in a worker thread
-
-# Greedy first group: the pair is split at the last " and ", so a start marker may contain " and "
-# (an end marker containing " and " is ambiguous in the prompt's wording and is read wrongly).
-_MARKERS_RE = re.compile(r"written between (.*) and (.*?), and nothing else\.?\s*$")
 
 
 def _text_of(message: BaseMessage) -> str:
@@ -44,15 +37,6 @@ def _text_of(message: BaseMessage) -> str:
 def _last_human(messages: Sequence[BaseMessage]) -> BaseMessage | None:
     """The last human message, None without one."""
     return next((m for m in reversed(messages) if isinstance(m, HumanMessage) or m.type == "human"), None)
-
-
-def _markers(text: str) -> tuple[str, str]:
-    """The bos/eos markers the final instruction line asks for, or the defaults."""
-    last_line = text.rstrip("\n").rsplit("\n", 1)[-1]
-    match = _MARKERS_RE.search(last_line)
-    if match is None:
-        return DEFAULT_BOS, DEFAULT_EOS
-    return match.group(1), match.group(2)
 
 
 def _tool_name(tools: Sequence[dict[str, Any]], tool_choice: Any) -> str | None:
@@ -74,7 +58,7 @@ def _tool_name(tools: Sequence[dict[str, Any]], tool_choice: Any) -> str | None:
 class ReferenceJudge(BaseChatModel):
     """The offline judge: a `BaseChatModel` that grades with `score_answer`, no model, no network.
 
-    Reads the turn from the last human message (`parse_judge_request`); answers with a
+    Reads the turn from the last human message (`read_judge_prompt`); answers with a
     tool call when tools are bound (so `with_structured_output` works), otherwise with
     `<bos>{"score": ..., "reasoning": ...}<eos>` using the markers the prompt asked for.
     Without judge data it replies with an explanation and no score, which the caller's
@@ -140,13 +124,13 @@ class ReferenceJudge(BaseChatModel):
     ) -> AIMessage:
         human = _last_human(messages)
         text = _text_of(human) if human is not None else ""
-        request = parse_judge_request(text) if text else None
-        if request is None:
+        prompt = read_judge_prompt(text) if text else None
+        if prompt is None:
             return AIMessage(
                 content="No evaluation data found in the last human message, so no score is given "
                 "(expected the judge prompt built by build_judge_messages)."
             )
-        score, reasoning = score_answer(request.query, request.answer, request.ground_truth)
+        score, reasoning = score_answer(prompt.request.query, prompt.request.answer, prompt.request.ground_truth)
         verdict = {"score": score, "reasoning": reasoning}
         name = _tool_name(tools, tool_choice) if tools and tool_choice != "none" else None
         if name:
@@ -154,5 +138,4 @@ class ReferenceJudge(BaseChatModel):
                 content="",
                 tool_calls=[{"name": name, "args": verdict, "id": "call_reference_judge", "type": "tool_call"}],
             )
-        bos, eos = _markers(text)
-        return AIMessage(content=f"{bos}{json.dumps(verdict, ensure_ascii=False)}{eos}")
+        return AIMessage(content=f"{prompt.bos}{json.dumps(verdict, ensure_ascii=False)}{prompt.eos}")
