@@ -99,7 +99,8 @@ def _polarity(verdict: str | None, text: Text) -> str:
 
 
 def empty_answer(turn: Turn) -> Grade | None:
-    """0.0 when the normalised answer has no letter or digit."""
+    """0.0 when the normalised answer has no ASCII letter or digit (accents are stripped first, so "é"
+    counts; a text in another script alone reads as empty)."""
     if TOKEN_RE.search(turn.a_norm):
         return None
     return Grade(0.0, "Empty answer: there is nothing to grade.")
