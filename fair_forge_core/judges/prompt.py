@@ -3,19 +3,40 @@
 The caller's text (query, answer, ground truth, context) is never used as a
 template: it is serialised with `json.dumps` onto one line between two stable
 labels, so braces, quotes, newlines or a forged end label inside it stay data.
-`parse_judge_request` reads that line back; the offline `ReferenceJudge` uses it
-to find what to score.
+`parse_judge_request` reads that line back. `read_judge_prompt` reads the whole
+human message - the turn and the reply markers asked for - and is what the offline
+`ReferenceJudge` uses: this module is the one place that knows the prompt's layout, so
+its wording and its parsing change together.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 DATA_START = "<<<EVALUATION_DATA>>>"
 DATA_END = "<<<END_EVALUATION_DATA>>>"
+
+# The reply markers of marker mode when the caller names none.
+DEFAULT_BOS = "```json"
+DEFAULT_EOS = "```"
+
+# Marker mode's instruction ends the message with "... written between <bos> and <eos>, and nothing
+# else."; `read_judge_prompt` reads the markers back with a pattern made of the same pieces.
+_MARKERS_LEAD, _MARKERS_SEP, _MARKERS_TAIL = "written between ", " and ", ", and nothing else."
+# Greedy first group: the pair is split at the last " and ", so a start marker may contain " and "
+# (an end marker containing " and " is ambiguous in this wording and is read wrongly).
+_MARKERS_RE = re.compile(
+    re.escape(_MARKERS_LEAD)
+    + "(.*)"
+    + re.escape(_MARKERS_SEP)
+    + "(.*?)"
+    + re.escape(_MARKERS_TAIL.removesuffix("."))
+    + r"\.?\s*$"
+)
 
 RUBRIC = f"""\
 You are a strict grader of an AI agent's answers. You compare the agent's answer
@@ -62,8 +83,8 @@ def build_judge_messages(
     request: JudgeRequest,
     *,
     structured: bool,
-    bos_json_clause: str = "```json",
-    eos_json_clause: str = "```",
+    bos_json_clause: str = DEFAULT_BOS,
+    eos_json_clause: str = DEFAULT_EOS,
 ) -> list[BaseMessage]:
     """The system rubric and one human message carrying `request` as JSON data.
 
@@ -86,7 +107,7 @@ def build_judge_messages(
     else:
         reply = (
             'Reply with one JSON object {"score": <number from 0.0 to 1.0>, "reasoning": "<one or two sentences>"} '
-            f"written between {bos_json_clause} and {eos_json_clause}, and nothing else."
+            f"{_MARKERS_LEAD}{bos_json_clause}{_MARKERS_SEP}{eos_json_clause}{_MARKERS_TAIL}"
         )
     human = f"Grade this turn.\n{DATA_START}\n{data}\n{DATA_END}\n{reply}"
     return [SystemMessage(content=RUBRIC), HumanMessage(content=human)]
@@ -120,3 +141,29 @@ def parse_judge_request(text: str) -> JudgeRequest | None:
         language=data.get("language", "english"),
         observation=data.get("observation"),
     )
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """What a human message built by `build_judge_messages` asks the judge."""
+
+    request: JudgeRequest
+    bos: str  # the reply markers marker mode asks for; the defaults in structured mode
+    eos: str
+
+
+def read_judge_prompt(text: str) -> JudgePrompt | None:
+    """Recover the request and the reply markers from a message built by `build_judge_messages`.
+
+    Returns None when `text` carries no well-formed data line (`parse_judge_request`). The
+    markers are read from the message's last line; when it asks for none (structured mode, or
+    a message written otherwise) they are `DEFAULT_BOS` and `DEFAULT_EOS`.
+    """
+    request = parse_judge_request(text)
+    if request is None:
+        return None
+    last_line = text.rstrip("\n").rsplit("\n", 1)[-1]
+    match = _MARKERS_RE.search(last_line)
+    if match is None:
+        return JudgePrompt(request, DEFAULT_BOS, DEFAULT_EOS)
+    return JudgePrompt(request, match.group(1), match.group(2))

@@ -1,0 +1,94 @@
+"""The built-in offline judge: a LangChain chat model that grades by rules, not by a model.
+
+`ReferenceJudge` (`model.py`) is a genuine `BaseChatModel`, so the judge path (prompt,
+structured output or markers, parsing, retries) is the same for it as for Groq or OpenAI.
+It reads the turn from the last human message with `prompt.read_judge_prompt` and
+grades it with `score_answer` (`rules.py`), a pure, deterministic function of (query,
+answer, ground truth): standard library only, no model files, no network, about a
+millisecond per turn (bounded for long texts: see "Bounded work" below).
+
+Reply formats
+-------------
+- Tools bound (`bind_tools`, which the base `with_structured_output` uses; the base
+  class ignores its `method` argument, so "json_mode" and "json_schema" take the same
+  path): an `AIMessage` with one tool call named after the bound tool (the tool whose
+  parameters have a `score` field, else the one `tool_choice` names, else the first),
+  args `{"score": float, "reasoning": str}`.
+- No tools: marker mode, the text `<bos>{json}<eos>`, with the markers the prompt asked for
+  (`prompt.read_judge_prompt`), else the defaults ```` ```json ```` and ```` ``` ````.
+- No judge data in the last human message: a reply *without* a score (plain text,
+  no tool call) that says so. The caller's parser then records a parse failure,
+  exactly as for a model that answers off-format; nothing is scored 0.0 by mistake.
+
+Scoring rules (`rules.py`), in order
+------------------------------------
+Decisive rules (`RULES`): the first that applies is the score.
+
+1. `empty_answer` - nothing to grade -> 0.0.
+2. `empty_ground_truth` - nothing to grade against -> 0.0.
+3. `normalised_match` - same words once normalised -> 1.0.
+4. `refusal` - a refusal that does not state the ground truth -> 0.1.
+5. `wrong_number` - a required number replaced by a comparable other one -> 0.15.
+6. `yes_no_contradiction` - the answer opens with the opposite yes/no -> 0.1.
+7. `negation` - a shared term negated in one text only -> 0.1.
+8. `antonym` - the antonym of a ground-truth term -> 0.1.
+9. `polarity_contradiction` - no key fact, and the answer reads as the other polarity -> 0.1.
+10. `nothing_found` - none of the key facts, no matching yes/no -> 0.1.
+
+Bands (`BANDS`): else the first that applies gives the score before caps.
+
+11. `same_verdict` - no key fact, same leading yes/no -> 0.95.
+12. `restated_claim` - no key fact, shared terms restated with the same polarity -> 0.9.
+13. `same_polarity` - no key fact, same polarity -> 0.9.
+14. `verdict_with_missing_facts` - same yes/no, supporting facts missing -> 0.8 + 0.15 x coverage.
+15. `minor_flaw` - every number and name present, a few plain words missing -> 0.7-0.9.
+16. `partial` - some key facts missing -> 0.3 + 0.3 x coverage.
+17. `complete` - every key fact found -> 0.95.
+
+Caps (`CAPS`): each may lower the band's score, in this order.
+
+18. `typo_cap` - one misspelt key term caps at 0.7, two or more at 0.5.
+19. `hedge_cap` - a hedge ("maybe", "not sure", ...) the ground truth lacks caps at 0.6.
+20. `number_hedge_cap` - alternatives around a required number ("41 or 42") cap at 0.6.
+21. `refusal_hedge_cap` - a hard refusal phrase next to all the facts caps at 0.5.
+
+Each rule's docstring states it exactly. Reading the texts: `text.py` (normalisation),
+`numbers.py` (numbers and when they match), `lexicon.py` (finding a term, typos),
+`names.py` (proper names), `turn.py` (key facts and coverage).
+
+Known limits: no real paraphrase understanding (synonyms beyond the small list are
+missed: "how hot or cold" for "temperature" fails), a wrong extra claim next to the
+right fact is not detected ("Canberra, also the largest city"), nor a reversed
+comparison or order ("the Earth is larger than the Sun" contains "Sun"), fractions and
+"half"/"quarter" are not read as numbers, a wrong entity one letter away from the
+right one ("Venus"/"Venue") passes as a typo. Terms of four letters or fewer get no
+typo tolerance, so "Iran"/"Iraq" is a wrong fact, not a typo (and "Marrs" is not found
+for "Mars"); a dropped final "s" reads as a singular ("Pari" for "Paris" passes). A hedge
+listed with commas only ("41, 42" without "or") is not seen.
+
+Bounded work
+------------
+Scoring is linear in the length of the texts: every step is a single pass, a set or
+dict look-up, or bounded by these caps (each text field may hold 100,000 characters):
+- numbers: the first `MAX_NUMBERS` (200) distinct numbers of each text are compared
+  (at most 200 x 200 pairs); a ground-truth number first stated after that is ignored,
+  an answer number after that is not seen. `MAX_ALTERNATIVES` (50) alternative pairs.
+- key terms: the first `MAX_TERMS` (200) of the ground truth are looked for.
+- typos: only among the first `MAX_TYPO_WORDS` (1,000) distinct answer words of 4 to
+  `MAX_TYPO_LEN` (30) letters; longer terms get no typo tolerance. Candidates come from
+  indexes (symmetric deletion of one or two letters; three-letter pieces by position
+  for terms of 15+ letters), never from comparing every term with every word.
+Measured: about 0.3 s for a 100,000-character answer and ground truth (up to 0.6 s
+with a 100,000-character query too, for adversarial texts), against 50 s before the
+caps; at most about 10 ms (number-dense texts; typically well under 1 ms) for a judge
+message of up to `INLINE_MAX_CHARS` (1,000) characters. `_agenerate` scores such short
+turns inline and longer ones with `asyncio.to_thread` (about 0.1 ms extra), so the event
+loop is never blocked for long and a caller's `asyncio.wait_for` timeout can fire.
+"""
+
+from __future__ import annotations
+
+from fair_forge_core.judges.reference.model import ReferenceJudge
+from fair_forge_core.judges.reference.rules import BANDS, CAPS, RULES, score_answer
+
+__all__ = ["BANDS", "CAPS", "RULES", "ReferenceJudge", "score_answer"]

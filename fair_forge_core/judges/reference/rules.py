@@ -1,0 +1,420 @@
+"""The scoring rules, one function each, and `score_answer`, which applies them in order.
+
+`score_answer` walks three ordered lists:
+
+1. `RULES`: decisive rules. The first that returns a `Grade` is the score, as it is.
+2. `BANDS`: when no rule decided, the first band that applies gives a provisional grade
+   (the last band always applies).
+3. `CAPS`: each cap in turn may lower the band's score and adds its reason.
+
+Each reasoning text the judge can produce is written in exactly one of these functions,
+and each names its rule ("(rule: ...)"), so searching for a reasoning finds its rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fair_forge_core.judges.reference.numbers import Num, alternative_pairs, numbers_match
+from fair_forge_core.judges.reference.text import ANTONYMS, NEGATORS, TOKEN_RE, plain_words, stem
+from fair_forge_core.judges.reference.turn import Text, Turn
+
+# Score of each band the rules produce.
+EXACT = 1.0
+VERBOSE = 0.95
+VERDICT_ONLY = 0.9
+TYPO_CAP = 0.7
+TYPOS_CAP = 0.5
+HEDGE_CAP = 0.6
+REFUSAL_HEDGE_CAP = 0.5
+PARTIAL_BASE, PARTIAL_SPAN = 0.3, 0.3
+VERDICT_BASE, VERDICT_SPAN = 0.8, 0.15
+WORDING_BASE, WORDING_SPAN = 0.7, 0.2
+WRONG_NUMBER = 0.15
+CONTRADICTION = 0.1
+REFUSAL = 0.1
+NOTHING_FOUND = 0.1
+
+_REFUSAL_HARD = re.compile(
+    r"\bi (?:can not|am unable to|am not able to|will not|would rather not|refuse to) "
+    r"(?:help|answer|provide|assist|say|share|determine|comply|tell|give|respond)"
+    r"|\bi do not (?:know|have (?:any |enough |that |the )?(?:information|data|access|knowledge))"
+    r"|\b(?:i have )?no idea\b|\bi am not aware\b|\bunable to (?:answer|help|provide|assist)"
+    r"|\bi have no (?:information|data|knowledge)\b"
+)
+_REFUSAL_SOFT = re.compile(
+    r"\bas an ai\b|\bas a language model\b|\bas an artificial intelligence\b|\bi am sorry\b"
+    r"|\bi apologi[sz]e\b|\bsorry\b"
+)
+_GT_UNKNOWN = re.compile(
+    r"\bunknown\b|\bnot known\b|\bcan not be (?:determined|known|answered)\b|\bno (?:information|data)\b"
+    r"|\bdo not know\b|\bnot (?:enough|sufficient) information\b|\bunanswerable\b"
+)
+_HEDGES = re.compile(
+    r"\bnot (?:entirely |completely |totally |100 percent )?(?:sure|certain|positive)\b|\bi guess\b"
+    r"|\bmaybe\b|\bperhaps\b|\bpossibly\b|\bmight be\b|\bcould be\b|\beither\b|\bif i recall\b"
+    r"|\bhard to say\b|\bi am not confident\b|\bunsure\b"
+)
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A score and its reasoning. A rule's reasoning is a full sentence; a band's lacks the final
+    period, since caps may still append to it."""
+
+    score: float
+    reasoning: str
+
+
+Rule = Callable[[Turn], Grade | None]
+Cap = Callable[[Turn, Grade], Grade]
+
+
+def _hard_refusal(turn: Turn) -> re.Match[str] | None:
+    """A hard refusal phrase of the answer ("I can't help", "I don't know", ...), unless the ground
+    truth itself reads like a refusal ("unknown", "cannot be determined")."""
+    if _GT_UNKNOWN.search(turn.g_norm):
+        return None
+    return _REFUSAL_HARD.search(turn.a_norm)
+
+
+def _rival(turn: Turn, number: Num) -> bool:
+    """Whether an answer number can contradict the ground truth: it is not a weak number word (a lone
+    "one", "first", "second"), not repeated from the question, and matches no ground-truth number."""
+    return (
+        not number.weak
+        and number.value not in turn.q_values
+        and not any(numbers_match(n, number) for n in turn.g.numbers)
+    )
+
+
+def _polarity(verdict: str | None, text: Text) -> str:
+    """The yes/no a text reads as: its leading verdict, else "no" when it has any negator."""
+    return verdict or ("no" if any(t in NEGATORS for t in text.clauses) else "yes")
+
+
+# --------------------------------------------------------------------------- decisive rules
+
+
+def empty_answer(turn: Turn) -> Grade | None:
+    """0.0 when the normalised answer has no ASCII letter or digit (accents are stripped first, so "é"
+    counts; a text in another script alone reads as empty)."""
+    if TOKEN_RE.search(turn.a_norm):
+        return None
+    return Grade(0.0, "Empty answer: there is nothing to grade.")
+
+
+def empty_ground_truth(turn: Turn) -> Grade | None:
+    """0.0 when the ground truth is blank: there is nothing to grade against."""
+    if turn.ground_truth.strip():
+        return None
+    return Grade(0.0, "Empty ground truth: the answer cannot be graded against it.")
+
+
+def normalised_match(turn: Turn) -> Grade | None:
+    """1.0 when answer and ground truth have the same words once normalised (`text.normalise`) and
+    punctuation and the articles a/an/the are dropped."""
+    if plain_words(turn.a_norm) != plain_words(turn.g_norm):
+        return None
+    return Grade(EXACT, "Exact match with the ground truth after normalisation (rule: normalised match).")
+
+
+def refusal(turn: Turn) -> Grade | None:
+    """0.1 for a refusal that does not state the ground truth's facts: a hard refusal phrase ("I
+    can't help", "I don't know", "I'm unable to", "no idea", ...) while some key fact is missing, or
+    a soft one ("as an AI", "sorry", ...) while no key fact at all is found (there being some).
+    A hard phrase next to all the facts is hedging instead (`refusal_hedge_cap`). Skipped when the
+    ground truth itself reads like a refusal ("unknown", "cannot be determined")."""
+    hard = _hard_refusal(turn)
+    cov = turn.coverage
+    found: re.Match[str] | None = hard
+    if hard is None or cov.ratio >= 1.0:
+        soft = None if _GT_UNKNOWN.search(turn.g_norm) else _REFUSAL_SOFT.search(turn.a_norm)
+        found = soft if soft and cov.n_facts and cov.n_found == 0 else None
+    if found is None:
+        return None
+    return Grade(
+        REFUSAL,
+        f'The answer is a refusal ("{found.group()}") and does not state the ground truth (rule: refusal).',
+    )
+
+
+def wrong_number(turn: Turn) -> Grade | None:
+    """0.15 when a number the ground truth requires is absent from the answer and the answer states
+    a comparable number instead: one that can contradict (not a weak number word, not repeated from
+    the question, matching no ground-truth number) and has the same dimension or no unit on one
+    side. The first missing number with such a rival, and its first rival, are named."""
+    missing_numbers = turn.coverage.missing_numbers
+    if not missing_numbers:
+        return None
+    others = [x for x in turn.a.numbers if _rival(turn, x)]
+    for want in missing_numbers:
+        rivals = [x for x in others if want.dim is None or x.dim is None or x.dim == want.dim]
+        if rivals:
+            return Grade(
+                WRONG_NUMBER,
+                f'The answer gives "{rivals[0].describe(turn.a.norm)}" where the ground truth has '
+                f'"{want.describe(turn.g.norm)}" (rule: wrong number).',
+            )
+    return None
+
+
+def yes_no_contradiction(turn: Turn) -> Grade | None:
+    """0.1 when answer and ground truth both open with a yes/no (among their first three words) and
+    these differ."""
+    if not (turn.g_verdict and turn.a_verdict and turn.g_verdict != turn.a_verdict):
+        return None
+    return Grade(
+        CONTRADICTION,
+        f'The answer says "{turn.a_verdict}" where the ground truth says "{turn.g_verdict}" (rule: contradiction).',
+    )
+
+
+def negation(turn: Turn) -> Grade | None:
+    """0.1 when a content word both texts use is negated in one and not in the other
+    (`turn.negation_flip`: "not", "never", "no", "zero", ... within the four words before it, in the
+    same clause, not across a preposition). One answer occurrence with the ground truth's polarity
+    suffices."""
+    flipped, _ = turn.negation
+    if not flipped:
+        return None
+    return Grade(
+        CONTRADICTION,
+        f'"{flipped}" is negated in one of the answer and the ground truth but not in the other (rule: negation).',
+    )
+
+
+def antonym(turn: Turn) -> Grade | None:
+    """0.1 when the answer uses the antonym of a ground-truth content word (true/false,
+    increase/decrease, before/after, ...) that the answer does not contain (by stem) and whose
+    antonym the ground truth does not contain either. The first such ground-truth word is named."""
+    lexicon = turn.lexicon
+    g_stems = {stem(w) for w in turn.g.words}
+    for term in turn.g.content:
+        opposite = ANTONYMS.get(term)
+        if (
+            opposite
+            and stem(term) not in lexicon.by_stem
+            and opposite in lexicon.order
+            and stem(opposite) not in g_stems
+        ):
+            return Grade(
+                CONTRADICTION,
+                f'The answer says "{opposite}" where the ground truth says "{term}" (rule: contradiction).',
+            )
+    return None
+
+
+def polarity_contradiction(turn: Turn) -> Grade | None:
+    """0.1 when the ground truth has no key fact ("Yes", "No", "It is not.") and the answer reads as
+    the other polarity: its leading yes/no, else "no" when it has any negator, else "yes" (and
+    likewise for the ground truth). Not when the answer has no yes/no but restates terms the
+    ground truth uses (`negation` found no flip among them)."""
+    if turn.coverage.n_facts:
+        return None
+    _, shared = turn.negation
+    if turn.a_verdict is None and shared:
+        return None
+    a_polarity, g_polarity = _polarity(turn.a_verdict, turn.a), _polarity(turn.g_verdict, turn.g)
+    if a_polarity == g_polarity:
+        return None
+    return Grade(
+        CONTRADICTION,
+        f'The answer reads as "{a_polarity}" where the ground truth says "{g_polarity}" (rule: contradiction).',
+    )
+
+
+def nothing_found(turn: Turn) -> Grade | None:
+    """0.1 when the ground truth has key facts and the answer states none of them (wrong or
+    off-topic), unless the answer gives the ground truth's yes/no verdict (`verdict_with_missing_facts`).
+    Names the first three missing terms and two missing numbers."""
+    cov = turn.coverage
+    if not cov.n_facts or cov.n_found or (turn.g_verdict and turn.a_verdict == turn.g_verdict):
+        return None
+    return Grade(
+        NOTHING_FOUND,
+        f"The answer contains none of the ground truth's key facts ({turn.missing_facts()}) (rule: coverage).",
+    )
+
+
+# --------------------------------------------------------------------------- bands
+
+
+def same_verdict(turn: Turn) -> Grade | None:
+    """0.95 when the ground truth has no key fact and the answer opens with the yes/no the ground
+    truth reads as."""
+    if turn.coverage.n_facts or turn.a_verdict != _polarity(turn.g_verdict, turn.g):
+        return None
+    return Grade(VERBOSE, f'The answer gives the same verdict "{turn.a_verdict}" as the ground truth (rule: verdict)')
+
+
+def restated_claim(turn: Turn) -> Grade | None:
+    """0.9 when the ground truth has no key fact and the answer has no yes/no but restates terms of
+    the ground truth with the same polarity (`negation` found no flip among them)."""
+    _, shared = turn.negation
+    if turn.coverage.n_facts or turn.a_verdict is not None or not shared:
+        return None
+    return Grade(VERDICT_ONLY, "The answer restates the ground truth's claim with the same polarity (rule: verdict)")
+
+
+def same_polarity(turn: Turn) -> Grade | None:
+    """0.9 when the ground truth has no key fact and the answer reads as its polarity (the opposite
+    was decided by `polarity_contradiction`)."""
+    if turn.coverage.n_facts:
+        return None
+    a_polarity = _polarity(turn.a_verdict, turn.a)
+    return Grade(VERDICT_ONLY, f'The answer reads as "{a_polarity}" like the ground truth (rule: verdict)')
+
+
+def verdict_with_missing_facts(turn: Turn) -> Grade | None:
+    """0.8 + 0.15 x coverage when the answer gives the ground truth's leading yes/no but some
+    supporting facts are missing."""
+    cov = turn.coverage
+    if not (cov.ratio < 1.0 and turn.g_verdict and turn.a_verdict == turn.g_verdict):
+        return None
+    return Grade(
+        VERDICT_BASE + VERDICT_SPAN * cov.ratio,
+        f'The verdict "{turn.a_verdict}" matches; {cov.n_facts - cov.n_found} of {cov.n_facts} supporting facts '
+        "missing (rule: verdict, coverage)",
+    )
+
+
+def minor_flaw(turn: Turn) -> Grade | None:
+    """0.7 + 0.2 x (share of plain-word facts found) when every number and proper name of the ground
+    truth is present (there is at least one) and only plain-word facts are missing, at most one or
+    half of them (rubric: right with a minor flaw - "I have refunded $59.90" for "A full refund of
+    $59.90 was issued")."""
+    cov = turn.coverage
+    n_wording = len(cov.groups) - cov.n_named
+    if not (
+        cov.ratio < 1.0
+        and cov.n_named + len(cov.required) > 0
+        and not cov.n_named_missing
+        and not cov.missing_numbers
+        and cov.n_wording_missing <= max(1, n_wording // 2)
+    ):
+        return None
+    return Grade(
+        WORDING_BASE + WORDING_SPAN * (n_wording - cov.n_wording_missing) / n_wording,
+        "Every number and name of the ground truth is present; only wording differs "
+        f"(missing {', '.join(cov.missing[:3])}) (rule: coverage, minor flaw)",
+    )
+
+
+def partial(turn: Turn) -> Grade | None:
+    """0.3 + 0.3 x coverage (0.3-0.6, the rubric's completeness cap) when some key facts are missing."""
+    cov = turn.coverage
+    if cov.ratio >= 1.0:
+        return None
+    return Grade(
+        PARTIAL_BASE + PARTIAL_SPAN * cov.ratio,
+        f"Partly right: {cov.n_found} of {cov.n_facts} key facts found, missing {turn.missing_facts()} "
+        "(rule: coverage)",
+    )
+
+
+def complete(turn: Turn) -> Grade:
+    """0.95 when every key fact is found: right and complete, worded differently or verbose."""
+    return Grade(
+        VERBOSE, "All key facts of the ground truth are present, worded differently or more verbosely (rule: coverage)"
+    )
+
+
+# --------------------------------------------------------------------------- caps
+
+
+def typo_cap(turn: Turn, grade: Grade) -> Grade:
+    """One key term found only misspelt caps the score at 0.7, two or more at 0.5 (`lexicon`)."""
+    typos = turn.coverage.typos
+    if len(typos) == 1:
+        term, seen = typos[0]
+        return Grade(
+            min(grade.score, TYPO_CAP), f'{grade.reasoning}; "{seen}" is a misspelling of "{term}" (rule: typo cap)'
+        )
+    if typos:
+        return Grade(
+            min(grade.score, TYPOS_CAP), f"{grade.reasoning}; {len(typos)} key terms are misspelt (rule: typo cap)"
+        )
+    return grade
+
+
+def hedge_cap(turn: Turn, grade: Grade) -> Grade:
+    """A hedge in the answer ("not sure", "maybe", "perhaps", "either", "could be", ...) that the
+    ground truth does not also use caps the score at 0.6."""
+    hedge = _HEDGES.search(turn.a.norm)
+    if not hedge or _HEDGES.search(turn.g.norm) or grade.score <= HEDGE_CAP:
+        return grade
+    return Grade(HEDGE_CAP, f'{grade.reasoning}; the answer hedges ("{hedge.group()}") (rule: hedge cap)')
+
+
+def number_hedge_cap(turn: Turn, grade: Grade) -> Grade:
+    """Hedging between numbers caps the score at 0.6: the answer offers explicit alternatives
+    (`numbers.alternative_pairs`: "X or Y", "X/Y", "between X and Y"), one of which matches a
+    required number while the other can contradict (`_rival`) and has no other unit than the
+    matching one: "41 or 42" for "42". Numbers merely listed side by side and restatements in
+    another unit ("100 °C, or 212 °F") are not alternatives. The first such pair is named."""
+    if grade.score <= HEDGE_CAP:
+        return grade
+    required = turn.coverage.required
+    for pair in alternative_pairs(turn.a.norm, turn.a.all_numbers):
+        for right, wrong in (pair, pair[::-1]):
+            if (
+                _rival(turn, wrong)
+                and not (right.unit and wrong.unit and right.unit != wrong.unit)
+                and any(numbers_match(n, right) for n in required)
+            ):
+                return Grade(
+                    HEDGE_CAP,
+                    f'{grade.reasoning}; the answer hedges between "{right.describe(turn.a.norm)}" and '
+                    f'"{wrong.describe(turn.a.norm)}" (rule: number hedge)',
+                )
+    return grade
+
+
+def refusal_hedge_cap(turn: Turn, grade: Grade) -> Grade:
+    """A hard refusal phrase next to all the facts (`refusal` did not decide) caps the score at 0.5."""
+    hard = _hard_refusal(turn)
+    if hard is None or grade.score <= REFUSAL_HEDGE_CAP:
+        return grade
+    return Grade(REFUSAL_HEDGE_CAP, f'{grade.reasoning}; it also says "{hard.group()}" (rule: refusal hedge)')
+
+
+RULES: tuple[Rule, ...] = (
+    empty_answer,
+    empty_ground_truth,
+    normalised_match,
+    refusal,
+    wrong_number,
+    yes_no_contradiction,
+    negation,
+    antonym,
+    polarity_contradiction,
+    nothing_found,
+)
+BANDS: tuple[Rule, ...] = (
+    same_verdict,
+    restated_claim,
+    same_polarity,
+    verdict_with_missing_facts,
+    minor_flaw,
+    partial,
+    complete,
+)
+CAPS: tuple[Cap, ...] = (typo_cap, hedge_cap, number_hedge_cap, refusal_hedge_cap)
+
+
+def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str]:
+    """Score `answer` against `ground_truth` for `query`: (score in [0, 1], one-sentence reason).
+
+    Pure and deterministic. The reasoning names the rule that decided the score.
+    """
+    turn = Turn(query, answer, ground_truth)
+    for rule in RULES:
+        if (decided := rule(turn)) is not None:
+            return decided.score, decided.reasoning
+    grade = next(banded for banded in (band(turn) for band in BANDS) if banded is not None)
+    for cap in CAPS:
+        grade = cap(turn, grade)
+    return round(grade.score, 4), grade.reasoning + "."

@@ -1,0 +1,234 @@
+"""Reading text: normalisation, word lists, stems, synonyms and antonyms, clause tokens.
+
+Every rule compares normalised text: Unicode NFKC, accents stripped, casefolded, curly
+quotes straightened, contractions expanded ("isn't" -> "is not", "can't" -> "can not"),
+a few aliases folded ("united states" -> "usa", "world war ii" -> "ww2").
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Sequence
+
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u2212": "-", "\u2013": "-"})
+_SUPERSCRIPTS = {"\u00b2": "^2", "\u00b3": "^3"}
+_CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), repl)
+    for pattern, repl in (
+        (r"\bcan't\b", "can not"),
+        (r"\bcannot\b", "can not"),
+        (r"\bwon't\b", "will not"),
+        (r"\bshan't\b", "shall not"),
+        (r"\bain't\b", "is not"),
+        (r"n't\b", " not"),
+        (r"\bi'm\b", "i am"),
+        (r"'re\b", " are"),
+        (r"'ve\b", " have"),
+        (r"'ll\b", " will"),
+        (r"'d\b", " would"),
+        (r"\b(it|that|what|there|he|she|who|here|where|this)'s\b", r"\1 is"),
+        (r"'s\b", ""),
+        (r"s'(?=\s|$)", "s"),
+    )
+)
+_ALIASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), repl)
+    for pattern, repl in (
+        (r"\bunited states of america\b|\bunited states\b|\bu\.s\.a\.?|\bu\.s\.(?=\s|$)", "usa"),
+        (r"\bunited kingdom\b|\bu\.k\.", "uk"),
+        (r"\bworld war (?:ii|two|2)\b|\bwwii\b|\bww ii\b", "ww2"),
+        (r"\bworld war (?:i|one|1)\b|\bwwi\b", "ww1"),
+        (r"\bper cent\b", "percent"),
+    )
+)
+
+
+def normalise(text: str) -> str:
+    """Casefolded, accent-free, contraction-expanded text; punctuation kept."""
+    for sup, repl in _SUPERSCRIPTS.items():
+        text = text.replace(sup, repl)
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    text = text.casefold()
+    for pattern, repl in _CONTRACTIONS:
+        text = pattern.sub(repl, text)
+    for pattern, repl in _ALIASES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def normalise_each(words: Sequence[str]) -> list[str]:
+    """`normalise` of each word, in one pass over them all (a NUL keeps them apart)."""
+    if not words:
+        return []
+    joined = " \0 ".join(w.replace("\0", " ") for w in words)
+    return [part.strip() for part in normalise(joined).split("\0")]
+
+
+def wordlist(text: str) -> list[str]:
+    return text.split()
+
+
+_CLAUSE_RE = re.compile(r"[a-z0-9]+|[.,;:!?()\[\]]|--|-\s|\s-")
+ARTICLES = frozenset({"a", "an", "the"})
+_CLAUSE_WORDS = frozenset({"but", "however", "although", "though", "whereas", "while", "yet"})
+BOUNDARY = "|"
+_PREPOSITIONS = frozenset(
+    wordlist(
+        "at in on from of to with for by into onto over under about between among through throughout "
+        "during after before since until within without near across along toward towards via per"
+    )
+)
+
+STOPWORDS = frozenset(
+    wordlist(
+        """
+    a an the and or of to in on at by for with from into onto upon over under about above below
+    as than then so such that this these those there here it its itself they them their theirs
+    he him his she her hers we us our ours you your yours i me my mine who whom whose which what
+    when where why how is are was were be been being am do does did done doing has have had having
+    will would shall should can could may might must also too very just only really actually indeed
+    quite rather some any each every all both either neither more most much many other another same
+    own if because since until while after before during through between against among per via
+    approximately roughly around nearly almost about exactly precisely total overall
+    located situated called named known considered answer question correct correctly right
+    yes yeah yep no nope not never none nothing nobody nowhere zero nor
+    well please thank thanks sure certainly definitely absolutely course
+    throughout within without across along toward towards usually often typically generally mainly
+    mostly commonly primarily main went go goes gone going get gets got
+    equals equal equaling equalling yields result results amounts
+    s t d ll m o re ve y e g etc ie eg vs
+    """
+    )
+)
+NEGATORS = frozenset({"not", "no", "never", "none", "nothing", "nobody", "nowhere", "neither", "nor", "zero"})
+
+_SYNONYMS: dict[str, str] = {
+    "automobile": "car",
+    "vehicle": "car",
+    "large": "big",
+    "huge": "big",
+    "largest": "biggest",
+    "smallest": "tiniest",
+    "quick": "fast",
+    "rapid": "fast",
+    "begin": "start",
+    "commence": "start",
+    "end": "finish",
+    "died": "death",
+    "dead": "death",
+    "physician": "doctor",
+    "purchase": "buy",
+    "bought": "buy",
+    "wrote": "write",
+    "written": "write",
+    "author": "writer",
+    "h2o": "water",
+    "america": "usa",
+    "britain": "uk",
+    "ocean": "sea",
+}
+
+ANTONYMS: dict[str, str] = {}
+for _a, _b in (
+    ("true", "false"),
+    ("correct", "incorrect"),
+    ("increase", "decrease"),
+    ("increases", "decreases"),
+    ("increased", "decreased"),
+    ("higher", "lower"),
+    ("more", "less"),
+    ("larger", "smaller"),
+    ("bigger", "smaller"),
+    ("before", "after"),
+    ("north", "south"),
+    ("east", "west"),
+    ("positive", "negative"),
+    ("hot", "cold"),
+    ("alive", "dead"),
+    ("legal", "illegal"),
+    ("possible", "impossible"),
+    ("always", "never"),
+    ("maximum", "minimum"),
+    ("acid", "base"),
+    ("acidic", "alkaline"),
+    ("odd", "even"),
+    ("win", "lose"),
+    ("won", "lost"),
+):
+    ANTONYMS[_a], ANTONYMS[_b] = _b, _a
+
+_SUFFIXES = ("ational", "ations", "ation", "ings", "ing", "edly", "ied", "ies", "ed", "es", "ly", "s", "y")
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A crude stem: one common suffix, then a final 'e', removed; stems keep 3+ letters."""
+    if word.isdigit():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                continue
+            word = word[: -len(suffix)]
+            break
+    if word.endswith("e") and len(word) >= 4:
+        word = word[:-1]
+    return word
+
+
+def canon(word: str) -> str:
+    """The word a synonym stands for ("automobile" -> "car"), else `word`."""
+    return _SYNONYMS.get(word, word)
+
+
+TOKEN_RE = re.compile(r"[a-z0-9]+(?:\^[23])?")
+
+
+def clause_tokens(text: str) -> list[str]:
+    """Word tokens, with punctuation and clause words ("but", "however", ...) as `BOUNDARY`."""
+    out: list[str] = []
+    for match in _CLAUSE_RE.finditer(text):
+        token = match.group()
+        if not token[0].isalnum() or token in _CLAUSE_WORDS:
+            out.append(BOUNDARY)
+        else:
+            out.append(token)
+    return out
+
+
+def negated(tokens: list[str], at: int, window: int = 4) -> bool:
+    """Whether the word at `at` is negated: an odd number of negators among the `window` words before
+    it, looking back no further than a clause boundary or a preposition ("not solid at room ...")."""
+    flips = 0
+    for k in range(at - 1, max(-1, at - 1 - window), -1):
+        if tokens[k] == BOUNDARY or tokens[k] in _PREPOSITIONS:
+            break
+        if tokens[k] in NEGATORS:
+            flips += 1
+    return flips % 2 == 1
+
+
+def leading_verdict(tokens: list[str]) -> str | None:
+    """The verdict "yes" or "no" that one of the first three clause tokens states, else None."""
+    for token in [t for t in tokens if t != BOUNDARY][:3]:
+        if token in ("yes", "yeah", "yep"):
+            return "yes"
+        if token in ("no", "nope"):
+            return "no"
+    return None
+
+
+def plain_words(norm: str) -> list[str]:
+    """The word tokens of normalised text without articles: what a normalised match compares."""
+    return [w for w in TOKEN_RE.findall(norm) if w not in ARTICLES]
+
+
+def blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """`text` with the characters of each span replaced by blanks (positions kept)."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
