@@ -158,14 +158,17 @@ class ToolWeights(_Request):
 
     @model_validator(mode="after")
     def _positive_sum(self) -> ToolWeights:
-        total = self.selection + self.parameters + self.sequence + self.utilization
-        if not 0 < total < float("inf"):
+        if not 0 < self.total < float("inf"):
             raise ValueError("tool_weights must sum to a finite number greater than 0")
         return self
 
+    @property
+    def total(self) -> float:
+        return self.selection + self.parameters + self.sequence + self.utilization
+
     def normalised(self) -> ToolWeights:
-        """The same weights scaled to sum to 1."""
-        total = self.selection + self.parameters + self.sequence + self.utilization
+        """The same weights scaled to sum to 1 (what the tool rubric's overall score uses)."""
+        total = self.total
         return ToolWeights(
             selection=self.selection / total,
             parameters=self.parameters / total,

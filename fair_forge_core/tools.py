@@ -760,8 +760,8 @@ def score_tool_calls(
     dimensions["utilization"], utilization_note = _utilization(used, bool(expected_calls), result_in_answer)
     precision, recall, f1 = _tool_call_f1(len(expected_calls), len(used_calls), tables)
 
-    total = sum(getattr(weights, name) for name in dimensions)
-    overall = min(1.0, sum(getattr(weights, name) / total * value for name, value in dimensions.items()))
+    shares = weights.normalised()
+    overall = min(1.0, sum(getattr(shares, name) * value for name, value in dimensions.items()))
     below_floor = [
         (name, value)
         for name, value in dimensions.items()
