@@ -79,6 +79,7 @@ def _environment() -> Environment:
         finalize=escape,
         undefined=StrictUndefined,
         keep_trailing_newline=True,
+        auto_reload=False,  # the templates ship inside the package: no need to stat them on every render
     )
     environment.filters.update(
         number=format_number,

@@ -272,11 +272,13 @@ class Report:
 
     @property
     def agg(self) -> Mapping[str, Any]:
-        return self.data["aggregated_metrics"]  # type: ignore[no-any-return]
+        aggregated: Mapping[str, Any] = self.data["aggregated_metrics"]
+        return aggregated
 
     @property
     def conversations(self) -> Sequence[Mapping[str, Any]]:
-        return self.data["per_conversation_metrics"]  # type: ignore[no-any-return]
+        conversations: Sequence[Mapping[str, Any]] = self.data["per_conversation_metrics"]
+        return conversations
 
     @property
     def bayesian(self) -> bool:
