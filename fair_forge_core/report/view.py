@@ -6,6 +6,7 @@ escaped — the Jinja2 environment escapes every value it writes.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -206,7 +207,7 @@ def assistant_rows(data: Mapping[str, Any]) -> list[AssistantRow]:
     """One row per assistant of `by_assistant`; none when the result has a single assistant."""
     conversations = data["per_conversation_metrics"]
     rows = []
-    for name, sub in (data["aggregated_metrics"].get("by_assistant") or {}).items():
+    for name in data["aggregated_metrics"].get("by_assistant") or {}:
         metrics: JsonPath = ("aggregated_metrics", "by_assistant", name)
         tool_mean = mean(
             s["overall_correctness"] for c in conversations if c["assistant_id"] == name for s in tool_scores(c)
@@ -215,7 +216,7 @@ def assistant_rows(data: Mapping[str, Any]) -> list[AssistantRow]:
             AssistantRow(
                 name,
                 metrics,
-                Tier(Value((*metrics, "interpretation"), sub["interpretation"])),
+                Tier(value_at(data, (*metrics, "interpretation"))),
                 interval(data, metrics, "pass_at_k"),
                 interval(data, metrics, "pass_pow_k"),
                 tool_mean,
@@ -240,15 +241,15 @@ class ConversationRow:
     conversation: Mapping[str, Any]
     state: str
     label: str
-    chip_states: list[str]
+    turn_states: list[str]
     summary: str
     turns: list[Turn] | None
 
 
 def conversation_row(index: int, conversation: Mapping[str, Any]) -> ConversationRow:
     state, label = conversation_status(conversation)
-    chip_states = [turn_state(conversation, t) for t in range(len(conversation["correctness_scores"]))]
-    failing = sum(1 for s in chip_states if s != "pass")
+    turn_states = [turn_state(conversation, t) for t in range(len(conversation["correctness_scores"]))]
+    failing = sum(1 for s in turn_states if s != "pass")
     summary = plural(conversation["total_interactions"], "turn")
     if failing:
         summary += f" · {failing} not passing"
@@ -256,15 +257,15 @@ def conversation_row(index: int, conversation: Mapping[str, Any]) -> Conversatio
     turns = None
     if interactions is not None:
         turns = [
-            Turn(t, turn_state(conversation, t), interaction, conversation["tool_correctness_scores"][t])
+            Turn(t, turn_states[t], interaction, conversation["tool_correctness_scores"][t])
             for t, interaction in enumerate(interactions)
         ]
-    return ConversationRow(index, conversation, state, label, chip_states, summary, turns)
+    return ConversationRow(index, conversation, state, label, turn_states, summary, turns)
 
 
 @dataclass(frozen=True)
 class Report:
-    """Everything the template needs for one result."""
+    """Everything the templates need for one result; what they read more than once is computed once."""
 
     title: str
     request_id: str | None
@@ -294,6 +295,7 @@ class Report:
     def interval(self, metric: str) -> Interval | None:
         return interval(self.data, ("aggregated_metrics",), metric)
 
+    @functools.cached_property
     def facts(self) -> list[str]:
         assistants = {c["assistant_id"] for c in self.conversations}
         mode = f"Bayesian, {percent(self.agg['ci_level'])} credible intervals" if self.bayesian else "frequentist"
@@ -307,25 +309,32 @@ class Report:
             facts.append(f"request {self.request_id}")
         return facts
 
+    @functools.cached_property
     def warnings(self) -> list[str]:
         sample_size = self.agg.get("sample_size_warning")
         return [*self.data["warnings"], *([sample_size] if sample_size else [])]
 
+    @functools.cached_property
     def curve_chart(self) -> CurveChart | None:
         return curve_chart(self.agg["curve"], self.agg["k"]) if self.agg["curve"] else None
 
+    @functools.cached_property
     def curve_table_indices(self) -> list[int]:
         """The curve points tabulated under Figure 1: K ≤ 10, and the configured k."""
         return [i for i, p in enumerate(self.agg["curve"]) if p["k"] <= 10 or p["k"] == self.agg["k"]]
 
+    @functools.cached_property
     def tool_figure(self) -> ToolFigure | None:
         return tool_figure(self.conversations)
 
+    @functools.cached_property
     def assistant_rows(self) -> list[AssistantRow]:
         return assistant_rows(self.data)
 
+    @functools.cached_property
     def conversation_rows(self) -> list[ConversationRow]:
         return [conversation_row(index, c) for index, c in enumerate(self.conversations)]
 
+    @functools.cached_property
     def thresholds(self) -> str:
         return ", ".join(format_number(t) for t in sorted({c["threshold"] for c in self.conversations})) or "—"
