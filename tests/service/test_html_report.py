@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -146,3 +148,38 @@ def test_the_report_is_served_with_nosniff_and_a_policy_that_allows_only_what_it
     # What the policy allows is all the page needs: inline CSS and SVG, no script, nothing fetched.
     page = response["body"].lower()
     assert "<script" not in page and " src=" not in page and "<link" not in page
+
+
+# Run in a fresh interpreter: this test process has imported jinja2 already.
+TEMPLATE_ENGINE_PROBE = """
+import json, sys
+from pathlib import Path
+from handler.app import lambda_handler
+from handler.local import LocalLambdaContext, make_proxy_event
+
+def loaded():
+    return sorted(name for name in ("jinja2", "markupsafe") if name in sys.modules)
+
+def run(body, query):
+    event = make_proxy_event("POST", "/run", body, headers={"Content-Type": "application/json"}, query=query)
+    return lambda_handler(event, LocalLambdaContext())["statusCode"]
+
+body = Path("examples/calculator.json").read_text()
+after_import = loaded()
+json_status = run(body, None)
+after_json = loaded()
+html_status = run(body, {"format": "html"})
+print(json.dumps([after_import, json_status, after_json, html_status, loaded()]))
+"""
+
+
+def test_the_template_engine_is_imported_only_for_an_html_report() -> None:
+    process = subprocess.run(
+        [sys.executable, "-c", TEMPLATE_ENGINE_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    after_import, json_status, after_json, html_status, after_html = json.loads(process.stdout.splitlines()[-1])
+    assert after_import == [], "import handler.app loads the template engine on the cold path"
+    assert (json_status, after_json) == (200, []), "a JSON response loads the template engine"
+    # and the probe does see it once a report is rendered
+    assert (html_status, after_html) == (200, ["jinja2", "markupsafe"])

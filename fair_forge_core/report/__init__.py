@@ -1,0 +1,39 @@
+"""The HTML report of an evaluation: one self-contained page a team can open, share and archive.
+
+`render_html(result)` takes an `EvaluationResult` (or its JSON form: the CLI's output
+or the body of `POST /run`) and returns one HTML document. It is pure — the same
+result always gives the same bytes, no clock, no I/O — and self-contained: inline CSS
+and inline SVG charts drawn here, no script, no font, no image, no network request (a
+Content-Security-Policy of `default-src 'none'` says so to the browser too).
+
+What it shows, in order: the readiness tier and its explanation; KPI tiles (pass@k,
+pass^k with credible intervals in Bayesian mode, the success rate, the unbiased and
+per-task estimators); the warnings; the white paper's two figures — pass@K (solid) and
+pass^K (dashed) for k = 1…max(k, 10) with credible bands in Bayesian mode, and the
+tool-correctness breakdown by dimension (mean bars, and per conversation); a comparison
+of the assistants when there are several; and every conversation with its turns,
+failing turns highlighted with the judge's and the tool rubric's reasons.
+
+The page is written by Jinja2 templates (`templates/`) with autoescaping: every value
+from the result is escaped when written, only the templates' own markup is not. What
+is shown is read from the result in `view`, the charts' geometry is computed in
+`charts`, and `render` holds the Jinja2 environment. Every number taken from the
+result carries `data-field` (its JSON path, as a JSON array of keys) and `data-value`
+(the exact JSON value), and its visible text is `format_number(value)`, so tests can
+check that the report shows exactly what the JSON says. Numbers the report derives
+(mean tool scores) carry `data-mean` and `data-count` instead.
+"""
+
+from fair_forge_core.report.charts import PASS_AT_COLOUR, PASS_POW_COLOUR
+from fair_forge_core.report.render import ReportError, render_html
+from fair_forge_core.report.view import TIER_LABELS, TOOL_DIMENSIONS, format_number
+
+__all__ = [
+    "PASS_AT_COLOUR",
+    "PASS_POW_COLOUR",
+    "TIER_LABELS",
+    "TOOL_DIMENSIONS",
+    "ReportError",
+    "format_number",
+    "render_html",
+]
