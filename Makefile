@@ -23,9 +23,11 @@ run: venv
 serve: venv
 	$(BIN)/python -m handler.local --port $(PORT)
 
-## test: the whole suite (lint included)
+## test: the whole suite (lint and type checks included)
 test: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict fair_forge_core
 	$(BIN)/python -m pytest
 
 ## lock: pin requirements.txt with hashes into requirements.lock (what the Lambda image installs)
@@ -36,6 +38,7 @@ lock: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict fair_forge_core
 
 ## bench: every benchmark in benchmarks/ (about 3 minutes, 127.0.0.1 only); figures in benchmarks/RESULTS.md
 bench: venv
