@@ -61,7 +61,7 @@ class Settings:
     cors_allow_origin: str | None = None
     server_api_key_env: str | None = None
     server_api_key_secret_arn: str | None = None
-    # Asynchronous jobs (handler.jobs): where they live, how they are cut, what GET /jobs/{id} returns.
+    # Asynchronous jobs (handler.routes.jobs, handler.job_lambdas): where they live, how they are cut, what GET /jobs/{id} returns.
     jobs_bucket: str | None = None
     jobs_state_machine_arn: str | None = None
     jobs_kms_key_id: str | None = None
