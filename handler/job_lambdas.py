@@ -24,6 +24,8 @@ from handler.observability import current_secrets, logger, metrics, secrets_mask
 from handler.responses import json_body
 from handler.settings import Settings
 
+Settings.from_env()  # a malformed variable fails the cold start, named, rather than every shard
+
 
 def _job_bucket(settings: Settings) -> str:
     if not settings.jobs_bucket:

@@ -16,7 +16,6 @@ A request without a key gets the server's key in the worker, under the same rule
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,11 +79,12 @@ def submit_job() -> Response:
     bucket, state_machine_arn = _require_jobs(settings)
     event = router.current_event
     body = decode_body(event.body, bool(event.is_base64_encoded), settings)
-    limits = replace(
-        settings,
-        max_conversations=settings.jobs_max_conversations,
-        max_turns=settings.jobs_max_turns,
-        max_tool_calls=settings.jobs_max_tool_calls,
+    limits = settings.model_copy(
+        update={
+            "max_conversations": settings.jobs_max_conversations,
+            "max_turns": settings.jobs_max_turns,
+            "max_tool_calls": settings.jobs_max_tool_calls,
+        }
     )
     request = parse_run_request(body, limits)
     # The connector is checked now, as /run does, not found wrong by every worker later.
