@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from handler.invocation import gc_paused, invocation_clock
-from handler.observability import logger, metrics
+from handler.observability import invocation_secrets, logger, metrics
 from handler.responses import error_response, request_id
 from handler.routes import jobs, run
 from handler.settings import Settings
@@ -41,7 +41,8 @@ def handle_request_error(exc: RequestError) -> Response:
 
 @app.exception_handler(Exception)
 def handle_defect(exc: Exception) -> Response:
-    logger.error("internal error", extra={"error_type": type(exc).__name__})
+    # The traceback is what makes a defect fixable; the formatter masks the invocation's secrets in it.
+    logger.error("internal error", exc_info=exc, extra={"error_type": type(exc).__name__})
     return error_response(500, f"Agentic evaluation failed: internal error ({type(exc).__name__})", request_id(app))
 
 
@@ -57,5 +58,5 @@ def handle_not_found(_: Exception) -> Response:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """The Lambda entry point (`CMD ["handler.app.lambda_handler"]`)."""
     metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
-    with invocation_clock(), gc_paused():
+    with invocation_clock(), invocation_secrets(), gc_paused():
         return app.resolve(event, context)

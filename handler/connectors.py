@@ -16,7 +16,7 @@ from typing import Any
 from fair_forge_core import connectors as core
 from fair_forge_core.connectors import ConnectorError, ConnectorNotAllowed, Judge
 from fair_forge_core.schemas import ConnectorSpec
-from handler.observability import logger
+from handler.observability import logger, secrets_masked
 from handler.settings import Settings
 from handler.validation import RequestError
 
@@ -61,6 +61,16 @@ def secret_from_secrets_manager(secret_arn: str) -> str:
     return value
 
 
+def param_secrets(params: dict[str, Any]) -> set[str]:
+    """The values of secret-named parameters (`api_key`, a header's token, …), at any depth:
+    masked while the judge is built, before it can say which secrets it holds (`Judge.secrets`)."""
+    found = core.secret_values(params)
+    for value in params.values():
+        if isinstance(value, dict):
+            found |= param_secrets(value)
+    return found
+
+
 class ServerKeyUnavailable(ConnectorError):
     """The server's key could not be read now (Secrets Manager failed): worth a retry."""
 
@@ -96,7 +106,8 @@ def judge_for_request(connector: ConnectorSpec, settings: Settings) -> Judge:
     """`build_judge` for an HTTP request: a refusal is logged and becomes the source's 400
     "Failed to create LLM connector: …" (`POST /run` and `POST /jobs` alike)."""
     try:
-        return build_judge(connector.class_path, connector.params, settings)
+        with secrets_masked(param_secrets(connector.params)):
+            return build_judge(connector.class_path, connector.params, settings)
     except ConnectorError as exc:
         logger.warning("connector refused", extra={"class_path": connector.class_path[:200]})
         details = [{"field": exc.field, "message": str(exc)}] if exc.field else []
