@@ -1,6 +1,6 @@
 """Large evaluations in pieces: plan the shards, evaluate one shard, reduce the shards' results.
 
-What the asynchronous jobs of the service (`handler.jobs`, on AWS Step Functions) do
+What the asynchronous jobs of the service (`handler.routes.jobs` and `handler.job_lambdas`, on AWS Step Functions) do
 with an evaluation too large for one request, kept here free of HTTP and AWS so that
 the same three steps run anywhere (the tests, `benchmarks/bench_jobs.py`):
 

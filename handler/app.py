@@ -1,24 +1,16 @@
-"""`lambda_handler`: API Gateway REST proxy events → `POST /run`, `GET /health` (and the
-asynchronous `POST /jobs`, `GET /jobs/{id}` of `handler.jobs`, included as a router).
+"""`lambda_handler`: API Gateway REST proxy events → the API's routes.
 
-Thin: the request is validated (`handler.validation`), the judge built
-(`handler.connectors`), and the evaluation run by `fair_forge_core.evaluate`.
-Errors follow DESIGN.md §3: `{"success": false, "error", "request_id"[, "details"]}`,
-400 for the request, 413 for size, 502 when the judge provider refuses or nothing
-could be scored, 500 only for a defect — never a stack trace or a secret.
+The resolver includes one Powertools `Router` per route group: `handler.routes.run`
+(`POST /run`, `GET /health`) and `handler.routes.jobs` (`POST /jobs`, `GET /jobs/{id}`).
+What is the same for every route lives here: the error handlers (`handler.responses`
+has the error contract) and the invocation's clock and garbage-collection pause.
 
-Import cost matters (cold start): LangChain, the providers and the evaluation
-core are imported on the first request that needs them, not here.
+Import cost matters (cold start): LangChain, the providers, the evaluation core and
+boto3 are imported on the first request that needs them, not here.
 """
 
 from __future__ import annotations
 
-import gc
-import json
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
@@ -26,286 +18,39 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
-from fair_forge_core.redact import redact
-from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
-from handler import __version__
-from handler.connectors import allowed_connectors, judge_for_request
-from handler.jobs import router as jobs_router
-from handler.observability import current_secrets, log_level, logger, metrics, secrets_masked
+from handler.invocation import gc_paused, invocation_clock
+from handler.observability import invocation_secrets, logger, metrics
+from handler.responses import error_response, request_id
+from handler.routes import jobs, run
 from handler.settings import Settings
-from handler.validation import RequestError, decode_body, parse_run_request
+from handler.validation import RequestError
 
 _settings = Settings.from_env()
 app = APIGatewayRestResolver(
     cors=CORSConfig(allow_origin=_settings.cors_allow_origin) if _settings.cors_allow_origin else None
 )
-app.include_router(jobs_router)  # POST /jobs, GET /jobs/<id>: asynchronous jobs on Step Functions (handler/jobs.py)
-
-
-def error_response(status: int, message: str, details: list[dict[str, str]] | None = None) -> Response:
-    """The error contract: success false, a message, the request id, and details when any."""
-    body: dict[str, Any] = {
-        "success": False,
-        "error": redact(message, current_secrets()),
-        "request_id": _request_id(),
-    }
-    if details:
-        body["details"] = details
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body))
-
-
-def _request_id() -> str | None:
-    event = getattr(app, "current_event", None)
-    return event.request_context.request_id if event is not None else None
-
-
-_invocation_started: ContextVar[float | None] = ContextVar("invocation_started", default=None)
-
-
-def _deadline(settings: Settings) -> float:
-    """When no new judge call may start: the sync budget counted from the start of the
-    invocation (API Gateway's 29 s run from there, whatever validation and imports cost),
-    or the Lambda's own deadline less a margin, whichever comes first."""
-    now = time.monotonic()
-    started = _invocation_started.get()
-    deadline = (started if started is not None else now) + settings.sync_budget_s
-    context = app.lambda_context
-    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
-        deadline = min(deadline, now + context.get_remaining_time_in_millis() / 1000.0 - settings.deadline_margin_s)
-    return max(deadline, now)
-
-
-@app.get("/health")
-def health() -> dict[str, Any]:
-    settings = Settings.from_env()
-    return {
-        "status": "ok",
-        "version": __version__,
-        "connectors": sorted(set(allowed_connectors(settings).values())),
-        "limits": {
-            "max_body_bytes": settings.max_body_bytes,
-            "max_conversations": settings.max_conversations,
-            "max_turns": settings.max_turns,
-            "max_string_chars": settings.max_string_chars,
-            "max_tool_calls_per_turn": settings.max_tool_calls_per_turn,
-            "max_tool_calls": settings.max_tool_calls,
-            "max_assistants": settings.max_assistants,
-            "max_curve_points": settings.max_curve_points,
-            "max_k": EVALUATION_MAX_K,
-            "max_judge_reply_bytes": MAX_JUDGE_REPLY_BYTES,
-            "sync_budget_s": settings.sync_budget_s,
-        },
-        "jobs": {
-            "enabled": bool(settings.jobs_bucket and settings.jobs_state_machine_arn),
-            "max_conversations": settings.jobs_max_conversations,
-            "max_turns": settings.jobs_max_turns,
-            "max_tool_calls": settings.jobs_max_tool_calls,
-            "shard_size": settings.shard_size,
-            "shard_max_turns": settings.shard_max_turns,
-        },
-    }
-
-
-@app.post("/run")
-def run() -> Response:
-    settings = Settings.from_env()
-    event = app.current_event
-    _response_format()  # an unknown ?format= is refused before any work
-    body = decode_body(event.body, bool(event.is_base64_encoded), settings)
-    request = parse_run_request(body, settings)
-    verbose = request.config.verbose
-    with log_level("DEBUG" if verbose else None):
-        judge = judge_for_request(request.connector, settings)
-        with secrets_masked(judge.secrets):
-            return _evaluate(request, judge.model, settings)
-
-
-def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
-    from fair_forge_core.evaluate import NoConversationScored, evaluate, run_sync
-    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
-
-    turns = sum(len(d.conversation) for d in request.datasets)
-    logger.info(
-        "evaluation started",
-        extra={
-            "conversations": len(request.datasets),
-            "turns": turns,
-            "class_path": request.connector.class_path,
-        },
-    )
-    telemetry = JudgeTelemetry()
-    started = time.perf_counter()
-    try:
-        result = run_sync(  # not asyncio.run: one loop per process keeps the providers' HTTP pools usable
-            evaluate(
-                request.datasets,
-                model,
-                request.config,
-                deadline=_deadline(settings),
-                retry=settings.retry_policy(),
-                telemetry=telemetry,
-            )
-        )
-    except (JudgeProviderRefused, NoConversationScored) as exc:
-        logger.error("evaluation failed", extra={"reason": str(exc)})
-        return error_response(502, f"Agentic evaluation failed: {exc}")
-    finally:
-        elapsed = time.perf_counter() - started
-        metrics.add_metric(name="Conversations", unit=MetricUnit.Count, value=len(request.datasets))
-        metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
-        metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
-        metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
-        metrics.add_metric(name="EvaluationDuration", unit=MetricUnit.Milliseconds, value=elapsed * 1000)
-    response = _result_response(result, settings)
-    aggregated = result.aggregated_metrics
-    after_judge_s = time.perf_counter() - (telemetry.judging_ended_at or started)
-    logger.info(
-        "evaluation finished",
-        extra={
-            "duration_ms": round(elapsed * 1000),
-            "judging_ms": round(telemetry.judging_s * 1000),
-            "after_judge_ms": round(after_judge_s * 1000),  # aggregation and response: past the deadline
-            "judge_calls": telemetry.calls,
-            "judge_retries": telemetry.retries,
-            "judge_rate_limited": telemetry.rate_limited,
-            "judge_errors": telemetry.errors,
-            "scored_conversations": aggregated.total_conversations,
-            "unscored_conversations": aggregated.unscored_conversations,
-            "interpretation": aggregated.interpretation,
-        },
-    )
-    _log_verbose_detail(result.per_conversation_metrics)
-    return response
-
-
-VERBOSE_LOG_CONVERSATIONS = 100
-VERBOSE_LOG_TURNS = 20
-
-
-def _log_verbose_detail(conversations: list[Any]) -> None:
-    """`config.verbose`: each conversation's scores and reasons at DEBUG, bounded so that one
-    request cannot flood the log group (reasons are already cut to 1,000 characters each)."""
-    for conversation in conversations[:VERBOSE_LOG_CONVERSATIONS]:
-        interactions = conversation.interactions or []
-        logger.debug(
-            "conversation scored",
-            extra={
-                "session_id": conversation.session_id,
-                "scores": conversation.correctness_scores[:VERBOSE_LOG_TURNS],
-                "reasons": [i.judge_reasoning for i in interactions[:VERBOSE_LOG_TURNS]],
-                "turns_not_logged": max(0, len(conversation.correctness_scores) - VERBOSE_LOG_TURNS),
-            },
-        )
-    if len(conversations) > VERBOSE_LOG_CONVERSATIONS:
-        logger.debug("conversations not logged", extra={"count": len(conversations) - VERBOSE_LOG_CONVERSATIONS})
-
-
-def _result_response(result: Any, settings: Settings) -> Response:
-    """The 200 body; per-turn detail is dropped (and a warning added) if it would not fit in 6 MB."""
-    if _response_format() == "html":
-        return _html_response(result, settings)
-    request_id = _request_id()
-    body = _json_body(result, request_id)
-    if _payload_size(body) > settings.max_response_bytes:
-        note = "per-turn detail left out: the full response would exceed the 6 MB Lambda limit"
-        conversations = [m.model_copy(update={"interactions": None}) for m in result.per_conversation_metrics]
-        trimmed = result.model_copy(
-            update={"per_conversation_metrics": conversations, "warnings": [*result.warnings, note]}
-        )
-        body = _json_body(trimmed, request_id)
-    if _payload_size(body) > settings.max_response_bytes:
-        return error_response(413, "Response too large even without per-turn detail: send fewer conversations")
-    return Response(status_code=200, content_type="application/json", body=body, headers={"Vary": "Accept"})
-
-
-def _payload_size(body: str) -> int:
-    """Bytes `body` takes inside the proxy response the function returns: Lambda's 6 MB
-    limit counts the body JSON-escaped (quotes and backslashes doubled, non-ASCII as
-    \\uXXXX), which is up to several times its UTF-8 size."""
-    return len(json.dumps(body))
-
-
-def _json_body(result: Any, request_id: str | None, **trailing: str | None) -> str:
-    """The result's JSON with `request_id` (then any `trailing` fields) last: pydantic
-    serialises it in one pass (no intermediate dicts), which for 10^5 turns is several
-    times faster than `json.dumps(result.model_dump())`."""
-    fields = {"request_id": request_id, **trailing}
-    return result.model_dump_json()[:-1] + "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in fields.items()) + "}"
-
-
-def _prefers_html(accept: str) -> bool:
-    """Whether an `Accept` header ranks `text/html` above JSON (a tie, `*/*` or no header: JSON)."""
-    weights: dict[str, float] = {}
-    for item in accept.split(","):
-        media, *params = (part.strip().lower() for part in item.split(";"))
-        quality = 1.0
-        for param in params:
-            if param.startswith("q="):
-                try:
-                    quality = float(param[2:])
-                except ValueError:
-                    quality = 0.0
-        weights[media] = max(quality, weights.get(media, 0.0))
-    html = weights.get("text/html", 0.0)
-    return html > 0 and html > max(weights.get("application/json", 0.0), weights.get("application/*", 0.0))
-
-
-def _response_format() -> str:
-    """The response format of the current request, "html" or "json": `?format=` first, else `Accept`."""
-    event = app.current_event
-    requested = (event.query_string_parameters or {}).get("format")
-    if requested is not None:
-        if requested.lower() not in ("html", "json"):
-            raise RequestError(400, "Unsupported format: use ?format=json (the default) or ?format=html")
-        return requested.lower()
-    accept = event.headers.get("accept") or ""  # Powertools' headers are case-insensitive
-    return "html" if _prefers_html(accept) else "json"
-
-
-def _html_response(result: Any, settings: Settings) -> Response:
-    """The HTML report of the result (`fair_forge_core.report`); per-turn detail is left out if it would not fit."""
-    from fair_forge_core.report import render_html
-
-    payload = {**result.model_dump(mode="json"), "request_id": _request_id()}
-    page = render_html(payload)
-    if _payload_size(page) > settings.max_response_bytes:
-        for conversation in payload["per_conversation_metrics"]:
-            conversation["interactions"] = None
-        payload["warnings"].append("per-turn detail left out: the full report would exceed the 6 MB Lambda limit")
-        page = render_html(payload)
-    if _payload_size(page) > settings.max_response_bytes:
-        return error_response(413, "Report too large even without per-turn detail: send fewer conversations")
-    return Response(status_code=200, content_type="text/html; charset=utf-8", body=page, headers=HTML_HEADERS)
-
-
-HTML_HEADERS = {
-    "Vary": "Accept",
-    "X-Content-Type-Options": "nosniff",
-    # The report is one self-contained page: inline CSS and SVG, no script, nothing fetched.
-    # Anything else a caller's text might smuggle in would be refused by the browser.
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    ),
-}
+app.include_router(run.router)
+app.include_router(jobs.router)
 
 
 @app.exception_handler(RequestError)
 def handle_request_error(exc: RequestError) -> Response:
     logger.info("request refused", extra={"status": exc.status, "reason": exc.message})
-    return error_response(exc.status, exc.message, exc.details)
+    return error_response(exc.status, exc.message, request_id(app), exc.details)
 
 
 @app.exception_handler(Exception)
 def handle_defect(exc: Exception) -> Response:
-    logger.error("internal error", extra={"error_type": type(exc).__name__})
-    return error_response(500, f"Agentic evaluation failed: internal error ({type(exc).__name__})")
+    # The traceback is what makes a defect fixable; the formatter masks the invocation's secrets in it.
+    logger.error("internal error", exc_info=exc, extra={"error_type": type(exc).__name__})
+    return error_response(500, f"Agentic evaluation failed: internal error ({type(exc).__name__})", request_id(app))
 
 
 @app.not_found
 def handle_not_found(_: Exception) -> Response:
-    return error_response(404, "Not found: the API has POST /run, POST /jobs, GET /jobs/{id} and GET /health")
+    return error_response(
+        404, "Not found: the API has POST /run, POST /jobs, GET /jobs/{id} and GET /health", request_id(app)
+    )
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
@@ -313,30 +58,5 @@ def handle_not_found(_: Exception) -> Response:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """The Lambda entry point (`CMD ["handler.app.lambda_handler"]`)."""
     metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
-    token = _invocation_started.set(time.monotonic())
-    try:
-        with _gc_paused():
-            return app.resolve(event, context)
-    finally:
-        _invocation_started.reset(token)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection during one invocation.
-
-    A large request allocates millions of small containers (the parsed body, the
-    models, the results), and each burst of allocations triggers collections that
-    walk every live object: for 50,000 turns they cost more than the work itself
-    (benchmarks/RESULTS.md). What a request allocates is freed by reference counting
-    when it ends (it makes almost no reference cycles: about 0.15 objects per judge
-    call), and collection resumes then.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    with invocation_clock(), invocation_secrets(), gc_paused():
+        return app.resolve(event, context)

@@ -9,14 +9,13 @@ refused.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
 from fair_forge_core import connectors as core
 from fair_forge_core.connectors import ConnectorError, ConnectorNotAllowed, Judge
 from fair_forge_core.schemas import ConnectorSpec
-from handler.observability import logger
+from handler.observability import logger, secrets_masked
 from handler.settings import Settings
 from handler.validation import RequestError
 
@@ -42,23 +41,37 @@ def allowed_connectors(settings: Settings) -> dict[str, str]:
     return core.allowed_connectors(settings.extra_connectors)
 
 
-@functools.cache
-def secret_from_secrets_manager(secret_arn: str) -> str:
+def secret_from_secrets_manager(secret_arn: str, max_age_s: int) -> str:
     """The API key in a Secrets Manager secret: its plain string, or the `api_key` of a JSON one.
 
-    Fetched once per container (cached), since the secret changes rarely and each
-    call costs latency and money.
+    Powertools' parameters utility keeps the value for `max_age_s` seconds
+    (`FAIR_FORGE_SECRET_MAX_AGE_S`): each fetch costs latency and money, and a key that
+    is rotated must still be picked up by warm containers, which live for hours.
     """
-    import boto3
+    from aws_lambda_powertools.utilities import parameters  # imports boto3: not at cold start
 
-    value = boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
+    value = parameters.get_secret(secret_arn, max_age=max_age_s)
+    if isinstance(value, bytes):  # a SecretBinary
+        value = value.decode("utf-8")
+    if not isinstance(value, str):
+        raise TypeError(f"the secret is a {type(value).__name__}, not a string")
     try:
         parsed = json.loads(value)
     except ValueError:
         return value
     if isinstance(parsed, dict) and isinstance(parsed.get("api_key"), str):
-        return parsed["api_key"]
+        return str(parsed["api_key"])
     return value
+
+
+def param_secrets(params: dict[str, Any]) -> set[str]:
+    """The values of secret-named parameters (`api_key`, a header's token, …), at any depth:
+    masked while the judge is built, before it can say which secrets it holds (`Judge.secrets`)."""
+    found = core.secret_values(params)
+    for value in params.values():
+        if isinstance(value, dict):
+            found |= param_secrets(value)
+    return found
 
 
 class ServerKeyUnavailable(ConnectorError):
@@ -71,7 +84,7 @@ def server_api_key(settings: Settings) -> str | None:
         return settings.server_api_key_env
     if settings.server_api_key_secret_arn:
         try:
-            return secret_from_secrets_manager(settings.server_api_key_secret_arn)
+            return secret_from_secrets_manager(settings.server_api_key_secret_arn, settings.secret_max_age_s)
         except Exception as exc:
             raise ServerKeyUnavailable(f"the server's API key could not be read ({type(exc).__name__})") from None
     return None
@@ -96,7 +109,8 @@ def judge_for_request(connector: ConnectorSpec, settings: Settings) -> Judge:
     """`build_judge` for an HTTP request: a refusal is logged and becomes the source's 400
     "Failed to create LLM connector: …" (`POST /run` and `POST /jobs` alike)."""
     try:
-        return build_judge(connector.class_path, connector.params, settings)
+        with secrets_masked(param_secrets(connector.params)):
+            return build_judge(connector.class_path, connector.params, settings)
     except ConnectorError as exc:
         logger.warning("connector refused", extra={"class_path": connector.class_path[:200]})
         details = [{"field": exc.field, "message": str(exc)}] if exc.field else []

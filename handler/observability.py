@@ -2,8 +2,10 @@
 
 The secrets of the request in flight (its API key, the server's key) are held in a
 context variable; the log formatter masks them, and key-shaped tokens, in every
-line, and drops stack traces: a log line carries the exception's type and its
-redacted message, nothing more.
+line, the traceback of a logged exception included (`logger.exception`: only for a
+defect, a 500). Within `invocation_secrets()` (each invocation of `lambda_handler`) a
+secret stays masked until the invocation ends, not only until its `secrets_masked`
+block exits: an exception raised inside the block is logged after it has.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import TracebackType
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
@@ -22,19 +25,26 @@ SERVICE = "fair-forge-agentic"
 METRICS_NAMESPACE = "FairForgeAgentic"
 
 _request_secrets: ContextVar[frozenset[str]] = ContextVar("request_secrets", default=frozenset())
+_invocation_secrets: ContextVar[set[str] | None] = ContextVar("invocation_secrets", default=None)
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 
 
 class RedactingFormatter(LambdaPowertoolsFormatter):
-    """Powertools' JSON formatter that masks secrets and never serialises a traceback."""
+    """Powertools' JSON formatter that masks secrets in the message and in the traceback."""
+
+    def __init__(self) -> None:
+        # Powertools' structured `stack_trace` repeats the exception's message outside
+        # `formatException`, where nothing masks it: the text traceback is enough.
+        super().__init__(serialize_stacktrace=False)
+
+    def formatException(self, ei: ExcInfo) -> str:
+        # Masked before JSON escaping: a secret with a quote or a non-ASCII character would
+        # no longer match itself once escaped.
+        return redact(super().formatException(ei), current_secrets())
 
     def format(self, record: logging.LogRecord) -> str:
-        if record.exc_info:
-            exc = record.exc_info[1]
-            record.exc_info, record.exc_text = None, None
-            if exc is not None:
-                record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
-                record.args = None
-        return redact(super().format(record), _request_secrets.get())
+        return redact(super().format(record), current_secrets())
 
 
 logger = Logger(service=SERVICE, logger_formatter=RedactingFormatter())
@@ -42,9 +52,24 @@ metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE)
 
 
 @contextmanager
+def invocation_secrets() -> Iterator[None]:
+    """Keep every secret masked inside the block masked until the block (the invocation) ends."""
+    token = _invocation_secrets.set(set())
+    try:
+        yield
+    finally:
+        _invocation_secrets.reset(token)
+
+
+@contextmanager
 def secrets_masked(secrets: Iterable[str]) -> Iterator[None]:
-    """Mask `secrets` in every log line written inside the block (added to those already masked)."""
-    token = _request_secrets.set(_request_secrets.get() | {s for s in secrets if s})
+    """Mask `secrets` in every log line written inside the block (added to those already masked),
+    and, within `invocation_secrets()`, until the invocation ends."""
+    values = {s for s in secrets if s}
+    seen = _invocation_secrets.get()
+    if seen is not None:
+        seen.update(values)
+    token = _request_secrets.set(_request_secrets.get() | values)
     try:
         yield
     finally:
@@ -52,8 +77,8 @@ def secrets_masked(secrets: Iterable[str]) -> Iterator[None]:
 
 
 def current_secrets() -> frozenset[str]:
-    """The secret values masked in the current request."""
-    return _request_secrets.get()
+    """The secret values masked now."""
+    return _request_secrets.get() | (_invocation_secrets.get() or set())
 
 
 @contextmanager

@@ -248,8 +248,8 @@ def test_jobs_resources() -> None:
 
     function = resources["Function"]["Properties"]
     for name, command in (
-        ("WorkerFunction", "handler.jobs.worker_handler"),
-        ("ReduceFunction", "handler.jobs.reduce_handler"),
+        ("WorkerFunction", "handler.job_lambdas.worker_handler"),
+        ("ReduceFunction", "handler.job_lambdas.reduce_handler"),
     ):
         properties = resources[name]["Properties"]
         assert properties["Code"] == function["Code"] == {"ImageUri": {"Ref": "ImageUri"}}

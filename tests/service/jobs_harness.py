@@ -12,7 +12,7 @@ execution per shard, retries as the definition says, then invokes the reduce.
 What cannot exist here is a Lambda runtime for the image: moto's Lambda backend without
 docker does not run code. So its `invoke` is replaced by a dispatcher that does what the
 Lambda runtime does with the image: import the function's `ImageConfig.Command`
-(`handler.jobs.worker_handler`, …), call it with the event and a context carrying the
+(`handler.job_lambdas.worker_handler`, …), call it with the event and a context carrying the
 function's timeout, and answer with its JSON result — or, when it raises, with the
 runtime's error payload (`errorType`, `errorMessage`, `stackTrace`) and the
 `X-Amz-Function-Error: Unhandled` header, which Step Functions turns into the task error
@@ -158,7 +158,7 @@ def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_siz
     """moto with the jobs' resources of template.yaml, the handlers dispatched in-process, the environment set."""
     from moto.awslambda_simple.models import LambdaSimpleBackend
 
-    import handler.jobs
+    import handler.job_store
 
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",
@@ -176,7 +176,7 @@ def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_siz
     parameters = {**parameters, "ModuleName": {"Default": MODULE}}
     config = {"stepfunctions": {"execute_state_machine": execute}, "lambda": {"use_docker": False}}
     with mock_aws(config=config):  # type: ignore[arg-type]
-        handler.jobs.client.cache_clear()
+        handler.job_store.client.cache_clear()
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET)
         key_arn = boto3.client("kms", region_name=REGION).create_key(Description="jobs")["KeyMetadata"]["Arn"]
@@ -232,4 +232,4 @@ def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_siz
         try:
             yield aws
         finally:
-            handler.jobs.client.cache_clear()
+            handler.job_store.client.cache_clear()

@@ -11,7 +11,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-import handler.jobs as jobs
+import handler.job_lambdas as lambdas
+import handler.job_store as store
 from fair_forge_testing.jobs_support import UNSCORABLE, varied_conversations
 from handler.local import LocalLambdaContext
 from tests.service.handler_client import call_handler
@@ -40,11 +41,11 @@ def submit(aws: JobsAWS, body: dict[str, Any]) -> str:
 
 def worker(aws: JobsAWS, job_id: str, shard: int, timeout_s: float = 900.0) -> dict[str, Any]:
     event = {"job_id": job_id, "shard_key": f"jobs/{job_id}/shards/{shard:05d}.json"}
-    return dict(jobs.worker_handler(event, LocalLambdaContext(timeout_s=timeout_s)))
+    return dict(lambdas.worker_handler(event, LocalLambdaContext(timeout_s=timeout_s)))
 
 
 def reduce(job_id: str) -> dict[str, Any]:
-    return dict(jobs.reduce_handler({"job_id": job_id}, LocalLambdaContext(timeout_s=900)))
+    return dict(lambdas.reduce_handler({"job_id": job_id}, LocalLambdaContext(timeout_s=900)))
 
 
 # --------------------------------------------------------------------------- POST /jobs
@@ -129,7 +130,7 @@ def test_post_jobs_stores_the_request_in_shards_and_starts_the_execution(aws: Jo
     assert request["request_id"] == response.body["request_id"]
 
     execution = boto3.client("stepfunctions", region_name=REGION).describe_execution(
-        executionArn=jobs.execution_arn(aws.state_machine_arn, job_id)
+        executionArn=store.execution_arn(aws.state_machine_arn, job_id)
     )
     assert execution["name"] == job_id
     assert json.loads(execution["input"]) == {
@@ -209,9 +210,9 @@ def test_connector_params_are_encrypted_and_bound_to_their_job(aws: JobsAWS) -> 
     stored = aws.objects()
     assert not any(key.encode() in content for content in stored.values())
     ciphertext = json.loads(stored[f"jobs/{job_id}/request.json"])["connector"]["params_ciphertext"]
-    assert jobs.decrypt_params(ciphertext, job_id, aws.key_arn) == body["connector"]["params"]
+    assert store.decrypt_params(ciphertext, job_id, aws.key_arn) == body["connector"]["params"]
     with pytest.raises(ClientError, match="InvalidCiphertext"):  # moved to another job, it cannot be read
-        jobs.decrypt_params(ciphertext, "f" * 32, aws.key_arn)
+        store.decrypt_params(ciphertext, "f" * 32, aws.key_arn)
 
 
 # --------------------------------------------------------------------------- GET /jobs/{id}
@@ -243,7 +244,7 @@ def test_a_failed_execution_shows_its_cause_without_a_stack_trace(
     job_id = submit(aws, body_of(varied_conversations(3)))
     # What DescribeExecution says of a job whose reduce ran out of memory (moto's StopExecution keeps no cause).
     payload = {"errorType": "MemoryError", "errorMessage": "out of memory", "stackTrace": ['File "x.py", line 1']}
-    stepfunctions = jobs.client("stepfunctions")
+    stepfunctions = store.client("stepfunctions")
     described = stepfunctions.describe_execution
 
     def failed(**kwargs: Any) -> dict[str, Any]:
@@ -295,8 +296,8 @@ def test_worker_is_idempotent(aws: JobsAWS) -> None:
     ],
 )
 def test_worker_refuses_an_event_that_is_not_a_shard_of_its_job(aws: JobsAWS, event: dict[str, Any]) -> None:
-    with pytest.raises(jobs.JobFailed):
-        jobs.worker_handler(event, LocalLambdaContext(timeout_s=900))
+    with pytest.raises(store.JobFailed):
+        lambdas.worker_handler(event, LocalLambdaContext(timeout_s=900))
     assert aws.objects() == {}
 
 
@@ -306,7 +307,7 @@ def test_worker_out_of_time_reports_turns_unscored_and_the_reduce_fails_the_job(
     [metrics] = [json.loads(v) for v in aws.objects(f"jobs/{job_id}/results/").values()]
     errors = {i["error"] for conversation in metrics for i in conversation["interactions"]}
     assert errors == {"time budget exhausted before this turn could be judged"}
-    with pytest.raises(jobs.JobFailed, match=r"no conversation could be scored: .*time budget exhausted"):
+    with pytest.raises(store.JobFailed, match=r"no conversation could be scored: .*time budget exhausted"):
         reduce(job_id)
     [recorded] = [json.loads(v) for k, v in aws.objects().items() if k.endswith("error.json")]
     assert recorded["error"].startswith("Agentic evaluation failed: no conversation could be scored")
@@ -333,7 +334,7 @@ def test_unscored_conversations_are_left_out_of_n_as_run_does(aws: JobsAWS, monk
 def test_reduce_without_a_shard_result_fails_the_job(aws: JobsAWS) -> None:
     job_id = submit(aws, body_of(varied_conversations(6)))
     worker(aws, job_id, 0)
-    with pytest.raises(jobs.JobFailed, match=r"internal error \(no result for jobs/.*/results/00001.json\)"):
+    with pytest.raises(store.JobFailed, match=r"internal error \(no result for jobs/.*/results/00001.json\)"):
         reduce(job_id)
 
 

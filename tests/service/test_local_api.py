@@ -193,17 +193,17 @@ def test_overlapping_requests_each_get_their_own_request_id(local_api: str, monk
     arrives, so they overlap for certain. A server that runs one request at a time
     gives up waiting and answers them in turn; either way the ids must differ.
     """
-    import handler.app
+    import handler.routes.run
 
     rendezvous = threading.Barrier(2, timeout=3.0)
-    original = handler.app.decode_body
+    original = handler.routes.run.decode_body
 
     def overlapping_decode_body(*args: Any, **kwargs: Any) -> Any:
         with contextlib.suppress(threading.BrokenBarrierError):
             rendezvous.wait()
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(handler.app, "decode_body", overlapping_decode_body)
+    monkeypatch.setattr(handler.routes.run, "decode_body", overlapping_decode_body)
     bodies = ["[1]", "5"]
     with ThreadPoolExecutor(max_workers=2) as pool:
         replies = list(pool.map(lambda body: http(local_api, "POST", "/run", body), bodies))

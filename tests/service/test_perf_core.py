@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from langchain_openai import ChatOpenAI
 
 import handler.app
+import handler.responses
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.judges.llm import JudgeTelemetry
@@ -212,14 +213,16 @@ def test_the_response_is_the_same_json_as_json_dumps_of_model_dump() -> None:
     body["datasets"][0]["conversation"][0]["assistant"] = "Le résultat est 8 — 🎉"
     request = parse_run_request(body, Settings())
     result = evaluate_sync(request.datasets, ReferenceJudge(), request.config)
-    produced = handler.app._json_body(result, "req-1")
+    produced = handler.responses.json_body(result, "req-1")
     expected = {**json.loads(json.dumps(result.model_dump(mode="json"))), "request_id": "req-1"}
     assert json.loads(produced) == expected
     assert list(json.loads(produced)) == list(expected)  # same field order, request_id last
     # The size that counts against Lambda's limit is the body escaped inside the proxy response.
     proxy_response = json.dumps({"statusCode": 200, "body": produced})
-    assert handler.app._payload_size(produced) <= len(proxy_response)
-    assert handler.app._payload_size('a"b') == len('"a\\"b"') and handler.app._payload_size("é") == len('"\\u00e9"')
+    assert handler.responses.payload_size(produced) <= len(proxy_response)
+    assert handler.responses.payload_size('a"b') == len('"a\\"b"') and handler.responses.payload_size("é") == len(
+        '"\\u00e9"'
+    )
 
 
 def reference_measure(value: Any, depth: int = 1) -> tuple[int, int]:

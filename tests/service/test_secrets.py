@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +111,58 @@ def test_verbose_logging_is_bounded() -> None:
     assert all(len(line["reasons"]) == 20 and line["turns_not_logged"] == 1 for line in scored)
     assert all(len(reason) == 1_000 for line in scored for reason in line["reasons"])
     assert [line["count"] for line in lines if line.get("message") == "conversations not logged"] == [1]
+
+
+class FrozenClock(datetime):
+    """Powertools' parameter cache reads `datetime.now()`: this one moves only when told."""
+
+    current = datetime(2026, 1, 1)
+
+    @classmethod
+    def now(cls, tz: Any = None) -> datetime:
+        return cls.current
+
+
+def test_a_rotated_secret_is_used_once_max_age_has_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LLM_API_KEY_SECRET_ARN against moto's Secrets Manager: the key is cached for
+    FAIR_FORGE_SECRET_MAX_AGE_S, and the rotated key is the one used after that."""
+    import boto3
+    from aws_lambda_powertools.utilities import parameters
+    from aws_lambda_powertools.utilities.parameters import base
+    from moto import mock_aws
+
+    from handler.connectors import build_judge
+    from handler.settings import Settings
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_REGION": "eu-west-1",
+        "FAIR_FORGE_SECRET_MAX_AGE_S": "300",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(base, "datetime", FrozenClock)
+    monkeypatch.setattr(FrozenClock, "current", datetime(2026, 1, 1))
+    first, rotated = "gsk_first_0123456789abcdef", "gsk_rotated_fedcba9876543210"
+    with mock_aws():
+        parameters.clear_caches()  # a provider made before moto started would call AWS itself
+        secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+        arn = secrets.create_secret(Name="llm-key", SecretString=json.dumps({"api_key": first}))["ARN"]
+        monkeypatch.setenv("LLM_API_KEY_SECRET_ARN", arn)
+
+        def key_in_use() -> str:
+            judge = build_judge("langchain_groq.ChatGroq", {"model": "llama-3.3-70b-versatile"}, Settings.from_env())
+            return str(judge.model.groq_api_key.get_secret_value())
+
+        try:
+            assert key_in_use() == first
+            secrets.put_secret_value(SecretId=arn, SecretString=json.dumps({"api_key": rotated}))
+            FrozenClock.current += timedelta(seconds=299)
+            assert key_in_use() == first  # cached: no GetSecretValue per request
+            FrozenClock.current += timedelta(seconds=2)
+            assert key_in_use() == rotated
+        finally:
+            parameters.clear_caches()

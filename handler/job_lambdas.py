@@ -1,0 +1,199 @@
+"""The Lambdas of a job's state machine (`statemachine/evaluation.asl.json`): the worker,
+run once per shard by the Distributed Map, and the reduce, run once at the end.
+
+Both are the service's image with another handler (`template.yaml`: `WorkerFunction`,
+`ReduceFunction`); the job's objects are read and written through `handler.job_store`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from fair_forge_core.redact import redact
+from handler import job_store as store
+from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
+from handler.invocation import gc_paused
+from handler.job_store import JobFailed, JobKeys
+from handler.observability import current_secrets, logger, metrics, secrets_masked
+from handler.responses import json_body
+from handler.settings import Settings
+
+Settings.from_env()  # a malformed variable fails the cold start, named, rather than every shard
+
+
+def _job_bucket(settings: Settings) -> str:
+    if not settings.jobs_bucket:
+        raise RuntimeError("JOBS_BUCKET is not set")
+    return settings.jobs_bucket
+
+
+def _fail(bucket: str, job_id: str, message: str) -> JobFailed:
+    """Record why the job cannot succeed (for GET /jobs/{id}) and return the error to raise."""
+    message = redact(message, current_secrets())
+    logger.error("job failed", extra={"reason": message})
+    try:
+        store.put(bucket, JobKeys(job_id).error, json.dumps({"error": message}))
+    except Exception as exc:  # the failure itself still reaches Step Functions
+        logger.warning("error.json not written", extra={"error_code": store.error_code(exc)})
+    return JobFailed(message)
+
+
+def _remaining_s(context: Any) -> float | None:
+    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+        return float(context.get_remaining_time_in_millis()) / 1000.0
+    return None
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """One shard: `{"job_id", "shard_key"}` in, `results/<n>.json` written, a small summary out.
+
+    The shard's turns are judged by the core's `evaluate_conversations` with the same judge, retry
+    policy and key rules as `/run`. No new judge call starts after the Lambda's remaining
+    time less `FAIR_FORGE_JOBS_WORKER_MARGIN_S`; turns left then are reported unscored, as
+    `/run` reports them. A provider that refuses the key or model fails the job (`JobFailed`,
+    not retried); any other exception fails this attempt, and the state machine retries it.
+    """
+    settings = Settings.from_env()
+    bucket = _job_bucket(settings)
+    job_id = store.valid_job_id(event.get("job_id"))
+    keys = JobKeys(job_id)
+    shard = event.get("shard_key")
+    index = keys.shard_index(shard)
+    logger.append_keys(job_id=job_id, shard_key=shard)
+    metrics.add_metric(name="Shards", unit=MetricUnit.Count, value=1)
+    target = keys.shard_result(index)
+    if store.size(bucket, target) is not None:  # an attempt that wrote its result and failed after: done
+        logger.info("shard already evaluated")
+        return {"job_id": job_id, "shard_key": shard, "conversations": None, "skipped": True}
+    # No pause of garbage collection here (unlike the reduce): a worker waits on the
+    # network for minutes, and every retried call leaves a reference cycle.
+    return _evaluate_shard(settings, bucket, keys, keys.shard(index), target, context)
+
+
+def _evaluate_shard(
+    settings: Settings, bucket: str, keys: JobKeys, shard: str, target: str, context: Any
+) -> dict[str, Any]:
+    from fair_forge_core.evaluate import evaluate_conversations, run_sync
+    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+    from fair_forge_core.schemas import Dataset, EvaluationConfig
+    from fair_forge_core.sharding import dump_conversations
+
+    job_id = keys.job_id
+    stored = store.get_json(bucket, keys.request)
+    params = store.decrypt_params(stored["connector"].get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
+    try:
+        judge = build_judge(stored["connector"]["class_path"], params, settings)
+    except ServerKeyUnavailable:
+        raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
+    except ConnectorError as exc:  # its message is safe to show (the core redacts it)
+        raise _fail(bucket, job_id, f"Failed to create LLM connector: {exc}") from None
+    with secrets_masked(judge.secrets):
+        datasets = [Dataset.model_validate(d) for d in store.get_json(bucket, shard)]
+        config = EvaluationConfig.model_validate(stored["config"])
+        remaining = _remaining_s(context)
+        deadline = None
+        if remaining is not None:
+            deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
+        telemetry = JudgeTelemetry()
+        started = time.perf_counter()
+        try:
+            conversations = run_sync(
+                evaluate_conversations(
+                    datasets,
+                    judge.model,
+                    config,
+                    deadline=deadline,
+                    retry=settings.retry_policy(),
+                    telemetry=telemetry,
+                )
+            )
+        except JudgeProviderRefused as exc:
+            raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
+        store.put(bucket, target, dump_conversations(conversations))
+    unscored = sum(1 for c in conversations if not c.is_scored)
+    turns = sum(len(d.conversation) for d in datasets)
+    metrics.add_metric(name="Conversations", unit=MetricUnit.Count, value=len(conversations))
+    metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
+    metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
+    metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
+    logger.info(
+        "shard evaluated",
+        extra={
+            "conversations": len(conversations),
+            "turns": turns,
+            "unscored_conversations": unscored,
+            "judge_calls": telemetry.calls,
+            "judge_errors": telemetry.errors,
+            "duration_ms": round((time.perf_counter() - started) * 1000),
+        },
+    )
+    return {"job_id": job_id, "shard_key": shard, "conversations": len(conversations), "unscored": unscored}
+
+
+@logger.inject_lambda_context(clear_state=True)
+def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """`{"job_id"}` in: every shard's result, in manifest order, combined into the /run response
+    (`fair_forge_core.sharding.reduce_shards`) and written to `result.json`.
+
+    The response carries the `request_id` of the POST /jobs that started it and the `job_id`.
+    If no conversation could be scored, the job fails (`JobFailed`) with /run's 502 message.
+    """
+    from fair_forge_core.evaluate import NoConversationScored
+    from fair_forge_core.schemas import EvaluationConfig
+    from fair_forge_core.sharding import load_conversations, reduce_shards
+
+    bucket = _job_bucket(Settings.from_env())
+    job_id = store.valid_job_id(event.get("job_id"))
+    keys = JobKeys(job_id)
+    logger.append_keys(job_id=job_id)
+    started = time.perf_counter()
+    with gc_paused():
+        stored = store.get_json(bucket, keys.request)
+        manifest = store.get_json(bucket, keys.manifest)
+        results = [keys.shard_result(keys.shard_index(item["shard_key"])) for item in manifest]
+        config = EvaluationConfig.model_validate(stored["config"])
+
+        def fetch(key: str) -> bytes:
+            try:
+                return store.get(bucket, key)
+            except Exception as exc:
+                if not store.is_missing(exc):
+                    raise
+            # A shard without a result: its worker failed. (On AWS the Map fails first and the reduce never
+            # runs; an emulator that tolerates failed items, as moto's does, gets here.) Its reason stands.
+            recorded = store.recorded_failure(bucket, job_id)
+            if recorded is not None:
+                raise JobFailed(recorded)
+            raise _fail(bucket, job_id, f"Agentic evaluation failed: internal error (no result for {key})")
+
+        with ThreadPoolExecutor(store.IO_THREADS) as pool:
+            try:  # map keeps the manifest's order, which is the request's order of conversations
+                result = reduce_shards(
+                    (load_conversations(data) for data in pool.map(fetch, results)),
+                    config,
+                    stored.get("warnings", []),
+                )
+            except NoConversationScored as exc:
+                raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
+        body = json_body(result, stored.get("request_id"), job_id=job_id)
+        store.put(bucket, keys.result, body)
+    conversations = len(result.per_conversation_metrics)
+    logger.info(
+        "job reduced",
+        extra={
+            "shards": len(results),
+            "conversations": conversations,
+            "result_bytes": len(body),
+            "duration_ms": round((time.perf_counter() - started) * 1000),
+            "interpretation": result.aggregated_metrics.interpretation,
+        },
+    )
+    return {"job_id": job_id, "result_key": keys.result, "conversations": conversations}

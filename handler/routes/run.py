@@ -1,0 +1,231 @@
+"""`POST /run` (a synchronous evaluation) and `GET /health`.
+
+Thin: the request is validated (`handler.validation`), the judge built
+(`handler.connectors`), and the evaluation run by `fair_forge_core.evaluate`.
+
+Import cost matters (cold start): LangChain, the providers and the evaluation
+core are imported on the first request that needs them, not here.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.metrics import MetricUnit
+
+from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
+from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
+from handler import __version__
+from handler.connectors import allowed_connectors, judge_for_request
+from handler.invocation import deadline
+from handler.observability import log_level, logger, metrics, secrets_masked
+from handler.responses import error_response, json_body, payload_size, request_id
+from handler.settings import Settings
+from handler.validation import RequestError, decode_body, parse_run_request
+
+router = Router()
+
+
+@router.get("/health")
+def health() -> dict[str, Any]:
+    settings = Settings.from_env()
+    return {
+        "status": "ok",
+        "version": __version__,
+        "connectors": sorted(set(allowed_connectors(settings).values())),
+        "limits": {
+            "max_body_bytes": settings.max_body_bytes,
+            "max_conversations": settings.max_conversations,
+            "max_turns": settings.max_turns,
+            "max_string_chars": settings.max_string_chars,
+            "max_tool_calls_per_turn": settings.max_tool_calls_per_turn,
+            "max_tool_calls": settings.max_tool_calls,
+            "max_assistants": settings.max_assistants,
+            "max_curve_points": settings.max_curve_points,
+            "max_k": EVALUATION_MAX_K,
+            "max_judge_reply_bytes": MAX_JUDGE_REPLY_BYTES,
+            "sync_budget_s": settings.sync_budget_s,
+        },
+        "jobs": {
+            "enabled": bool(settings.jobs_bucket and settings.jobs_state_machine_arn),
+            "max_conversations": settings.jobs_max_conversations,
+            "max_turns": settings.jobs_max_turns,
+            "max_tool_calls": settings.jobs_max_tool_calls,
+            "shard_size": settings.shard_size,
+            "shard_max_turns": settings.shard_max_turns,
+        },
+    }
+
+
+@router.post("/run")
+def run() -> Response:
+    settings = Settings.from_env()
+    event = router.current_event
+    _response_format()  # an unknown ?format= is refused before any work
+    body = decode_body(event.body, bool(event.is_base64_encoded), settings)
+    request = parse_run_request(body, settings)
+    verbose = request.config.verbose
+    with log_level("DEBUG" if verbose else None):
+        judge = judge_for_request(request.connector, settings)
+        with secrets_masked(judge.secrets):
+            return _evaluate(request, judge.model, settings)
+
+
+def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
+    from fair_forge_core.evaluate import NoConversationScored, evaluate, run_sync
+    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+
+    turns = sum(len(d.conversation) for d in request.datasets)
+    logger.info(
+        "evaluation started",
+        extra={
+            "conversations": len(request.datasets),
+            "turns": turns,
+            "class_path": request.connector.class_path,
+        },
+    )
+    telemetry = JudgeTelemetry()
+    started = time.perf_counter()
+    try:
+        result = run_sync(  # not asyncio.run: one loop per process keeps the providers' HTTP pools usable
+            evaluate(
+                request.datasets,
+                model,
+                request.config,
+                deadline=deadline(settings, router.lambda_context),
+                retry=settings.retry_policy(),
+                telemetry=telemetry,
+            )
+        )
+    except (JudgeProviderRefused, NoConversationScored) as exc:
+        logger.error("evaluation failed", extra={"reason": str(exc)})
+        return error_response(502, f"Agentic evaluation failed: {exc}", request_id(router))
+    finally:
+        elapsed = time.perf_counter() - started
+        metrics.add_metric(name="Conversations", unit=MetricUnit.Count, value=len(request.datasets))
+        metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
+        metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
+        metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
+        metrics.add_metric(name="EvaluationDuration", unit=MetricUnit.Milliseconds, value=elapsed * 1000)
+    response = _result_response(result, settings)
+    aggregated = result.aggregated_metrics
+    after_judge_s = time.perf_counter() - (telemetry.judging_ended_at or started)
+    logger.info(
+        "evaluation finished",
+        extra={
+            "duration_ms": round(elapsed * 1000),
+            "judging_ms": round(telemetry.judging_s * 1000),
+            "after_judge_ms": round(after_judge_s * 1000),  # aggregation and response: past the deadline
+            "judge_calls": telemetry.calls,
+            "judge_retries": telemetry.retries,
+            "judge_rate_limited": telemetry.rate_limited,
+            "judge_errors": telemetry.errors,
+            "scored_conversations": aggregated.total_conversations,
+            "unscored_conversations": aggregated.unscored_conversations,
+            "interpretation": aggregated.interpretation,
+        },
+    )
+    _log_verbose_detail(result.per_conversation_metrics)
+    return response
+
+
+VERBOSE_LOG_CONVERSATIONS = 100
+VERBOSE_LOG_TURNS = 20
+
+
+def _log_verbose_detail(conversations: list[Any]) -> None:
+    """`config.verbose`: each conversation's scores and reasons at DEBUG, bounded so that one
+    request cannot flood the log group (reasons are already cut to 1,000 characters each)."""
+    for conversation in conversations[:VERBOSE_LOG_CONVERSATIONS]:
+        interactions = conversation.interactions or []
+        logger.debug(
+            "conversation scored",
+            extra={
+                "session_id": conversation.session_id,
+                "scores": conversation.correctness_scores[:VERBOSE_LOG_TURNS],
+                "reasons": [i.judge_reasoning for i in interactions[:VERBOSE_LOG_TURNS]],
+                "turns_not_logged": max(0, len(conversation.correctness_scores) - VERBOSE_LOG_TURNS),
+            },
+        )
+    if len(conversations) > VERBOSE_LOG_CONVERSATIONS:
+        logger.debug("conversations not logged", extra={"count": len(conversations) - VERBOSE_LOG_CONVERSATIONS})
+
+
+def _result_response(result: Any, settings: Settings) -> Response:
+    """The 200 body; per-turn detail is dropped (and a warning added) if it would not fit in 6 MB."""
+    if _response_format() == "html":
+        return _html_response(result, settings)
+    rid = request_id(router)
+    body = json_body(result, rid)
+    if payload_size(body) > settings.max_response_bytes:
+        note = "per-turn detail left out: the full response would exceed the 6 MB Lambda limit"
+        conversations = [m.model_copy(update={"interactions": None}) for m in result.per_conversation_metrics]
+        trimmed = result.model_copy(
+            update={"per_conversation_metrics": conversations, "warnings": [*result.warnings, note]}
+        )
+        body = json_body(trimmed, rid)
+    if payload_size(body) > settings.max_response_bytes:
+        return error_response(413, "Response too large even without per-turn detail: send fewer conversations", rid)
+    return Response(status_code=200, content_type="application/json", body=body, headers={"Vary": "Accept"})
+
+
+def _prefers_html(accept: str) -> bool:
+    """Whether an `Accept` header ranks `text/html` above JSON (a tie, `*/*` or no header: JSON)."""
+    weights: dict[str, float] = {}
+    for item in accept.split(","):
+        media, *params = (part.strip().lower() for part in item.split(";"))
+        quality = 1.0
+        for param in params:
+            if param.startswith("q="):
+                try:
+                    quality = float(param[2:])
+                except ValueError:
+                    quality = 0.0
+        weights[media] = max(quality, weights.get(media, 0.0))
+    html = weights.get("text/html", 0.0)
+    return html > 0 and html > max(weights.get("application/json", 0.0), weights.get("application/*", 0.0))
+
+
+def _response_format() -> str:
+    """The response format of the current request, "html" or "json": `?format=` first, else `Accept`."""
+    event = router.current_event
+    requested = (event.query_string_parameters or {}).get("format")
+    if requested is not None:
+        if requested.lower() not in ("html", "json"):
+            raise RequestError(400, "Unsupported format: use ?format=json (the default) or ?format=html")
+        return requested.lower()
+    accept = event.headers.get("accept") or ""  # Powertools' headers are case-insensitive
+    return "html" if _prefers_html(accept) else "json"
+
+
+def _html_response(result: Any, settings: Settings) -> Response:
+    """The HTML report of the result (`fair_forge_core.report`); per-turn detail is left out if it would not fit."""
+    from fair_forge_core.report import render_html
+
+    payload = {**result.model_dump(mode="json"), "request_id": request_id(router)}
+    page = render_html(payload)
+    if payload_size(page) > settings.max_response_bytes:
+        for conversation in payload["per_conversation_metrics"]:
+            conversation["interactions"] = None
+        payload["warnings"].append("per-turn detail left out: the full report would exceed the 6 MB Lambda limit")
+        page = render_html(payload)
+    if payload_size(page) > settings.max_response_bytes:
+        return error_response(
+            413, "Report too large even without per-turn detail: send fewer conversations", request_id(router)
+        )
+    return Response(status_code=200, content_type="text/html; charset=utf-8", body=page, headers=HTML_HEADERS)
+
+
+HTML_HEADERS = {
+    "Vary": "Accept",
+    "X-Content-Type-Options": "nosniff",
+    # The report is one self-contained page: inline CSS and SVG, no script, nothing fetched.
+    # Anything else a caller's text might smuggle in would be refused by the browser.
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+}
