@@ -4,7 +4,7 @@ The whole path of a job, in this process: `POST /jobs` through `lambda_handler` 
 plan 50 shards of 200, encrypt, write to S3, start the execution), the state machine of
 `statemachine/evaluation.asl.json` run by moto's Step Functions (the Distributed Map over the
 S3 manifest, one worker per shard, then the reduce), the project's real worker and reduce
-handlers dispatched in-process (`tests/service/jobs_harness.py`), and `GET /jobs/{id}`
+handlers dispatched in-process (`fair_forge_testing/jobs_harness.py`), and `GET /jobs/{id}`
 polled until the result is there (fetched through its presigned URL). moto's S3, KMS and
 Step Functions run in this process too, so the end-to-end time includes the emulator.
 
@@ -94,7 +94,7 @@ def one_job(body: dict[str, Any], results_dir: Path) -> dict[str, Any]:
     import pytest
     import requests
 
-    from tests.service.jobs_harness import jobs_aws
+    from fair_forge_testing.jobs_harness import jobs_aws
 
     monkeypatch = pytest.MonkeyPatch()
     try:

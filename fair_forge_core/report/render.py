@@ -11,7 +11,7 @@ import html
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from fair_forge_core.report import charts
+import fair_forge_core.report.charts as charts
 from fair_forge_core.report.view import (
     TOOL_DIMENSIONS,
     Report,

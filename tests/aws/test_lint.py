@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from fair_forge_testing.cloudformation import template
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "scripts").glob("*.sh"))
@@ -33,30 +34,6 @@ def tool(name: str) -> str:
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
-
-
-class _CfnLoader(yaml.SafeLoader):
-    """Reads CloudFormation's short forms (!Ref, !Sub, ...) as {"Ref": ...}, {"Fn::Sub": ...}."""
-
-
-def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    name = suffix if suffix == "Ref" else f"Fn::{suffix}"
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = str(value).split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _intrinsic)
-
-
-def template() -> dict[str, Any]:
-    return dict(yaml.load((ROOT / "template.yaml").read_text(), Loader=_CfnLoader))  # a SafeLoader
 
 
 def test_cfn_lint_is_clean() -> None:

@@ -15,7 +15,7 @@ from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges.reference import ReferenceJudge
 from fair_forge_core.schemas import Dataset
 from fair_forge_testing.fake_llm_server import FakeLLMServer
-from tests.service.handler_client import call_handler, run_in_subprocess
+from fair_forge_testing.handler_client import call_handler, run_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())

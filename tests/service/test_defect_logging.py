@@ -13,8 +13,8 @@ import pytest
 
 import handler.connectors
 import handler.routes.run
+from fair_forge_testing.handler_client import call_handler
 from handler.observability import logger
-from tests.service.handler_client import call_handler
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())

@@ -14,7 +14,7 @@ import pytest
 
 from fair_forge_testing.builders import conversation, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply, judge_responder
-from tests.service.handler_client import call_handler
+from fair_forge_testing.handler_client import call_handler
 
 CONVERSATIONS = 24
 POISONED = {3, 11, 17}

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.service.handler_client import call_handler
+from fair_forge_testing.handler_client import call_handler
 
 ROOT = Path(__file__).resolve().parents[2]
 VALID = json.loads((ROOT / "examples" / "calculator.json").read_text())

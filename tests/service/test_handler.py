@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from fair_forge_testing.handler_client import call_handler
 from handler.local import make_proxy_event
-from tests.service.handler_client import call_handler
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())
@@ -171,7 +171,7 @@ def test_refused_class_paths_import_nothing() -> None:
     # In a fresh interpreter, so that "not imported" means something.
     script = f"""
 import json, sys
-from tests.service.handler_client import call_handler
+from fair_forge_testing.handler_client import call_handler
 paths = {["antigravity.geohash", "this.s", "turtle.Turtle", "tkinter.Tk", "smtplib.SMTP"]!r}
 before = set(sys.modules)
 for path in paths:
@@ -266,7 +266,7 @@ def test_unknown_route_is_404_in_the_error_shape() -> None:
 def test_cors_header_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     script = """
 import json, os
-from tests.service.handler_client import call_handler
+from fair_forge_testing.handler_client import call_handler
 print(json.dumps(call_handler(method="GET", path="/health", headers={"Origin": "https://app.example"}).headers))
 """
     env = {**__import__("os").environ, "CORS_ALLOW_ORIGIN": "https://app.example"}
@@ -496,7 +496,7 @@ def test_common_request_parameters_are_forwarded_not_refused(class_path: str) ->
 def test_the_finished_log_line_splits_the_judge_phase_from_what_follows_it() -> None:
     # What follows the judge phase is the work its deadline does not stop: operators see it in CloudWatch.
     from fair_forge_testing.fake_llm_server import FakeLLMServer
-    from tests.service.handler_client import run_in_subprocess
+    from fair_forge_testing.handler_client import run_in_subprocess
 
     with FakeLLMServer(latency_s=0.2) as server:
         body = request()

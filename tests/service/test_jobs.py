@@ -13,10 +13,10 @@ from botocore.exceptions import ClientError
 
 import handler.job_lambdas as lambdas
 import handler.job_store as store
+from fair_forge_testing.handler_client import call_handler
+from fair_forge_testing.jobs_harness import REGION, JobsAWS, jobs_aws
 from fair_forge_testing.jobs_support import UNSCORABLE, varied_conversations
 from handler.local import LocalLambdaContext
-from tests.service.handler_client import call_handler
-from tests.service.jobs_harness import REGION, JobsAWS, jobs_aws
 
 REFERENCE = "fair_forge_core.judges.ReferenceJudge"
 

@@ -12,9 +12,9 @@ import pytest
 import requests
 
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
+from fair_forge_testing.handler_client import call_handler
+from fair_forge_testing.jobs_harness import JobsAWS, jobs_aws
 from fair_forge_testing.jobs_support import varied_conversations
-from tests.service.handler_client import call_handler
-from tests.service.jobs_harness import JobsAWS, jobs_aws
 
 pytestmark = [
     pytest.mark.slow,

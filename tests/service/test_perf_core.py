@@ -31,9 +31,9 @@ from fair_forge_core.schemas import AgenticTrace, EvaluationConfig, GroundTruthA
 from fair_forge_core.tools import ToolScorer, score_tool_calls
 from fair_forge_testing.builders import conversation, datasets, distinct_conversations, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer
+from fair_forge_testing.handler_client import call_handler
 from handler.settings import Settings
 from handler.validation import _measure, parse_run_request
-from tests.service.handler_client import call_handler
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())

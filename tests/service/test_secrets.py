@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
-from tests.service.handler_client import run_in_subprocess
+from fair_forge_testing.handler_client import run_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())

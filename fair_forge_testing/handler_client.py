@@ -52,7 +52,7 @@ def call_handler(
 
 _SUBPROCESS_SCRIPT = """
 import json, sys
-from tests.service.handler_client import call_handler
+from fair_forge_testing.handler_client import call_handler
 for line in sys.stdin:
     request = json.loads(line)
     response = call_handler(raw=request) if isinstance(request, str) else call_handler(request)
@@ -70,7 +70,7 @@ def run_in_subprocess(requests: list[Any], env: dict[str, str] | None = None) ->
     result = subprocess.run(
         [sys.executable, "-c", _SUBPROCESS_SCRIPT],
         input="".join(json.dumps(r) + "\n" for r in requests),
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,
         timeout=300,

@@ -37,11 +37,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from fair_forge_testing.cloudformation import template
+from fair_forge_testing.handler_client import HandlerResponse, call_handler
 from handler.local import LocalLambdaContext
-from tests.aws.test_lint import template
-from tests.service.handler_client import HandlerResponse, call_handler
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 ASL_FILE = ROOT / "statemachine" / "evaluation.asl.json"
 REGION = "us-east-1"
 MODULE = "agentic"
