@@ -7,10 +7,12 @@ PORT   ?= 3000
 
 .PHONY: venv run serve test lint typecheck lock bench clean
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt
+$(BIN)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	# the project itself, editable: the `fair-forge` command in .venv/bin (its dependencies are above)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(BIN)/.installed
