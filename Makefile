@@ -30,6 +30,7 @@ test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict fair_forge_core
+	$(BIN)/mypy handler
 	$(BIN)/python -m pytest
 
 ## lock: pin requirements.txt with hashes into requirements.lock (what the Lambda image installs)
@@ -41,6 +42,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict fair_forge_core
+	$(BIN)/mypy handler
 
 ## bench: every benchmark in benchmarks/ (about 3 minutes, 127.0.0.1 only); figures in benchmarks/RESULTS.md
 bench: venv

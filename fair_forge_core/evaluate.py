@@ -170,10 +170,10 @@ def build_result(
             f"k = {config.k} exceeds the {aggregated.total_conversations} scored conversation(s): "
             "the unbiased estimators are null"
         )
+    result = EvaluationResult(per_conversation_metrics=conversations, aggregated_metrics=aggregated, warnings=warnings)
     if not config.include_interactions:
-        warnings.append("per-turn detail left out (config.include_interactions is false)")
-        conversations = [m.model_copy(update={"interactions": None}) for m in conversations]
-    return EvaluationResult(per_conversation_metrics=conversations, aggregated_metrics=aggregated, warnings=warnings)
+        return result.without_interactions("config.include_interactions is false")
+    return result
 
 
 T = TypeVar("T")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -459,3 +459,10 @@ class EvaluationResult(_Result):
     per_conversation_metrics: list[ConversationMetrics]
     aggregated_metrics: AggregatedMetrics
     warnings: list[str] = Field(default_factory=list)
+
+    def without_interactions(self, reason: str) -> Self:
+        """The same result without per-turn detail, and the warning `per-turn detail left out:
+        <reason>` — the one way detail is dropped (by request, or to fit a response)."""
+        conversations = [m.model_copy(update={"interactions": None}) for m in self.per_conversation_metrics]
+        warnings = [*self.warnings, f"per-turn detail left out: {reason}"]
+        return self.model_copy(update={"per_conversation_metrics": conversations, "warnings": warnings})

@@ -21,7 +21,7 @@ from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
 from handler.invocation import gc_paused
 from handler.job_store import JobFailed, JobKeys
 from handler.observability import current_secrets, logger, metrics, secrets_masked
-from handler.responses import json_body
+from handler.responses import JobResult
 from handler.settings import Settings
 
 Settings.from_env()  # a malformed variable fails the cold start, named, rather than every shard
@@ -183,7 +183,7 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                 )
             except NoConversationScored as exc:
                 raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
-        body = json_body(result, stored.get("request_id"), job_id=job_id)
+        body = JobResult.of(result, stored.get("request_id"), job_id=job_id).model_dump_json()
         store.put(bucket, keys.result, body)
     conversations = len(result.per_conversation_metrics)
     logger.info(

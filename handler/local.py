@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -79,10 +79,11 @@ def make_proxy_event(
     headers = dict(headers or {})
     is_base64 = False
     if isinstance(body, bytes):
+        raw = body
         try:
-            body = body.decode("utf-8")
+            body = raw.decode("utf-8")
         except UnicodeDecodeError:
-            body, is_base64 = base64.b64encode(body).decode("ascii"), True
+            body, is_base64 = base64.b64encode(raw).decode("ascii"), True
     request_id = str(uuid.uuid4())
     return {
         "resource": path,
@@ -170,7 +171,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             body,
             headers={name: value for name, value in self.headers.items()},
             query=dict(parse_qsl(url.query)) or None,
-            domain="{}:{}".format(*self.server.server_address[:2]),  # this server's own address, not the caller's Host
+            domain="{}:{}".format(
+                *cast(tuple[str, int], self.server.server_address)[:2]
+            ),  # this server's own address, not the caller's Host
         )
         with _INVOCATION_LOCK:
             response = lambda_handler(event, LocalLambdaContext(timeout_s=self.timeout_s))

@@ -22,7 +22,7 @@ from handler import __version__
 from handler.connectors import allowed_connectors, judge_for_request
 from handler.invocation import deadline
 from handler.observability import log_level, logger, metrics, secrets_masked
-from handler.responses import error_response, json_body, payload_size, request_id
+from handler.responses import RunResponse, error_response, payload_size, request_id
 from handler.settings import Settings
 from handler.validation import RequestError, decode_body, parse_run_request
 
@@ -159,14 +159,10 @@ def _result_response(result: Any, settings: Settings) -> Response:
     if _response_format() == "html":
         return _html_response(result, settings)
     rid = request_id(router)
-    body = json_body(result, rid)
+    body = RunResponse.of(result, rid).model_dump_json()
     if payload_size(body) > settings.max_response_bytes:
-        note = "per-turn detail left out: the full response would exceed the 6 MB Lambda limit"
-        conversations = [m.model_copy(update={"interactions": None}) for m in result.per_conversation_metrics]
-        trimmed = result.model_copy(
-            update={"per_conversation_metrics": conversations, "warnings": [*result.warnings, note]}
-        )
-        body = json_body(trimmed, rid)
+        trimmed = result.without_interactions("the full response would exceed the 6 MB Lambda limit")
+        body = RunResponse.of(trimmed, rid).model_dump_json()
     if payload_size(body) > settings.max_response_bytes:
         return error_response(413, "Response too large even without per-turn detail: send fewer conversations", rid)
     return Response(status_code=200, content_type="application/json", body=body, headers={"Vary": "Accept"})
@@ -205,13 +201,10 @@ def _html_response(result: Any, settings: Settings) -> Response:
     """The HTML report of the result (`fair_forge_core.report`); per-turn detail is left out if it would not fit."""
     from fair_forge_core.report import render_html
 
-    payload = {**result.model_dump(mode="json"), "request_id": request_id(router)}
-    page = render_html(payload)
+    page = render_html(RunResponse.of(result, request_id(router)).model_dump(mode="json"))
     if payload_size(page) > settings.max_response_bytes:
-        for conversation in payload["per_conversation_metrics"]:
-            conversation["interactions"] = None
-        payload["warnings"].append("per-turn detail left out: the full report would exceed the 6 MB Lambda limit")
-        page = render_html(payload)
+        trimmed = result.without_interactions("the full report would exceed the 6 MB Lambda limit")
+        page = render_html(RunResponse.of(trimmed, request_id(router)).model_dump(mode="json"))
     if payload_size(page) > settings.max_response_bytes:
         return error_response(
             413, "Report too large even without per-turn detail: send fewer conversations", request_id(router)

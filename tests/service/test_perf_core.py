@@ -213,7 +213,7 @@ def test_the_response_is_the_same_json_as_json_dumps_of_model_dump() -> None:
     body["datasets"][0]["conversation"][0]["assistant"] = "Le résultat est 8 — 🎉"
     request = parse_run_request(body, Settings())
     result = evaluate_sync(request.datasets, ReferenceJudge(), request.config)
-    produced = handler.responses.json_body(result, "req-1")
+    produced = handler.responses.RunResponse.of(result, "req-1").model_dump_json()
     expected = {**json.loads(json.dumps(result.model_dump(mode="json"))), "request_id": "req-1"}
     assert json.loads(produced) == expected
     assert list(json.loads(produced)) == list(expected)  # same field order, request_id last
