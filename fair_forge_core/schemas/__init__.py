@@ -1,0 +1,90 @@
+"""Pydantic models at the library's boundary: what an evaluation takes and returns.
+
+Request side (`Dataset`, `Batch`, tool calls, `EvaluationConfig`) rejects unknown
+fields, so a misspelt option (``"treshold"``) is an error naming the field rather
+than a silently ignored setting. Types are strict: ``"k": "3"``, ``"k": true`` or
+``"threshold": "0.7"`` are errors, never coerced (an int is accepted where a float
+is expected, as JSON has one number type). Floats reject NaN and infinities.
+
+Datasets serialised by alquimia-fair-forge (`Dataset.model_dump()`) are accepted as
+they are: their per-turn ``logprobs`` and ``weight`` are read and ignored (see
+`input_warnings`), ``language: null`` means "english", and a
+``ground_truth_agentic`` without ``expected_tools`` (the original's default ``{}``)
+means "tools not evaluated" (``"expected_tools": []`` means "no tool expected").
+
+Result side mirrors DESIGN.md §3 and §6. Fields that a mode or a situation does not
+produce are ``None`` (JSON ``null``), never a made-up number.
+
+Three modules: `request` (what an evaluation takes), `result` (what it returns) and
+`json_input` (reading a request's JSON strictly). Import from this package.
+"""
+
+from fair_forge_core.schemas.json_input import (
+    LoneSurrogate,
+    NonFiniteNumber,
+    describe_json_error,
+    field_path,
+    loads_json,
+)
+from fair_forge_core.schemas.request import (
+    MAX_K,
+    ORIGINAL_TURN_FIELDS,
+    PRIOR_RANGE,
+    TOOL_WEIGHT_KEYS,
+    AgenticTrace,
+    Batch,
+    ConnectorSpec,
+    Dataset,
+    EvaluationConfig,
+    ExpectedToolCall,
+    GroundTruthAgentic,
+    RunRequest,
+    StatisticalMode,
+    StructuredOutputMethod,
+    ToolCall,
+    ToolWeights,
+    input_warnings,
+)
+from fair_forge_core.schemas.result import (
+    AggregatedMetrics,
+    ConversationMetrics,
+    CurvePoint,
+    EvaluationResult,
+    InteractionResult,
+    PerTaskMetrics,
+    RateEstimate,
+    ToolCorrectnessScore,
+)
+
+__all__ = [
+    "MAX_K",
+    "ORIGINAL_TURN_FIELDS",
+    "PRIOR_RANGE",
+    "TOOL_WEIGHT_KEYS",
+    "AgenticTrace",
+    "AggregatedMetrics",
+    "Batch",
+    "ConnectorSpec",
+    "ConversationMetrics",
+    "CurvePoint",
+    "Dataset",
+    "EvaluationConfig",
+    "EvaluationResult",
+    "ExpectedToolCall",
+    "GroundTruthAgentic",
+    "InteractionResult",
+    "LoneSurrogate",
+    "NonFiniteNumber",
+    "PerTaskMetrics",
+    "RateEstimate",
+    "RunRequest",
+    "StatisticalMode",
+    "StructuredOutputMethod",
+    "ToolCall",
+    "ToolCorrectnessScore",
+    "ToolWeights",
+    "describe_json_error",
+    "field_path",
+    "input_warnings",
+    "loads_json",
+]

@@ -1,0 +1,231 @@
+"""The request side: conversations, their turns and tool calls, the evaluation's options (see the package docstring)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+
+
+# --------------------------------------------------------------------------- request
+
+
+class ToolCall(_Request):
+    """One call the agent made."""
+
+    tool_name: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    step: int | None = None
+
+
+class ExpectedToolCall(_Request):
+    """One call the agent should have made.
+
+    A parameter value may be a plain value (the common case) or a rule object, see
+    `fair_forge_core.tools` (``{"$any_of": [...]}``, ``{"$approx": x, "tol": t}``,
+    ``{"$text": s}``, ``{"$any": true}``).
+    """
+
+    tool_name: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    step: int | None = None
+
+
+class AgenticTrace(_Request):
+    """The tools the agent actually used in one turn.
+
+    `final_answer_uses_tools` None means "not reported": the tool rubric then reads
+    utilization from whether a tool result appears in the answer.
+    """
+
+    tools_used: list[ToolCall] = Field(default_factory=list)
+    final_answer_uses_tools: bool | None = None
+
+
+class GroundTruthAgentic(_Request):
+    """The tools the agent should have used in one turn."""
+
+    expected_tools: list[ExpectedToolCall] = Field(default_factory=list)
+    tool_sequence_matters: bool = False
+
+
+ORIGINAL_TURN_FIELDS = ("logprobs", "weight")
+"""Per-turn fields of alquimia-fair-forge's `Batch` that this service reads and ignores."""
+
+
+class Batch(_Request):
+    """One turn of a conversation.
+
+    `observation` is what the agent saw (a tool output, a retrieved document): the
+    judge gets it as data, and the report shows it. `logprobs` and `weight` exist
+    only so that the original library's serialised datasets are accepted; they
+    play no part in any score.
+    """
+
+    qa_id: str
+    query: str
+    assistant: str
+    ground_truth_assistant: str
+    observation: str | None = None
+    agentic: AgenticTrace | None = None
+    ground_truth_agentic: GroundTruthAgentic | None = None
+    logprobs: Any = Field(None, exclude=True)
+    weight: Any = Field(None, exclude=True)
+
+    @field_validator("ground_truth_agentic", mode="before")
+    @classmethod
+    def _tools_not_evaluated_without_expected_tools(cls, value: Any) -> Any:
+        # The original library's default is `{}`: no expectation was written, so there is
+        # nothing to score against. Only an explicit `expected_tools` (even `[]`) is one. A
+        # dict with any other key is left to validation, so a typo (`expected_tool`) is a 400.
+        if isinstance(value, dict) and "expected_tools" not in value and set(value) <= {"tool_sequence_matters"}:
+            return None
+        return value
+
+    def tool_call_count(self) -> int:
+        """The tool calls of both lists of this turn (what the tool rubric works through)."""
+        used = len(self.agentic.tools_used) if self.agentic is not None else 0
+        expected = len(self.ground_truth_agentic.expected_tools) if self.ground_truth_agentic is not None else 0
+        return used + expected
+
+
+class Dataset(_Request):
+    """One conversation. Conversations sharing a `task_id` are attempts at one task."""
+
+    session_id: str
+    assistant_id: str
+    language: str = "english"
+    context: str = ""
+    task_id: str | None = None
+    conversation: list[Batch] = Field(min_length=1)
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _null_language_is_english(cls, value: Any) -> Any:
+        return "english" if value is None else value
+
+
+def input_warnings(datasets: list[Dataset]) -> list[str]:
+    """What the result must say about the input itself: today, one warning when any turn
+    carries the original library's `logprobs` / `weight` (accepted, ignored)."""
+    present = sorted(
+        {name for d in datasets for b in d.conversation for name in ORIGINAL_TURN_FIELDS if name in b.model_fields_set}
+    )
+    if not present:
+        return []
+    return [
+        f"per-turn {' and '.join(present)} (alquimia-fair-forge fields) accepted and ignored: they play no part in any score"
+    ]
+
+
+class ToolWeights(_Request):
+    """Weights of the four tool dimensions; each ≥ 0, summing to a finite number above 0.
+
+    Four weights of 1e308 each are finite but sum to infinity, which would normalise
+    every weight to 0 and score a perfect call 0.0: refused.
+    """
+
+    selection: float = Field(0.25, ge=0)
+    parameters: float = Field(0.25, ge=0)
+    sequence: float = Field(0.25, ge=0)
+    utilization: float = Field(0.25, ge=0)
+
+    @model_validator(mode="after")
+    def _positive_sum(self) -> ToolWeights:
+        if not 0 < self.total < float("inf"):
+            raise ValueError("tool_weights must sum to a finite number greater than 0")
+        return self
+
+    @property
+    def total(self) -> float:
+        return self.selection + self.parameters + self.sequence + self.utilization
+
+    def normalised(self) -> ToolWeights:
+        """The same weights scaled to sum to 1 (what the tool rubric's overall score uses)."""
+        total = self.total
+        return ToolWeights(
+            selection=self.selection / total,
+            parameters=self.parameters / total,
+            sequence=self.sequence / total,
+            utilization=self.utilization / total,
+        )
+
+
+PRIOR_RANGE = (0.001, 1e6)
+"""Accepted values of each Beta prior parameter. Outside it scipy's Beta quantiles
+become NaN or meaningless for some (n, c), and no real prior needs more."""
+
+
+class StatisticalMode(_Request):
+    """How p is estimated: a point estimate, or a Beta posterior with credible intervals."""
+
+    mode: Literal["frequentist", "bayesian"] = "frequentist"
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    prior: list[float] = Field(default_factory=lambda: [1.0, 1.0], min_length=2, max_length=2)
+
+    @field_validator("prior", mode="before")
+    @classmethod
+    def _prior_from_tuple(cls, value: Any) -> Any:
+        # Library callers write `prior=(1, 1)`; JSON has only lists. The items stay strict.
+        return list(value) if isinstance(value, tuple) else value
+
+    @field_validator("prior")
+    @classmethod
+    def _prior_in_range(cls, prior: list[float]) -> list[float]:
+        low, high = PRIOR_RANGE
+        if not all(low <= value <= high for value in prior):
+            raise ValueError(f"both prior parameters must be between {low:g} and {high:g}")
+        return prior
+
+
+MAX_K = 1000
+"""The largest k: the curve has max(k, 10) points per aggregate (and per assistant)."""
+
+StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
+
+
+class EvaluationConfig(_Request):
+    """Options of one evaluation (DESIGN.md §2). Every field is optional."""
+
+    k: int = Field(3, ge=1, le=MAX_K)
+    threshold: float = Field(0.7, ge=0, le=1)
+    tool_threshold: float = Field(0.75, ge=0, le=1)
+    tool_weights: ToolWeights = Field(default_factory=ToolWeights)
+    tool_dimension_floor: float = Field(0.5, ge=0, le=1)
+    use_structured_output: bool = False
+    structured_output_method: StructuredOutputMethod | None = None
+    bos_json_clause: str = "```json"
+    eos_json_clause: str = "```"
+    verbose: bool = False
+    statistical_mode: StatisticalMode = Field(default_factory=StatisticalMode)
+    require_tool_correctness: bool = True
+    max_concurrency: int = Field(8, ge=1, le=64)
+    include_interactions: bool = True
+
+    @field_validator("statistical_mode", mode="before")
+    @classmethod
+    def _mode_from_string(cls, value: Any) -> Any:
+        # The original library takes a bare name; the object form adds options.
+        return {"mode": value} if isinstance(value, str) else value
+
+
+class ConnectorSpec(_Request):
+    """Which chat model judges the answers: an allowed class path and its constructor arguments."""
+
+    class_path: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunRequest(_Request):
+    """A whole evaluation request: the body of `POST /run`, and the file `python -m fair_forge_core evaluate` reads."""
+
+    connector: ConnectorSpec
+    datasets: list[Dataset] = Field(min_length=1)
+    config: EvaluationConfig = Field(default_factory=EvaluationConfig)
