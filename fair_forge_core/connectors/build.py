@@ -1,0 +1,149 @@
+"""Building the judge's chat model from a checked request (the order of the package docstring), with
+the reply-limited HTTP client of step 7."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fair_forge_core.judges.reply_limit import capped_async_client
+from fair_forge_core.redact import redact
+
+if TYPE_CHECKING:
+    from langchain_core.language_models.chat_models import BaseChatModel
+
+from fair_forge_core.connectors.allowlist import load_chat_model_class, resolve_class_path
+from fair_forge_core.connectors.rules import (
+    ENDPOINT_PARAMS,
+    KEY_PARAMS,
+    REFUSED_PARAMS,
+    SERVER_KEY_SAFE_PARAMS,
+    TOKEN_PARAMS,
+    ConnectorError,
+    EndpointPolicy,
+    accepts,
+    check_endpoint,
+    check_key_values,
+    check_param_names,
+    check_plain_names,
+    check_server_key_params,
+    param_field,
+    secret_values,
+)
+
+DEFAULT_POLICY = EndpointPolicy()
+
+ServerKey = Callable[[], str | None]
+
+REPLY_LIMITED_CONNECTORS: dict[str, tuple[str, str | None]] = {
+    "langchain_openai.chat_models.ChatOpenAI": ("openai", "openai_proxy"),
+    "langchain_openai.chat_models.AzureChatOpenAI": ("openai", None),
+    "langchain_groq.chat_models.ChatGroq": ("groq", None),
+}
+"""Class path → (the SDK whose `DefaultAsyncHttpxClient` the class takes as
+`http_async_client`, the class's proxy parameter that it would otherwise turn into a
+client of its own and refuses alongside ours). AzureChatOpenAI and ChatGroq declare a
+proxy field but never use it."""
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A built chat model and the secret values it was given (to mask in logs and messages)."""
+
+    model: BaseChatModel
+    secrets: frozenset[str]
+
+
+def _give_reply_limited_client(
+    cls: type[BaseChatModel], sdk_and_proxy: tuple[str, str | None], params: dict[str, Any]
+) -> None:
+    """Set `params["http_async_client"]` to a reply-limited client of the class's SDK.
+
+    The proxy the class would have used (the caller's parameter, else the field's own
+    default, which may come from the environment: `OPENAI_PROXY`) moves to our client.
+    """
+    sdk_name, proxy_param = sdk_and_proxy
+    proxy = None
+    if proxy_param is not None:
+        field = cls.model_fields[proxy_param]
+        proxy = params.pop(proxy_param) if proxy_param in params else field.get_default(call_default_factory=True)
+        params[proxy_param] = None
+    params["http_async_client"] = _reply_limited_client(sdk_name, proxy or None)
+
+
+@functools.lru_cache(maxsize=16)
+def _reply_limited_client(sdk_name: str, proxy: str | None) -> Any:
+    # Shared by every judge of the process, as the SDKs share their default clients: its
+    # pooled connections stay open between warm invocations (`evaluate.run_sync` keeps
+    # one event loop per process, so they stay usable), instead of one pool per request.
+    options: dict[str, Any] = {"follow_redirects": False}
+    if proxy is not None:
+        options["proxy"] = proxy
+    return capped_async_client(importlib.import_module(sdk_name).DefaultAsyncHttpxClient, **options)
+
+
+def build_chat_model(
+    class_path: str,
+    params: dict[str, Any],
+    *,
+    extra_connectors: Iterable[str] = (),
+    server_key: ServerKey | None = None,
+    no_key_message: str | None = None,
+    policy: EndpointPolicy = DEFAULT_POLICY,
+) -> Judge:
+    """The judge's chat model, following the rules of the package docstring.
+
+    `server_key` is called (at most once) only when the caller gave no key, chose no
+    endpoint, and the model takes an `api_key`. If there is still no key then and
+    `no_key_message` is given, it is raised (the caller must bring a key); without it
+    the provider SDK may find one in the environment (the CLI's case). Raises
+    `ConnectorError` with a message that never contains a secret.
+    """
+    canonical = resolve_class_path(class_path, extra_connectors)
+    refused = sorted(REFUSED_PARAMS.intersection(params))
+    if refused:
+        raise ConnectorError(f"connector.params may not set {', '.join(refused)}", param_field(refused[0]))
+    cls = load_chat_model_class(canonical)
+    check_param_names(cls, params)
+    check_key_values(params)
+    check_plain_names(params)
+    params = dict(params)
+    secrets = secret_values(params)
+    for name in sorted(ENDPOINT_PARAMS.intersection(params)):
+        check_endpoint(name, params[name], policy.allowed_networks)
+    has_key = any(params.get(name) for name in KEY_PARAMS)
+    unsafe = sorted(set(params) - SERVER_KEY_SAFE_PARAMS)
+    if not has_key and unsafe and accepts(cls, "api_key"):
+        # Otherwise the server's key (or one the provider SDK finds in the server's
+        # environment) could travel to an endpoint, proxy or header the caller chose.
+        raise ConnectorError(
+            f"connector.params.api_key is required when connector.params sets {unsafe[0]}: "
+            "the server's key is used only with model and sampling parameters",
+            "connector.params.api_key",
+        )
+    if not has_key and accepts(cls, "api_key"):
+        key = server_key() if server_key is not None else None
+        if key is not None:
+            check_server_key_params(cls, params, policy)
+            bounded = next((name for name in TOKEN_PARAMS if name in params), None)
+            if bounded is None and accepts(cls, "max_tokens"):
+                params["max_tokens"] = policy.server_key_max_tokens
+            params["api_key"] = key
+            secrets.add(key)
+        elif no_key_message is not None:
+            raise ConnectorError(no_key_message, "connector.params.api_key")
+    forwarded = {name: params.pop(name) for name in sorted(params) if not accepts(cls, name)}
+    if forwarded:  # only FORWARDED_PARAMS are left here; handing them over ourselves spares the SDK's warning
+        params["model_kwargs"] = {**params.get("model_kwargs", {}), **forwarded}
+    if accepts(cls, "max_retries") and "max_retries" not in params:
+        params["max_retries"] = 0
+    if canonical in REPLY_LIMITED_CONNECTORS:
+        _give_reply_limited_client(cls, REPLY_LIMITED_CONNECTORS[canonical], params)
+    try:
+        model = cls(**params)
+    except Exception as exc:
+        raise ConnectorError(f"{type(exc).__name__}: {redact(str(exc), secrets)[:300]}") from None
+    return Judge(model=model, secrets=frozenset(secrets))
