@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -189,31 +188,33 @@ def _redacted(message: str, secrets: Sequence[str]) -> str:
 
 
 def _build_judge(request: Any, path: Path) -> Any:
-    """The judge model of a validated request, under the service's allowlist and key rules."""
+    """The judge model of a validated request, under the service's allowlist and key rules
+    and the operator's environment as the service reads it (`JudgeEnvironment`)."""
     from fair_forge_core import connectors
+    from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
 
-    extra = [p.strip() for p in os.environ.get("FAIR_FORGE_EXTRA_CONNECTORS", "").split(",") if p.strip()]
+    try:
+        environment = JudgeEnvironment.read()
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
     params = request.connector.params
-    secrets = [*connectors.secret_values(params), os.environ.get("LLM_API_KEY") or ""]
-    # A model server on this machine is a normal judge for a local run; the operator's variable adds more.
-    networks = [n.strip() for n in os.environ.get("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS", "").split(",") if n.strip()]
+    secrets = [*connectors.secret_values(params), environment.server_api_key_env or ""]
     try:
         return connectors.build_chat_model(
             request.connector.class_path,
             params,
-            extra_connectors=extra,
-            server_key=lambda: os.environ.get("LLM_API_KEY") or None,
-            policy=connectors.EndpointPolicy(allowed_networks=(*connectors.LOOPBACK_NETWORKS, *networks)),
+            extra_connectors=environment.extra_connectors,
+            server_key=lambda: environment.server_api_key_env,
+            # A model server on this machine is a normal judge for a local run.
+            policy=environment.endpoint_policy(also_allowed=connectors.LOOPBACK_NETWORKS),
         )
     except connectors.ConnectorNotAllowed as exc:
-        allowed = ", ".join(sorted(set(connectors.allowed_connectors(extra).values())))
+        allowed = ", ".join(sorted(set(connectors.allowed_connectors(environment.extra_connectors).values())))
         raise CliError(
             f"{_name(path)}: connector.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}"
         ) from None
     except connectors.ConnectorError as exc:
-        raise CliError(
-            f"{_name(path)}: connector: Failed to create LLM connector: {_redacted(str(exc), secrets)}"
-        ) from None
+        raise CliError(f"{_name(path)}: connector: {connectors.REFUSAL_PREFIX}{_redacted(str(exc), secrets)}") from None
 
 
 def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:

@@ -114,4 +114,4 @@ def judge_for_request(connector: ConnectorSpec, settings: Settings) -> Judge:
     except ConnectorError as exc:
         logger.warning("connector refused", extra={"class_path": connector.class_path[:200]})
         details = [{"field": exc.field, "message": str(exc)}] if exc.field else []
-        raise RequestError(400, f"Failed to create LLM connector: {exc}", details) from None
+        raise RequestError(400, f"{core.REFUSAL_PREFIX}{exc}", details) from None

@@ -15,6 +15,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from fair_forge_core.connectors import REFUSAL_PREFIX
 from fair_forge_core.redact import redact
 from handler import job_store as store
 from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
@@ -94,7 +95,7 @@ def _evaluate_shard(
     except ServerKeyUnavailable:
         raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
     except ConnectorError as exc:  # its message is safe to show (the core redacts it)
-        raise _fail(bucket, job_id, f"Failed to create LLM connector: {exc}") from None
+        raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
     with secrets_masked(judge.secrets):
         datasets = [Dataset.model_validate(d) for d in store.get_json(bucket, shard)]
         config = EvaluationConfig.model_validate(stored["config"])

@@ -126,6 +126,10 @@ FORWARDED_PARAMS = frozenset(
 on even where it declares no field for them (ChatGroq has no `top_p` or `seed` field)."""
 
 
+REFUSAL_PREFIX = "Failed to create LLM connector: "
+"""How the service and the CLI introduce a `ConnectorError`'s message (the source's wording)."""
+
+
 class ConnectorError(ValueError):
     """The connector cannot be built; the message is safe to show to the caller.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -206,3 +207,12 @@ def test_progress_bar_redraws_one_line_throttled_and_ends_complete() -> None:
     assert text.endswith("100/100 (100%)\n")
     assert text.count("\n") == 1
     assert "██████████" in text
+
+
+def test_a_malformed_environment_is_named_as_the_service_names_it() -> None:
+    # The CLI reads the operator's judge settings with the service's own class (JudgeEnvironment).
+    environment = {**os.environ, "FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS": "10.0.0.0/33"}
+    done = run_cli("evaluate", CALCULATOR, env=environment)
+    assert done.returncode == 2
+    assert "error: Invalid environment variable FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS" in done.stderr
+    assert "Traceback" not in done.stderr
