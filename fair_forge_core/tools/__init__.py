@@ -15,9 +15,10 @@ it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:
   (see *Sequence*), then the first in call order. Expected ``[a, b, c]`` and used
   ``[c, b, a, b, c]`` pair with the used ``a, b, c`` in that order. This tie-break is
   searched exhaustively where the sequence is scored and the search is small
-  (`_EXACT_SEARCH_LIMIT`, `_SEARCH_BUDGET`: every turn with at most five calls on each
-  side); otherwise ties go to the pairs of one in-order alignment of the two call lists
-  (`_in_order_alignment`), which keeps the work bounded but may miss the longest run.
+  (`pairing._EXACT_SEARCH_LIMIT`, `pairing._SEARCH_BUDGET`: every turn with at most
+  five calls on each side); otherwise ties go to the pairs of one in-order alignment
+  of the two call lists (`pairing._in_order_alignment`), which keeps the work bounded
+  but may miss the longest run.
 - **Selection.** Multiset Jaccard of tool names, ``|E ∩ U| / |E ∪ U|``; 1.0 when
   both are empty. Expected ``[a, a, b]`` vs used ``[a, b, c]`` gives 2/4.
 - **Parameters.** Per expected call, the share of keys (the union of both sides'
@@ -79,6 +80,12 @@ rule instead of a plain value. A rule is a dict of exactly one of these shapes:
 A dict whose keys or value types do not fit one of these shapes exactly (say
 ``{"$text": 5}`` or ``{"$any": true, "x": 1}``) is a plain dict value. Rules only
 mean something on the expected side; on the used side such a dict is plain data.
+
+The code, one concept a module, each importing only the ones before it: `rules`
+(value agreement and the rules above), `pairing` (pairing and its tie-break, the
+longest common subsequence), `evidence` (result_in_answer), `score` (the dimensions,
+overall, F1, the reasoning: `score_tool_calls`) and `scorer` (`ToolScorer`, which
+scores each distinct turn once). The names of `__all__` are importable from here.
 """
 
 from __future__ import annotations
