@@ -84,6 +84,16 @@ def test_reasoning_is_text_of_bounded_length(raw: dict[str, Any], reasoning: str
     assert parse(raw).reasoning == reasoning
 
 
+def test_a_verdict_is_immutable() -> None:
+    from pydantic import ValidationError
+
+    verdict = parse({"score": 0.5, "reasoning": "r"})
+    with pytest.raises(ValidationError):
+        verdict.score = 1.0  # type: ignore[misc]
+    assert (verdict.score, verdict.reasoning) == (0.5, "r")
+    assert hash(verdict) == hash(Verdict(score=0.5, reasoning="r"))
+
+
 def test_a_pydantic_reply_is_read_through_its_fields() -> None:
     from pydantic import BaseModel
 
