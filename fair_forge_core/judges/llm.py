@@ -18,7 +18,8 @@ their own (`RetryPolicy.max_rate_limited_attempts`, and the deadline), so a turn
 is not left unscored merely because the provider asked us to slow down. Parse
 failures are retried at once (a new sample may parse).
 Error messages are built from the status and the exception type, and any provider
-text is passed through `redact`, so no key reaches a response or a log line.
+text is passed through `redact`, so no key reaches a response or a log line
+(`fair_forge_core.judges.errors.describe_error`).
 """
 
 from __future__ import annotations
