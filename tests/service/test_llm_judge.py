@@ -11,13 +11,8 @@ from langchain_groq import ChatGroq
 from langchain_openai import ChatOpenAI
 
 from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
-from fair_forge_core.judges.llm import (
-    JudgeProviderRefused,
-    JudgeTelemetry,
-    RetryPolicy,
-    VerdictParseError,
-    parse_verdict,
-)
+from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
+from fair_forge_core.judges.verdict import VerdictParseError, parse_verdict
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_testing.builders import conversation, datasets, distinct_conversations, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply

@@ -18,7 +18,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_openai import ChatOpenAI
 
 from fair_forge_core.evaluate import NoConversationScored, evaluate_sync, judge_all, run_sync
-from fair_forge_core.judges.llm import AdaptiveLimiter, AnswerJudge, JudgeTelemetry, RetryPolicy
+from fair_forge_core.judges.limiter import AdaptiveLimiter
+from fair_forge_core.judges.llm import AnswerJudge, JudgeTelemetry, RetryPolicy
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_testing.builders import datasets, distinct_conversations
