@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 3000
 
-.PHONY: venv run serve test lint typecheck lock bench clean
+.PHONY: venv run serve test lint typecheck lock schema bench clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ test: venv
 lock: venv
 	$(BIN)/uv pip compile requirements.txt --universal --python-version 3.12 --generate-hashes \
 		--no-header --quiet -o requirements.lock
+
+## schema: regenerate schemas/*.schema.json from the pydantic models (a test fails until you do)
+schema: venv
+	$(BIN)/python -m handler.api_schema
 
 lint: venv
 	$(BIN)/ruff check .

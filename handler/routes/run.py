@@ -1,4 +1,4 @@
-"""`POST /run` (a synchronous evaluation) and `GET /health`.
+"""`POST /run` (a synchronous evaluation), `GET /health` and `GET /schema`.
 
 Thin: the request is validated (`handler.validation`), the judge built
 (`handler.connectors`), and the evaluation run by `fair_forge_core.evaluate`.
@@ -58,6 +58,14 @@ def health() -> dict[str, Any]:
             "shard_max_turns": settings.shard_max_turns,
         },
     }
+
+
+@router.get("/schema")
+def schema() -> dict[str, Any]:
+    """The JSON Schemas of the request and of the 200 response (`handler.api_schema`)."""
+    from handler.api_schema import request_schema, response_schema
+
+    return {"request": request_schema(), "response": response_schema()}
 
 
 @router.post("/run")

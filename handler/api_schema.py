@@ -1,0 +1,60 @@
+"""The published JSON Schemas of the API: the body of `POST /run` and its 200 response.
+
+Generated from the pydantic models that validate and build them (`RunRequest`,
+`RunResponse`), so the schema cannot drift from what the service accepts: the copies
+checked in under `schemas/` are compared with these by the tests, and `GET /schema`
+serves them. Refresh the files with `make schema` (`python -m handler.api_schema`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fair_forge_core.schemas import RunRequest
+from handler.responses import RunResponse
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _published(schema: dict[str, Any], title: str, description: str) -> dict[str, Any]:
+    return {"$schema": DIALECT, **schema, "title": title, "description": description}
+
+
+def request_schema() -> dict[str, Any]:
+    """The JSON Schema of a `POST /run` body (and of a `POST /jobs` body, the same)."""
+    return _published(
+        RunRequest.model_json_schema(mode="validation"),
+        "Fair-Forge Agentic request",
+        "The body of POST /run and POST /jobs: the judge's connector, the conversations and the options.",
+    )
+
+
+def response_schema() -> dict[str, Any]:
+    """The JSON Schema of a 200 response of `POST /run`."""
+    return _published(
+        RunResponse.model_json_schema(mode="serialization"),
+        "Fair-Forge Agentic result",
+        "The 200 body of POST /run: per-conversation results, the aggregate, warnings and the request id.",
+    )
+
+
+def schema_files() -> dict[str, str]:
+    """File name under `schemas/` → its text, as checked in."""
+    return {
+        name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+        for name, schema in (("request.schema.json", request_schema()), ("response.schema.json", response_schema()))
+    }
+
+
+def main() -> None:
+    SCHEMA_DIR.mkdir(exist_ok=True)
+    for name, text in schema_files().items():
+        (SCHEMA_DIR / name).write_text(text, encoding="utf-8")
+        print(f"wrote schemas/{name}")
+
+
+if __name__ == "__main__":
+    main()

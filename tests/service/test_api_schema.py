@@ -1,0 +1,71 @@
+"""The published JSON Schemas (`schemas/`, `GET /schema`): generated from the models, current,
+and true of what the service accepts and answers."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from fair_forge_testing.handler_client import call_handler
+from handler.api_schema import schema_files
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+REFERENCE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
+
+
+def validator(name: str) -> Draft202012Validator:
+    schema = json.loads((ROOT / "schemas" / name).read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def test_the_checked_in_schemas_are_the_generated_ones() -> None:
+    for name, text in schema_files().items():
+        assert (ROOT / "schemas" / name).read_text() == text, f"schemas/{name} is stale: run `make schema`"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.name)
+def test_every_example_is_a_valid_request(example: Path) -> None:
+    errors = list(validator("request.schema.json").iter_errors(json.loads(example.read_text())))
+    assert not errors, [error.message for error in errors]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.name)
+def test_every_response_to_an_example_is_valid(example: Path) -> None:
+    body = {**json.loads(example.read_text()), "connector": REFERENCE}
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    errors = list(validator("response.schema.json").iter_errors(response.body))
+    assert not errors, [error.message for error in errors]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda body: body["config"].update(treshold=0.5),  # a typo: the service answers 400
+        lambda body: body["config"].update(k="3"),  # a string for a number: 400 too
+        lambda body: body["datasets"][0].pop("session_id"),
+    ],
+    ids=["typo", "string-k", "missing-session-id"],
+)
+def test_what_the_service_refuses_the_schema_refuses(change: Any) -> None:
+    body = copy.deepcopy(json.loads((ROOT / "examples" / "calculator.json").read_text()))
+    body.setdefault("config", {})
+    change(body)
+    assert not validator("request.schema.json").is_valid(body)
+    assert call_handler({**body, "connector": REFERENCE}).status == 400
+
+
+def test_get_schema_serves_both() -> None:
+    response = call_handler(method="GET", path="/schema")
+    assert response.status == 200
+    assert response.body == {
+        "request": json.loads(schema_files()["request.schema.json"]),
+        "response": json.loads(schema_files()["response.schema.json"]),
+    }
