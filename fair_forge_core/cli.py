@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate AI-agent conversations (pass@K, pass^K, tool correctness) and render HTML reports.",
         epilog="Exit codes: 0 ok, 1 threshold not met, 2 bad input, 3 evaluation failed.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{evaluate,report}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{evaluate,report,convert}")
 
     evaluate = commands.add_parser(
         "evaluate",
@@ -118,6 +118,23 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("result", type=Path, help="result JSON ('-': stdin)")
     report.add_argument("-o", "--out", type=Path, help="write the HTML here (default: stdout)")
     report.add_argument("--title", default="Agent evaluation report", help="the report's title")
+
+    convert = commands.add_parser(
+        "convert",
+        help="turn agent traces and a references file into a request",
+        description=(
+            "Turn traces (OpenAI chat-completions messages) and a references file (ground truth by task_id) "
+            "into the body of POST /run, judged by the offline judge until you set another connector."
+        ),
+    )
+    convert.add_argument("traces", type=Path, help="traces: JSON (a list, or one trace) or JSON Lines ('-': stdin)")
+    convert.add_argument("--from", dest="source", choices=["openai"], required=True, help="the traces' format")
+    convert.add_argument("--references", type=Path, required=True, help="references: JSON list or JSON Lines")
+    convert.add_argument(
+        "--task-key",
+        help="what matches a trace to its task: its id (default), metadata.<name>, or first_user_message",
+    )
+    convert.add_argument("-o", "--out", type=Path, help="write the request here (default: stdout)")
     return parser
 
 
@@ -288,6 +305,51 @@ def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
     return EXIT_OK
 
 
+def _read_records(path: Path, what: str, stdin: TextIO) -> Any:
+    """A JSON document, or JSON Lines (one value a line) as a list."""
+    from fair_forge_core.schemas import describe_json_error, loads_json
+
+    try:
+        text = stdin.read() if path == STDIN else path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {what} {_name(path)}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CliError(f"{_name(path)} is not UTF-8 text") from None
+    try:
+        return loads_json(text)
+    except ValueError as whole:
+        try:
+            return [loads_json(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            raise CliError(f"{_name(path)} is neither JSON nor JSON Lines: {describe_json_error(whole)}") from None
+
+
+def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    from fair_forge_core.importers import TraceError, join_references, traces_from_openai
+
+    traces_data = _read_records(args.traces, "traces file", stdin)
+    references = _read_records(args.references, "references file", stdin)
+    if not isinstance(references, list):
+        references = [references]
+    try:
+        traces = traces_from_openai(traces_data)
+        datasets, report = join_references(traces, references, task_key=args.task_key)
+    except TraceError as exc:
+        raise CliError(f"{_name(args.traces)}: {exc}") from None
+    for problem in report.problems():
+        stderr.write(f"warning: {problem}\n")
+    if not datasets:
+        raise CliError("no trace matched a task of the references: nothing to evaluate")
+    request = {
+        "connector": {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}},
+        "datasets": datasets,
+        "config": {},
+    }
+    _write(json.dumps(request, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+    stderr.write(f"{len(datasets)} conversation(s) from {len(traces)} trace(s)\n")
+    return EXIT_OK
+
+
 def main(
     argv: Sequence[str] | None = None,
     stdout: TextIO | None = None,
@@ -297,7 +359,7 @@ def main(
     """Run the CLI and return its exit code (see the module docstring)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    command = cmd_evaluate if args.command == "evaluate" else cmd_report
+    command = {"evaluate": cmd_evaluate, "report": cmd_report, "convert": cmd_convert}[args.command]
     try:
         return command(args, stdin, stdout, stderr)
     except CliError as exc:

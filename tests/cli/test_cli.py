@@ -216,3 +216,43 @@ def test_a_malformed_environment_is_named_as_the_service_names_it() -> None:
     assert done.returncode == 2
     assert "error: Invalid environment variable FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_convert_then_evaluate_the_openai_traces() -> None:
+    traces = ROOT / "examples" / "traces"
+    converted = run_cli(
+        "convert",
+        traces / "openai_chat.json",
+        "--from",
+        "openai",
+        "--references",
+        traces / "openai_chat.references.jsonl",
+        "--task-key",
+        "metadata.task",
+    )
+    assert converted.returncode == 0, converted.stderr
+    assert "warning" not in converted.stderr
+    request = json.loads(converted.stdout)
+    assert [d["task_id"] for d in request["datasets"]] == ["weather-paris", "compare-cities", "budget"]
+    evaluated = subprocess.run(
+        [sys.executable, "-m", "fair_forge_core", "evaluate", "-", "--quiet"],
+        input=converted.stdout,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert evaluated.returncode == 0, evaluated.stderr
+    result = json.loads(evaluated.stdout)
+    tools = [s for m in result["per_conversation_metrics"] for s in m["tool_correctness_scores"] if s is not None]
+    assert len(tools) == 3 and all(s["is_correct"] for s in tools)  # the parallel Lima/Oslo calls included
+
+
+def test_convert_reports_an_unreadable_trace_by_its_field(tmp_path: Path) -> None:
+    broken = tmp_path / "traces.json"
+    broken.write_text(json.dumps([{"id": "t", "messages": [{"role": "user", "content": "q"}]}]))
+    references = tmp_path / "refs.jsonl"
+    references.write_text(json.dumps({"task_id": "t", "ground_truth_assistant": "a"}) + "\n")
+    done = run_cli("convert", broken, "--from", "openai", "--references", references)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {broken}: traces[0].messages: turn 0 ('q') has no assistant answer")

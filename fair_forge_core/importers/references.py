@@ -1,0 +1,110 @@
+"""The ground truth of imported traces: a references file joined to them by task.
+
+A reference is `{"task_id", "turn"?, "qa_id"?, "ground_truth_assistant",
+"ground_truth_agentic"?}`: the truth of turn `turn` (0 when absent) of task `task_id`.
+A trace is matched to its task by `task_key`: None for its id, `metadata.<name>` for a
+key of its metadata, `first_user_message` for its first query. Several traces of one
+task are attempts at it (they share its `task_id`). What does not match is reported in
+`JoinReport`, never dropped silently: a trace with no task, a task no trace ran, a turn
+without a reference.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from fair_forge_core.importers.trace import ImportedTrace, TraceError
+
+
+@dataclass
+class JoinReport:
+    """What the join could not use: trace ids without a task, task ids without a trace,
+    and `trace id: turn n` for turns without a reference (their traces are left out)."""
+
+    unmatched_traces: list[str] = field(default_factory=list)
+    unused_tasks: list[str] = field(default_factory=list)
+    turns_without_reference: list[str] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        """One line per problem, for a person to read."""
+        return (
+            [f"trace {t!r} matches no task of the references" for t in self.unmatched_traces]
+            + [f"task {t!r} of the references matches no trace" for t in self.unused_tasks]
+            + [f"{t} has no reference: its trace is left out" for t in self.turns_without_reference]
+        )
+
+
+def join_references(
+    traces: list[ImportedTrace], references: list[Any], *, task_key: str | None = None
+) -> tuple[list[dict[str, Any]], JoinReport]:
+    """The `datasets` of a `/run` request for the traces that match a task, and the report."""
+    by_task = _references_by_task(references)
+    report = JoinReport()
+    used: set[str] = set()
+    datasets = []
+    for trace in traces:
+        task = _task_of(trace, task_key)
+        if task not in by_task:
+            report.unmatched_traces.append(trace.trace_id)
+            continue
+        used.add(task)
+        truths = by_task[task]
+        missing = [f"trace {trace.trace_id!r}: turn {n}" for n in range(len(trace.turns)) if n not in truths]
+        if missing:
+            report.turns_without_reference += missing
+            continue
+        conversation = []
+        for number, turn in enumerate(trace.turns):
+            truth = truths[number]
+            batch: dict[str, Any] = {
+                "qa_id": truth.get("qa_id") or f"{task}-{number}",
+                "query": turn.query,
+                "assistant": turn.answer,
+                "ground_truth_assistant": truth["ground_truth_assistant"],
+                "agentic": {"tools_used": turn.tools_used},
+            }
+            if truth.get("ground_truth_agentic") is not None:
+                batch["ground_truth_agentic"] = truth["ground_truth_agentic"]
+            conversation.append(batch)
+        datasets.append(
+            {
+                "session_id": trace.trace_id,
+                "assistant_id": trace.assistant_id,
+                "task_id": task,
+                "conversation": conversation,
+            }
+        )
+    report.unused_tasks = [task for task in by_task if task not in used]
+    return datasets, report
+
+
+def _references_by_task(references: list[Any]) -> dict[str, dict[int, dict[str, Any]]]:
+    by_task: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for index, reference in enumerate(references):
+        where = f"references[{index}]"
+        if not isinstance(reference, dict):
+            raise TraceError(where, "a reference is an object")
+        task, turn = reference.get("task_id"), reference.get("turn", 0)
+        if not isinstance(task, str) or not task:
+            raise TraceError(f"{where}.task_id", "must be a non-empty string")
+        if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
+            raise TraceError(f"{where}.turn", "must be a turn index (0, 1, …)")
+        if not isinstance(reference.get("ground_truth_assistant"), str):
+            raise TraceError(f"{where}.ground_truth_assistant", "must be a string")
+        if turn in by_task[task]:
+            raise TraceError(where, f"a second reference for task {task!r}, turn {turn}")
+        by_task[task][turn] = reference
+    return dict(by_task)
+
+
+def _task_of(trace: ImportedTrace, task_key: str | None) -> str | None:
+    if task_key is None:
+        return trace.trace_id
+    if task_key == "first_user_message":
+        return trace.turns[0].query
+    if task_key.startswith("metadata."):
+        value = trace.metadata.get(task_key.removeprefix("metadata."))
+        return value if isinstance(value, str) else None
+    raise TraceError("task_key", "is none, `first_user_message` or `metadata.<name>`")

@@ -1,0 +1,142 @@
+"""OpenAI chat-completions traces → conversations, and the join with a references file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fair_forge_core.importers import ImportedTurn, TraceError, join_references, traces_from_openai
+from fair_forge_core.schemas import Dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = json.loads((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
+REFERENCES = [
+    json.loads(line)
+    for line in (ROOT / "examples" / "traces" / "openai_chat.references.jsonl").read_text().splitlines()
+]
+
+
+def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_parallel_calls_share_a_step_and_results_join_by_id() -> None:
+    trace = traces_from_openai(TRACES)[1]
+    assert (trace.trace_id, trace.assistant_id, trace.metadata) == (
+        "run-002",
+        "travel-agent-v1",
+        {"task": "compare-cities"},
+    )
+    assert trace.turns == [
+        ImportedTurn(
+            query="Is it warmer in Lima or in Oslo today?",  # from the text parts
+            answer="Lima is warmer: 22 °C against 4 °C in Oslo.",  # the last answer, not "Let me check both."
+            tools_used=[
+                {"tool_name": "get_weather", "parameters": {"city": "Lima"}, "step": 1, "result": {"temp_c": 22}},
+                {"tool_name": "get_weather", "parameters": {"city": "Oslo"}, "step": 1, "result": {"temp_c": 4}},
+            ],
+        )
+    ]
+
+
+def test_turns_split_at_user_messages_with_their_own_steps_and_a_tool_error_kept_as_text() -> None:
+    first, second = traces_from_openai(TRACES)[2].turns
+    assert first.tools_used[0]["result"] == "Error: division by zero"
+    assert first.answer == "A bill cannot be split between 0 people."
+    assert second.query == "And between 3 people?"
+    assert second.tools_used == [
+        {"tool_name": "calculator", "parameters": {"operation": "divide", "a": 120, "b": 3}, "step": 1, "result": 40}
+    ]
+
+
+def test_a_bare_list_of_messages_is_one_trace() -> None:
+    (trace,) = traces_from_openai([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    assert (trace.trace_id, trace.assistant_id, trace.turns) == ("trace-0", "agent", [ImportedTurn("hi", "hello")])
+
+
+def test_an_unanswered_call_has_no_result_and_later_steps_count_on() -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [call("1", "a", "")]},
+        {"role": "assistant", "content": None, "tool_calls": [call("2", "b", "{}")]},
+        {"role": "tool", "tool_call_id": "2", "content": "done"},
+        {"role": "assistant", "content": "answer"},
+    ]
+    (trace,) = traces_from_openai([{"id": "t", "messages": messages}])
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "a", "parameters": {}, "step": 1},
+        {"tool_name": "b", "parameters": {}, "step": 2, "result": "done"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("messages", "field", "problem"),
+    [
+        (
+            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [call("1", "f", "{oops")]}],
+            "traces[0].messages[1].tool_calls[0].function.arguments",
+            "not valid JSON",
+        ),
+        (
+            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [call("1", "f", "[1]")]}],
+            "traces[0].messages[1].tool_calls[0].function.arguments",
+            "must hold a JSON object",
+        ),
+        (
+            [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "9", "content": "x"}],
+            "traces[0].messages[1].tool_call_id",
+            "no tool call has the id '9'",
+        ),
+        ([{"role": "user", "content": "q"}], "traces[0].messages", "turn 0 ('q') has no assistant answer"),
+        ([{"role": "assistant", "content": "a"}], "traces[0].messages[0]", "before any user message"),
+        ([{"role": "user", "content": 3}], "traces[0].messages[0].content", "must be a string"),
+    ],
+    ids=["invalid-json", "not-an-object", "unknown-call-id", "no-answer", "no-user", "bad-content"],
+)
+def test_an_unreadable_trace_names_the_field(messages: list[Any], field: str, problem: str) -> None:
+    with pytest.raises(TraceError) as raised:
+        traces_from_openai([{"id": "t", "messages": messages}])
+    assert raised.value.field == field
+    assert problem in str(raised.value)
+
+
+def test_the_join_gives_valid_datasets_with_tasks_and_truths() -> None:
+    datasets, report = join_references(traces_from_openai(TRACES), REFERENCES, task_key="metadata.task")
+    assert report.problems() == []
+    parsed = [Dataset.model_validate(d) for d in datasets]
+    assert [(d.session_id, d.task_id, len(d.conversation)) for d in parsed] == [
+        ("run-001", "weather-paris", 1),
+        ("run-002", "compare-cities", 1),
+        ("run-003", "budget", 2),
+    ]
+    assert parsed[2].conversation[1].ground_truth_assistant == "40 EUR each"
+    assert parsed[2].conversation[0].ground_truth_agentic is None  # no expectation written: tools not evaluated
+    assert [b.qa_id for b in parsed[2].conversation] == ["budget-0", "budget-1"]
+
+
+def test_what_does_not_match_is_reported_never_dropped_silently() -> None:
+    traces = traces_from_openai(TRACES)
+    references = [r for r in REFERENCES if r["task_id"] != "weather-paris" and r.get("turn") != 1]
+    references.append({"task_id": "nobody-ran-this", "ground_truth_assistant": "x"})
+    datasets, report = join_references(traces, references, task_key="metadata.task")
+    assert [d["session_id"] for d in datasets] == ["run-002"]
+    assert report.unmatched_traces == ["run-001"]
+    assert report.unused_tasks == ["nobody-ran-this"]
+    assert report.turns_without_reference == ["trace 'run-003': turn 1"]
+    assert len(report.problems()) == 3
+
+
+def test_several_traces_of_one_task_are_its_attempts() -> None:
+    attempts = [{**TRACES[0], "id": f"attempt-{n}"} for n in range(3)]
+    datasets, _ = join_references(traces_from_openai(attempts), REFERENCES[:1], task_key="metadata.task")
+    assert [(d["session_id"], d["task_id"]) for d in datasets] == [(f"attempt-{n}", "weather-paris") for n in range(3)]
+
+
+def test_a_task_by_first_user_message() -> None:
+    references = [{"task_id": "What is the weather in Paris right now?", "ground_truth_assistant": "18 °C"}]
+    datasets, report = join_references(traces_from_openai(TRACES), references, task_key="first_user_message")
+    assert [d["session_id"] for d in datasets] == ["run-001"]
+    assert report.unmatched_traces == ["run-002", "run-003"]
