@@ -149,16 +149,21 @@ def _name(path: Path) -> str:
     return "<stdin>" if path == STDIN else str(path)
 
 
-def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
-    """The JSON object in `path` (standard input for `-`); `CliError` naming the file otherwise."""
-    from fair_forge_core.schemas import describe_json_error, loads_json
-
+def _read_text(path: Path, what: str, stdin: TextIO) -> str:
+    """The text of `path` (standard input for `-`); `CliError` naming the file otherwise."""
     try:
-        text = stdin.read() if path == STDIN else path.read_text(encoding="utf-8")
+        return stdin.read() if path == STDIN else path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot read {what} {_name(path)}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CliError(f"{_name(path)} is not UTF-8 text") from None
+
+
+def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
+    """The JSON object in `path` (standard input for `-`); `CliError` naming the file otherwise."""
+    from fair_forge_core.schemas import describe_json_error, loads_json
+
+    text = _read_text(path, what, stdin)
     try:
         data = loads_json(text)
     except ValueError as exc:
@@ -309,12 +314,7 @@ def _read_records(path: Path, what: str, stdin: TextIO) -> Any:
     """A JSON document, or JSON Lines (one value a line) as a list."""
     from fair_forge_core.schemas import describe_json_error, loads_json
 
-    try:
-        text = stdin.read() if path == STDIN else path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot read {what} {_name(path)}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise CliError(f"{_name(path)} is not UTF-8 text") from None
+    text = _read_text(path, what, stdin)
     try:
         return loads_json(text)
     except ValueError as whole:
