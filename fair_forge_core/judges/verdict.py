@@ -13,8 +13,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import core_schema
 
 MAX_REASONING_CHARS = 1_000
 """Reasoning kept per verdict: a longer text is cut (and marked), so a judge that rambles
@@ -45,10 +43,7 @@ class Verdict(BaseModel):
     model_config = ConfigDict(
         frozen=True,
         title="judge_verdict",
-        json_schema_extra={
-            "description": "The grade of one agent answer against its ground truth.",
-            "additionalProperties": False,
-        },
+        json_schema_extra={"description": "The grade of one agent answer against its ground truth."},
     )
 
     score: float = Field(strict=True, allow_inf_nan=False, ge=0.0, le=1.0, description="Correctness from 0.0 to 1.0.")
@@ -61,47 +56,29 @@ class Verdict(BaseModel):
         return text if len(text) <= MAX_REASONING_CHARS else text[: MAX_REASONING_CHARS - 1] + "…"
 
 
-class _SentSchema(GenerateJsonSchema):
+def _schema_sent_to_providers() -> dict[str, Any]:
     """`Verdict`'s JSON schema as providers are sent it: each property's type and
-    description, every property required, no other keyword, keys in the order written.
+    description, every property required, no other keyword.
 
     Structured-output modes are particular about schemas (OpenAI's strict mode wants every
     property in `required` and ``additionalProperties: false``), and providers have taken
     this one as it is; the range and the default reasoning apply when a reply is read.
     """
-
-    def field_title_should_be_set(
-        self,
-        schema: core_schema.CoreSchema
-        | core_schema.ModelField
-        | core_schema.DataclassField
-        | core_schema.TypedDictField
-        | core_schema.ComputedField,
-    ) -> bool:
-        return False
-
-    def field_is_required(
-        self,
-        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
-        total: bool,
-    ) -> bool:
-        return True
-
-    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
-        return self.generate_inner(schema["schema"])
-
-    def float_schema(self, schema: core_schema.FloatSchema) -> JsonSchemaValue:
-        return {"type": "number"}
-
-    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
-        generated = super().model_schema(schema)
-        return {"title": generated.pop("title"), "description": generated.pop("description"), **generated}
-
-    def sort(self, value: JsonSchemaValue, parent_key: str | None = None) -> JsonSchemaValue:
-        return value
+    full = Verdict.model_json_schema()
+    properties = {
+        name: {"type": spec["type"], "description": spec["description"]} for name, spec in full["properties"].items()
+    }
+    return {
+        "title": full["title"],
+        "description": full["description"],
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
-VERDICT_SCHEMA: dict[str, Any] = Verdict.model_json_schema(schema_generator=_SentSchema)
+VERDICT_SCHEMA: dict[str, Any] = _schema_sent_to_providers()
 """The JSON schema providers are asked to fill in (structured output), derived from `Verdict`."""
 
 
