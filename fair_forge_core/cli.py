@@ -87,6 +87,8 @@ def _threshold(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fair_forge_core.trace_formats import TRACE_FORMATS
+
     parser = argparse.ArgumentParser(
         prog="fair-forge",
         description="Evaluate AI-agent conversations (pass@K, pass^K, tool correctness) and render HTML reports.",
@@ -123,12 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         "convert",
         help="turn agent traces and a references file into a request",
         description=(
-            "Turn traces (OpenAI chat-completions messages) and a references file (ground truth by task_id) "
+            "Turn agent traces and a references file (ground truth by task_id) "
             "into the body of POST /run, judged by the offline judge until you set another connector."
         ),
     )
     convert.add_argument("traces", type=Path, help="traces: JSON (a list, or one trace) or JSON Lines ('-': stdin)")
-    convert.add_argument("--from", dest="source", choices=["openai"], required=True, help="the traces' format")
+    convert.add_argument("--from", dest="source", choices=TRACE_FORMATS, required=True, help="the traces' format")
     convert.add_argument("--references", type=Path, required=True, help="references: JSON list or JSON Lines")
     convert.add_argument(
         "--task-key",
@@ -325,19 +327,21 @@ def _read_records(path: Path, what: str, stdin: TextIO) -> Any:
 
 
 def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from fair_forge_core.importers import TraceError, join_references, traces_from_openai
+    from fair_forge_core.importers import TraceError, datasets_from_traces
 
     traces_data = _read_records(args.traces, "traces file", stdin)
     references = _read_records(args.references, "references file", stdin)
     if not isinstance(references, list):
         references = [references]
     try:
-        traces = traces_from_openai(traces_data)
-        datasets, report = join_references(traces, references, task_key=args.task_key)
+        datasets, warnings, trace_count = datasets_from_traces(
+            args.source, traces_data, references, task_key=args.task_key
+        )
     except TraceError as exc:
-        raise CliError(f"{_name(args.traces)}: {exc}") from None
-    for problem in report.problems():
-        stderr.write(f"warning: {problem}\n")
+        where = _name(args.references) if exc.field.startswith("references") else _name(args.traces)
+        raise CliError(f"{where}: {exc}") from None
+    for warning in warnings:
+        stderr.write(f"warning: {warning}\n")
     if not datasets:
         raise CliError("no trace matched a task of the references: nothing to evaluate")
     request = {
@@ -346,7 +350,7 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         "config": {},
     }
     _write(json.dumps(request, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
-    stderr.write(f"{len(datasets)} conversation(s) from {len(traces)} trace(s)\n")
+    stderr.write(f"{len(datasets)} conversation(s) from {trace_count} trace(s)\n")
     return EXIT_OK
 
 

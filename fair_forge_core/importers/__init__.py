@@ -2,16 +2,28 @@
 
 Each source format has a module with one pure function from its parsed JSON to
 `ImportedTrace`s (the agent's side of a conversation: turns with queries, answers and
-the tools used); `references.join` adds the ground truth from a references file and
-gives the `datasets` of a request. Nothing here reads files or the network.
+the tools used), built the same way for every format by `trace.TurnBuilder`;
+`references.join_references` adds the ground truth from a references file, and
+`formats.datasets_from_traces` does both for a format named by the user (the CLI's
+`convert`, and `POST /run` with `traces`). Nothing here reads files or the network.
 
-Formats so far: OpenAI chat-completions messages (`openai_chat`). Every problem is a
-`TraceError` naming the trace and the field (`traces[2].messages[5].tool_calls[0]
-.function.arguments: not valid JSON`), never a silent drop.
+Every problem is a `TraceError` naming the trace and the field (`traces[2].messages[5]
+.tool_calls[0].function`), never a silent drop; every choice made is in the trace's
+`warnings`.
 """
 
+from fair_forge_core.importers.formats import IMPORTERS, datasets_from_traces
 from fair_forge_core.importers.openai_chat import traces_from_openai
 from fair_forge_core.importers.references import JoinReport, join_references
 from fair_forge_core.importers.trace import ImportedTrace, ImportedTurn, TraceError
 
-__all__ = ["ImportedTrace", "ImportedTurn", "JoinReport", "TraceError", "join_references", "traces_from_openai"]
+__all__ = [
+    "IMPORTERS",
+    "ImportedTrace",
+    "ImportedTurn",
+    "JoinReport",
+    "TraceError",
+    "datasets_from_traces",
+    "join_references",
+    "traces_from_openai",
+]

@@ -1,7 +1,8 @@
 """The ground truth of imported traces: a references file joined to them by task.
 
-A reference is `{"task_id", "turn"?, "qa_id"?, "ground_truth_assistant",
-"ground_truth_agentic"?}`: the truth of turn `turn` (0 when absent) of task `task_id`.
+A reference (`schemas.Reference`) is `{"task_id", "turn"?, "qa_id"?,
+"ground_truth_assistant", "ground_truth_agentic"?}`: the truth of turn `turn` (0 when
+absent) of task `task_id`.
 A trace is matched to its task by `task_key`: None for its id, `metadata.<name>` for a
 key of its metadata, `first_user_message` for its first query. Several traces of one
 task are attempts at it (they share its `task_id`). What does not match is reported in
@@ -15,7 +16,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from fair_forge_core.importers.trace import ImportedTrace, TraceError
+from fair_forge_core.schemas import Reference, field_path
 
 
 @dataclass
@@ -39,7 +43,9 @@ class JoinReport:
 def join_references(
     traces: list[ImportedTrace], references: list[Any], *, task_key: str | None = None
 ) -> tuple[list[dict[str, Any]], JoinReport]:
-    """The `datasets` of a `/run` request for the traces that match a task, and the report."""
+    """The `datasets` of a `/run` request for the traces that match a task, and the report.
+    `references` are `Reference`s or their JSON; one that is not valid is a `TraceError`
+    naming its field (``references[3].ground_truth_assistant``)."""
     by_task = _references_by_task(references)
     report = JoinReport()
     used: set[str] = set()
@@ -59,14 +65,14 @@ def join_references(
         for number, turn in enumerate(trace.turns):
             truth = truths[number]
             batch: dict[str, Any] = {
-                "qa_id": truth.get("qa_id") or f"{task}-{number}",
+                "qa_id": truth.qa_id or f"{task}-{number}",
                 "query": turn.query,
                 "assistant": turn.answer,
-                "ground_truth_assistant": truth["ground_truth_assistant"],
+                "ground_truth_assistant": truth.ground_truth_assistant,
                 "agentic": {"tools_used": turn.tools_used},
             }
-            if truth.get("ground_truth_agentic") is not None:
-                batch["ground_truth_agentic"] = truth["ground_truth_agentic"]
+            if truth.ground_truth_agentic is not None:
+                batch["ground_truth_agentic"] = truth.ground_truth_agentic.model_dump(exclude_unset=True)
             conversation.append(batch)
         datasets.append(
             {
@@ -80,22 +86,19 @@ def join_references(
     return datasets, report
 
 
-def _references_by_task(references: list[Any]) -> dict[str, dict[int, dict[str, Any]]]:
-    by_task: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
-    for index, reference in enumerate(references):
-        where = f"references[{index}]"
-        if not isinstance(reference, dict):
-            raise TraceError(where, "a reference is an object")
-        task, turn = reference.get("task_id"), reference.get("turn", 0)
-        if not isinstance(task, str) or not task:
-            raise TraceError(f"{where}.task_id", "must be a non-empty string")
-        if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
-            raise TraceError(f"{where}.turn", "must be a turn index (0, 1, …)")
-        if not isinstance(reference.get("ground_truth_assistant"), str):
-            raise TraceError(f"{where}.ground_truth_assistant", "must be a string")
-        if turn in by_task[task]:
-            raise TraceError(where, f"a second reference for task {task!r}, turn {turn}")
-        by_task[task][turn] = reference
+def _references_by_task(references: list[Any]) -> dict[str, dict[int, Reference]]:
+    by_task: dict[str, dict[int, Reference]] = defaultdict(dict)
+    for index, raw in enumerate(references):
+        try:
+            reference = raw if isinstance(raw, Reference) else Reference.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors(include_input=False)[0]
+            raise TraceError(field_path(("references", index, *first["loc"])), first["msg"]) from None
+        if reference.turn in by_task[reference.task_id]:
+            raise TraceError(
+                f"references[{index}]", f"a second reference for task {reference.task_id!r}, turn {reference.turn}"
+            )
+        by_task[reference.task_id][reference.turn] = reference
     return dict(by_task)
 
 

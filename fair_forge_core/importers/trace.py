@@ -1,7 +1,25 @@
-"""What every importer produces: the agent's side of one conversation, format aside."""
+"""What every importer produces (`ImportedTrace`), and the one way importers build it.
+
+Every format comes down to the same events in the trace's order: a user message (a new
+turn), a step of tool calls (one model response; its calls were made in parallel), a
+tool's result (by call id, or carried by the call itself), and assistant text. An
+importer reads its format and feeds those events to a `TurnBuilder`, which applies the
+rules once for all formats:
+
+- steps are numbered 1, 2, … within each turn, in the order they arrive;
+- arguments are read by `read_arguments`: an object is kept; a JSON string holding an
+  object is parsed (`""` is `{}`); anything else is kept as text in
+  `unparsed_arguments` (with `parameters` `{}`) and reported in the trace's `warnings`;
+- a result is read by `read_result` (JSON text is parsed, other text kept); a call the
+  trace marks as failed keeps its result (the error text) with `is_error: true`; a call
+  never answered has no `result`;
+- a turn's answer is its last non-empty assistant text; a turn without one gets the
+  answer `""` (judged as no answer) and a warning.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +45,148 @@ class ImportedTurn:
 @dataclass
 class ImportedTrace:
     """One conversation of a trace file: its id (what references are matched on, unless the
-    caller names another key), the agent that ran it, its turns, and its raw metadata."""
+    caller names another key), the agent that ran it, its turns, its raw metadata, and what
+    the importer had to decide about it (`warnings`, one sentence each, naming the field)."""
 
     trace_id: str
     assistant_id: str
     turns: list[ImportedTurn]
     metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+NO_RESULT: Any = object()
+"""A call whose result is not (or not yet) known: `ToolCall.result` stays absent."""
+
+
+@dataclass
+class RawCall:
+    """One tool call as a trace holds it, before `TurnBuilder` reads it. `where` is its field
+    path, for errors and warnings; `result` is `NO_RESULT` unless the call carries it."""
+
+    name: Any
+    arguments: Any
+    where: str
+    call_id: str | None = None
+    result: Any = NO_RESULT
+    is_error: bool = False
+
+
+def read_arguments(raw: Any, where: str, warnings: list[str]) -> tuple[dict[str, Any], str | None]:
+    """`(parameters, unparsed_arguments)` of a call: see the module docstring. `None` is `{}`."""
+    if raw is None or raw == "":
+        return {}, None
+    if isinstance(raw, dict):
+        return raw, None
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed, None
+    warnings.append(f"{where}: arguments are not a JSON object; kept as text in unparsed_arguments (no parameters)")
+    return {}, text
+
+
+def read_result(content: Any) -> Any:
+    """A tool's output as the result of its call: a list of content parts is joined to its
+    text; text holding JSON is parsed (`"40"` is `40`); other text is kept as it is."""
+    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+        content = "".join(str(part.get("text", "")) for part in content)
+    if isinstance(content, str):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def read_text(content: Any, where: str) -> str:
+    """Message content as text: a string, or the `text` of a list of content parts (parts of
+    other types, such as images, are left out)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text")
+        )
+    raise TraceError(where, "must be a string or a list of content parts")
+
+
+class TurnBuilder:
+    """The turns of one trace, built from its events in order (see the module docstring).
+
+    `where` names the trace (``traces[2]``) in errors and warnings; `warnings` collects
+    what was decided (unparsed arguments, turns without an answer).
+    """
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.warnings: list[str] = []
+        self._turns: list[ImportedTurn] = []
+        self._answers: list[str | None] = []
+        self._calls: dict[str, dict[str, Any]] = {}  # call id → the call, for the result that answers it
+        self._step = 0
+
+    def user(self, query: str) -> None:
+        """A user message: a new turn."""
+        self._turns.append(ImportedTurn(query=query, answer=""))
+        self._answers.append(None)
+        self._step = 0
+
+    def assistant(self, text: str, where: str) -> None:
+        """Assistant text: the turn's answer, unless later text replaces it (blank text does not)."""
+        self._current(where)
+        if text.strip():
+            self._answers[-1] = text
+
+    def step(self, calls: list[RawCall], where: str) -> None:
+        """One step: calls made together, which share a `step` number."""
+        turn = self._current(where)
+        if not calls:
+            return
+        self._step += 1
+        for raw in calls:
+            if not isinstance(raw.name, str) or not raw.name:
+                raise TraceError(raw.where, "a tool call needs the tool's name")
+            parameters, unparsed = read_arguments(raw.arguments, raw.where, self.warnings)
+            call: dict[str, Any] = {"tool_name": raw.name, "parameters": parameters, "step": self._step}
+            if unparsed is not None:
+                call["unparsed_arguments"] = unparsed
+            if raw.result is not NO_RESULT:
+                self._set_result(call, raw.result, raw.is_error)
+            if raw.call_id is not None:
+                self._calls[raw.call_id] = call
+            turn.tools_used.append(call)
+
+    def result(self, call_id: Any, content: Any, where: str, *, is_error: bool = False) -> None:
+        """A tool's output, for the call with `call_id` (an id no call has is an error)."""
+        if not isinstance(call_id, str) or call_id not in self._calls:
+            raise TraceError(where, f"no tool call has the id {call_id!r}")
+        self._set_result(self._calls[call_id], content, is_error)
+
+    def turns(self) -> list[ImportedTurn]:
+        """The finished turns; an error when the trace holds no user message."""
+        if not self._turns:
+            raise TraceError(self.where, "holds no user message: there is no query to evaluate")
+        for number, (turn, answer) in enumerate(zip(self._turns, self._answers, strict=True)):
+            if answer is None:
+                self.warnings.append(
+                    f"{self.where}: turn {number} ({turn.query[:60]!r}) has no final answer; judged as an empty answer"
+                )
+            turn.answer = answer or ""
+        return self._turns
+
+    def _current(self, where: str) -> ImportedTurn:
+        if not self._turns:
+            raise TraceError(where, "an agent message or tool call before any user message")
+        return self._turns[-1]
+
+    @staticmethod
+    def _set_result(call: dict[str, Any], content: Any, is_error: bool) -> None:
+        call["result"] = read_result(content)
+        if is_error:
+            call["is_error"] = True

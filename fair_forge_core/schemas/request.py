@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fair_forge_core.trace_formats import TraceFormat
+
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
 
 
@@ -17,12 +19,21 @@ class _Request(BaseModel):
 
 
 class ToolCall(_Request):
-    """One call the agent made."""
+    """One call the agent made.
+
+    `unparsed_arguments` holds arguments a trace had that were not a JSON object (kept
+    as text by the importers); `parameters` is then `{}`, so such a call agrees with an
+    expected call's parameters only when that call expects none. `is_error` says the
+    trace marked the call as failed; `result` then holds the error. Neither changes a
+    score: whether the agent chose and called the right tool is the same question.
+    """
 
     tool_name: str = Field(min_length=1)
     parameters: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
     step: int | None = None
+    unparsed_arguments: str | None = None
+    is_error: bool = False
 
 
 class ExpectedToolCall(_Request):
@@ -56,6 +67,16 @@ class GroundTruthAgentic(_Request):
     tool_sequence_matters: bool = False
 
 
+def _none_without_expected_tools(value: Any) -> Any:
+    """`ground_truth_agentic` of `{}` (the original library's default) is None: no expectation
+    was written, so there is nothing to score against. Only an explicit `expected_tools`
+    (even `[]`) is one; a dict with any other key is left to validation, so a typo
+    (`expected_tool`) is a 400."""
+    if isinstance(value, dict) and "expected_tools" not in value and set(value) <= {"tool_sequence_matters"}:
+        return None
+    return value
+
+
 ORIGINAL_TURN_FIELDS = ("logprobs", "weight")
 """Per-turn fields of alquimia-fair-forge's `Batch` that this service reads and ignores."""
 
@@ -82,12 +103,7 @@ class Batch(_Request):
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod
     def _tools_not_evaluated_without_expected_tools(cls, value: Any) -> Any:
-        # The original library's default is `{}`: no expectation was written, so there is
-        # nothing to score against. Only an explicit `expected_tools` (even `[]`) is one. A
-        # dict with any other key is left to validation, so a typo (`expected_tool`) is a 400.
-        if isinstance(value, dict) and "expected_tools" not in value and set(value) <= {"tool_sequence_matters"}:
-            return None
-        return value
+        return _none_without_expected_tools(value)
 
     def tool_call_count(self) -> int:
         """The tool calls of both lists of this turn (what the tool rubric works through)."""
@@ -228,4 +244,41 @@ class RunRequest(_Request):
 
     connector: ConnectorSpec
     datasets: list[Dataset] = Field(min_length=1)
+    config: EvaluationConfig = Field(default_factory=EvaluationConfig)
+
+
+class Reference(_Request):
+    """The truth of one turn of one task, as a references file holds it: turn `turn`
+    (0, the first, when absent) of every trace matched to `task_id`. `qa_id` names the
+    turn in the result (default `<task_id>-<turn>`)."""
+
+    task_id: str = Field(min_length=1)
+    turn: int = Field(0, ge=0)
+    qa_id: str | None = None
+    ground_truth_assistant: str
+    ground_truth_agentic: GroundTruthAgentic | None = None
+
+    @field_validator("ground_truth_agentic", mode="before")
+    @classmethod
+    def _tools_not_evaluated_without_expected_tools(cls, value: Any) -> Any:
+        return _none_without_expected_tools(value)
+
+
+class TraceSource(_Request):
+    """Traces in one of `TRACE_FORMATS`: `items` is what a trace file holds (a list of
+    traces, spans or runs; see each importer)."""
+
+    format: TraceFormat
+    items: list[Any] = Field(min_length=1)
+
+
+class TracesRunRequest(_Request):
+    """`POST /run` with traces in place of `datasets`: the traces are imported, joined
+    with `references` (matched by `task_key`: none for the trace id, `metadata.<name>`,
+    or `first_user_message`), and evaluated as the datasets they give."""
+
+    connector: ConnectorSpec
+    traces: TraceSource
+    references: list[Reference] = Field(min_length=1)
+    task_key: str | None = None
     config: EvaluationConfig = Field(default_factory=EvaluationConfig)

@@ -250,9 +250,25 @@ def test_convert_then_evaluate_the_openai_traces() -> None:
 
 def test_convert_reports_an_unreadable_trace_by_its_field(tmp_path: Path) -> None:
     broken = tmp_path / "traces.json"
-    broken.write_text(json.dumps([{"id": "t", "messages": [{"role": "user", "content": "q"}]}]))
+    broken.write_text(json.dumps([{"id": "t", "messages": [{"role": "user", "content": "q"}, {"role": "robot"}]}]))
     references = tmp_path / "refs.jsonl"
     references.write_text(json.dumps({"task_id": "t", "ground_truth_assistant": "a"}) + "\n")
     done = run_cli("convert", broken, "--from", "openai", "--references", references)
     assert done.returncode == 2
-    assert done.stderr.startswith(f"error: {broken}: traces[0].messages: turn 0 ('q') has no assistant answer")
+    assert done.stderr.startswith(f"error: {broken}: traces[0].messages[1].role: unknown role 'robot'")
+
+
+def test_convert_reports_an_invalid_reference_by_its_field_and_the_importers_choices(tmp_path: Path) -> None:
+    traces = tmp_path / "traces.json"
+    traces.write_text(json.dumps([{"id": "t", "messages": [{"role": "user", "content": "q"}]}]))
+    references = tmp_path / "refs.jsonl"
+    references.write_text(json.dumps({"task_id": "t", "ground_truth_assistant": 3}) + "\n")
+    done = run_cli("convert", traces, "--from", "openai", "--references", references)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: {references}: references[0].ground_truth_assistant: Input should be a valid string\n",
+    )
+    references.write_text(json.dumps({"task_id": "t", "ground_truth_assistant": "a"}) + "\n")
+    done = run_cli("convert", traces, "--from", "openai", "--references", references)
+    assert done.returncode == 0
+    assert "warning: traces[0]: turn 0 ('q') has no final answer; judged as an empty answer\n" in done.stderr

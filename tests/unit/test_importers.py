@@ -8,8 +8,16 @@ from typing import Any
 
 import pytest
 
-from fair_forge_core.importers import ImportedTurn, TraceError, join_references, traces_from_openai
+from fair_forge_core.importers import (
+    IMPORTERS,
+    ImportedTurn,
+    TraceError,
+    datasets_from_traces,
+    join_references,
+    traces_from_openai,
+)
 from fair_forge_core.schemas import Dataset
+from fair_forge_core.trace_formats import TRACE_FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = json.loads((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
@@ -72,29 +80,57 @@ def test_an_unanswered_call_has_no_result_and_later_steps_count_on() -> None:
     ]
 
 
+def test_arguments_that_are_not_a_json_object_are_kept_as_text_and_reported() -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "tool_calls": [call("1", "f", "{oops"), call("2", "g", "[1]")]},
+        {"role": "tool", "tool_call_id": "1", "content": "Error: bad arguments"},
+        {"role": "assistant", "content": "sorry"},
+    ]
+    (trace,) = traces_from_openai([{"id": "t", "messages": messages}])
+    assert trace.turns[0].tools_used == [
+        {
+            "tool_name": "f",
+            "parameters": {},
+            "step": 1,
+            "unparsed_arguments": "{oops",
+            "result": "Error: bad arguments",
+        },
+        {"tool_name": "g", "parameters": {}, "step": 1, "unparsed_arguments": "[1]"},
+    ]
+    assert trace.warnings == [
+        "traces[0].messages[1].tool_calls[0]: arguments are not a JSON object; kept as text in unparsed_arguments"
+        " (no parameters)",
+        "traces[0].messages[1].tool_calls[1]: arguments are not a JSON object; kept as text in unparsed_arguments"
+        " (no parameters)",
+    ]
+
+
+def test_a_turn_without_an_answer_is_judged_as_an_empty_answer_and_said() -> None:
+    (trace,) = traces_from_openai([{"id": "t", "messages": [{"role": "user", "content": "q"}]}])
+    assert trace.turns == [ImportedTurn("q", "")]
+    assert trace.warnings == ["traces[0]: turn 0 ('q') has no final answer; judged as an empty answer"]
+
+
 @pytest.mark.parametrize(
     ("messages", "field", "problem"),
     [
-        (
-            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [call("1", "f", "{oops")]}],
-            "traces[0].messages[1].tool_calls[0].function.arguments",
-            "not valid JSON",
-        ),
-        (
-            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [call("1", "f", "[1]")]}],
-            "traces[0].messages[1].tool_calls[0].function.arguments",
-            "must hold a JSON object",
-        ),
         (
             [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "9", "content": "x"}],
             "traces[0].messages[1].tool_call_id",
             "no tool call has the id '9'",
         ),
-        ([{"role": "user", "content": "q"}], "traces[0].messages", "turn 0 ('q') has no assistant answer"),
+        (
+            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"id": "1", "function": {}}]}],
+            "traces[0].messages[1].tool_calls[0]",
+            "needs the tool's name",
+        ),
+        ([{"role": "system", "content": "s"}], "traces[0]", "holds no user message"),
         ([{"role": "assistant", "content": "a"}], "traces[0].messages[0]", "before any user message"),
         ([{"role": "user", "content": 3}], "traces[0].messages[0].content", "must be a string"),
+        ([{"role": "user", "content": "q"}, {"role": "robot"}], "traces[0].messages[1].role", "unknown role"),
     ],
-    ids=["invalid-json", "not-an-object", "unknown-call-id", "no-answer", "no-user", "bad-content"],
+    ids=["unknown-call-id", "no-name", "no-user-message", "no-user", "bad-content", "bad-role"],
 )
 def test_an_unreadable_trace_names_the_field(messages: list[Any], field: str, problem: str) -> None:
     with pytest.raises(TraceError) as raised:
@@ -140,3 +176,24 @@ def test_a_task_by_first_user_message() -> None:
     datasets, report = join_references(traces_from_openai(TRACES), references, task_key="first_user_message")
     assert [d["session_id"] for d in datasets] == ["run-001"]
     assert report.unmatched_traces == ["run-002", "run-003"]
+
+
+def test_every_format_the_schema_names_has_an_importer_and_no_other() -> None:
+    assert tuple(IMPORTERS) == TRACE_FORMATS
+
+
+def test_datasets_from_traces_gathers_the_importers_choices_then_the_joins_problems() -> None:
+    traces = [
+        {"id": "t", "messages": [{"role": "user", "content": "q"}]},
+        {"id": "u", "messages": TRACES[0]["messages"]},
+    ]
+    datasets, warnings, count = datasets_from_traces(
+        "openai", traces, [{"task_id": "t", "ground_truth_assistant": "a"}]
+    )
+    assert (len(datasets), count) == (1, 2)
+    assert warnings == [
+        "traces[0]: turn 0 ('q') has no final answer; judged as an empty answer",
+        "trace 'u' matches no task of the references",
+    ]
+    with pytest.raises(TraceError, match="unknown trace format 'csv'"):
+        datasets_from_traces("csv", traces, [])

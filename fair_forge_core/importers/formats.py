@@ -1,0 +1,30 @@
+"""Traces of any supported format, and references, to the datasets of a request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fair_forge_core.importers.openai_chat import traces_from_openai
+from fair_forge_core.importers.references import join_references
+from fair_forge_core.importers.trace import ImportedTrace, TraceError
+
+IMPORTERS: dict[str, Callable[[Any], list[ImportedTrace]]] = {
+    "openai": traces_from_openai,
+}
+"""Each trace format and the importer that reads it: the keys are `schemas.TRACE_FORMATS` (tested)."""
+
+
+def datasets_from_traces(
+    trace_format: str, traces: Any, references: list[Any], *, task_key: str | None = None
+) -> tuple[list[dict[str, Any]], list[str], int]:
+    """`(datasets, warnings, trace count)`: the traces of `trace_format` read, joined with
+    `references` by `task_key` (see `join_references`). `warnings` holds, in this order,
+    what the importer decided for each trace and what the join could not use; an
+    unreadable trace or reference is a `TraceError` naming its field."""
+    if trace_format not in IMPORTERS:
+        raise TraceError("format", f"unknown trace format {trace_format!r}; one of {', '.join(IMPORTERS)}")
+    imported = IMPORTERS[trace_format](traces)
+    datasets, report = join_references(imported, references, task_key=task_key)
+    warnings = [warning for trace in imported for warning in trace.warnings] + report.problems()
+    return datasets, warnings, len(imported)
