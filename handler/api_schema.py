@@ -1,7 +1,7 @@
 """The published JSON Schemas of the API: the body of `POST /run` and its 200 response.
 
-Generated from the pydantic models that validate and build them (`RunRequest`,
-`RunResponse`), so the schema cannot drift from what the service accepts: the copies
+Generated from the pydantic models that validate and build them (`RunRequest` and
+`TracesRunRequest`, `RunResponse`), so the schema cannot drift from what the service accepts: the copies
 checked in under `schemas/` are compared with these by the tests, and `GET /schema`
 serves them. Refresh the files with `make schema` (`python -m handler.api_schema`).
 """
@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fair_forge_core.schemas import RunRequest
+from pydantic import TypeAdapter
+
+from fair_forge_core.schemas import RunRequest, TracesRunRequest
 from handler.responses import RunResponse
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
@@ -24,11 +26,13 @@ def _published(schema: dict[str, Any], title: str, description: str) -> dict[str
 
 
 def request_schema() -> dict[str, Any]:
-    """The JSON Schema of a `POST /run` body (and of a `POST /jobs` body, the same)."""
+    """The JSON Schema of a `POST /run` body: a `RunRequest` (conversations), or a
+    `TracesRunRequest` (traces and references). `POST /jobs` takes the first."""
     return _published(
-        RunRequest.model_json_schema(mode="validation"),
+        TypeAdapter(RunRequest | TracesRunRequest).json_schema(mode="validation"),
         "Fair-Forge Agentic request",
-        "The body of POST /run and POST /jobs: the judge's connector, the conversations and the options.",
+        "The body of POST /run: the judge's connector, the options, and either the conversations (`datasets`, "
+        "also the body of POST /jobs) or agent traces with their references (`traces`, `references`).",
     )
 
 

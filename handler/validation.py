@@ -17,7 +17,14 @@ from typing import Any
 from pydantic import ValidationError
 
 # The request model and the error paths are the core's, shared with the CLI.
-from fair_forge_core.schemas import ConnectorSpec, RunRequest, describe_json_error, field_path, loads_json
+from fair_forge_core.schemas import (
+    ConnectorSpec,
+    RunRequest,
+    TracesRunRequest,
+    describe_json_error,
+    field_path,
+    loads_json,
+)
 from fair_forge_core.stats import CURVE_MIN_K
 from handler.settings import Settings
 
@@ -25,6 +32,7 @@ __all__ = [
     "ConnectorSpec",
     "RequestError",
     "RunRequest",
+    "datasets_body_from_traces",
     "decode_body",
     "field_path",
     "parse_run_request",
@@ -64,7 +72,7 @@ def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[s
     return parsed
 
 
-def _check_presence(body: dict[str, Any]) -> None:
+def _check_connector(body: dict[str, Any]) -> None:
     connector = body.get("connector")
     if connector is None or connector == {}:
         raise RequestError(400, "No connector configuration provided")
@@ -72,6 +80,10 @@ def _check_presence(body: dict[str, Any]) -> None:
         raise RequestError(400, "connector must be an object", [{"field": "connector", "message": "not an object"}])
     if not connector.get("class_path"):
         raise RequestError(400, "connector.class_path is required")
+
+
+def _check_presence(body: dict[str, Any]) -> None:
+    _check_connector(body)
     datasets = body.get("datasets")
     if datasets is None or datasets == []:
         raise RequestError(400, "No datasets provided")
@@ -94,6 +106,11 @@ def _check_limits(body: dict[str, Any], settings: Settings) -> None:
     if turns > settings.max_turns:
         raise RequestError(413, f"Too many turns: {turns} (limit {settings.max_turns} per request)")
     _check_work_limits(datasets, settings)
+    _check_shape(body, settings)
+
+
+def _check_shape(body: dict[str, Any], settings: Settings) -> None:
+    """413 for a string longer than the limit, 400 for nesting deeper than the limit."""
     longest, depth = _measure(body)
     if longest > settings.max_string_chars:
         raise RequestError(
@@ -162,6 +179,54 @@ def _measure(value: Any) -> tuple[int, int]:
     return longest, depth
 
 
+MAX_IMPORT_WARNINGS = 20
+"""Import warnings a response carries; more are counted in one last line (the CLI prints all)."""
+
+
+def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], list[str]]:
+    """A body with `traces` (`TracesRunRequest`) as the body with the `datasets` they give,
+    and the import's warnings; any other body as it is, with none.
+
+    The traces body is checked like any other (connector first, nesting and string
+    lengths, then field by field); a trace or reference that cannot be read is a 400
+    naming it (`traces.items[2].messages[5].tool_call_id`); the datasets are then checked
+    by `parse_run_request`, limits included.
+    """
+    if "traces" not in body:
+        return body, []
+    if "datasets" in body:
+        raise RequestError(400, "Send datasets or traces, not both")
+    _check_connector(body)
+    _check_shape(body, settings)
+    try:
+        request = TracesRunRequest.model_validate(body)
+    except ValidationError as exc:
+        raise _invalid_request(exc) from None
+    from fair_forge_core.importers import TraceError, datasets_from_traces
+
+    try:
+        datasets, warnings, _ = datasets_from_traces(
+            request.traces.format, request.traces.items, request.references, task_key=request.task_key
+        )
+    except TraceError as exc:
+        where = exc.field.replace("traces[", "traces.items[", 1) if exc.field.startswith("traces[") else exc.field
+        problem = str(exc).removeprefix(f"{exc.field}: ")
+        raise RequestError(400, f"Invalid traces: {where}: {problem}", [{"field": where, "message": problem}]) from None
+    if not datasets:
+        raise RequestError(
+            400,
+            "No trace matched a task of the references: nothing to evaluate",
+            [{"field": "references", "message": warning} for warning in warnings[:MAX_IMPORT_WARNINGS]],
+        )
+    if len(warnings) > MAX_IMPORT_WARNINGS:
+        warnings = [
+            *warnings[:MAX_IMPORT_WARNINGS],
+            f"… and {len(warnings) - MAX_IMPORT_WARNINGS} more import warnings",
+        ]
+    expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
+    return expanded, warnings
+
+
 def validation_details(error: ValidationError) -> list[dict[str, str]]:
     """Pydantic errors as `{"field", "message"}` pairs, without the offending values."""
     return [{"field": field_path(e["loc"]) or "body", "message": e["msg"]} for e in error.errors(include_input=False)]
@@ -174,12 +239,16 @@ def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
     try:
         request = RunRequest.model_validate(body)
     except ValidationError as exc:
-        details = validation_details(exc)
-        first = details[0]
-        more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
-        raise RequestError(400, f"Invalid request: {first['field']}: {first['message']}{more}", details) from None
+        raise _invalid_request(exc) from None
     _check_curve_points(request, settings)
     return request
+
+
+def _invalid_request(error: ValidationError) -> RequestError:
+    details = validation_details(error)
+    first = details[0]
+    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+    return RequestError(400, f"Invalid request: {first['field']}: {first['message']}{more}", details)
 
 
 def _check_curve_points(request: RunRequest, settings: Settings) -> None:

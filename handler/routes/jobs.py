@@ -79,6 +79,10 @@ def submit_job() -> Response:
     bucket, state_machine_arn = _require_jobs(settings)
     event = router.current_event
     body = decode_body(event.body, bool(event.is_base64_encoded), settings)
+    if "traces" in body:
+        raise RequestError(
+            400, "POST /jobs takes datasets: send traces to POST /run, or turn them into datasets with fair-forge convert"
+        )
     limits = settings.model_copy(
         update={
             "max_conversations": settings.jobs_max_conversations,

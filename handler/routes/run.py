@@ -24,7 +24,7 @@ from handler.invocation import deadline
 from handler.observability import log_level, logger, metrics, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
 from handler.settings import Settings
-from handler.validation import RequestError, decode_body, parse_run_request
+from handler.validation import RequestError, datasets_body_from_traces, decode_body, parse_run_request
 
 router = Router()
 
@@ -73,16 +73,18 @@ def run() -> Response:
     settings = Settings.from_env()
     event = router.current_event
     _response_format()  # an unknown ?format= is refused before any work
-    body = decode_body(event.body, bool(event.is_base64_encoded), settings)
+    body, import_warnings = datasets_body_from_traces(
+        decode_body(event.body, bool(event.is_base64_encoded), settings), settings
+    )
     request = parse_run_request(body, settings)
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):
         judge = judge_for_request(request.connector, settings)
         with secrets_masked(judge.secrets):
-            return _evaluate(request, judge.model, settings)
+            return _evaluate(request, judge.model, settings, import_warnings)
 
 
-def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
+def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: list[str]) -> Response:
     from fair_forge_core.evaluate import NoConversationScored, evaluate, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
 
@@ -108,6 +110,7 @@ def _evaluate(request: Any, model: Any, settings: Settings) -> Response:
                 telemetry=telemetry,
             )
         )
+        result.warnings[:0] = import_warnings  # what importing the traces decided comes first
     except (JudgeProviderRefused, NoConversationScored) as exc:
         logger.error("evaluation failed", extra={"reason": str(exc)})
         return error_response(502, f"Agentic evaluation failed: {exc}", request_id(router))

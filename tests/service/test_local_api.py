@@ -112,6 +112,24 @@ def test_run_over_socket_matches_direct_call(local_api: str) -> None:
     assert_same_reply(over_socket, directly)
 
 
+def test_traces_over_socket_match_direct_call(local_api: str) -> None:
+    traces = ROOT / "examples" / "traces"
+    body = json.dumps(
+        {
+            "connector": {"class_path": REFERENCE_JUDGE, "params": {}},
+            "traces": {"format": "openai", "items": json.loads((traces / "openai_chat.json").read_text())},
+            "references": [
+                json.loads(line) for line in (traces / "openai_chat.references.jsonl").read_text().splitlines()
+            ],
+            "task_key": "metadata.task",
+        }
+    )
+    over_socket = http(local_api, "POST", "/run", body)
+    assert over_socket.status == 200, over_socket.body
+    assert [c["session_id"] for c in over_socket.body["per_conversation_metrics"]] == ["run-001", "run-002", "run-003"]
+    assert_same_reply(over_socket, direct("POST", "/run", body))
+
+
 def test_health_over_socket(local_api: str) -> None:
     reply = http(local_api, "GET", "/health")
 
