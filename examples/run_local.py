@@ -1,8 +1,10 @@
 """`make run`: start the local API, POST every offline example to it, print the results.
 
 Examples whose connector needs a provider key (groq.json, openai.json) are listed
-but not sent; fill in a key and POST them yourself with curl. Full responses are
-written to `out/<example>.response.json`.
+but not sent; fill in a key and POST them yourself with curl. Each trace file in
+`traces/` is sent as traces with its references (`TRACE_EXAMPLES`: its format and
+what matches a trace to its task). Full responses are written to
+`out/<example>.response.json`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,26 @@ from typing import Any
 
 EXAMPLES = Path(__file__).resolve().parent
 OFFLINE_JUDGE = "fair_forge_core.judges.ReferenceJudge"
+
+TRACE_EXAMPLES = {  # file in traces/ → (its format, the task key)
+    "openai_chat.json": ("openai", "metadata.task"),
+}
+
+
+def trace_requests() -> list[tuple[str, dict[str, Any]]]:
+    """`(name, body)` of a traces request for each file of `TRACE_EXAMPLES`, judged offline."""
+    requests = []
+    for name, (trace_format, task_key) in TRACE_EXAMPLES.items():
+        traces = EXAMPLES / "traces" / name
+        references = traces.with_suffix(".references.jsonl").read_text(encoding="utf-8").splitlines()
+        body = {
+            "connector": {"class_path": OFFLINE_JUDGE, "params": {}},
+            "traces": {"format": trace_format, "items": json.loads(traces.read_text(encoding="utf-8"))},
+            "references": [json.loads(line) for line in references if line.strip()],
+            "task_key": task_key,
+        }
+        requests.append((f"traces/{name} ({trace_format})", body))
+    return requests
 
 
 def http_json(url: str, body: bytes | None = None, timeout: float = 60.0) -> tuple[int, dict[str, Any]]:
@@ -97,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
             status, result = http_json(f"{base_url}/run", path.read_bytes())
             (args.out / f"{path.stem}.response.json").write_text(json.dumps(result, indent=2) + "\n")
             print(summarise(path.name, status, result) + "\n")
+            failures += status != 200
+        for name, body in trace_requests():
+            status, result = http_json(f"{base_url}/run", json.dumps(body).encode("utf-8"))
+            stem = name.split(" ")[0].replace("/", "_").removesuffix(".json")
+            (args.out / f"{stem}.response.json").write_text(json.dumps(result, indent=2) + "\n")
+            print(summarise(name, status, result) + "\n")
             failures += status != 200
         print(f"Full responses are in {args.out}/.")
     finally:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from examples.run_local import TRACE_EXAMPLES, trace_requests
 from fair_forge_testing.handler_client import call_handler
 from handler.api_schema import schema_files
 
@@ -43,6 +44,19 @@ def test_every_response_to_an_example_is_valid(example: Path) -> None:
     assert response.status == 200, response.body
     errors = list(validator("response.schema.json").iter_errors(response.body))
     assert not errors, [error.message for error in errors]
+
+
+def test_every_trace_example_is_sent_by_make_run() -> None:
+    assert sorted(TRACE_EXAMPLES) == sorted(p.name for p in (ROOT / "examples" / "traces").glob("*.json"))
+
+
+@pytest.mark.parametrize(("name", "body"), trace_requests(), ids=lambda value: value if isinstance(value, str) else "")
+def test_every_trace_example_is_a_valid_request_answered_without_warnings(name: str, body: dict[str, Any]) -> None:
+    assert not [error.message for error in validator("request.schema.json").iter_errors(body)]
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    assert not list(validator("response.schema.json").iter_errors(response.body))
+    assert not [w for w in response.body["warnings"] if "trace" in w or "task" in w], response.body["warnings"]
 
 
 @pytest.mark.parametrize(
