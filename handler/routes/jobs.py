@@ -81,7 +81,8 @@ def submit_job() -> Response:
     body = decode_body(event.body, bool(event.is_base64_encoded), settings)
     if "traces" in body:
         raise RequestError(
-            400, "POST /jobs takes datasets: send traces to POST /run, or turn them into datasets with fair-forge convert"
+            400,
+            "POST /jobs takes datasets: send traces to POST /run, or turn them into datasets with fair-forge convert",
         )
     limits = settings.model_copy(
         update={
