@@ -144,3 +144,77 @@ class EvaluationResult(_Result):
         conversations = [m.model_copy(update={"interactions": None}) for m in self.per_conversation_metrics]
         warnings = [*self.warnings, f"per-turn detail left out: {reason}"]
         return self.model_copy(update={"per_conversation_metrics": conversations, "warnings": warnings})
+
+
+ComparedMetric = Literal["pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased"]
+
+
+class MetricComparison(_Result):
+    """One metric of a paired comparison (`fair_forge_core.compare`): its average over the
+    tasks it is defined on for each side, the difference candidate − baseline with a
+    paired-bootstrap percentile interval, the p-value the verdict reads and its Holm
+    adjustment, and the effect the tasks given can detect. Values are None when no task
+    qualifies (`note` says why)."""
+
+    metric: ComparedMetric
+    k: int
+    tasks: int
+    baseline: float | None
+    candidate: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    bootstrap_p_value: float | None
+    p_value: float | None
+    p_value_method: Literal["bootstrap", "mcnemar_exact", "mcnemar_chi2"] | None
+    p_value_holm: float | None
+    significant: bool
+    standard_error: float | None
+    minimum_detectable_effect: float | None
+    tasks_needed: int | None = None
+    note: str | None = None
+
+
+class McNemarTest(_Result):
+    """McNemar's test on the shared tasks when each side made one scored attempt per task:
+    b = baseline right and candidate wrong, c = the reverse."""
+
+    tasks: int
+    b: int
+    c: int
+    exact_p_value: float
+    chi2_statistic: float | None
+    chi2_p_value: float | None
+    method: Literal["exact", "chi2"]
+    p_value: float
+    difference: float
+    standard_error: float
+
+
+class Comparison(_Result):
+    """Is the candidate better than the baseline? A paired comparison over the tasks both
+    attempted (`fair_forge_core.compare.compare`). Tasks only one side scored, and unscored
+    conversations, are counted and listed, never paired."""
+
+    verdict: Literal["improved", "regressed", "inconclusive"]
+    verdict_explanation: str
+    confidence: float
+    k: int
+    seed: int
+    bootstrap_resamples: int
+    shared_tasks: int
+    baseline_attempts: int
+    baseline_successes: int
+    candidate_attempts: int
+    candidate_successes: int
+    metrics: list[MetricComparison]
+    mcnemar: McNemarTest | None
+    prior: list[float]
+    probability_candidate_better: float | None
+    baseline_only_tasks: list[str]
+    candidate_only_tasks: list[str]
+    baseline_unscored_conversations: int
+    candidate_unscored_conversations: int
+    baseline_unscored_by_task: dict[str, int]
+    candidate_unscored_by_task: dict[str, int]
+    notes: list[str] = Field(default_factory=list)

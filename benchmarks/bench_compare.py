@@ -1,0 +1,135 @@
+"""Paired comparison (issue #15): is `fair_forge_core.compare` calibrated? A simulation.
+
+Each scenario runs 1,000 paired experiments. In one experiment every task i gets a
+baseline chance p_i ~ Uniform(0.2, 0.95), drawn afresh (tasks differ), and the candidate
+the chance p_i + δ on the same task (both sides share its difficulty); each side makes
+`attempts` independent attempts per task. The true pass@1 difference — the mean of
+p_C − p_B over the population of tasks — is δ exactly. Inside the simulation the bootstrap
+draws B = 2,000 resamples (the default is 10,000), seeded by the experiment's number.
+
+Figures and targets:
+- coverage of the 95 % bootstrap interval for the pass@1 difference: 93–97 %;
+- false `regressed` rate when nothing changed (δ = 0): ≤ 5 %;
+- power to call `regressed` at a 10-point drop (δ = −0.10), 50 tasks × 3 attempts: reported,
+  at k = 3 (five metrics, Holm-adjusted) and at k = 1 (pass@1 alone);
+- one attempt a task (McNemar decides): false `regressed` rate ≤ 5 %;
+- the time of one `compare` at the default B = 10,000 on 500 tasks × 5 attempts.
+
+    python -m benchmarks.bench_compare [--experiments 1000] [--resamples 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.common import header, line, verdict
+from fair_forge_core.compare import Outcome, compare
+
+LOW, HIGH = 0.2, 0.95
+
+
+@dataclass
+class Scenario:
+    name: str
+    tasks: int
+    attempts: int
+    delta: float
+    k: int
+
+
+@dataclass
+class Figures:
+    covered: int = 0
+    regressed: int = 0
+    improved: int = 0
+    experiments: int = 0
+    seconds: float = 0.0
+
+
+def experiment(rng: np.random.Generator, scenario: Scenario) -> tuple[list[Outcome], list[Outcome]]:
+    """One paired experiment: shared task difficulties, independent attempts per side."""
+    chance = rng.uniform(LOW, HIGH, scenario.tasks)
+    shape = (scenario.tasks, scenario.attempts)
+    base = rng.random(shape) < chance[:, None]
+    cand = rng.random(shape) < (chance + scenario.delta)[:, None]
+    tasks = [f"t{i}" for i in range(scenario.tasks)]
+    return (
+        [(tasks[i], bool(x)) for i in range(scenario.tasks) for x in base[i]],
+        [(tasks[i], bool(x)) for i in range(scenario.tasks) for x in cand[i]],
+    )
+
+
+def simulate(scenario: Scenario, experiments: int, resamples: int, seed: int) -> Figures:
+    rng = np.random.default_rng(seed)
+    figures = Figures(experiments=experiments)
+    started = time.perf_counter()
+    for index in range(experiments):
+        base, cand = experiment(rng, scenario)
+        result = compare(base, cand, k=scenario.k, resamples=resamples, seed=index)
+        pass1 = next(m for m in result.metrics if m.metric == "pass@1")
+        assert pass1.ci_low is not None and pass1.ci_high is not None
+        figures.covered += pass1.ci_low <= scenario.delta <= pass1.ci_high
+        figures.regressed += result.verdict == "regressed"
+        figures.improved += result.verdict == "improved"
+    figures.seconds = time.perf_counter() - started
+    return figures
+
+
+def percent(count: int, total: int) -> str:
+    return f"{100 * count / total:.1f} %"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--experiments", type=int, default=1000)
+    parser.add_argument("--resamples", type=int, default=2000)
+    args = parser.parse_args()
+    n, b = args.experiments, args.resamples
+
+    header(f"compare: {n} simulated paired experiments per scenario, bootstrap B = {b}, p_i ~ U({LOW}, {HIGH})")
+    scenarios = [
+        Scenario("no change, 50 tasks × 3, k = 3", 50, 3, 0.0, 3),
+        Scenario("10-point drop, 50 tasks × 3, k = 3", 50, 3, -0.10, 3),
+        Scenario("no change, 50 tasks × 3, k = 1", 50, 3, 0.0, 1),
+        Scenario("10-point drop, 50 tasks × 3, k = 1", 50, 3, -0.10, 1),
+        Scenario("no change, 100 tasks × 1 (McNemar), k = 1", 100, 1, 0.0, 1),
+    ]
+    checks: list[tuple[bool, str]] = []
+    for number, scenario in enumerate(scenarios):
+        figures = simulate(scenario, n, b, seed=1000 + number)
+        coverage = figures.covered / n
+        print(f"   {scenario.name}:")
+        print(f"      pass@1 difference in its 95 % interval: {percent(figures.covered, n)}")
+        print(
+            f"      verdicts: regressed {percent(figures.regressed, n)}, improved {percent(figures.improved, n)}, "
+            f"inconclusive {percent(n - figures.regressed - figures.improved, n)}"
+            f"   ({figures.seconds:.1f} s, {1000 * figures.seconds / n:.1f} ms an experiment)"
+        )
+        if scenario.attempts > 1:
+            checks.append((0.93 <= coverage <= 0.97, f"coverage 93–97 % ({scenario.name}): {coverage:.1%}"))
+        if scenario.delta == 0:
+            rate = figures.regressed / n
+            checks.append((rate <= 0.05, f"false 'regressed' ≤ 5 % ({scenario.name}): {rate:.1%}"))
+        else:
+            print(f"      power to call 'regressed': {percent(figures.regressed, n)}")
+
+    rng = np.random.default_rng(7)
+    large = Scenario("timing", 500, 5, -0.05, 3)
+    base, cand = experiment(rng, large)
+    compare(base, cand, k=3, resamples=100)  # imports numpy and scipy once
+    seconds = []
+    for seed in range(5):
+        started = time.perf_counter()
+        compare(base, cand, k=3, seed=seed)
+        seconds.append(time.perf_counter() - started)
+    print("   " + line("one compare, 500 tasks × 5 attempts, k = 3, B = 10,000", seconds))
+    for ok, what in checks:
+        print("   " + verdict(ok, what))
+
+
+if __name__ == "__main__":
+    main()
