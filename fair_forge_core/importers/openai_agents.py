@@ -12,7 +12,8 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
 - Traces sharing a `group_id` (the SDK's "chat thread ID") are one conversation, whose id
   is that group_id; a trace without one is a conversation, whose id is the trace's. Its
   metadata is its traces' `metadata` merged, the earliest trace's value kept when two
-  differ (said). Conversations come in the order the input first names their traces.
+  differ (said). Conversations come in the order of their first trace object in the
+  input; spans whose trace object is missing make a trace of their own, last (said).
 - A conversation's spans are read in `started_at` order (the exporter sends a span when it
   ends, children before parents). Spans inside a `function` span (an agent used as a tool)
   are that tool's own work: skipped, and said.
@@ -28,14 +29,15 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   call order). Its `output` is the result (the SDK exports `str(output)`, so a dict comes
   back as Python text, kept as text). A span with `error` makes the call `is_error`, its
   result the output the model got or, without one, the error's `message: data.error`. A
-  function span that answers no call is kept as a call of its own step, and said.
+  function span that answers no call is kept as a call of its own step (its `input` as
+  the arguments), and said.
 - A `handoff` span answers the call named `transfer_to_<to_agent>` (the SDK's default
-  handoff tool name) with `{"assistant": to_agent}` (what the SDK returns to the model);
+  handoff tool name: lower case, other characters than [a-z0-9_] as `_`) with `{"assistant": to_agent}` (what the SDK returns to the model);
   no such call is said. `assistant_id` is `metadata.assistant_id`, else the first (entry)
   agent's name, the agents it handed off to being part of it (said); else `"agent"`.
 - Said in warnings: a triggered `guardrail`, a span with an `error`, spans with no
   conversation content (custom spans other than the SDK's own `task`/`turn`, `mcp_tools`,
-  speech, …), a span whose trace or parent object is not in the input.
+  speech, …), spans whose `parent_id` is not in the input (read as top-level).
 - Missing content is an error, never a guess: a `response` span (Responses API, the SDK's
   default) exports only a `response_id`; a generation's `input`/`output` are null when
   `trace_include_sensitive_data` is False. Both are a `TraceError` naming the field.
