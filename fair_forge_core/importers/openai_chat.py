@@ -61,15 +61,24 @@ def _read_messages(messages: list[Any], where: str, builder: TurnBuilder) -> Non
         if role == "user":
             builder.user(read_text(message.get("content"), f"{here}.content"))
         elif role == "assistant":
-            content = message.get("content")
-            builder.assistant("" if content is None else read_text(content, f"{here}.content"), here)
-            builder.step(
-                [_call(call, f"{here}.tool_calls[{n}]") for n, call in enumerate(message.get("tool_calls") or [])], here
-            )
+            builder.assistant(assistant_text(message, here), here)
+            builder.step(tool_calls(message, here), here)
         elif role == "tool":
             builder.result(message.get("tool_call_id"), message.get("content"), f"{here}.tool_call_id")
         else:
             raise TraceError(f"{here}.role", f"unknown role {role!r}")
+
+
+def assistant_text(message: dict[str, Any], where: str) -> str:
+    """An assistant message's text: `""` when its `content` is null (see `read_text`).
+    Shared with formats that embed chat-completions messages (OpenAI Agents SDK spans)."""
+    content = message.get("content")
+    return "" if content is None else read_text(content, f"{where}.content")
+
+
+def tool_calls(message: dict[str, Any], where: str) -> list[RawCall]:
+    """An assistant message's `tool_calls`, each a `RawCall` whose `call_id` is the call's `id`."""
+    return [_call(call, f"{where}.tool_calls[{n}]") for n, call in enumerate(message.get("tool_calls") or [])]
 
 
 def _call(call: Any, where: str) -> RawCall:
