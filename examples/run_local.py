@@ -24,6 +24,7 @@ OFFLINE_JUDGE = "fair_forge_core.judges.ReferenceJudge"
 
 TRACE_EXAMPLES = {  # file in traces/ → (its format, the task key)
     "openai_chat.json": ("openai", "metadata.task"),
+    "openai_agents.json": ("openai-agents", "metadata.task"),
 }
 
 
@@ -33,9 +34,10 @@ def trace_requests() -> list[tuple[str, dict[str, Any]]]:
     for name, (trace_format, task_key) in TRACE_EXAMPLES.items():
         traces = EXAMPLES / "traces" / name
         references = traces.with_suffix(".references.jsonl").read_text(encoding="utf-8").splitlines()
+        items = json.loads(traces.read_text(encoding="utf-8"))
         body = {
             "connector": {"class_path": OFFLINE_JUDGE, "params": {}},
-            "traces": {"format": trace_format, "items": json.loads(traces.read_text(encoding="utf-8"))},
+            "traces": {"format": trace_format, "items": items if isinstance(items, list) else [items]},
             "references": [json.loads(line) for line in references if line.strip()],
             "task_key": task_key,
         }

@@ -209,7 +209,7 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
             request.traces.format, request.traces.items, request.references, task_key=request.task_key
         )
     except TraceError as exc:
-        where = exc.field.replace("traces[", "traces.items[", 1) if exc.field.startswith("traces[") else exc.field
+        where = _traces_field(exc.field)
         problem = str(exc).removeprefix(f"{exc.field}: ")
         raise RequestError(400, f"Invalid traces: {where}: {problem}", [{"field": where, "message": problem}]) from None
     if not datasets:
@@ -225,6 +225,15 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
         ]
     expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
     return expanded, warnings
+
+
+def _traces_field(field: str) -> str:
+    """An importer's field path in the body: the importers name the items of their input
+    `traces[i]` or `items[i]`, which in a request are `traces.items[i]`."""
+    for root in ("traces[", "items["):
+        if field.startswith(root):
+            return "traces.items[" + field.removeprefix(root)
+    return field
 
 
 def validation_details(error: ValidationError) -> list[dict[str, str]]:

@@ -13,6 +13,7 @@ Every problem is a `TraceError` naming the trace and the field (`traces[2].messa
 """
 
 from fair_forge_core.importers.formats import IMPORTERS, datasets_from_traces
+from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
 from fair_forge_core.importers.references import JoinReport, join_references
 from fair_forge_core.importers.trace import ImportedTrace, ImportedTurn, TraceError
@@ -26,4 +27,5 @@ __all__ = [
     "datasets_from_traces",
     "join_references",
     "traces_from_openai",
+    "traces_from_openai_agents",
 ]

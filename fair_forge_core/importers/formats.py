@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
 from fair_forge_core.importers.references import join_references
 from fair_forge_core.importers.trace import ImportedTrace, TraceError
 
 IMPORTERS: dict[str, Callable[[Any], list[ImportedTrace]]] = {
     "openai": traces_from_openai,
+    "openai-agents": traces_from_openai_agents,
 }
 """Each trace format and the importer that reads it: the keys are `schemas.TRACE_FORMATS` (tested)."""
 
