@@ -64,10 +64,11 @@ def traces_from_langchain(data: Any) -> list[ImportedTrace]:
 
 
 def is_message(value: Any) -> bool:
-    """Whether `value` looks like a message in one of the shapes `message_fields` reads."""
-    return isinstance(value, dict) and (
-        "lc" in value or "role" in value or ("type" in value and "messages" not in value)
-    )
+    """Whether `value` is a message in one of the shapes `message_fields` reads: a LangChain
+    serialised object, or an object whose `role` or `type` is a message kind."""
+    if not isinstance(value, dict):
+        return False
+    return "lc" in value or _kind(value.get("role")) is not None or _kind(value.get("type")) is not None
 
 
 def message_fields(message: Any, where: str) -> tuple[str, dict[str, Any], str]:
@@ -161,6 +162,29 @@ def read_messages(messages: list[Any], where: str, builder: TurnBuilder) -> None
             builder.warnings.append(f"{here}: a RemoveMessage (LangGraph state), skipped")
         elif kind == "function":
             raise TraceError(here, "a legacy FunctionMessage answers no tool call id; it cannot be read")
+
+
+def last_text(messages: Any, where: str, kind: str) -> str | None:
+    """The text of the last `kind` message of a list, `None` if none (of LangChain's batches of
+    messages, `[[…]]`, the first is read); in it a text is a human message and `[role, content]`
+    a message, as LangChain's `convert_to_messages` reads them."""
+    if isinstance(messages, list) and messages and isinstance(messages[0], list) and not _is_pair(messages[0]):
+        messages, where = messages[0], f"{where}[0]"
+    for position in range(len(messages) - 1 if isinstance(messages, list) else -1, -1, -1):
+        message, here = messages[position], f"{where}[{position}]"
+        if isinstance(message, str):
+            message = {"role": "user", "content": message}
+        elif _is_pair(message):
+            message = {"role": message[0], "content": message[1]}
+        found, fields, fields_where = message_fields(message, here)
+        if found == kind:
+            content = fields.get("content")
+            return "" if content is None else text_of(content, f"{fields_where}.content")
+    return None
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
 
 
 def _trace(item: Any, where: str, index: int) -> ImportedTrace:

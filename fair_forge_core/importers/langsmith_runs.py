@@ -51,6 +51,7 @@ from typing import Any
 
 from fair_forge_core.importers.langchain_messages import (
     is_message,
+    last_text,
     message_fields,
     read_ai_message,
     read_tool_message,
@@ -176,7 +177,7 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             inside_tool[run.id] = inside_tool[run.parent]
             if run.run_type in ("llm", "tool"):
                 warnings.append(
-                    f"{run.where}: an {run.run_type} run inside the tool run {inside_tool[run.id]}; the tool's own work, not read"
+                    f"{run.where}: {run.run_type} run inside the tool run {inside_tool[run.id]}; the tool's own work, not read"
                 )
         elif run.run_type == "llm":
             text, calls = _llm_output(run, warnings)
@@ -194,14 +195,14 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
     answer = _answer(root.raw.get("outputs"), f"{root.where}.outputs")
     if answer:
         builder.assistant(answer, root.where)
-    if isinstance(root.raw.get("error"), str) and root.raw["error"]:
-        warnings.append(f"{root.where}.error: the run failed: {root.raw['error'].splitlines()[0][:120]}")
+    if root.raw.get("error"):
+        warnings.append(f"{root.where}.error: the run failed: {_first_line(root.raw['error'])}")
 
 
 def _query(root: _Run, ordered: list[_Run], warnings: list[str]) -> str:
     inputs = root.raw.get("inputs")
     if isinstance(inputs, dict):
-        query = _last(inputs.get("messages"), f"{root.where}.inputs.messages", "human")
+        query = last_text(inputs.get("messages"), f"{root.where}.inputs.messages", "human")
         texts = [value for value in inputs.values() if isinstance(value, str)]
         query = query or next((inputs[k] for k in _QUERY_KEYS if isinstance(inputs.get(k), str)), None)
         query = query or (texts[0] if len(texts) == 1 else None)
@@ -210,33 +211,11 @@ def _query(root: _Run, ordered: list[_Run], warnings: list[str]) -> str:
     llm = next((run for run in ordered if run.run_type == "llm"), None)
     llm_inputs = llm.raw.get("inputs") if llm else None
     if llm and isinstance(llm_inputs, dict):
-        query = _last(llm_inputs.get("messages"), f"{llm.where}.inputs.messages", "human")
+        query = last_text(llm_inputs.get("messages"), f"{llm.where}.inputs.messages", "human")
         if query is not None:
             warnings.append(f"{root.where}.inputs: no query; the last human message of {llm.where} taken")
             return query
     raise TraceError(f"{root.where}.inputs", "holds no query (messages, input, question, query or one text)")
-
-
-def _last(messages: Any, where: str, kind: str) -> str | None:
-    """The text of the last `kind` message of a list (LangChain's batches `[[…]]`: the first);
-    a text is a human message and `[role, content]` a message, as LangChain reads them."""
-    if isinstance(messages, list) and messages and isinstance(messages[0], list) and not _is_pair(messages[0]):
-        messages, where = messages[0], f"{where}[0]"
-    for position in range(len(messages) - 1 if isinstance(messages, list) else -1, -1, -1):
-        message, here = messages[position], f"{where}[{position}]"
-        if isinstance(message, str):
-            message = {"role": "user", "content": message}
-        elif _is_pair(message):
-            message = {"role": message[0], "content": message[1]}
-        found, fields, fields_where = message_fields(message, here)
-        if found == kind:
-            content = fields.get("content")
-            return "" if content is None else text_of(content, f"{fields_where}.content")
-    return None
-
-
-def _is_pair(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
 
 
 def _llm_output(run: _Run, warnings: list[str]) -> tuple[str, list[RawCall]]:
@@ -244,8 +223,7 @@ def _llm_output(run: _Run, warnings: list[str]) -> tuple[str, list[RawCall]]:
     if not outputs:
         error = run.raw.get("error")
         warnings.append(
-            f"{where}: an llm run without outputs"
-            + (f" (it failed: {str(error).splitlines()[0][:120]})" if error else "")
+            f"{where}: an llm run without outputs" + (f" (it failed: {_first_line(error)})" if error else "")
         )
         return "", []
     if not isinstance(outputs, dict):
@@ -323,7 +301,7 @@ def _tool_result(raw: dict[str, Any], where: str) -> tuple[Any, bool, Any]:
 def _answer(outputs: Any, where: str) -> str | None:
     if not isinstance(outputs, dict):
         return None
-    answer = _last(outputs.get("messages"), f"{where}.messages", "ai")
+    answer = last_text(outputs.get("messages"), f"{where}.messages", "ai")
     if answer is not None:
         return answer
     for key in _ANSWER_KEYS:
@@ -336,6 +314,10 @@ def _answer(outputs: Any, where: str) -> str | None:
                 return text_of(fields.get("content") or "", f"{fields_where}.content")
     texts = [value for value in outputs.values() if isinstance(value, str)]
     return texts[0] if len(texts) == 1 else None
+
+
+def _first_line(error: Any) -> str:
+    return (str(error).splitlines() or [""])[0][:120]
 
 
 def _same_arguments(arguments: Any, inputs: Any) -> bool:
