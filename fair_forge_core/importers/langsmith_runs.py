@@ -1,0 +1,330 @@
+"""LangSmith runs → `ImportedTrace`s.
+
+The input is a list of runs as `Client.list_runs` or an export gives them (one run object
+is a list of one), each `{"id", "name", "run_type", "inputs", "outputs", "error",
+"start_time", "trace_id", "parent_run_id", "dotted_order", "extra": {"metadata"}, …}`
+(langsmith-sdk `python/langsmith/schemas.py` `Run`; docs.langchain.com/langsmith/run-data-format).
+A run may hold its `child_runs` (a run tree): they are read as if listed after it. Errors
+name the field from the root `runs` (``runs[4].outputs``, ``runs[0].child_runs[2].id``).
+
+The rules (shared ones in `importers.trace`):
+
+- runs are grouped by trace: `trace_id`, else the run id that starts `dotted_order`
+  (`<start>Z<run id>.<child start>Z<child id>…`), else the trace of the parent, else the
+  run's own id (as `Run` does for a root). Within a trace runs are read in `dotted_order`
+  (execution order, parents before children); if a run lacks it, in `start_time` (ISO text)
+  order, said in a warning. The root is the run without a parent in the input;
+- a trace is one turn. Traces whose root's `extra.metadata` holds the same `session_id`,
+  `thread_id` or `conversation_id` (LangSmith threads, docs.langchain.com/langsmith/threads)
+  are one conversation, whose id is that value; its turns in root `start_time` order.
+  (The run field `session_id` is the project, not the thread.) Otherwise the id is the
+  trace's. Metadata is the first root's `extra.metadata`; the assistant is its
+  `assistant_id`, else the root's `name`;
+- the query is read from the root's `inputs`: the last human message of `messages` (the
+  new one, after any history), else `input`, `question` or `query`, else its only text;
+  else the last human message of the first llm run's `messages` (a warning says so);
+- each `llm` run is one step: its output message (`generations[0][0].message`, as LangChain
+  writes it, `choices[0].message` (OpenAI), `message`, the last of `messages`, or the
+  output itself) is read by `langchain_messages.read_ai_message` (LangChain or OpenAI
+  shape): its text and its tool calls, parallel calls sharing the step;
+- each `tool` run answers a call: the one whose id is its `extra.tool_call_id` (LangChain
+  writes it there), `extra.metadata.tool_call_id`, `inputs.tool_call_id` or its output
+  tool message's `tool_call_id`; else the first unanswered call of its `name` whose
+  arguments equal its `inputs`, else the first unanswered call of its name (LangChain and
+  LangGraph run tools under another parent than the model, so the parent is not used).
+  Its result is `outputs.output` (or `outputs`); a tool message's `content` with
+  `status: "error"`, or the run's `error` text, is kept with `is_error`. A tool run that
+  answers no call is a call of its own step (from its `name` and `inputs`), with a warning;
+- runs inside a tool run are the tool's own work and are not read (warning for llm and
+  tool runs); a retriever run outside a tool is context, not a call (warning); chain,
+  prompt, parser and embedding runs are plumbing, skipped;
+- the answer is the root's `outputs` (the last AI message of `messages`, else `output`,
+  `answer`, `response` or `result`, else its only text), else the last llm text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Any
+
+from fair_forge_core.importers.langchain_messages import (
+    is_message,
+    last_text,
+    message_fields,
+    read_ai_message,
+    read_tool_message,
+    text_of,
+)
+from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder
+
+_THREAD_KEYS = ("session_id", "thread_id", "conversation_id")
+_QUERY_KEYS = ("input", "question", "query")
+_ANSWER_KEYS = ("output", "answer", "response", "result")
+
+
+@dataclass
+class _Run:
+    raw: dict[str, Any]
+    where: str
+    id: str
+    run_type: str
+    parent: str | None
+    trace: str | None
+
+
+def traces_from_langsmith(data: Any) -> list[ImportedTrace]:
+    """The conversations of the runs in `data` (see the module docstring)."""
+    runs = _flatten(data if isinstance(data, list) else [data])
+    by_id = {run.id: run for run in runs}
+    traces: dict[str, list[_Run]] = defaultdict(list)
+    for run in runs:
+        traces[_trace_of(run, by_id)].append(run)
+    threads: dict[str, list[list[_Run]]] = defaultdict(list)
+    for trace_id, members in traces.items():
+        root = _root(members, trace_id, by_id)
+        metadata = _metadata(root)
+        thread = next((str(metadata[k]) for k in _THREAD_KEYS if metadata.get(k) not in (None, "")), trace_id)
+        threads[thread].append([root, *(run for run in members if run is not root)])
+    return [
+        _conversation(thread_id, sorted(group, key=lambda t: str(t[0].raw.get("start_time") or "")))
+        for thread_id, group in threads.items()
+    ]
+
+
+def _flatten(items: list[Any]) -> list[_Run]:
+    """Every run, tree children after their parent, each with its path; ids must be unique."""
+    runs: list[_Run] = []
+    seen: dict[str, str] = {}
+    stack: list[tuple[Any, str, _Run | None]] = [
+        (item, f"runs[{n}]", None) for n, item in reversed(list(enumerate(items)))
+    ]
+    while stack:
+        raw, where, parent = stack.pop()
+        if not isinstance(raw, dict):
+            raise TraceError(where, "a run is an object")
+        run_id, run_type = raw.get("id"), raw.get("run_type")
+        if not isinstance(run_id, str) or not run_id:
+            raise TraceError(f"{where}.id", "must be a non-empty string")
+        if run_id in seen:
+            raise TraceError(f"{where}.id", f"the run {run_id} is also {seen[run_id]}")
+        if not isinstance(run_type, str):
+            raise TraceError(f"{where}.run_type", "must be a string (llm, tool, chain, …)")
+        seen[run_id] = where
+        parent_id = raw.get("parent_run_id") or (parent.id if parent else None)
+        trace = raw.get("trace_id") or _dotted_root(raw.get("dotted_order")) or (parent.trace if parent else None)
+        run = _Run(raw, where, run_id, run_type, str(parent_id) if parent_id else None, str(trace) if trace else None)
+        runs.append(run)
+        children = raw.get("child_runs") or []
+        if not isinstance(children, list):
+            raise TraceError(f"{where}.child_runs", "must be a list of runs")
+        stack += [(child, f"{where}.child_runs[{n}]", run) for n, child in reversed(list(enumerate(children)))]
+    return runs
+
+
+def _dotted_root(dotted: Any) -> str | None:
+    # Each segment is the start time then the run id (36 characters): the first is the root's.
+    if not isinstance(dotted, str):
+        return None
+    return dotted.split(".", 1)[0][-36:] or None
+
+
+def _trace_of(run: _Run, by_id: dict[str, _Run]) -> str:
+    seen: set[str] = set()
+    while run.trace is None and run.parent in by_id and run.id not in seen:
+        seen.add(run.id)
+        run = by_id[run.parent]
+    return run.trace or run.id
+
+
+def _root(members: list[_Run], trace_id: str, by_id: dict[str, _Run]) -> _Run:
+    tops = [run for run in members if run.id == trace_id or run.parent not in by_id]
+    return next((run for run in tops if run.id == trace_id), tops[0] if tops else members[0])
+
+
+def _metadata(run: _Run) -> dict[str, Any]:
+    extra = run.raw.get("extra") or {}
+    metadata = extra.get("metadata") if isinstance(extra, dict) else None
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _conversation(thread_id: str, traces: list[list[_Run]]) -> ImportedTrace:
+    first = traces[0][0]
+    builder = TurnBuilder(first.where)
+    for trace in traces:
+        _turn(trace[0], trace, builder)
+    metadata = _metadata(first)
+    assistant_id = metadata.get("assistant_id") or first.raw.get("name") or "agent"
+    return ImportedTrace(thread_id, str(assistant_id), builder.turns(), dict(metadata), builder.warnings)
+
+
+def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
+    warnings = builder.warnings
+    if root.parent is not None:
+        warnings.append(f"{root.where}: the trace's root run is not in the input; this run stands for it")
+    if all(isinstance(run.raw.get("dotted_order"), str) and run.raw["dotted_order"] for run in members):
+        ordered = sorted(members, key=lambda run: str(run.raw["dotted_order"]))
+    else:
+        warnings.append(f"{root.where}: runs of this trace lack dotted_order; read in start_time order")
+        ordered = sorted(members, key=lambda run: str(run.raw.get("start_time") or ""))
+    builder.user(_query(root, ordered, warnings))
+    pending: dict[str, deque[RawCall]] = defaultdict(deque)  # tool name → its unanswered calls, in order
+    by_key: dict[str, RawCall] = {}
+    inside_tool: dict[str, str] = {}  # run id → where of the tool run it belongs to
+    for run in ordered:
+        if run.parent in inside_tool:
+            inside_tool[run.id] = inside_tool[run.parent]
+            if run.run_type in ("llm", "tool"):
+                warnings.append(
+                    f"{run.where}: {run.run_type} run inside the tool run {inside_tool[run.id]}; the tool's own work, not read"
+                )
+        elif run.run_type == "llm":
+            text, calls = _llm_output(run, warnings)
+            builder.assistant(text, run.where)
+            for n, call in enumerate(calls):
+                call.call_id = call.call_id or f"{run.id}#{n}"  # so that a tool run can still answer it
+                pending[str(call.name)].append(call)
+                by_key[call.call_id] = call
+            builder.step(calls, run.where)
+        elif run.run_type == "tool":
+            inside_tool[run.id] = run.where
+            _tool_run(run, pending, by_key, builder)
+        elif run.run_type == "retriever":
+            warnings.append(f"{run.where}: a retriever run outside any tool; read as context, not as a tool call")
+    answer = _answer(root.raw.get("outputs"), f"{root.where}.outputs")
+    if answer:
+        builder.assistant(answer, root.where)
+    if root.raw.get("error"):
+        warnings.append(f"{root.where}.error: the run failed: {_first_line(root.raw['error'])}")
+
+
+def _query(root: _Run, ordered: list[_Run], warnings: list[str]) -> str:
+    inputs = root.raw.get("inputs")
+    if isinstance(inputs, dict):
+        query = last_text(inputs.get("messages"), f"{root.where}.inputs.messages", "human")
+        texts = [value for value in inputs.values() if isinstance(value, str)]
+        query = query or next((inputs[k] for k in _QUERY_KEYS if isinstance(inputs.get(k), str)), None)
+        query = query or (texts[0] if len(texts) == 1 else None)
+        if query is not None:
+            return query
+    llm = next((run for run in ordered if run.run_type == "llm"), None)
+    llm_inputs = llm.raw.get("inputs") if llm else None
+    if llm and isinstance(llm_inputs, dict):
+        query = last_text(llm_inputs.get("messages"), f"{llm.where}.inputs.messages", "human")
+        if query is not None:
+            warnings.append(f"{root.where}.inputs: no query; the last human message of {llm.where} taken")
+            return query
+    raise TraceError(f"{root.where}.inputs", "holds no query (messages, input, question, query or one text)")
+
+
+def _llm_output(run: _Run, warnings: list[str]) -> tuple[str, list[RawCall]]:
+    outputs, where = run.raw.get("outputs"), f"{run.where}.outputs"
+    if not outputs:
+        error = run.raw.get("error")
+        warnings.append(
+            f"{where}: an llm run without outputs" + (f" (it failed: {_first_line(error)})" if error else "")
+        )
+        return "", []
+    if not isinstance(outputs, dict):
+        raise TraceError(where, "must be an object")
+    message, here, count = _output_message(outputs, where)
+    if count > 1:
+        warnings.append(f"{where}: {count} candidate messages; the first is read")
+    kind, fields, fields_where = message_fields(message, here)
+    if kind != "ai":
+        raise TraceError(here, "an llm run's output message is not an AI message")
+    return read_ai_message(fields, fields_where, warnings)
+
+
+def _output_message(outputs: dict[str, Any], where: str) -> tuple[Any, str, int]:
+    """`(message, its path, how many candidates)` of an llm run's outputs."""
+    generations = outputs.get("generations")
+    if isinstance(generations, list) and generations:
+        nested = isinstance(generations[0], list)
+        batch = generations[0] if nested else generations
+        here = f"{where}.generations[0][0]" if nested else f"{where}.generations[0]"
+        generation = batch[0] if batch else None
+        if isinstance(generation, dict) and "message" in generation:
+            return generation["message"], f"{here}.message", len(batch)
+        if isinstance(generation, dict) and isinstance(generation.get("text"), str):  # a completion model
+            return {"type": "ai", "content": generation["text"]}, here, len(batch)
+    choices = outputs.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0].get("message"), f"{where}.choices[0].message", len(choices)
+    if "message" in outputs:
+        return outputs["message"], f"{where}.message", 1
+    messages = outputs.get("messages")
+    if isinstance(messages, list) and messages:
+        return messages[-1], f"{where}.messages[{len(messages) - 1}]", 1
+    if is_message(outputs):
+        return outputs, where, 1
+    raise TraceError(where, "holds no message (generations, choices, message or messages)")
+
+
+def _tool_run(run: _Run, pending: dict[str, deque[RawCall]], by_key: dict[str, RawCall], builder: TurnBuilder) -> None:
+    raw, inputs = run.raw, run.raw.get("inputs")
+    extra = raw.get("extra")
+    content, is_error, message_id = _tool_result(raw, f"{run.where}.outputs")
+    ids = [extra.get("tool_call_id") if isinstance(extra, dict) else None, _metadata(run).get("tool_call_id")]
+    ids += [inputs.get("tool_call_id") if isinstance(inputs, dict) else None, message_id]
+    call = next((by_key[i] for i in ids if isinstance(i, str) and i in by_key), None)
+    if call is None:  # no id: the unanswered call of this tool with these arguments, else the first one
+        queue = pending.get(str(raw.get("name")), deque())
+        call = next((c for c in queue if _same_arguments(c.arguments, inputs)), queue[0] if queue else None)
+    if call is None:
+        builder.warnings.append(f"{run.where}: a tool run that answers no model tool call; read as a call of its own")
+        builder.step([RawCall(raw.get("name"), inputs, run.where, None, content, is_error)], run.where)
+        return
+    pending[str(call.name)].remove(call)
+    del by_key[str(call.call_id)]
+    if content is not NO_RESULT:
+        builder.result(call.call_id, content, run.where, is_error=is_error)
+
+
+def _tool_result(raw: dict[str, Any], where: str) -> tuple[Any, bool, Any]:
+    """`(result, is_error, tool_call_id of a tool message)` of a tool run."""
+    error, outputs = raw.get("error"), raw.get("outputs")
+    if isinstance(error, str) and error:
+        return error, True, None
+    if not isinstance(outputs, dict) or not outputs:
+        return NO_RESULT, False, None
+    value = outputs.get("output", outputs)
+    if is_message(value):
+        kind, fields, _ = message_fields(value, f"{where}.output")
+        if kind == "tool":
+            call_id, content, is_error = read_tool_message(fields)
+            return content, is_error, call_id
+    return value, False, None
+
+
+def _answer(outputs: Any, where: str) -> str | None:
+    if not isinstance(outputs, dict):
+        return None
+    answer = last_text(outputs.get("messages"), f"{where}.messages", "ai")
+    if answer is not None:
+        return answer
+    for key in _ANSWER_KEYS:
+        value = outputs.get(key)
+        if isinstance(value, str):
+            return value
+        if is_message(value):
+            kind, fields, fields_where = message_fields(value, f"{where}.{key}")
+            if kind == "ai":
+                return text_of(fields.get("content") or "", f"{fields_where}.content")
+    texts = [value for value in outputs.values() if isinstance(value, str)]
+    return texts[0] if len(texts) == 1 else None
+
+
+def _first_line(error: Any) -> str:
+    return (str(error).splitlines() or [""])[0][:120]
+
+
+def _same_arguments(arguments: Any, inputs: Any) -> bool:
+    """Whether a call's arguments (an object, or JSON text of one) are a tool run's inputs."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return False
+    return bool(arguments == inputs)
