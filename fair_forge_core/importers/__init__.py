@@ -13,6 +13,8 @@ Every problem is a `TraceError` naming the trace and the field (`traces[2].messa
 """
 
 from fair_forge_core.importers.formats import IMPORTERS, datasets_from_traces
+from fair_forge_core.importers.langchain_messages import traces_from_langchain
+from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
 from fair_forge_core.importers.references import JoinReport, join_references
@@ -26,6 +28,8 @@ __all__ = [
     "TraceError",
     "datasets_from_traces",
     "join_references",
+    "traces_from_langchain",
+    "traces_from_langsmith",
     "traces_from_openai",
     "traces_from_openai_agents",
 ]

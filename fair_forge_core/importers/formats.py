@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fair_forge_core.importers.langchain_messages import traces_from_langchain
+from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
 from fair_forge_core.importers.references import join_references
@@ -12,7 +14,9 @@ from fair_forge_core.importers.trace import ImportedTrace, TraceError
 
 IMPORTERS: dict[str, Callable[[Any], list[ImportedTrace]]] = {
     "openai": traces_from_openai,
+    "langchain": traces_from_langchain,
     "openai-agents": traces_from_openai_agents,
+    "langsmith": traces_from_langsmith,
 }
 """Each trace format and the importer that reads it: the keys are `schemas.TRACE_FORMATS` (tested)."""
 

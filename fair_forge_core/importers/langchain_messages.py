@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fair_forge_core.importers.openai_chat import _call as _openai_call
+from fair_forge_core.importers.openai_chat import read_tool_call
 from fair_forge_core.importers.trace import ImportedTrace, RawCall, TraceError, TurnBuilder, read_text
 
 # Every `type` of `messages_to_dict`, class name of `dumpd`, `role` of an OpenAI-style
@@ -232,6 +232,6 @@ def _lc_call(call: Any, where: str) -> RawCall:
     if not isinstance(call, dict):
         raise TraceError(where, "a tool call is an object")
     if "function" in call:
-        return _openai_call(call, where)
+        return read_tool_call(call, where)
     call_id = call.get("id")
     return RawCall(call.get("name"), call.get("args"), where, call_id if isinstance(call_id, str) else None)

@@ -78,10 +78,11 @@ def assistant_text(message: dict[str, Any], where: str) -> str:
 
 def tool_calls(message: dict[str, Any], where: str) -> list[RawCall]:
     """An assistant message's `tool_calls`, each a `RawCall` whose `call_id` is the call's `id`."""
-    return [_call(call, f"{where}.tool_calls[{n}]") for n, call in enumerate(message.get("tool_calls") or [])]
+    return [read_tool_call(call, f"{where}.tool_calls[{n}]") for n, call in enumerate(message.get("tool_calls") or [])]
 
 
-def _call(call: Any, where: str) -> RawCall:
+def read_tool_call(call: Any, where: str) -> RawCall:
+    """One chat-completions `tool_calls` entry (`{"id", "function": {"name", "arguments"}}`) as a `RawCall`."""
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict):
         raise TraceError(f"{where}.function", "must be an object with a `name`")

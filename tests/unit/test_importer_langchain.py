@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +223,7 @@ def test_the_example_joins_its_references_into_valid_datasets() -> None:
     assert traces[2].turns[0].tools_used[0]["is_error"] is True
 
 
-def test_ten_thousand_messages_import_quickly() -> None:
+def test_ten_thousand_messages_import_in_order() -> None:
     messages: list[Any] = []
     for n in range(2500):
         call = {"name": "f", "args": {"n": n}, "id": f"c{n}"}
@@ -234,7 +233,5 @@ def test_ten_thousand_messages_import_quickly() -> None:
             {"type": "tool", "data": {"content": "1", "tool_call_id": f"c{n}"}},
             ai("a"),
         ]
-    start = time.perf_counter()
-    (trace,) = traces_from_langchain(messages)
-    assert time.perf_counter() - start < 1.0
+    (trace,) = traces_from_langchain(messages)  # its time: benchmarks/bench_import.py
     assert len(trace.turns) == 2500

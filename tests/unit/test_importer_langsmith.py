@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -295,7 +294,7 @@ def test_the_example_joins_its_references_into_valid_datasets() -> None:
     assert traces[3].turns[1].query == "And between 3 people?"  # the new message, not the history
 
 
-def test_ten_thousand_runs_import_quickly() -> None:
+def test_ten_thousand_runs_import_in_order() -> None:
     runs: list[dict[str, Any]] = []
     for n in range(2500):
         root = {**run(f"r{n}", "chain", 0, inputs={"input": "q"}), "trace_id": f"r{n}"}
@@ -303,8 +302,6 @@ def test_ten_thousand_runs_import_quickly() -> None:
         tool = {**run(f"f{n}", "tool", 2, root, name="f", inputs={"n": n}, outputs={"output": n}), "trace_id": f"r{n}"}
         end = {**run(f"e{n}", "llm", 3, root, outputs=llm_output(text="a")), "trace_id": f"r{n}"}
         runs += [end, tool, llm, root]
-    start = time.perf_counter()
-    traces = traces_from_langsmith(runs)
-    assert time.perf_counter() - start < 1.5
+    traces = traces_from_langsmith(runs)  # its time: benchmarks/bench_import.py
     assert len(traces) == 2500
     assert traces[7].turns[0].tools_used == [{"tool_name": "f", "parameters": {"n": 7}, "step": 1, "result": 7}]
