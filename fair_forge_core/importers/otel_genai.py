@@ -22,7 +22,9 @@ spec encodes it: hex ids, nanosecond times as strings, attributes as `{key, valu
   "arguments"}, {"type": "tool_call_response", "id", "response"}]}`); or, in the older
   conventions, the span's `gen_ai.{system,user,assistant,tool}.message` and `gen_ai.choice`
   events (log records joined by `traceId`/`spanId`, or span events whose body is their
-  `gen_ai.event.content` JSON or their attributes);
+  `gen_ai.event.content` JSON or their attributes). A `gen_ai.client.inference.operation
+  .details` log record gives its span the content attributes it lacks; other log records
+  (the application's own logs) are ignored; a GenAI event of no span in the input is an error;
 - events are read in time order; each span's input adds only what the conversation read
   so far does not already end with (a history resent in full, a window of it, or only the
   new messages), so no message counts twice; an input that continues nothing is said;
@@ -304,7 +306,8 @@ def _read_spans(data: Any) -> list[_Span]:
             raise TraceError(f"requests[{i}]", "an OTLP/JSON export request has `resourceSpans` (or `resourceLogs`)")
         for j, resource in enumerate(_list(request.get("resourceSpans"), f"requests[{i}].resourceSpans")):
             here = f"requests[{i}].resourceSpans[{j}]"
-            attributes = _attributes(resource.get("resource", {}).get("attributes"), f"{here}.resource.attributes")
+            described = resource.get("resource") if isinstance(resource.get("resource"), dict) else {}
+            attributes = _attributes(described.get("attributes"), f"{here}.resource.attributes")
             for k, scope in enumerate(_list(resource.get("scopeSpans"), f"{here}.scopeSpans")):
                 spans += _spans_of(attributes, scope.get("spans"), f"{here}.scopeSpans[{k}].spans")
         for j, resource in enumerate(_list(request.get("resourceLogs"), f"requests[{i}].resourceLogs")):
