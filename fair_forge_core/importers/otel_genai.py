@@ -306,7 +306,7 @@ def _read_spans(data: Any) -> list[_Span]:
             raise TraceError(f"requests[{i}]", "an OTLP/JSON export request has `resourceSpans` (or `resourceLogs`)")
         for j, resource in enumerate(_list(request.get("resourceSpans"), f"requests[{i}].resourceSpans")):
             here = f"requests[{i}].resourceSpans[{j}]"
-            described = resource.get("resource") if isinstance(resource.get("resource"), dict) else {}
+            described: dict[str, Any] = resource["resource"] if isinstance(resource.get("resource"), dict) else {}
             attributes = _attributes(described.get("attributes"), f"{here}.resource.attributes")
             for k, scope in enumerate(_list(resource.get("scopeSpans"), f"{here}.scopeSpans")):
                 spans += _spans_of(attributes, scope.get("spans"), f"{here}.scopeSpans[{k}].spans")
