@@ -1,0 +1,413 @@
+"""OpenTelemetry GenAI spans (OTLP JSON) → `ImportedTrace`s.
+
+Input: one OTLP/JSON `ExportTraceServiceRequest` (``{"resourceSpans": [{"resource",
+"scopeSpans": [{"spans": [...]}]}]}``), a list of them (the Collector's file exporter
+writes one per line), possibly mixed with `ExportLogsServiceRequest`s (``resourceLogs``:
+the log-based events of older instrumentations), or a bare list of spans. Fields are
+named from the input: ``requests[i].resourceSpans[j].scopeSpans[k].spans[n]`` (a single
+request is ``requests[0]``), or ``spans[n]`` for a bare list. OTLP JSON is read as the
+spec encodes it: hex ids, nanosecond times as strings, attributes as `{key, value}` with
+`AnyValue` (`stringValue`, `intValue` as a string, `boolValue`, `doubleValue`,
+`arrayValue`, `kvlistValue`), `status.code` 2 = ERROR. The rules (shared ones in
+`importers.trace`):
+
+- a conversation is the traces sharing `gen_ai.conversation.id` (its id), else one
+  `traceId`; a trace without any ``gen_ai.*`` span or event is not a conversation: it is
+  skipped and said (a warning on the first conversation);
+- messages come from the inference spans (any span with content but `invoke_agent`,
+  `create_agent`, `invoke_workflow`, `execute_tool`), or from the agent spans when no
+  inference span has any: `gen_ai.input.messages` (read at the span's start) and the first
+  of `gen_ai.output.messages` (at its end; other choices said), as JSON text or structured
+  (`{"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", "id", "name",
+  "arguments"}, {"type": "tool_call_response", "id", "response"}]}`); or, in the older
+  conventions, the span's `gen_ai.{system,user,assistant,tool}.message` and `gen_ai.choice`
+  events (log records joined by `traceId`/`spanId`, or span events whose body is their
+  `gen_ai.event.content` JSON or their attributes). A `gen_ai.client.inference.operation
+  .details` log record gives its span the content attributes it lacks; other log records
+  (the application's own logs) are ignored; a GenAI event of no span in the input is an error;
+- events are read in time order; each span's input adds only what the conversation read
+  so far does not already end with (a history resent in full, a window of it, or only the
+  new messages), so no message counts twice; an input that continues nothing is said;
+- system/developer messages and `gen_ai.system_instructions` are context, skipped; a user
+  message with text starts a turn; the tool_call parts of one output message are one
+  step; a `tool_call_response` part (in a tool or user message) answers its call by id;
+  other part types (reasoning, media, server-side tools) are skipped and said;
+- an `execute_tool` span gives its call, by `gen_ai.tool.call.id`, the
+  `gen_ai.tool.call.result`; a span with status ERROR or `error.type` marks the call
+  `is_error`, its result being that, else the status message, else `error.type`. One whose
+  call no model output holds becomes a step of its own, from `gen_ai.tool.name` and
+  `gen_ai.tool.call.arguments`, and is said. A response part read later replaces the
+  result (it is what the model saw); other GenAI operations (embeddings, retrieval) are
+  skipped and said; spans of no GenAI operation are ignored;
+- a conversation whose spans carry no message content (capture is off by default) is a
+  `TraceError` saying how to turn it on;
+- `metadata`: the scalar attributes of the resource and the root spans (first wins),
+  `gen_ai.agent.name` and `gen_ai.conversation.id` of any span, and `trace_ids`;
+  `assistant_id` is `gen_ai.agent.name`, else `service.name`, else ``agent``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder
+
+_AGENT_OPS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
+_READ_OPS = _AGENT_OPS | {"chat", "text_completion", "generate_content", "execute_tool"}
+_CONTENT = frozenset(
+    {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions"}
+    | {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
+)
+_EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.choice": "assistant"}
+_EVENT_ROLES |= {"gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+_CAPTURE = (
+    "no span carries message content, so there is no query to evaluate: turn content capture on in the"
+    " instrumentation (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true for the OpenTelemetry Python"
+    " GenAI instrumentations) and export the traces again"
+)
+Message = tuple[dict[str, Any], str]  # a message ({"role", "parts"}) and its field path
+
+
+@dataclass
+class _Span:
+    where: str
+    trace_id: str
+    span_id: str
+    root: bool
+    start: int
+    end: int
+    attrs: dict[str, Any]
+    resource: dict[str, Any]
+    failed: bool
+    status: str
+    events: list[tuple[str, Any, str]] = field(default_factory=list)  # (name, body, where)
+
+
+def traces_from_otel(data: Any) -> list[ImportedTrace]:
+    """The conversations of `data` (see the module docstring), in the order they start."""
+    by_trace: dict[str, list[_Span]] = {}
+    for span in _read_spans(data):
+        by_trace.setdefault(span.trace_id, []).append(span)
+    conversations: dict[str, list[_Span]] = {}
+    skipped = []
+    for trace_id, spans in by_trace.items():
+        if not any(k.startswith("gen_ai.") for s in spans for k in s.attrs) and not any(s.events for s in spans):
+            skipped.append(trace_id)
+            continue
+        ids = [s.attrs.get("gen_ai.conversation.id") for s in spans]
+        conversations.setdefault(next((i for i in ids if isinstance(i, str) and i), trace_id), []).extend(spans)
+    if not conversations:
+        raise TraceError("requests", "holds no GenAI span (no gen_ai.* attribute or event)")
+    traces = [_conversation(key, spans) for key, spans in conversations.items()]
+    if skipped:
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        traces[0].warnings.append(f"traces without any GenAI span skipped: {', '.join(skipped[:5])}{more}")
+    return traces
+
+
+def _conversation(key: str, spans: list[_Span]) -> ImportedTrace:
+    spans.sort(key=lambda s: s.start)  # stable: equal times keep the input's order
+    where = spans[0].where
+    builder, known, skipped = TurnBuilder(where), set[str](), Counter[str]()
+    read = {id(s): _messages(s, builder.warnings) for s in spans}
+    if not any(p.get("type") == "text" for i, o in read.values() for m, _ in i + o for p in m["parts"]):
+        raise TraceError(where, f"trace {key}: {_CAPTURE}")
+    inference = [s for s in spans if s.attrs.get("gen_ai.operation.name") not in _AGENT_OPS and any(read[id(s)])]
+    talkers = {id(s) for s in (inference or [s for s in spans if any(read[id(s)])])}
+    timeline: list[tuple[int, str, _Span]] = []
+    for span in spans:
+        operation = span.attrs.get("gen_ai.operation.name")
+        if id(span) in talkers:
+            timeline += [(span.start, "input", span), (span.end, "output", span)]
+        elif operation == "execute_tool":
+            timeline.append((span.start, "tool", span))
+        elif isinstance(operation, str) and operation not in _READ_OPS:
+            skipped[f"spans of operation {operation!r}"] += 1
+    timeline.sort(key=lambda event: event[0])
+    history: list[tuple[Any, ...]] = []
+    for _, kind, span in timeline:
+        if kind == "tool":
+            _tool_span(span, builder, known)
+            continue
+        inputs, outputs = read[id(span)]
+        new = inputs if kind == "input" else outputs[:1]
+        keys = [_key(message) for message, _ in new]
+        if kind == "input":
+            overlap = _overlap(history, keys)
+            if history and not overlap and len(keys) > 1:
+                builder.warnings.append(f"{span.where}: its input continues none of the conversation read so far")
+            new, keys = new[overlap:], keys[overlap:]
+        history += keys
+        for message, here in new:
+            _feed(message, here, builder, known, skipped)
+    turns = builder.turns()
+    builder.warnings += [f"{where}: {count} {what} skipped" for what, count in skipped.items()]
+    metadata = _metadata(spans)
+    assistant = metadata.get("gen_ai.agent.name") or metadata.get("service.name") or "agent"
+    return ImportedTrace(key, str(assistant), turns, metadata, builder.warnings)
+
+
+def _overlap(history: list[tuple[Any, ...]], keys: list[tuple[Any, ...]]) -> int:
+    """How many of `keys` the history already ends with (the longest such run)."""
+    if len(keys) >= len(history) and keys[: len(history)] == history:
+        return len(history)  # the usual case: the whole history resent, checked in one pass
+    for size in range(min(len(history), len(keys)), 0, -1):
+        if history[-size:] == keys[:size]:
+            return size
+    return 0
+
+
+def _key(message: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two messages the same: calls and responses by id (their arguments may be
+    re-serialised between spans), text by its content."""
+    parts = []
+    for part in message["parts"]:
+        kind = part.get("type")
+        if kind in ("tool_call", "tool_call_response") and part.get("id"):
+            parts.append((kind, part["id"]))
+        elif kind == "text":
+            parts.append((kind, str(part.get("content"))))
+        else:
+            parts.append((kind, json.dumps(part, sort_keys=True, default=str)))
+    return (message["role"], *parts)
+
+
+def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, known: set[str], skipped: Counter[str]) -> None:
+    role, texts, calls = message["role"], [], []
+    for n, part in enumerate(message["parts"]):
+        here, kind = f"{where}.parts[{n}]", part.get("type")
+        if kind == "text":
+            texts.append(str(part.get("content", "")))
+        elif kind == "tool_call":
+            calls.append(RawCall(part.get("name"), part.get("arguments"), here, _str_or_none(part.get("id"))))
+        elif kind == "tool_call_response":
+            builder.result(part.get("id"), part.get("response", part.get("result")), here)
+        else:
+            skipped[f"message parts of type {kind!r}"] += 1
+    if role == "user" and texts:
+        builder.user("".join(texts))
+    elif role == "assistant":
+        builder.assistant("".join(texts), where)
+        builder.step(calls, where)
+        known.update(call.call_id for call in calls if call.call_id)
+    elif role not in ("user", "tool"):
+        raise TraceError(f"{where}.role", f"unknown role {role!r}")
+    elif role == "tool" and texts:
+        skipped["text parts of tool messages (no call id to answer)"] += 1
+
+
+def _tool_span(span: _Span, builder: TurnBuilder, known: set[str]) -> None:
+    attrs, call_id = span.attrs, _str_or_none(span.attrs.get("gen_ai.tool.call.id"))
+    failed = span.failed or "error.type" in attrs
+    result = attrs.get("gen_ai.tool.call.result", NO_RESULT)
+    if failed and result is NO_RESULT:
+        result = span.status or attrs.get("error.type")
+    if call_id in known:
+        if result is not NO_RESULT:
+            builder.result(call_id, result, span.where, is_error=failed)
+        return
+    builder.warnings.append(f"{span.where}: a tool run no model output asked for; read as a step of its own")
+    name, arguments = attrs.get("gen_ai.tool.name"), attrs.get("gen_ai.tool.call.arguments")
+    builder.step([RawCall(name, arguments, span.where, call_id, result, failed)], span.where)
+    if call_id:
+        known.add(call_id)
+
+
+def _messages(span: _Span, warnings: list[str]) -> tuple[list[Message], list[Message]]:
+    """A span's input and output messages, from its attributes or its older events;
+    system messages left out, as are messages without parts (content not captured)."""
+    inputs, outputs = _attribute(span, "gen_ai.input.messages"), _attribute(span, "gen_ai.output.messages")
+    for name, body, where in span.events:
+        role = _EVENT_ROLES[name]
+        if name == "gen_ai.choice":
+            if body.get("index", 0) not in (0, "0"):
+                continue  # the later choices are said below, with those of output attributes
+            body = body.get("message") if isinstance(body.get("message"), dict) else {}
+            where = f"{where}.message"
+        (outputs if name == "gen_ai.choice" else inputs).append(({"role": role, "parts": _event_parts(body)}, where))
+    choices = sum(1 for name, body, _ in span.events if name == "gen_ai.choice") or len(outputs)
+    if choices > 1:
+        warnings.append(f"{span.where}: {choices} output choices; the first is read")
+    keep = [(m, w) for m, w in inputs if m["role"] not in ("system", "developer") and m["parts"]]
+    return keep, [(m, w) for m, w in outputs if m["parts"]]
+
+
+def _attribute(span: _Span, key: str) -> list[Message]:
+    raw, where = span.attrs.get(key), f"{span.where}.attributes.{key}"
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise TraceError(where, "is not JSON") from None
+    if not isinstance(raw, list):
+        raise TraceError(where, "must be a list of messages")
+    messages = []
+    for n, message in enumerate(raw):
+        if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+            raise TraceError(f"{where}[{n}]", "a message is an object with a `role` and a list of `parts`")
+        parts = [p if isinstance(p, dict) else {"type": type(p).__name__} for p in message["parts"]]
+        parts = [p for p in parts if p.get("type") != "text" or str(p.get("content", "")).strip()]
+        messages.append(({"role": message.get("role"), "parts": parts}, f"{where}[{n}]"))
+    return messages
+
+
+def _event_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """An older event's body (`content`, `tool_calls`, `id`) as the parts of a message."""
+    parts: list[dict[str, Any]] = []
+    content, call_id = body.get("content"), body.get("id", body.get("tool_call_id"))
+    if call_id is not None and "content" in body:
+        parts.append({"type": "tool_call_response", "id": call_id, "response": content})
+    elif isinstance(content, list):
+        parts += [{"type": "text", "content": p["text"]} for p in content if isinstance(p, dict) and "text" in p]
+    elif content not in (None, ""):
+        parts.append({"type": "text", "content": content if isinstance(content, str) else json.dumps(content)})
+    for call in body.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        function = function if isinstance(function, dict) else {}
+        parts.append({"type": "tool_call", "id": call.get("id"), **function})
+    return parts
+
+
+def _metadata(spans: list[_Span]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    for span in spans:
+        for key, value in {**span.resource, **(span.attrs if span.root else {})}.items():
+            if key not in _CONTENT and isinstance(value, (str, int, float, bool)):
+                metadata.setdefault(key, value)
+    for key in ("gen_ai.agent.name", "gen_ai.conversation.id"):
+        value = next((s.attrs[key] for s in spans if isinstance(s.attrs.get(key), str)), None)
+        if value is not None:
+            metadata.setdefault(key, value)
+    metadata["trace_ids"] = list(dict.fromkeys(s.trace_id for s in spans))
+    return metadata
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _read_spans(data: Any) -> list[_Span]:
+    """Every span of the input, with the GenAI events of its log records and span events."""
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "spanId" in data[0]:
+        return _spans_of({}, data, "spans")
+    requests = [data] if isinstance(data, dict) else data
+    if not isinstance(requests, list) or not requests:
+        raise TraceError("requests", "an OTLP/JSON export request (resourceSpans), a list of them, or a list of spans")
+    spans: list[_Span] = []
+    records: list[tuple[str, str, str, Any, str]] = []  # (traceId, spanId, event name, body, where)
+    for i, request in enumerate(requests):
+        if not isinstance(request, dict) or not ("resourceSpans" in request or "resourceLogs" in request):
+            raise TraceError(f"requests[{i}]", "an OTLP/JSON export request has `resourceSpans` (or `resourceLogs`)")
+        for j, resource in enumerate(_list(request.get("resourceSpans"), f"requests[{i}].resourceSpans")):
+            here = f"requests[{i}].resourceSpans[{j}]"
+            described: dict[str, Any] = resource["resource"] if isinstance(resource.get("resource"), dict) else {}
+            attributes = _attributes(described.get("attributes"), f"{here}.resource.attributes")
+            for k, scope in enumerate(_list(resource.get("scopeSpans"), f"{here}.scopeSpans")):
+                spans += _spans_of(attributes, scope.get("spans"), f"{here}.scopeSpans[{k}].spans")
+        for j, resource in enumerate(_list(request.get("resourceLogs"), f"requests[{i}].resourceLogs")):
+            for k, scope in enumerate(_list(resource.get("scopeLogs"), f"requests[{i}].resourceLogs[{j}].scopeLogs")):
+                where = f"requests[{i}].resourceLogs[{j}].scopeLogs[{k}].logRecords"
+                for n, record in enumerate(_list(scope.get("logRecords"), where)):
+                    attributes = _attributes(record.get("attributes"), f"{where}[{n}].attributes")
+                    name = record.get("eventName") or attributes.get("event.name")
+                    if name in _EVENT_ROLES or name == _DETAILS_EVENT:
+                        body = (
+                            attributes if name == _DETAILS_EVENT else _value(record.get("body"), f"{where}[{n}].body")
+                        )
+                        ids = (str(record.get("traceId", "")).lower(), str(record.get("spanId", "")).lower())
+                        records.append((*ids, name, body, f"{where}[{n}].body"))
+    by_id = {(s.trace_id, s.span_id): s for s in spans}
+    for trace_id, span_id, name, body, where in records:
+        span = by_id.get((trace_id, span_id))
+        if span is None:
+            raise TraceError(where, f"no span of the input has traceId {trace_id!r} and spanId {span_id!r}")
+        if name == _DETAILS_EVENT:  # the newer event: the span's content attributes, recorded apart
+            span.attrs.update({k: v for k, v in body.items() if k in _CONTENT and k not in span.attrs})
+        else:
+            span.events.append((name, body if isinstance(body, dict) else {}, where))
+    return spans
+
+
+def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
+    spans = []
+    for n, span in enumerate(_list(raw, where)):
+        here = f"{where}[{n}]"
+        trace_id = span.get("traceId")
+        if not isinstance(trace_id, str) or not trace_id:
+            raise TraceError(f"{here}.traceId", "must be a non-empty hex string")
+        attrs = _attributes(span.get("attributes"), f"{here}.attributes")
+        status: dict[str, Any] = span["status"] if isinstance(span.get("status"), dict) else {}
+        read = _Span(
+            here,
+            trace_id.lower(),
+            str(span.get("spanId", "")).lower(),
+            not span.get("parentSpanId"),
+            _nanos(span.get("startTimeUnixNano"), f"{here}.startTimeUnixNano"),
+            _nanos(span.get("endTimeUnixNano", span.get("startTimeUnixNano")), f"{here}.endTimeUnixNano"),
+            attrs,
+            resource,
+            status.get("code") in (2, "2", "STATUS_CODE_ERROR", "ERROR"),
+            str(status.get("message") or ""),
+        )
+        for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
+            if event.get("name") in _EVENT_ROLES:
+                body = _attributes(event.get("attributes"), f"{here}.events[{e}].attributes")
+                content = body.get("gen_ai.event.content")  # Azure AI SDKs: the body as JSON text
+                if isinstance(content, str):
+                    try:
+                        body = json.loads(content)
+                    except ValueError:
+                        raise TraceError(f"{here}.events[{e}].attributes.gen_ai.event.content", "is not JSON") from None
+                read.events.append((event["name"], body if isinstance(body, dict) else {}, f"{here}.events[{e}]"))
+        spans.append(read)
+    return spans
+
+
+def _list(raw: Any, where: str) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise TraceError(where, "must be a list of objects")
+    return raw
+
+
+def _attributes(raw: Any, where: str) -> dict[str, Any]:
+    """OTLP `[{key, value: AnyValue}]` as a dict (a plain dict is taken as it is)."""
+    if isinstance(raw, dict):
+        return dict(raw)
+    return {str(item.get("key")): _value(item.get("value"), f"{where}.{item.get('key')}") for item in _list(raw, where)}
+
+
+def _value(raw: Any, where: str) -> Any:
+    """An OTLP `AnyValue` as plain JSON (`intValue` is a string in OTLP JSON)."""
+    if not isinstance(raw, dict):
+        return raw
+    try:
+        if "stringValue" in raw:
+            return raw["stringValue"]
+        if "intValue" in raw:
+            return int(raw["intValue"])
+        if "doubleValue" in raw:
+            return float(raw["doubleValue"])
+        if "boolValue" in raw:
+            return bool(raw["boolValue"])
+    except (TypeError, ValueError):
+        raise TraceError(where, f"is not the number its type says: {raw!r}") from None
+    if "arrayValue" in raw:
+        return [_value(value, f"{where}[{n}]") for n, value in enumerate((raw["arrayValue"] or {}).get("values") or [])]
+    if "kvlistValue" in raw:
+        return _attributes((raw["kvlistValue"] or {}).get("values") or [], where)
+    return raw.get("bytesValue")  # base64 text, or None for an empty AnyValue
+
+
+def _nanos(raw: Any, where: str) -> int:
+    try:
+        return int(raw or 0)
+    except (TypeError, ValueError):
+        raise TraceError(where, "must be an integer of nanoseconds (a string in OTLP JSON)") from None

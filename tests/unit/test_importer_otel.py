@@ -1,0 +1,362 @@
+"""OpenTelemetry GenAI spans (OTLP JSON) → conversations: golden fixtures, rules, errors, the example."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fair_forge_core.importers import TraceError, join_references
+from fair_forge_core.importers.otel_genai import traces_from_otel
+from fair_forge_core.schemas import Dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "unit" / "trace_fixtures" / "otel"
+CASES = sorted(p.name.removesuffix(".expected.json") for p in FIXTURES.glob("*.expected.json"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_fixture_imports_to_its_expected_file(case: str) -> None:
+    data = json.loads((FIXTURES / f"{case}.json").read_text())
+    expected = json.loads((FIXTURES / f"{case}.expected.json").read_text())
+    if isinstance(expected, dict) and "error" in expected:
+        with pytest.raises(TraceError) as raised:
+            traces_from_otel(data)
+        assert raised.value.field == expected["error"]["field"]
+        for text in expected["error"]["message_contains"]:
+            assert text in str(raised.value)
+        return
+    assert [dataclasses.asdict(trace) for trace in traces_from_otel(data)] == expected
+
+
+def test_the_fixtures_cover_the_cases_of_the_brief() -> None:
+    assert set(CASES) >= {
+        "parallel_calls",
+        "tool_error",
+        "invalid_arguments",
+        "multi_turn",
+        "content_absent",
+        "old_events",
+    }
+
+
+# --- small OTLP builders for the rule tests (the fixtures above are written out in full) ---
+
+TRACE = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+SPANS = "requests[0].resourceSpans[0].scopeSpans[0].spans"
+
+
+def value(v: Any) -> dict[str, Any]:
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, str):
+        return {"stringValue": v}
+    if isinstance(v, list):
+        return {"arrayValue": {"values": [value(x) for x in v]}}
+    return {"kvlistValue": {"values": attributes(v)}}
+
+
+def attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": value(v)} for k, v in values.items()]
+
+
+def span(number: int, attrs: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "traceId": extra.pop("trace", TRACE),
+        "spanId": f"{number:016x}",
+        "startTimeUnixNano": str(1000 * number),
+        "endTimeUnixNano": str(1000 * number + 500),
+        "attributes": attributes(attrs),
+        **extra,
+    }
+
+
+def chat(number: int, inputs: list[Any], outputs: list[Any], **attrs: Any) -> dict[str, Any]:
+    content = {"gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps(outputs)}
+    return span(number, {"gen_ai.operation.name": "chat", **content, **attrs})
+
+
+def request(*spans: dict[str, Any], resource: dict[str, Any] | None = None) -> dict[str, Any]:
+    resource_attributes = attributes(resource or {"service.name": "svc"})
+    return {
+        "resourceSpans": [{"resource": {"attributes": resource_attributes}, "scopeSpans": [{"spans": list(spans)}]}]
+    }
+
+
+def text(role: str, content: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": content}]}
+
+
+def call(call_id: str, name: str = "f", arguments: Any = None) -> dict[str, Any]:
+    return {"role": "assistant", "parts": [{"type": "tool_call", "id": call_id, "name": name, "arguments": arguments}]}
+
+
+def response(call_id: str, result: Any) -> dict[str, Any]:
+    return {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": result}]}
+
+
+def tool(number: int, call_id: str | None, **attrs: Any) -> dict[str, Any]:
+    status = attrs.pop("status", None)
+    base = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}
+    if call_id is not None:
+        base["gen_ai.tool.call.id"] = call_id
+    return span(number, {**base, **attrs}, **({"status": status} if status else {}))
+
+
+U, A = text("user", "q"), text("assistant", "a")
+
+
+def test_a_failed_tool_without_a_later_response_keeps_the_status_message_else_its_error_type() -> None:
+    spans = [
+        chat(1, [U], [call("1")]),
+        tool(2, "1", status={"code": 2, "message": "timed out"}),
+        chat(3, [U, call("1")], [call("2")]),
+        tool(4, "2", **{"error.type": "KeyError"}),
+        chat(5, [U, call("1"), call("2")], [A]),
+    ]
+    (trace,) = traces_from_otel(request(*spans))
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "f", "parameters": {}, "step": 1, "result": "timed out", "is_error": True},
+        {"tool_name": "f", "parameters": {}, "step": 2, "result": "KeyError", "is_error": True},
+    ]
+
+
+def test_an_input_holding_only_the_new_messages_or_a_window_of_the_history_counts_nothing_twice() -> None:
+    u2, a2, u3 = text("user", "q2"), text("assistant", "a2"), text("user", "q3")
+    spans = [chat(1, [U], [A]), chat(2, [u2], [a2]), chat(3, [u2, a2, u3], [text("assistant", "a3")])]
+    (trace,) = traces_from_otel(request(*spans))
+    assert [(t.query, t.answer) for t in trace.turns] == [("q", "a"), ("q2", "a2"), ("q3", "a3")]
+    assert trace.warnings == []
+
+
+def test_an_input_that_continues_nothing_read_so_far_is_said() -> None:
+    spans = [chat(1, [U], [A]), chat(2, [text("user", "other"), text("assistant", "x"), text("user", "q2")], [A])]
+    (trace,) = traces_from_otel(request(*spans))
+    assert [t.query for t in trace.turns] == ["q", "other", "q2"]
+    assert trace.warnings == [f"{SPANS}[1]: its input continues none of the conversation read so far"]
+
+
+def test_a_bare_list_of_spans_with_structured_messages_is_read() -> None:
+    spans = [span(1, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": [U], "gen_ai.output.messages": [A]})]
+    (trace,) = traces_from_otel(spans)
+    assert (trace.trace_id, trace.assistant_id, trace.turns[0].query) == (TRACE, "agent", "q")
+
+
+def test_span_events_of_the_older_conventions_with_their_body_as_gen_ai_event_content() -> None:
+    def event(name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"name": name, "attributes": attributes({"gen_ai.event.content": json.dumps(body)})}
+
+    tool_calls = [{"id": "c1", "type": "function", "function": {"name": "g", "arguments": '{"x": 1}'}}]
+    first = [
+        event("gen_ai.user.message", {"role": "user", "content": "q"}),
+        event("gen_ai.choice", {"index": 0, "message": {"content": "", "tool_calls": tool_calls}}),
+    ]
+    second = [
+        event("gen_ai.user.message", {"role": "user", "content": "q"}),
+        event("gen_ai.assistant.message", {"role": "assistant", "tool_calls": tool_calls}),
+        event("gen_ai.tool.message", {"role": "tool", "content": "7", "tool_call_id": "c1"}),
+        event("gen_ai.choice", {"index": 0, "message": {"content": "seven"}}),
+        event("gen_ai.choice", {"index": 1, "message": {"content": "another choice"}}),
+    ]
+    spans = [span(1, {"gen_ai.operation.name": "chat"}, events=first), span(2, {}, events=second)]
+    (trace,) = traces_from_otel(request(*spans))
+    assert trace.turns[0].answer == "seven"
+    assert trace.turns[0].tools_used == [{"tool_name": "g", "parameters": {"x": 1}, "step": 1, "result": 7}]
+    assert trace.warnings == [f"{SPANS}[1]: 2 output choices; the first is read"]
+
+
+def test_the_newer_details_event_gives_its_span_the_content() -> None:
+    record = {
+        "eventName": "gen_ai.client.inference.operation.details",
+        "traceId": TRACE.upper(),  # hex is read in either case
+        "spanId": f"{1:016x}",
+        "attributes": attributes({"gen_ai.input.messages": json.dumps([U]), "gen_ai.output.messages": json.dumps([A])}),
+    }
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [record, {"body": {"stringValue": "an app log"}}]}]}]}
+    (trace,) = traces_from_otel([request(span(1, {"gen_ai.operation.name": "chat"})), logs])
+    assert (trace.turns[0].query, trace.turns[0].answer) == ("q", "a")
+
+
+def test_agent_spans_are_read_only_when_no_inference_span_has_content() -> None:
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bot"}
+    content = {
+        "gen_ai.input.messages": json.dumps([U]),
+        "gen_ai.output.messages": json.dumps([text("assistant", "final")]),
+    }
+    (alone,) = traces_from_otel(request(span(1, {**agent, **content}), tool(2, None)))
+    assert (alone.assistant_id, alone.turns[0].answer, alone.turns[0].tools_used[0]["tool_name"]) == (
+        "bot",
+        "final",
+        "f",
+    )
+    (both,) = traces_from_otel(request(span(1, {**agent, **content}), chat(2, [U], [A])))
+    assert both.turns[0].answer == "a"  # the inference span's, not the agent span's: nothing counted twice
+
+
+def test_what_is_skipped_is_said_and_traces_without_genai_spans_are_named() -> None:
+    other = span(9, {"http.route": "/health"}, trace="b" * 32)
+    reasoning = {
+        "role": "assistant",
+        "parts": [{"type": "reasoning", "content": "hm"}, {"type": "text", "content": "a"}],
+    }
+    spans = [chat(1, [U], [reasoning, A]), span(2, {"gen_ai.operation.name": "embeddings"}), other]
+    (trace,) = traces_from_otel(request(*spans))
+    assert trace.warnings == [
+        f"{SPANS}[0]: 2 output choices; the first is read",
+        f"{SPANS}[0]: 1 spans of operation 'embeddings' skipped",
+        f"{SPANS}[0]: 1 message parts of type 'reasoning' skipped",
+        f"traces without any GenAI span skipped: {'b' * 32}",
+    ]
+
+
+def test_metadata_holds_the_resource_and_root_span_attributes_to_match_on() -> None:
+    root = span(1, {"app.task": "t-1", "app.retries": 2, "gen_ai.input.messages": "[]"})
+    child = chat(2, [U], [A], **{"gen_ai.conversation.id": "c-9", "gen_ai.agent.name": "bot"}, parentSpanId="x")
+    (trace,) = traces_from_otel(request(root, {**child, "parentSpanId": f"{1:016x}"}))
+    assert trace.metadata == {
+        "service.name": "svc",
+        "app.task": "t-1",
+        "app.retries": 2,
+        "gen_ai.agent.name": "bot",
+        "gen_ai.conversation.id": "c-9",
+        "trace_ids": [TRACE],
+    }
+    assert (trace.trace_id, trace.assistant_id) == ("c-9", "bot")
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "problem"),
+    [
+        (request(span(1, {"gen_ai.input.messages": "[{"})), f"{SPANS}[0].attributes.gen_ai.input.messages", "not JSON"),
+        (request(span(1, {"gen_ai.input.messages": "{}"})), f"{SPANS}[0].attributes.gen_ai.input.messages", "a list"),
+        (
+            request(span(1, {"gen_ai.output.messages": [{"role": "assistant"}]})),
+            f"{SPANS}[0].attributes.gen_ai.output.messages[0]",
+            "list of `parts`",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "n", "value": {"intValue": "x"}}]}),
+            f"{SPANS}[0].attributes.n",
+            "not the number",
+        ),
+        (request({**span(1, {}), "startTimeUnixNano": "soon"}), f"{SPANS}[0].startTimeUnixNano", "nanoseconds"),
+        (request({**span(1, {}), "traceId": ""}), f"{SPANS}[0].traceId", "non-empty"),
+        (
+            request(chat(1, [U], [A]), tool(2, None, status={"code": 2})) | {"resourceSpans": "x"},
+            "requests[0].resourceSpans",
+            "list of objects",
+        ),
+        ([{"spans": []}], "requests[0]", "resourceSpans"),
+        ("text", "requests", "OTLP/JSON"),
+        (request(span(1, {"http.route": "/"})), "requests", "no GenAI span"),
+        (
+            request(chat(1, [U, response("9", "x")], [A])),
+            f"{SPANS}[0].attributes.gen_ai.input.messages[1].parts[0]",
+            "no tool call has the id '9'",
+        ),
+        (
+            request(
+                chat(
+                    1,
+                    [{"role": "robot", "parts": []}, U],
+                    [{"role": "robot", "parts": [{"type": "text", "content": "x"}]}],
+                )
+            ),
+            f"{SPANS}[0].attributes.gen_ai.output.messages[0].role",
+            "unknown role",
+        ),
+        (request(chat(1, [A], [A])), f"{SPANS}[0].attributes.gen_ai.input.messages[0]", "before any user message"),
+        (
+            request(chat(1, [U], [call("1", name="")])),
+            f"{SPANS}[0].attributes.gen_ai.output.messages[0].parts[0]",
+            "tool's name",
+        ),
+    ],
+    ids=[
+        "not-json",
+        "not-a-list",
+        "no-parts",
+        "bad-int",
+        "bad-time",
+        "no-trace-id",
+        "bad-resource-spans",
+        "not-a-request",
+        "not-json-data",
+        "no-genai",
+        "unknown-call-id",
+        "unknown-role",
+        "no-user",
+        "no-name",
+    ],
+)
+def test_an_unreadable_input_names_the_field(data: Any, field: str, problem: str) -> None:
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel(data)
+    assert raised.value.field == field
+    assert problem in str(raised.value)
+
+
+def test_an_event_of_a_span_the_input_does_not_hold_is_an_error() -> None:
+    record = {"eventName": "gen_ai.user.message", "traceId": TRACE, "spanId": "ff" * 8, "body": value({"content": "q"})}
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel([request(chat(1, [U], [A])), logs])
+    assert raised.value.field == "requests[1].resourceLogs[0].scopeLogs[0].logRecords[0].body"
+    assert "no span of the input" in str(raised.value)
+
+
+def test_ten_thousand_spans_import_in_well_under_three_seconds() -> None:
+    spans = []
+    for n in range(2500):  # 2,500 traces of four spans: chat → tool → chat, and a span of no GenAI operation
+        trace_id = f"{n:032x}"
+        first = chat(1, [U], [call("c", arguments={"n": n})])
+        second = chat(3, [U, call("c", arguments={"n": n}), response("c", n)], [A])
+        spans += [{**first, "traceId": trace_id}, {**tool(2, "c"), "traceId": trace_id}]
+        spans += [{**second, "traceId": trace_id}, span(4, {"http.route": "/"}, trace=trace_id)]
+    long = [
+        chat(
+            n,
+            [text("user", f"q{n - 1}"), text("assistant", f"a{n - 1}"), text("user", f"q{n}")],
+            [text("assistant", f"a{n}")],
+        )
+        for n in range(2, 2502)
+    ]
+    data = [request(*spans), request(*[{**s, "traceId": "f" * 32} for s in long])]
+    started = time.perf_counter()
+    traces = traces_from_otel(data)
+    assert time.perf_counter() - started < 3
+    assert len(traces) == 2501
+    assert (len(traces[-1].turns), traces[-1].turns[-1].query, traces[-1].warnings) == (2501, "q2501", [])
+
+
+EXAMPLE = json.loads((ROOT / "examples" / "traces" / "otel_genai.json").read_text())
+EXAMPLE_REFERENCES = [
+    json.loads(line) for line in (ROOT / "examples" / "traces" / "otel_genai.references.jsonl").read_text().splitlines()
+]
+
+
+def test_the_example_joins_its_references_with_no_problem_and_gives_valid_datasets() -> None:
+    traces = traces_from_otel(EXAMPLE)
+    assert all(trace.warnings == [] for trace in traces)
+    datasets, report = join_references(traces, EXAMPLE_REFERENCES, task_key="metadata.app.task")
+    assert report.problems() == []
+    parsed = [Dataset.model_validate(d) for d in datasets]
+    assert [(d.session_id, d.task_id, len(d.conversation)) for d in parsed] == [
+        ("4bf92f3577b34da6a3ce929d0e0e4736", "weather-paris", 1),
+        ("4bf92f3577b34da6a3ce929d0e0e4737", "weather-paris", 1),  # a second attempt at the task
+        ("4bf92f3577b34da6a3ce929d0e0e4738", "compare-cities", 1),
+        ("conv-budget-7", "budget", 2),  # two traces of one conversation
+    ]
+    assert {d.assistant_id for d in parsed} == {"travel-agent"}
+    budget = parsed[3].conversation
+    assert [t.ground_truth_assistant for t in budget] == ["It cannot be split between 0 people", "40 EUR each"]
+    error = budget[0].agentic.tools_used[0] if budget[0].agentic else None
+    assert error is not None and (error.is_error, error.result) == (True, "Error: division by zero")
+    steps = [c.step for c in parsed[2].conversation[0].agentic.tools_used] if parsed[2].conversation[0].agentic else []
+    assert steps == [1, 1]
