@@ -25,6 +25,7 @@ OFFLINE_JUDGE = "fair_forge_core.judges.ReferenceJudge"
 TRACE_EXAMPLES = {  # file in traces/ → (its format, the task key)
     "openai_chat.json": ("openai", "metadata.task"),
     "langchain_messages.json": ("langchain", "metadata.task"),
+    "otel_genai.json": ("otel", "metadata.app.task"),
     "openai_agents.json": ("openai-agents", "metadata.task"),
     "langsmith_runs.json": ("langsmith", "metadata.task"),
 }

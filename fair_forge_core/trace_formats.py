@@ -3,7 +3,7 @@
 
 from typing import Literal, get_args
 
-TraceFormat = Literal["openai", "langchain", "openai-agents", "langsmith"]
+TraceFormat = Literal["openai", "langchain", "otel", "openai-agents", "langsmith"]
 """`TraceSource.format` in a request, `fair-forge convert --from` on the command line."""
 
 TRACE_FORMATS: tuple[str, ...] = get_args(TraceFormat)

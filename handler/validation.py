@@ -228,12 +228,11 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
 
 
 def _traces_field(field: str) -> str:
-    """An importer's field path in the body: the importers name the items of their input
-    `traces[i]` or `items[i]`, which in a request are `traces.items[i]`."""
-    for root in ("traces[", "items["):
-        if field.startswith(root):
-            return "traces.items[" + field.removeprefix(root)
-    return field
+    """An importer's field path in the body: each importer names the items of its input by
+    what they are (`traces[i]`, `runs[i]`, `requests[i]`, `items[i]`…), which in a request
+    are `traces.items[i]`."""
+    root, bracket, rest = field.partition("[")
+    return f"traces.items[{rest}" if bracket and root.isalpha() and root != "references" else field
 
 
 def validation_details(error: ValidationError) -> list[dict[str, str]]:

@@ -17,6 +17,7 @@ from fair_forge_core.importers.langchain_messages import traces_from_langchain
 from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
+from fair_forge_core.importers.otel_genai import traces_from_otel
 from fair_forge_core.importers.references import JoinReport, join_references
 from fair_forge_core.importers.trace import ImportedTrace, ImportedTurn, TraceError
 
@@ -32,4 +33,5 @@ __all__ = [
     "traces_from_langsmith",
     "traces_from_openai",
     "traces_from_openai_agents",
+    "traces_from_otel",
 ]

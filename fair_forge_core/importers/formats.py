@@ -9,12 +9,14 @@ from fair_forge_core.importers.langchain_messages import traces_from_langchain
 from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
+from fair_forge_core.importers.otel_genai import traces_from_otel
 from fair_forge_core.importers.references import join_references
 from fair_forge_core.importers.trace import ImportedTrace, TraceError
 
 IMPORTERS: dict[str, Callable[[Any], list[ImportedTrace]]] = {
     "openai": traces_from_openai,
     "langchain": traces_from_langchain,
+    "otel": traces_from_otel,
     "openai-agents": traces_from_openai_agents,
     "langsmith": traces_from_langsmith,
 }

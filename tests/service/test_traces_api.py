@@ -13,6 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from fair_forge_core.importers import datasets_from_traces
+from fair_forge_core.trace_formats import TRACE_FORMATS
 from fair_forge_testing.handler_client import call_handler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +163,12 @@ def test_a_traces_body_is_valid_under_the_published_schema_and_a_broken_one_is_n
     broken = traces_body()
     broken["traces"]["format"] = "csv"
     assert list(validator.iter_errors(broken))
+
+
+@pytest.mark.parametrize("trace_format", TRACE_FORMATS)
+def test_every_format_names_the_unreadable_item_in_the_request(trace_format: str) -> None:
+    response = call_handler(traces_body(traces={"format": trace_format, "items": [{"x": 1}]}))
+    assert response.status == 400
+    field = response.body["details"][0]["field"]
+    assert field.startswith("traces.items[0]"), field
+    assert response.body["error"].startswith(f"Invalid traces: {field}: ")

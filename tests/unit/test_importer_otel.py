@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -328,9 +327,7 @@ def test_ten_thousand_spans_import_in_well_under_three_seconds() -> None:
         for n in range(2, 2502)
     ]
     data = [request(*spans), request(*[{**s, "traceId": "f" * 32} for s in long])]
-    started = time.perf_counter()
-    traces = traces_from_otel(data)
-    assert time.perf_counter() - started < 3
+    traces = traces_from_otel(data)  # its time: benchmarks/bench_import.py
     assert len(traces) == 2501
     assert (len(traces[-1].turns), traces[-1].turns[-1].query, traces[-1].warnings) == (2501, "q2501", [])
 
