@@ -20,6 +20,7 @@ BENCHMARKS = (
     "benchmarks.bench_dedup",
     "benchmarks.bench_jobs",
     "benchmarks.bench_hostile",
+    "benchmarks.bench_import",
     "benchmarks.bench_compare",
 )
 
