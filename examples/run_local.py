@@ -94,12 +94,30 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
             f"  per task ({task['tasks_with_k_attempts']}/{task['tasks']} with ≥k attempts): "
             f"pass@k={task['pass_at_k']}, pass^k={task['pass_pow_k']}"
         )
+    if agg.get("comparison"):
+        lines += compared(agg["comparison"])
     for conversation in result["per_conversation_metrics"]:
         mark = "PASS" if conversation["is_fully_correct"] else "FAIL"
         scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])
         lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]")
     lines.extend(f"  warning: {w}" for w in result.get("warnings", []))
     return "\n".join(lines)
+
+
+def compared(comparison: dict[str, Any]) -> list[str]:
+    """`config.compare`: the verdict, then one line per metric (difference and its interval)."""
+    lines = [f"  comparison: {comparison['verdict_explanation']}"]
+    for metric in comparison["metrics"]:
+        if metric["difference"] is None:
+            continue
+        interval = "" if metric["ci_low"] is None else f" [{metric['ci_low']:+.3f}, {metric['ci_high']:+.3f}]"
+        lines.append(
+            f"    {metric['metric']}: {metric['baseline']:.3f} → {metric['candidate']:.3f}, "
+            f"difference {metric['difference']:+.3f}{interval}"
+        )
+    if comparison.get("probability_candidate_better") is not None:
+        lines.append(f"    P(candidate better) = {comparison['probability_candidate_better']:.3f}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,8 @@ from fair_forge_core.judges.llm import (
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
 from fair_forge_core.schemas import (
+    CompareConfig,
+    Comparison,
     ConversationMetrics,
     Dataset,
     EvaluationConfig,
@@ -170,10 +172,31 @@ def build_result(
             f"k = {config.k} exceeds the {aggregated.total_conversations} scored conversation(s): "
             "the unbiased estimators are null"
         )
+    if config.compare is not None:
+        aggregated.comparison = compare_assistants(conversations, config.compare, config)
     result = EvaluationResult(per_conversation_metrics=conversations, aggregated_metrics=aggregated, warnings=warnings)
     if not config.include_interactions:
         return result.without_interactions("config.include_interactions is false")
     return result
+
+
+def compare_assistants(
+    conversations: list[ConversationMetrics], assistants: CompareConfig, config: EvaluationConfig
+) -> Comparison:
+    """`config.compare`: the baseline's and the candidate's conversations compared on their
+    shared tasks (`fair_forge_core.compare.compare`) at the request's k, under its prior
+    (`statistical_mode.prior`, Beta(1, 1) unless set). An assistant without any conversation
+    is a ValueError naming the assistants there are."""
+    from fair_forge_core.compare import compare, outcomes_from_conversations
+
+    return compare(
+        outcomes_from_conversations(conversations, assistants.baseline),
+        outcomes_from_conversations(conversations, assistants.candidate),
+        k=config.k,
+        confidence=assistants.confidence,
+        seed=assistants.seed,
+        prior=config.statistical_mode.prior,
+    )
 
 
 T = TypeVar("T")

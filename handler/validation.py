@@ -249,7 +249,22 @@ def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
     except ValidationError as exc:
         raise _invalid_request(exc) from None
     _check_curve_points(request, settings)
+    _check_compared_assistants(request)
     return request
+
+
+def _check_compared_assistants(request: RunRequest) -> None:
+    """400 when `config.compare` names an assistant no conversation has (a typo would
+    otherwise compare nothing)."""
+    if request.config.compare is None:
+        return
+    present = sorted({d.assistant_id for d in request.datasets})
+    for side in ("baseline", "candidate"):
+        name = getattr(request.config.compare, side)
+        if name not in present:
+            field = f"config.compare.{side}"
+            message = f"no conversation has assistant_id {name!r} (assistant_id values: {', '.join(present[:10])})"
+            raise RequestError(400, f"Invalid request: {field}: {message}", [{"field": field, "message": message}])
 
 
 def _invalid_request(error: ValidationError) -> RequestError:

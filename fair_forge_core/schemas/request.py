@@ -201,6 +201,22 @@ class StatisticalMode(_Request):
         return prior
 
 
+class CompareConfig(_Request):
+    """`config.compare`: compare two assistants of the request on the tasks both attempted
+    (`fair_forge_core.compare`), at `confidence` (0.95), bootstrap seeded by `seed` (0)."""
+
+    baseline: str = Field(min_length=1)
+    candidate: str = Field(min_length=1)
+    confidence: float = Field(0.95, gt=0, lt=1)
+    seed: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _two_assistants(self) -> CompareConfig:
+        if self.baseline == self.candidate:
+            raise ValueError("baseline and candidate must be two different assistant_id values")
+        return self
+
+
 MAX_K = 1000
 """The largest k: the curve has max(k, 10) points per aggregate (and per assistant)."""
 
@@ -224,6 +240,7 @@ class EvaluationConfig(_Request):
     require_tool_correctness: bool = True
     max_concurrency: int = Field(8, ge=1, le=64)
     include_interactions: bool = True
+    compare: CompareConfig | None = None
 
     @field_validator("statistical_mode", mode="before")
     @classmethod

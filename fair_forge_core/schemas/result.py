@@ -128,6 +128,7 @@ class AggregatedMetrics(_Result):
     curve: list[CurvePoint]
     per_task: PerTaskMetrics | None = None
     by_assistant: dict[str, AggregatedMetrics] | None = None
+    comparison: Comparison | None = None
 
 
 class EvaluationResult(_Result):

@@ -484,3 +484,19 @@ def test_importing_the_module_does_not_import_numpy_or_scipy() -> None:
     code = "import sys, fair_forge_core.compare; print(sorted({'numpy', 'scipy'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_default_number_of_resamples_bounds_the_task_draws() -> None:
+    from fair_forge_core.compare import bootstrap_resamples
+
+    assert [bootstrap_resamples(t) for t in (0, 1, 400, 401, 2_000, 100_000)] == [
+        10_000,
+        10_000,
+        10_000,
+        9_975,
+        2_000,
+        2_000,
+    ]
+    outcomes = [(f"t{n}", n % 2 == 0) for n in range(1_000)]
+    assert compare(outcomes, outcomes, k=1).bootstrap_resamples == 4_000
+    assert compare(outcomes, outcomes, k=1, resamples=500).bootstrap_resamples == 500

@@ -1,0 +1,111 @@
+"""`config.compare` in `POST /run`: two assistants of one request compared on their shared
+tasks, through API Gateway proxy events, on the offline judge (deterministic verdicts)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from fair_forge_testing.builders import conversation, turn
+from fair_forge_testing.handler_client import call_handler
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
+TASKS, ATTEMPTS = 12, 3
+
+
+def attempts(assistant: str, right: int) -> list[dict[str, Any]]:
+    """ATTEMPTS conversations per task; the first `right` tasks answered right every time, the rest wrong."""
+    return [
+        conversation(
+            f"{assistant}-t{t}-a{a}",
+            [
+                turn(
+                    f"{assistant}-t{t}-a{a}",
+                    f"What is {t} times 7?",
+                    f"It is {7 * t}." if t < right else "I don't know.",
+                    str(7 * t),
+                )
+            ],
+            assistant_id=assistant,
+            task_id=f"t{t}",
+        )
+        for t in range(TASKS)
+        for a in range(ATTEMPTS)
+    ]
+
+
+def body(right_v1: int, right_v2: int, **compare: Any) -> dict[str, Any]:
+    return {
+        "connector": REFERENCE,
+        "datasets": attempts("v1", right_v1) + attempts("v2", right_v2),
+        "config": {"k": 3, "compare": {"baseline": "v1", "candidate": "v2", **compare}},
+    }
+
+
+def test_a_clear_regression_is_regressed_with_the_rates_of_the_formulas() -> None:
+    response = call_handler(body(right_v1=12, right_v2=2))
+    assert response.status == 200, response.body
+    comparison = response.body["aggregated_metrics"]["comparison"]
+    assert comparison["verdict"] == "regressed"
+    assert comparison["shared_tasks"] == TASKS
+    pass_at_1 = next(m for m in comparison["metrics"] if m["metric"] == "pass@1")
+    # Every attempt of a task agrees, so pass@1 is the share of tasks answered right.
+    assert (pass_at_1["baseline"], pass_at_1["candidate"]) == (1.0, pytest.approx(2 / 12))
+    assert pass_at_1["difference"] == pytest.approx(2 / 12 - 1.0)
+    assert pass_at_1["ci_low"] <= pass_at_1["difference"] <= pass_at_1["ci_high"] < 0
+    assert comparison["baseline_attempts"] == comparison["candidate_attempts"] == TASKS * ATTEMPTS
+
+
+def test_the_same_agent_twice_is_inconclusive_with_no_difference() -> None:
+    response = call_handler(body(right_v1=6, right_v2=6))
+    comparison = response.body["aggregated_metrics"]["comparison"]
+    assert comparison["verdict"] == "inconclusive"
+    assert {m["difference"] for m in comparison["metrics"]} == {0.0}
+    assert comparison["probability_candidate_better"] == pytest.approx(0.5, abs=1e-9)
+
+
+def test_the_seed_and_the_confidence_are_the_requests() -> None:
+    first = call_handler(body(right_v1=9, right_v2=6, seed=7, confidence=0.9)).body["aggregated_metrics"]["comparison"]
+    again = call_handler(body(right_v1=9, right_v2=6, seed=7, confidence=0.9)).body["aggregated_metrics"]["comparison"]
+    other = call_handler(body(right_v1=9, right_v2=6, seed=8, confidence=0.9)).body["aggregated_metrics"]["comparison"]
+    assert (first["seed"], first["confidence"]) == (7, 0.9)
+    assert first["metrics"] == again["metrics"]
+    assert [m["bootstrap_p_value"] for m in first["metrics"]] != [m["bootstrap_p_value"] for m in other["metrics"]]
+
+
+def test_no_comparison_unless_asked() -> None:
+    plain = body(right_v1=12, right_v2=2)
+    del plain["config"]["compare"]
+    assert call_handler(plain).body["aggregated_metrics"]["comparison"] is None
+
+
+@pytest.mark.parametrize(
+    ("compare", "field", "message"),
+    [
+        ({"baseline": "v1", "candidate": "v3"}, "config.compare.candidate", "no conversation has assistant_id 'v3'"),
+        ({"baseline": "v0", "candidate": "v2"}, "config.compare.baseline", "no conversation has assistant_id 'v0'"),
+        ({"baseline": "v1", "candidate": "v1"}, "config.compare", "two different assistant_id values"),
+        ({"baseline": "v1", "candidate": "v2", "confidence": 1}, "config.compare.confidence", "less than 1"),
+        ({"baseline": "v1"}, "config.compare.candidate", "Field required"),
+    ],
+    ids=["unknown-candidate", "unknown-baseline", "same-twice", "confidence-1", "no-candidate"],
+)
+def test_a_bad_compare_is_a_400_naming_the_field(compare: dict[str, Any], field: str, message: str) -> None:
+    request = body(right_v1=12, right_v2=2)
+    request["config"]["compare"] = compare
+    response = call_handler(request)
+    assert response.status == 400
+    assert response.body["details"][0]["field"] == field
+    assert message in response.body["details"][0]["message"]
+
+
+def test_the_comparison_is_in_the_published_response_schema() -> None:
+    schema = json.loads((ROOT / "schemas" / "response.schema.json").read_text())
+    response = call_handler(body(right_v1=12, right_v2=2))
+    assert not [e.message for e in Draft202012Validator(schema).iter_errors(response.body)]
+    assert "comparison" in schema["$defs"]["AggregatedMetrics"]["properties"]
