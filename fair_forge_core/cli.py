@@ -739,11 +739,16 @@ def _p_value(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def _probability(p: float) -> str:
+    """`= p` to 3 decimals, or `> 0.999` / `< 0.001` rather than a rounded 1 or 0."""
+    return "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
+
 def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
     """The readable report `compare` prints: a header, one table row per metric (values to
     3 decimals, p-values to 3 or `<0.001`, `—` for none), the verdict and why, the minimum
     detectable effect, the tasks that would settle an inconclusive verdict, McNemar's test
-    when it ran, and P(candidate better)."""
+    when it ran, and P(candidate better) (`> 0.999` / `< 0.001` at the ends)."""
     level = _level(comparison.confidence)
     lines = [
         f"baseline:  {baseline} — {comparison.baseline_successes}/{comparison.baseline_attempts} "
@@ -814,7 +819,7 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
     if comparison.probability_candidate_better is not None:
         a, b = comparison.prior
         lines.append(
-            f"P(candidate's per-attempt success rate is higher) = {comparison.probability_candidate_better:.3f} "
+            f"P(candidate's per-attempt success rate is higher) {_probability(comparison.probability_candidate_better)} "
             f"(Beta({a:g}, {b:g}) prior)"
         )
     return "\n".join(lines) + "\n"
