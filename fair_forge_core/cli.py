@@ -284,8 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
             "CANDIDATE are result files (evaluate's output or a POST /run response) or request files, "
             "evaluated first as evaluate does. They may be the same file, with two assistants."
         ),
-        epilog=EPILOG
-        + " compare: 0 improved or no significant change, 1 regressed, 4 inconclusive with --require-conclusive.",
+        epilog=(
+            "Exit codes: 0 improved, or no significant change; 1 regressed; 2 bad input; "
+            "3 an evaluation failed; 4 inconclusive, with --require-conclusive."
+        ),
     )
     compare.add_argument("baseline", type=Path, help="the baseline: a result or request JSON ('-': stdin)")
     compare.add_argument("candidate", type=Path, help="the candidate: a result or request JSON ('-': stdin)")
