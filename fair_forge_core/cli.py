@@ -1,26 +1,61 @@
-"""`fair-forge` (or `python -m fair_forge_core`): evaluate a request and render reports, with no AWS and no server.
+"""`fair-forge` (or `python -m fair_forge_core`): evaluate a request, compare two agents and
+render reports, with no AWS and no server.
 
-    fair-forge evaluate request.json [--out result.json] [--html report.html] [--fail-under-pass-pow-k X]
+    fair-forge evaluate request.json [--out result.json] [--html report.html]
+        [--fail-under-pass-pow-k X] [--fail-if-lower-bound 'METRIC<X' ...] [--max-unscored N]
+    fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
+        [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
     fair-forge report result.json [-o report.html]
+    fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
 
 A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < request.json`).
 
-`evaluate` reads the same JSON as `POST /run` (connector, datasets, config), builds the
-judge from `connector` under the same allowlist and key rules as the service
-(`fair_forge_core.connectors`), shows a progress bar on stderr while the judge works,
-and writes the result JSON (to `--out`, else to stdout) and optionally the HTML report.
-Without `connector.params.api_key`, the key comes from `LLM_API_KEY` — never for a
-connector whose endpoint the file chooses. `FAIR_FORGE_EXTRA_CONNECTORS` extends the
-allowlist, as for the service. `report` renders the HTML report of a saved result (the
-CLI's output or a `POST /run` response body).
+`evaluate` reads the same JSON as `POST /run` — connector, config and either `datasets` or
+`traces` (`{"format", "items"}`) with `references` and an optional `task_key`, imported by
+`fair_forge_core.importers.datasets_from_traces`, whose warnings are printed and come first
+in the result's `warnings` — builds the judge from `connector` under the same allowlist
+and key rules as the service (`fair_forge_core.connectors`), shows its progress on stderr
+(a bar redrawn in place on a terminal; otherwise one plain line such as `judging 120/400`
+every few seconds, and the last), and writes the result JSON (to `--out`, else to stdout)
+and optionally the HTML report. `--out` and `--html` are checked before the judge runs
+(the directory exists, a file can be created there). Without `connector.params.api_key`,
+the key comes from `LLM_API_KEY` — never for a connector whose endpoint the file chooses.
+`FAIR_FORGE_EXTRA_CONNECTORS` extends the allowlist, as for the service. `report` renders
+the HTML report of a saved result (the CLI's output or a `POST /run` response body).
 
-Exit codes: 0 done (and the threshold met); 1 `--fail-under-pass-pow-k` not met (the
-outputs are written first); 2 bad input: a message naming the file and the field, no
-stack trace; 3 the evaluation could not run (the judge provider refused, or no
-conversation could be scored). Messages never contain an API key.
+Gates of `evaluate` (each failure printed with the gate and by how much; all are checked):
 
-Heavy modules (pydantic, LangChain, the judges) are imported by the command that needs
-them, so `--help` stays instant.
+- `--fail-under-pass-pow-k X`: the aggregated `pass_pow_k` (the point estimate: the
+  posterior mean in Bayesian mode) is below X;
+- `--fail-if-lower-bound METRIC<X` (METRIC `pass_at_k` or `pass_pow_k`, repeatable): the
+  lower bound of the aggregated two-sided interval at the request's
+  `config.statistical_mode.ci_level` (default 0.95) is below X. Bayesian mode: the credible
+  bound the result carries (`pass_at_k_ci_low`, `pass_pow_k_ci_low`). Frequentist mode:
+  the Wilson score bound L of the conversation success rate c/n (`stats.wilson_interval`)
+  pushed through the metric, which is increasing in p: pass^k ≥ L^k and
+  pass@k ≥ 1 − (1 − L)^k;
+- `--max-unscored N`: more than N conversations are unscored.
+
+`compare` answers "is the candidate better than the baseline?" with
+`fair_forge_core.compare.compare` over the tasks both sides scored. Each side is a result
+file (`evaluate`'s output or a `POST /run` response body) or a request file, evaluated
+first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistant` pick
+one assistant's conversations; a file holding several assistants needs one, and the two
+sides may then be the same file. k is the results' unless `--k` says otherwise. It prints
+a table (per metric: both sides, the difference, its interval, the Holm-adjusted p-value,
+whether it is significant), the verdict, the minimum detectable effect and, when
+inconclusive, how many tasks would settle it; tasks only one side scored and unscored
+conversations are `warning:` lines on stderr. `--out` writes the `Comparison` JSON.
+
+Exit codes: 0 done (every gate met; compare: improved, or no significant change); 1 a
+gate of `evaluate` failed (the outputs are written first), or compare's verdict is
+`regressed`; 2 bad input: a message naming the file and the field, or the flag, no stack
+trace; 3 the evaluation could not run (the judge provider refused, or no conversation
+could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`.
+Messages never contain an API key.
+
+Heavy modules (pydantic, LangChain, numpy, scipy, the judges) are imported by the command
+that needs them, so `--help` stays instant.
 """
 
 from __future__ import annotations
@@ -31,10 +66,21 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-EXIT_OK, EXIT_THRESHOLD, EXIT_BAD_INPUT, EXIT_EVALUATION_FAILED = 0, 1, 2, 3
+if TYPE_CHECKING:
+    from fair_forge_core.schemas import AggregatedMetrics, Comparison, EvaluationResult, RunRequest
+
+EXIT_OK, EXIT_THRESHOLD, EXIT_BAD_INPUT, EXIT_EVALUATION_FAILED, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
+EXIT_REGRESSED = EXIT_THRESHOLD
+"""`compare`'s exit code for a `regressed` verdict: a failed gate, like `evaluate`'s."""
+
+EPILOG = (
+    "Exit codes: 0 ok; 1 a gate of evaluate failed, or compare's verdict is 'regressed'; "
+    "2 bad input; 3 evaluation failed; 4 compare's verdict is 'inconclusive' under --require-conclusive."
+)
 
 
 class CliError(Exception):
@@ -46,22 +92,40 @@ class CliError(Exception):
 
 
 class ProgressBar:
-    """A one-line text progress bar, redrawn in place with a carriage return.
+    """Progress of the judge on a stream, called as `on_progress(done, total)`.
 
-    Call it as `on_progress(done, total)`; redraws are throttled to `min_interval_s`
-    except the last, so a fast judge does not flood a log. `finish()` ends the line.
+    Interactive (a terminal): a one-line text bar redrawn in place with a carriage return,
+    redraws throttled to `min_interval_s` except the last, and `finish()` ends the line.
+    Not interactive (a log, a pipe): no carriage return; one plain line `<label> done/total`
+    at the first call, then at most one every `plain_interval_s` seconds, and always the
+    line of `done == total`.
     """
 
-    def __init__(self, stream: TextIO, label: str = "judging", width: int = 28, min_interval_s: float = 0.1) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        label: str = "judging",
+        width: int = 28,
+        min_interval_s: float = 0.1,
+        *,
+        interactive: bool = True,
+        plain_interval_s: float = 5.0,
+    ) -> None:
         self.stream, self.label, self.width, self.min_interval_s = stream, label, width, min_interval_s
+        self.interactive, self.plain_interval_s = interactive, plain_interval_s
         self._last_draw: float | None = None
         self._drawn = False
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
-        if done < total and self._last_draw is not None and now - self._last_draw < self.min_interval_s:
+        interval = self.min_interval_s if self.interactive else self.plain_interval_s
+        if done < total and self._last_draw is not None and now - self._last_draw < interval:
             return
         self._last_draw = now
+        if not self.interactive:
+            self.stream.write(f"{self.label} {done}/{total}\n")
+            self.stream.flush()
+            return
         share = done / total if total else 1.0
         filled = round(share * self.width)
         bar = "█" * filled + "░" * (self.width - filled)
@@ -76,14 +140,86 @@ class ProgressBar:
             self._drawn = False
 
 
+def is_terminal(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal (False for a closed stream or one without `isatty`)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 # --------------------------------------------------------------------------- arguments
 
 
-def _threshold(text: str) -> float:
-    value = float(text)
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     return value
+
+
+def _threshold(text: str) -> float:
+    """A number in [0, 1] (a rate's threshold); argparse names the flag in its error."""
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    """A number strictly between 0 and 1."""
+    value = _number(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
+    return value
+
+
+def _integer(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    return _integer(text, 0)
+
+
+def _positive_int(text: str) -> int:
+    return _integer(text, 1)
+
+
+GateMetric = Literal["pass_at_k", "pass_pow_k"]
+GATE_METRICS: tuple[GateMetric, ...] = ("pass_at_k", "pass_pow_k")
+
+
+@dataclass(frozen=True)
+class LowerBoundGate:
+    """`--fail-if-lower-bound METRIC<X`: fail when the lower bound of METRIC is below X."""
+
+    metric: GateMetric
+    threshold: float
+
+    def __str__(self) -> str:
+        return f"{self.metric}<{self.threshold:g}"
+
+
+def _lower_bound_gate(text: str) -> LowerBoundGate:
+    """`METRIC<X`, METRIC one of `GATE_METRICS`, X in [0, 1]."""
+    metric, sep, value = text.partition("<")
+    metric = metric.strip()
+    if not sep or metric not in GATE_METRICS:
+        raise argparse.ArgumentTypeError(
+            f"expected METRIC<X with METRIC one of {', '.join(GATE_METRICS)}, got {text!r}"
+        )
+    threshold = _threshold(value.strip())
+    return LowerBoundGate("pass_at_k" if metric == "pass_at_k" else "pass_pow_k", threshold)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,26 +227,80 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="fair-forge",
-        description="Evaluate AI-agent conversations (pass@K, pass^K, tool correctness) and render HTML reports.",
-        epilog="Exit codes: 0 ok, 1 threshold not met, 2 bad input, 3 evaluation failed.",
+        description=(
+            "Evaluate AI-agent conversations (pass@K, pass^K, tool correctness), "
+            "compare two agents and render HTML reports."
+        ),
+        epilog=EPILOG,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{evaluate,report,convert}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{evaluate,compare,report,convert}")
 
     evaluate = commands.add_parser(
         "evaluate",
         help="run an evaluation from a request file (the body of POST /run)",
-        description="Run an evaluation locally from a request file: the same JSON as the body of POST /run.",
+        description=(
+            "Run an evaluation locally from a request file: the same JSON as the body of POST /run "
+            "(datasets, or traces with references)."
+        ),
+        epilog=EPILOG,
     )
-    evaluate.add_argument("request", type=Path, help="request JSON: connector, datasets, config ('-': stdin)")
+    evaluate.add_argument("request", type=Path, help="request JSON: connector, datasets or traces, config ('-': stdin)")
     evaluate.add_argument("--out", type=Path, help="write the result JSON here (default: stdout)")
     evaluate.add_argument("--html", type=Path, help="also write the HTML report here")
     evaluate.add_argument(
         "--fail-under-pass-pow-k",
         type=_threshold,
         metavar="X",
-        help="exit 1 when the aggregated pass_pow_k (the posterior mean in Bayesian mode) is below X, for CI pipelines",
+        help="exit 1 when the aggregated pass_pow_k (the posterior mean in Bayesian mode) is below X, in [0, 1]",
     )
-    evaluate.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    evaluate.add_argument(
+        "--fail-if-lower-bound",
+        type=_lower_bound_gate,
+        action="append",
+        default=[],
+        metavar="METRIC<X",
+        help=(
+            "exit 1 when the lower bound of the aggregated METRIC (pass_at_k or pass_pow_k) is below X "
+            "(quote it: 'pass_pow_k<0.5'; repeatable). The bound is two-sided at the request's "
+            "statistical_mode.ci_level (default 0.95): in Bayesian mode the credible bound the result "
+            "carries; in frequentist mode the Wilson bound L of the conversation success rate c/n, "
+            "as L^k for pass_pow_k and 1-(1-L)^k for pass_at_k"
+        ),
+    )
+    evaluate.add_argument(
+        "--max-unscored",
+        type=_non_negative_int,
+        metavar="N",
+        help="exit 1 when more than N conversations are unscored (the judge could not score them)",
+    )
+    evaluate.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+
+    compare = commands.add_parser(
+        "compare",
+        help="is the candidate better than the baseline? a paired comparison over shared tasks",
+        description=(
+            "Compare two agents, or two runs of one, over the tasks both attempted: pass@1, pass@k, pass^k "
+            "differences with paired-bootstrap intervals, Holm-adjusted p-values and a verdict. BASELINE and "
+            "CANDIDATE are result files (evaluate's output or a POST /run response) or request files, "
+            "evaluated first as evaluate does. They may be the same file, with two assistants."
+        ),
+        epilog=(
+            "Exit codes: 0 improved, or no significant change; 1 regressed; 2 bad input; "
+            "3 an evaluation failed; 4 inconclusive, with --require-conclusive."
+        ),
+    )
+    compare.add_argument("baseline", type=Path, help="the baseline: a result or request JSON ('-': stdin)")
+    compare.add_argument("candidate", type=Path, help="the candidate: a result or request JSON ('-': stdin)")
+    compare.add_argument("--baseline-assistant", metavar="ID", help="compare only this assistant's conversations")
+    compare.add_argument("--candidate-assistant", metavar="ID", help="compare only this assistant's conversations")
+    compare.add_argument(
+        "--confidence", type=_confidence, default=0.95, help="confidence level, in (0, 1) (default: 0.95)"
+    )
+    compare.add_argument("--seed", type=_non_negative_int, default=0, help="the bootstrap's seed (default: 0)")
+    compare.add_argument("--k", type=_positive_int, help="k of pass@k and pass^k (default: the results' k)")
+    compare.add_argument("--out", type=Path, help="write the comparison JSON here")
+    compare.add_argument("--require-conclusive", action="store_true", help="exit 4 when the verdict is inconclusive")
+    compare.add_argument("--quiet", action="store_true", help="no progress on stderr while evaluating requests")
 
     report = commands.add_parser(
         "report",
@@ -202,6 +392,31 @@ def _write(text: str, destination: Path | None, stdout: TextIO) -> None:
         raise CliError(f"cannot write {destination}: {exc.strerror or exc}") from None
 
 
+def _check_writable(destination: Path | None, flag: str) -> None:
+    """`CliError` naming `flag` unless `destination` can be written: its directory exists
+    and a file can be created there (or, when it exists, opened for writing). Called before
+    any judging, so that a typo never costs an evaluation. Leaves nothing behind."""
+    if destination is None:
+        return
+    where = f"{flag} {destination}"
+    if destination.is_dir():
+        raise CliError(f"{where}: is a directory")
+    parent = destination.parent
+    if not parent.is_dir():
+        problem = "is not a directory" if parent.exists() else "does not exist"
+        raise CliError(f"{where}: the directory {parent} {problem}")
+    try:
+        if destination.exists():
+            with destination.open("ab"):  # appending nothing changes nothing
+                pass
+        else:
+            with destination.open("xb"):
+                pass
+            destination.unlink()
+    except OSError as exc:
+        raise CliError(f"{where}: cannot write there: {exc.strerror or exc}") from None
+
+
 def _redacted(message: str, secrets: Sequence[str]) -> str:
     from fair_forge_core.redact import redact
 
@@ -241,31 +456,158 @@ def _build_judge(request: Any, path: Path) -> Any:
         raise CliError(f"{_name(path)}: connector: {connectors.REFUSAL_PREFIX}{_redacted(str(exc), secrets)}") from None
 
 
-def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:
+    """The validated request of a request file's JSON, and the warnings of importing its traces.
+
+    A body with `traces` is `POST /run`'s traces form (`TracesRunRequest`): the traces are
+    read by `importers.datasets_from_traces` and joined with `references`; its warnings are
+    returned (all of them) to come first in the result's. A `TraceError` names the file and
+    the field as the request file spells it (`traces.items[2].messages[5]…`).
+    """
     from pydantic import ValidationError
 
-    from fair_forge_core.schemas import RunRequest
+    from fair_forge_core.schemas import RunRequest, TracesRunRequest
 
-    body = _read_json(args.request, "request file", stdin)
+    if "traces" not in body:
+        try:
+            return RunRequest.model_validate(body), []
+        except ValidationError as exc:
+            raise CliError(_validation_message(path, "request", exc)) from None
+    if "datasets" in body:
+        raise CliError(f"{_name(path)}: send datasets or traces, not both")
     try:
-        request = RunRequest.model_validate(body)
+        traced = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
-        raise CliError(_validation_message(args.request, "request", exc)) from None
-    judge = _build_judge(request, args.request)
+        raise CliError(_validation_message(path, "traces request", exc)) from None
+
+    from fair_forge_core.importers import TraceError, datasets_from_traces
+
+    try:
+        datasets, warnings, _ = datasets_from_traces(
+            traced.traces.format, traced.traces.items, traced.references, task_key=traced.task_key
+        )
+    except TraceError as exc:
+        where = exc.field.replace("traces[", "traces.items[", 1) if exc.field.startswith("traces[") else exc.field
+        problem = str(exc).removeprefix(f"{exc.field}: ")
+        raise CliError(f"{_name(path)}: {where}: {problem}") from None
+    if not datasets:
+        details = "".join(f"\n  {warning}" for warning in warnings)
+        raise CliError(f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}")
+    expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
+    try:
+        return RunRequest.model_validate(expanded), warnings
+    except ValidationError as exc:
+        raise CliError(_validation_message(path, "request (from its traces)", exc)) from None
+
+
+def _run_evaluation(
+    request: RunRequest, import_warnings: list[str], path: Path, progress: ProgressBar | None
+) -> EvaluationResult:
+    """Evaluate a validated request as `evaluate` does; exit 3 when it cannot run."""
+    judge = _build_judge(request, path)
 
     from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused
 
-    progress = None if args.quiet else ProgressBar(stderr)
     try:
         result = evaluate_sync(request.datasets, judge.model, request.config, on_progress=progress)
     except (JudgeProviderRefused, NoConversationScored) as exc:
         raise CliError(
-            f"evaluation failed: {_redacted(str(exc), sorted(judge.secrets))}", EXIT_EVALUATION_FAILED
+            f"evaluation failed: {_name(path)}: {_redacted(str(exc), sorted(judge.secrets))}", EXIT_EVALUATION_FAILED
         ) from None
     finally:
         if progress is not None:
             progress.finish()
+    result.warnings[:0] = import_warnings  # what importing the traces decided comes first, as POST /run does
+    return result
+
+
+def _progress(stderr: TextIO, quiet: bool, label: str = "judging") -> ProgressBar | None:
+    return None if quiet else ProgressBar(stderr, label, interactive=is_terminal(stderr))
+
+
+def lower_bound(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> float | None:
+    """The lower bound `--fail-if-lower-bound` reads: of the two-sided interval at `level`.
+
+    Bayesian mode: the credible bound the result carries (`pass_at_k_ci_low` or
+    `pass_pow_k_ci_low`, at the request's `ci_level`, which is `level`). Frequentist mode:
+    with L the low end of `stats.wilson_interval(n, c, level)` for the n scored and c fully
+    correct conversations, L^k for pass_pow_k and 1 − (1 − L)^k for pass_at_k (both
+    increasing in p, so the bound of p gives the metric's). None when nothing was scored.
+    """
+    from fair_forge_core import stats
+
+    if aggregated.total_conversations == 0:
+        return None
+    if aggregated.statistical_mode == "bayesian":
+        return aggregated.pass_at_k_ci_low if metric == "pass_at_k" else aggregated.pass_pow_k_ci_low
+    low, _ = stats.wilson_interval(aggregated.total_conversations, aggregated.fully_correct_conversations, level)
+    k = aggregated.k
+    return stats.at_least_one_of(low, k) if metric == "pass_at_k" else low**k
+
+
+def _metric_symbol(metric: GateMetric, k: int) -> str:
+    return f"pass@{k}" if metric == "pass_at_k" else f"pass^{k}"
+
+
+def _level(level: float) -> str:
+    return f"{level:.0%}" if round(level * 100, 6).is_integer() else f"{level:g}"
+
+
+def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level: float, stderr: TextIO) -> list[str]:
+    """Every gate's failure as a line (`FAILED: …`, with the gate and by how much); the
+    passed gates are printed as `gate met:` lines unless `--quiet`."""
+    k = aggregated.k
+    failures: list[str] = []
+    passed: list[str] = []
+    threshold = args.fail_under_pass_pow_k
+    if threshold is not None and aggregated.pass_pow_k is not None:
+        point = aggregated.pass_pow_k
+        line = f"pass^{k} = {point:.4f}"
+        if point < threshold:
+            failures.append(f"{line} is below --fail-under-pass-pow-k {threshold:g} by {threshold - point:.4f}")
+        else:
+            passed.append(f"{line} ≥ --fail-under-pass-pow-k {threshold:g}")
+    for gate in args.fail_if_lower_bound:
+        bound = lower_bound(aggregated, gate.metric, level)
+        if bound is None:
+            continue
+        n, c = aggregated.total_conversations, aggregated.fully_correct_conversations
+        how = (
+            f"{_level(level)} credible bound"
+            if aggregated.statistical_mode == "bayesian"
+            else f"from the {_level(level)} Wilson bound of {c}/{n} conversations"
+        )
+        line = f"lower bound of {_metric_symbol(gate.metric, k)} = {bound:.4f} ({how})"
+        if bound < gate.threshold:
+            failures.append(
+                f"{line} is below {gate.threshold:g} by {gate.threshold - bound:.4f} (--fail-if-lower-bound {gate})"
+            )
+        else:
+            passed.append(f"{line} ≥ {gate.threshold:g} (--fail-if-lower-bound {gate})")
+    if args.max_unscored is not None:
+        unscored = aggregated.unscored_conversations
+        if unscored > args.max_unscored:
+            failures.append(
+                f"{unscored} conversation(s) unscored, more than --max-unscored {args.max_unscored} "
+                f"by {unscored - args.max_unscored}"
+            )
+        else:
+            passed.append(f"{unscored} conversation(s) unscored, at most --max-unscored {args.max_unscored}")
+    if not args.quiet:
+        for line in passed:
+            stderr.write(f"gate met: {line}\n")
+    return failures
+
+
+def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    _check_writable(args.out, "--out")
+    _check_writable(args.html, "--html")
+    if args.out is not None and args.html is not None and args.out.resolve() == args.html.resolve():
+        raise CliError(f"--out and --html name the same file: {args.out}")
+    body = _read_json(args.request, "request file", stdin)
+    request, import_warnings = _request_of(body, args.request)
+    result = _run_evaluation(request, import_warnings, args.request, _progress(stderr, args.quiet))
 
     payload = result.model_dump(mode="json")
     _write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
@@ -286,11 +628,252 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         for path in (args.out, args.html):
             if path is not None:
                 stderr.write(f"wrote {path}\n")
-    threshold = args.fail_under_pass_pow_k
-    # evaluate() raises when nothing was scored, so pass_pow_k is a number here
-    if threshold is not None and agg.pass_pow_k is not None and agg.pass_pow_k < threshold:
-        stderr.write(f"FAILED: pass^{k} = {agg.pass_pow_k:.4f} is below --fail-under-pass-pow-k {threshold:g}\n")
-        return EXIT_THRESHOLD
+    # evaluate() raises when nothing was scored, so the rates are numbers here
+    failures = _check_gates(args, agg, request.config.statistical_mode.ci_level, stderr)
+    for failure in failures:
+        stderr.write(f"FAILED: {failure}\n")
+    return EXIT_THRESHOLD if failures else EXIT_OK
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
+    """A result file's JSON (`evaluate`'s output, or a `POST /run` or job response body:
+    `request_id` and `job_id` are ignored) as an `EvaluationResult`; `CliError` naming the
+    file and the field otherwise."""
+    from pydantic import ValidationError
+
+    from fair_forge_core.schemas import EvaluationResult
+
+    if data.get("success") is False:
+        raise CliError(f"{_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
+    payload = {key: value for key, value in data.items() if key not in ("request_id", "job_id")}
+    try:
+        return EvaluationResult.model_validate(payload)
+    except ValidationError as exc:
+        raise CliError(_validation_message(path, "result", exc)) from None
+
+
+def _side_key(path: Path) -> str:
+    return "-" if path == STDIN else str(path.resolve())
+
+
+def _load_side(
+    path: Path, stdin: TextIO, stderr: TextIO, quiet: bool, cache: dict[str, EvaluationResult]
+) -> EvaluationResult:
+    """The result of one side: read from a result file, or evaluated from a request file
+    (as `evaluate` does: judge, traces, progress, exit 3 when it cannot run). A file named
+    twice is read, and evaluated, once."""
+    key = _side_key(path)
+    if key in cache:
+        return cache[key]
+    data = _read_json(path, "file", stdin)
+    if "per_conversation_metrics" in data or "success" in data:
+        result = _result_of(data, path)
+    elif "connector" in data:
+        request, import_warnings = _request_of(data, path)
+        result = _run_evaluation(request, import_warnings, path, _progress(stderr, quiet, f"judging {_name(path)}"))
+        for warning in result.warnings:
+            stderr.write(f"warning: {_name(path)}: {warning}\n")
+    else:
+        raise CliError(
+            f"{_name(path)}: neither a result (per_conversation_metrics) "
+            "nor a request (connector with datasets or traces)"
+        )
+    cache[key] = result
+    return result
+
+
+def _outcomes(result: EvaluationResult, path: Path, assistant: str | None, flag: str) -> list[tuple[str, bool | None]]:
+    """One side's outcomes, of `assistant` when given; `CliError` naming the file and the
+    flag when it has none of that assistant's conversations, or several assistants and no
+    choice."""
+    from fair_forge_core.compare import outcomes_from_result
+
+    present = sorted({m.assistant_id for m in result.per_conversation_metrics})
+    if assistant is None and len(present) > 1:
+        raise CliError(
+            f"{_name(path)} holds the conversations of {len(present)} assistants ({', '.join(present)}): "
+            f"choose one with {flag}"
+        )
+    try:
+        return outcomes_from_result(result, assistant)
+    except ValueError as exc:
+        raise CliError(f"{_name(path)}: {flag} {assistant}: {exc}") from None
+
+
+def _listed(items: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", … and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _comparison_warnings(comparison: Comparison) -> list[str]:
+    """Tasks only one side scored, and unscored conversations by task: never compared."""
+    lines = []
+    for side, tasks in (("baseline", comparison.baseline_only_tasks), ("candidate", comparison.candidate_only_tasks)):
+        if tasks:
+            lines.append(f"{len(tasks)} task(s) scored only for the {side}, not compared: {_listed(tasks)}")
+    for side, count, by_task in (
+        ("baseline", comparison.baseline_unscored_conversations, comparison.baseline_unscored_by_task),
+        ("candidate", comparison.candidate_unscored_conversations, comparison.candidate_unscored_by_task),
+    ):
+        if count:
+            per_task = [f"{task} ×{n}" for task, n in by_task.items()]
+            lines.append(f"{count} unscored {side} conversation(s) left out: {_listed(per_task)}")
+    return lines
+
+
+def metric_label(metric: str, k: int) -> str:
+    """How the table names a metric: pass@k → pass@3, pass^k_unbiased → pass^3 unbiased."""
+    return metric.replace("_unbiased", " unbiased").replace("@k", f"@{k}").replace("^k", f"^{k}")
+
+
+def _value(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _p_value(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _probability(p: float) -> str:
+    """`= p` to 3 decimals, or `> 0.999` / `< 0.001` rather than a rounded 1 or 0."""
+    return "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
+
+def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
+    """The readable report `compare` prints: a header, one table row per metric (values to
+    3 decimals, p-values to 3 or `<0.001`, `—` for none), the verdict and why, the minimum
+    detectable effect, the tasks that would settle an inconclusive verdict, McNemar's test
+    when it ran, and P(candidate better) (`> 0.999` / `< 0.001` at the ends)."""
+    level = _level(comparison.confidence)
+    lines = [
+        f"baseline:  {baseline} — {comparison.baseline_successes}/{comparison.baseline_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"candidate: {candidate} — {comparison.candidate_successes}/{comparison.candidate_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"{comparison.shared_tasks} shared tasks, k = {comparison.k}, confidence {level}, "
+        f"{comparison.bootstrap_resamples} bootstrap resamples (seed {comparison.seed})",
+        "",
+    ]
+    header = ("metric", "tasks", "baseline", "candidate", "difference", f"{level} interval", "p (Holm)", "significant")
+    rows = [header]
+    for m in comparison.metrics:
+        interval = "—" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]"
+        rows.append(
+            (
+                metric_label(m.metric, m.k),
+                str(m.tasks),
+                _value(m.baseline),
+                _value(m.candidate),
+                _value(m.difference, signed=True),
+                interval,
+                _p_value(m.p_value_holm),
+                "yes" if m.significant else "no",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    for m in comparison.metrics:
+        if m.note:
+            lines.append(f"note: {metric_label(m.metric, m.k)}: {m.note}")
+
+    headline = {
+        "improved": "IMPROVED — the candidate is significantly better than the baseline",
+        "regressed": "REGRESSED — the candidate is significantly worse than the baseline",
+        "inconclusive": "INCONCLUSIVE — no significant difference either way",
+    }[comparison.verdict]
+    lines.append(f"verdict: {headline}")
+    lines.append(f"  {comparison.verdict_explanation}")
+    detectable = [
+        f"{metric_label(m.metric, m.k)} ±{m.minimum_detectable_effect:.3f}"
+        for m in comparison.metrics
+        if m.minimum_detectable_effect is not None
+    ]
+    if detectable:
+        lines.append(f"minimum detectable effect (80% power, {level}): {', '.join(detectable)}")
+    if comparison.verdict == "inconclusive":
+        needed = [
+            f"{metric_label(m.metric, m.k)} {m.tasks_needed} (difference {m.difference:+.3f})"
+            for m in comparison.metrics
+            if m.tasks_needed is not None and m.difference is not None
+        ]
+        if needed:
+            lines.append(
+                f"shared tasks needed to settle it (80% power at the observed difference): {', '.join(needed)}"
+            )
+        else:
+            lines.append("shared tasks needed to settle it: none would — no difference was observed")
+    if comparison.mcnemar is not None:
+        test = comparison.mcnemar
+        lines.append(
+            f"McNemar ({test.method}): baseline-only successes b = {test.b}, candidate-only c = {test.c}, "
+            f"p = {_p_value(test.p_value)}"
+        )
+    if comparison.probability_candidate_better is not None:
+        a, b = comparison.prior
+        lines.append(
+            f"P(candidate's per-attempt success rate is higher) {_probability(comparison.probability_candidate_better)} "
+            f"(Beta({a:g}, {b:g}) prior)"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    _check_writable(args.out, "--out")
+    same_file = _side_key(args.baseline) == _side_key(args.candidate)
+    if same_file and args.baseline_assistant == args.candidate_assistant:
+        raise CliError(
+            "BASELINE and CANDIDATE are the same conversations: with one file, "
+            "choose two assistants with --baseline-assistant and --candidate-assistant"
+        )
+    cache: dict[str, EvaluationResult] = {}
+    base_result = _load_side(args.baseline, stdin, stderr, args.quiet, cache)
+    cand_result = _load_side(args.candidate, stdin, stderr, args.quiet, cache)
+    baseline = _outcomes(base_result, args.baseline, args.baseline_assistant, "--baseline-assistant")
+    candidate = _outcomes(cand_result, args.candidate, args.candidate_assistant, "--candidate-assistant")
+    k = args.k
+    if k is None:
+        k_base, k_cand = base_result.aggregated_metrics.k, cand_result.aggregated_metrics.k
+        if k_base != k_cand:
+            raise CliError(f"the baseline's k ({k_base}) and the candidate's k ({k_cand}) differ: choose one with --k")
+        k = k_base
+
+    from fair_forge_core.compare import compare
+
+    comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed)
+    for warning in _comparison_warnings(comparison):
+        stderr.write(f"warning: {warning}\n")
+    if comparison.shared_tasks == 0:
+        raise CliError("no task was scored on both sides: nothing to compare")
+
+    def describe(path: Path, assistant: str | None) -> str:
+        return _name(path) + (f" (assistant {assistant})" if assistant is not None else "")
+
+    stdout.write(
+        format_comparison(
+            comparison,
+            describe(args.baseline, args.baseline_assistant),
+            describe(args.candidate, args.candidate_assistant),
+        )
+    )
+    stdout.flush()
+    if args.out is not None:
+        _write(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+        if not args.quiet:
+            stderr.write(f"wrote {args.out}\n")
+    if comparison.verdict == "regressed":
+        return EXIT_REGRESSED
+    if comparison.verdict == "inconclusive" and args.require_conclusive:
+        return EXIT_INCONCLUSIVE
     return EXIT_OK
 
 
@@ -363,7 +946,9 @@ def main(
     """Run the CLI and return its exit code (see the module docstring)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    command = {"evaluate": cmd_evaluate, "report": cmd_report, "convert": cmd_convert}[args.command]
+    command = {"evaluate": cmd_evaluate, "compare": cmd_compare, "report": cmd_report, "convert": cmd_convert}[
+        args.command
+    ]
     try:
         return command(args, stdin, stdout, stderr)
     except CliError as exc:

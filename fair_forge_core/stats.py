@@ -151,6 +151,29 @@ def beta_credible_interval(alpha: float, beta: float, level: float) -> tuple[flo
     return low, high
 
 
+def wilson_interval(n: int, c: int, level: float) -> tuple[float, float]:
+    """Wilson's score interval for a success rate, c successes in n trials, at two-sided `level`.
+
+    With p̂ = c/n and z = z_{(1+level)/2} (the standard normal quantile, `statistics.NormalDist`):
+    (p̂ + z²/2n ± z·sqrt(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1] (the low bound
+    is 0 at c = 0 and the high bound 1 at c = n, exactly). Same checks on n and c as
+    `pass_at_k`; ValueError unless 0 < level < 1. Pure standard library.
+    """
+    import statistics
+
+    _check_counts(n, c, 1)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    z = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0)
+    p = c / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n))
+    denominator = 1.0 + z * z / n
+    low = 0.0 if c == 0 else max(0.0, (centre - spread) / denominator)
+    high = 1.0 if c == n else min(1.0, (centre + spread) / denominator)
+    return low, high
+
+
 def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimate:
     """pass@k and pass^k of n trials with c successes under `mode`.
 

@@ -1,0 +1,319 @@
+"""`fair-forge compare`: the CLI side of "is B better than A?" (issue #15), run as a user runs it.
+
+The inputs are built with `fair_forge_testing.builders` and judged by the offline
+`ReferenceJudge`: a task is "What is a plus b?", a right attempt answers the sum, a wrong
+one "No idea.". Each scenario says which attempts each version gets right.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fair_forge_testing.builders import conversation, turn
+from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
+from tests.cli.test_cli import ROOT, run_cli
+
+REFERENCE_JUDGE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
+Pattern = list[tuple[bool, ...]]
+
+
+def attempts(assistant: str, pattern: Pattern, *, first_task: int = 0) -> list[dict[str, Any]]:
+    """One conversation per attempt: task i (`task-i`) attempted len(pattern[i]) times,
+    answered right where the pattern says True."""
+    conversations = []
+    for offset, outcomes in enumerate(pattern):
+        task = first_task + offset
+        for attempt, right in enumerate(outcomes):
+            total = 2 * task + 7
+            answer = f"It is {total}." if right else "No idea."
+            conversations.append(
+                conversation(
+                    f"{assistant}-{task}-{attempt}",
+                    [turn(f"q{task}-{attempt}", f"What is {task} plus {task + 7}?", answer, str(total))],
+                    assistant_id=assistant,
+                    task_id=f"task-{task}",
+                )
+            )
+    return conversations
+
+
+def request_file(path: Path, conversations: list[dict[str, Any]], k: int = 3) -> Path:
+    path.write_text(json.dumps({"connector": REFERENCE_JUDGE, "datasets": conversations, "config": {"k": k}}))
+    return path
+
+
+ALL_RIGHT: Pattern = [(True, True, True)] * 12
+ONE_IN_THREE: Pattern = [(True, False, False)] * 12
+MIXED: Pattern = [(True, False, True), (False, True, True), (True, True, False), (False, False, True)] * 3
+# MIXED with one more right attempt, at one task: a difference of 1/36 in pass@1.
+NEARLY_MIXED: Pattern = [(True, True, True), *MIXED[1:]]
+
+
+# --------------------------------------------------------------------------- reading the output
+
+
+ROW = re.compile(
+    r"^(pass\S+(?: unbiased)?)\s{2,}(\d+)\s{2,}(\S+)\s{2,}(\S+)\s{2,}(\S+)\s{2,}(\S+|\[.*?\])\s{2,}(\S+)\s{2,}(yes|no)$"
+)
+
+
+def table(stdout: str) -> dict[str, list[str]]:
+    """The printed table: metric label → its cells (tasks, baseline, candidate, difference, interval, p, significant)."""
+    rows = {}
+    for line in stdout.splitlines():
+        match = ROW.match(line)
+        if match:
+            rows[match.group(1)] = list(match.groups()[1:])
+    return rows
+
+
+def label(metric: str, k: int) -> str:
+    return metric.replace("_unbiased", " unbiased").replace("@k", f"@{k}").replace("^k", f"^{k}")
+
+
+def assert_printed(cell: str, value: float | None, decimals: int = 3) -> None:
+    """A printed cell shows `value` rounded to `decimals` ("—" for None)."""
+    if value is None:
+        assert cell == "—"
+        return
+    assert math.isclose(float(cell), value, abs_tol=0.5 * 10**-decimals + 1e-12), (cell, value)
+
+
+def assert_table_equals_json(stdout: str, comparison: dict[str, Any]) -> None:
+    rows = table(stdout)
+    assert len(rows) == len(comparison["metrics"]) >= 1
+    for metric in comparison["metrics"]:
+        tasks, baseline, candidate, difference, interval, p_holm, significant = rows[
+            label(metric["metric"], metric["k"])
+        ]
+        assert int(tasks) == metric["tasks"]
+        assert_printed(baseline, metric["baseline"])
+        assert_printed(candidate, metric["candidate"])
+        assert_printed(difference, metric["difference"])
+        low, high = (float(x) for x in interval.strip("[]").split(","))
+        assert_printed(str(low), metric["ci_low"])
+        assert_printed(str(high), metric["ci_high"])
+        if p_holm == "<0.001":
+            assert metric["p_value_holm"] < 0.001
+        elif p_holm == "—":
+            assert metric["p_value_holm"] is None
+        else:
+            assert_printed(p_holm, metric["p_value_holm"])
+        assert (significant == "yes") is metric["significant"]
+
+
+def compare_files(*args: str | Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None, Path]:
+    """Run `compare … --out`; the process, the comparison JSON (None when not written), its path."""
+    out = Path(str(args[0])).parent / "comparison.json"
+    out.unlink(missing_ok=True)
+    process = run_cli("compare", *args, "--out", out)
+    return process, (json.loads(out.read_text()) if out.exists() else None), out
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def test_a_clear_regression_in_one_file_with_two_assistants_exits_1(tmp_path: Path) -> None:
+    both = request_file(tmp_path / "both.json", attempts("v1", ALL_RIGHT) + attempts("v2", ONE_IN_THREE))
+    process, comparison, _ = compare_files(both, both, "--baseline-assistant", "v1", "--candidate-assistant", "v2")
+    assert process.returncode == 1, process.stderr
+    assert comparison is not None and comparison["verdict"] == "regressed"
+    assert "verdict: REGRESSED — the candidate is significantly worse than the baseline" in process.stdout
+    assert comparison["verdict_explanation"] in process.stdout
+    assert comparison["shared_tasks"] == 12 and comparison["k"] == 3
+    pass_at_1 = comparison["metrics"][0]
+    assert pass_at_1["metric"] == "pass@1" and pass_at_1["difference"] == pytest.approx(1 / 3 - 1)
+    assert_table_equals_json(process.stdout, comparison)
+    # the one file was judged once: 12 tasks × 3 attempts × 2 assistants, one progress run
+    assert process.stderr.count(f"judging {both} 1/") == 1
+    mde = {label(m["metric"], m["k"]): m["minimum_detectable_effect"] for m in comparison["metrics"]}
+    line = next(line for line in process.stdout.splitlines() if line.startswith("minimum detectable effect"))
+    for name, value in re.findall(r"(pass\S+(?: unbiased)?) ±(\d\.\d{3})", line):
+        assert_printed(value, mde[name])
+    assert "shared tasks needed" not in process.stdout  # only for an inconclusive verdict
+
+
+def test_identical_agents_are_no_significant_change_exit_0_or_4_when_a_conclusion_is_required(
+    tmp_path: Path,
+) -> None:
+    baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    candidate = request_file(tmp_path / "b.json", attempts("v1", MIXED))
+    process, comparison, _ = compare_files(baseline, candidate)
+    assert process.returncode == 0, process.stderr
+    assert comparison is not None and comparison["verdict"] == "inconclusive"
+    assert all(m["difference"] == 0 and not m["significant"] for m in comparison["metrics"])
+    assert "verdict: INCONCLUSIVE — no significant difference either way" in process.stdout
+    assert "shared tasks needed to settle it: none would — no difference was observed" in process.stdout
+    assert_table_equals_json(process.stdout, comparison)
+
+    required = run_cli("compare", baseline, candidate, "--require-conclusive", "--quiet")
+    assert required.returncode == 4, required.stderr
+    assert required.stdout == process.stdout  # the same report, only the exit code differs
+
+
+def test_a_small_difference_is_inconclusive_and_says_how_many_tasks_would_settle_it(tmp_path: Path) -> None:
+    baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    candidate = request_file(tmp_path / "b.json", attempts("v2", NEARLY_MIXED))
+    process, comparison, _ = compare_files(baseline, candidate)
+    assert process.returncode == 0, process.stderr
+    assert comparison is not None and comparison["verdict"] == "inconclusive"
+    assert comparison["metrics"][0]["difference"] == pytest.approx(1 / 36)
+    assert_table_equals_json(process.stdout, comparison)
+    line = next(line for line in process.stdout.splitlines() if line.startswith("shared tasks needed"))
+    printed = dict(re.findall(r"(pass\S+(?: unbiased)?) (\d+) \(difference", line))
+    expected = {label(m["metric"], m["k"]): m["tasks_needed"] for m in comparison["metrics"] if m["tasks_needed"]}
+    assert printed and {name: int(n) for name, n in printed.items()} == expected
+    assert expected["pass@1"] > 12  # more tasks than were given
+    assert run_cli("compare", baseline, candidate, "--require-conclusive", "--quiet").returncode == 4
+
+
+def test_an_improvement_exits_0_even_when_a_conclusion_is_required(tmp_path: Path) -> None:
+    baseline = request_file(tmp_path / "a.json", attempts("v1", ONE_IN_THREE))
+    candidate = request_file(tmp_path / "b.json", attempts("v2", ALL_RIGHT))
+    process = run_cli("compare", baseline, candidate, "--require-conclusive")
+    assert process.returncode == 0, process.stderr
+    assert "verdict: IMPROVED — the candidate is significantly better than the baseline" in process.stdout
+
+
+def test_the_readme_example_prints_what_the_readme_shows() -> None:
+    process = run_cli("compare", "examples/compare/baseline.json", "examples/compare/candidate.json", "--quiet")
+    assert process.returncode == 0, process.stderr
+    assert "verdict: IMPROVED" in process.stdout
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Compare two agents") : readme.index("## Reports")]
+    assert process.stdout in section  # pasted as it is printed
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def test_result_files_give_the_same_comparison_as_the_requests_they_came_from(tmp_path: Path) -> None:
+    baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    candidate = request_file(tmp_path / "b.json", attempts("v2", ONE_IN_THREE))
+    for name in ("a", "b"):
+        assert run_cli("evaluate", tmp_path / f"{name}.json", "--out", tmp_path / f"{name}.result.json").returncode == 0
+    # a POST /run response body: the result and its request id
+    response = json.loads((tmp_path / "b.result.json").read_text()) | {"request_id": "req-1"}
+    (tmp_path / "b.response.json").write_text(json.dumps(response))
+
+    from_requests, expected, _ = compare_files(baseline, candidate, "--seed", "7")
+    from_results, actual, _ = compare_files(tmp_path / "a.result.json", tmp_path / "b.response.json", "--seed", "7")
+    mixed, mixed_json, _ = compare_files(tmp_path / "a.result.json", candidate, "--seed", "7")
+    assert from_requests.returncode == from_results.returncode == mixed.returncode == 1
+    assert expected is not None and expected["seed"] == 7
+    assert actual == expected == mixed_json
+    assert "judging" not in from_results.stderr  # results are not judged again
+
+
+def test_k_confidence_and_seed_are_the_comparisons(tmp_path: Path) -> None:
+    baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    candidate = request_file(tmp_path / "b.json", attempts("v2", NEARLY_MIXED))
+    process, comparison, _ = compare_files(baseline, candidate, "--k", "1", "--confidence", "0.9", "--seed", "3")
+    assert process.returncode == 0, process.stderr
+    assert comparison is not None
+    assert (comparison["k"], comparison["confidence"], comparison["seed"]) == (1, 0.9, 3)
+    assert [m["metric"] for m in comparison["metrics"]] == ["pass@1"]
+    assert "90% interval" in process.stdout and "k = 1, confidence 90%" in process.stdout
+    _, default_k, _ = compare_files(baseline, candidate)
+    assert default_k is not None and default_k["k"] == 3  # the results' k
+
+
+def test_unmatched_tasks_and_unscored_conversations_are_warnings_on_stderr(tmp_path: Path) -> None:
+    # the baseline attempted tasks 0-13, the candidate 2-15: 0, 1 and 14, 15 are unmatched
+    baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED + MIXED[:2]))
+    candidate = request_file(
+        tmp_path / "b.json", attempts("v2", MIXED, first_task=2) + attempts("v2", MIXED[:2], first_task=14)
+    )
+    assert run_cli("evaluate", baseline, "--out", tmp_path / "a.result.json").returncode == 0
+    result = json.loads((tmp_path / "a.result.json").read_text())
+    for metrics in result["per_conversation_metrics"][6:8]:  # task-2's first two attempts: unscored
+        metrics.update(is_scored=False, is_fully_correct=None)
+    (tmp_path / "a.result.json").write_text(json.dumps(result))
+
+    process, comparison, _ = compare_files(tmp_path / "a.result.json", candidate)
+    assert process.returncode in (0, 1), process.stderr
+    assert comparison is not None
+    assert comparison["baseline_only_tasks"] == ["task-0", "task-1"]
+    assert comparison["candidate_only_tasks"] == ["task-14", "task-15"]
+    warnings = [line for line in process.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: 2 task(s) scored only for the baseline, not compared: task-0, task-1",
+        "warning: 2 task(s) scored only for the candidate, not compared: task-14, task-15",
+        "warning: 2 unscored baseline conversation(s) left out: task-2 ×2",
+    ]
+    assert "warning" not in process.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["a.json", "both.json"],
+            "both.json holds the conversations of 2 assistants (v1, v2): choose one with --candidate-assistant",
+        ),
+        (
+            ["both.json", "both.json", "--baseline-assistant", "v1", "--candidate-assistant", "v3"],
+            "both.json: --candidate-assistant v3: no conversation of assistant 'v3'; assistants present: ['v1', 'v2']",
+        ),
+        (["a.json", "a.json"], "BASELINE and CANDIDATE are the same conversations"),
+        (["both.json", "both.json"], "BASELINE and CANDIDATE are the same conversations"),
+        (["a.json", "neither.json"], "neither.json: neither a result (per_conversation_metrics) nor a request"),
+        (["a.json", "error.json"], "error.json: an error response, not a result: No datasets provided"),
+        (["a.json", "k5.json"], "the baseline's k (3) and the candidate's k (5) differ: choose one with --k"),
+        (["a.json", "elsewhere.json"], "no task was scored on both sides: nothing to compare"),
+        (["a.json", "missing.json"], "cannot read file"),
+        (
+            ["a.json", "a.json", "--confidence", "1.5"],
+            "argument --confidence: must be between 0 and 1 (exclusive), got 1.5",
+        ),
+        (["a.json", "a.json", "--seed", "-1"], "argument --seed: must be at least 0, got -1"),
+        (["a.json", "a.json", "--k", "0"], "argument --k: must be at least 1, got 0"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_file_or_the_flag(tmp_path: Path, arguments: list[str], message: str) -> None:
+    request_file(tmp_path / "both.json", attempts("v1", MIXED) + attempts("v2", MIXED))
+    request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    request_file(tmp_path / "k5.json", attempts("v2", MIXED), k=5)
+    request_file(tmp_path / "elsewhere.json", attempts("v2", MIXED, first_task=100))
+    (tmp_path / "neither.json").write_text(json.dumps({"datasets": []}))
+    (tmp_path / "error.json").write_text(json.dumps({"success": False, "error": "No datasets provided"}))
+    process = run_cli("compare", *(str(tmp_path / a) if a.endswith(".json") else a for a in arguments))
+    assert process.returncode == 2, process.stderr
+    assert message in process.stderr
+    assert "Traceback" not in process.stderr and process.stdout == ""
+
+
+def test_an_unwritable_out_exits_2_before_anything_is_judged(tmp_path: Path) -> None:
+    baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    candidate = request_file(tmp_path / "b.json", attempts("v2", MIXED))
+    process = run_cli("compare", baseline, candidate, "--out", tmp_path / "no-such-dir" / "c.json")
+    assert process.returncode == 2
+    assert (
+        process.stderr
+        == f"error: --out {tmp_path / 'no-such-dir' / 'c.json'}: the directory {tmp_path / 'no-such-dir'} does not exist\n"
+    )
+
+
+def test_an_evaluation_that_cannot_run_exits_3(tmp_path: Path) -> None:
+    with FakeLLMServer(responder=lambda request: Reply(status=401)) as server:
+        body = {
+            "connector": {
+                "class_path": "langchain_openai.ChatOpenAI",
+                "params": {"model": "judge", "base_url": server.base_url, "api_key": "sk-refused-0123456789"},
+            },
+            "datasets": attempts("v2", MIXED),
+        }
+        candidate = tmp_path / "b.json"
+        candidate.write_text(json.dumps(body))
+        baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
+        process = run_cli("compare", baseline, candidate)
+    assert process.returncode == 3, process.stderr
+    assert f"error: evaluation failed: {candidate}: the judge provider refused the request" in process.stderr
+    assert "0123456789" not in process.stderr and process.stdout == ""
