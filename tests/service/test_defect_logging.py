@@ -56,7 +56,7 @@ def build_judge_breaks(class_path: str, params: dict[str, Any], settings: Any) -
     defect(params["api_key"], params["default_headers"]["X-Auth-Token"])
 
 
-def evaluation_breaks(request: Any, model: Any, settings: Any) -> NoReturn:
+def evaluation_breaks(request: Any, *_: Any) -> NoReturn:
     params = request.connector.params
     defect(params["api_key"], params["default_headers"]["X-Auth-Token"])
 
