@@ -294,6 +294,8 @@ def test_a_metric_without_a_difference_is_listed_as_not_computed_with_its_note(p
         else:
             assert "not computed" not in row.text
     assert len(classed(elements, "circle", "forest-dot")) == len(comparison["metrics"]) - len(missing)
+    assert len(classed(elements, "line", "forest-ci")) == len(comparison["metrics"]) - len(missing)
+    assert [e.text for e in classed(elements, "text", "forest-missing")] == ["not computed"] * len(missing)
     table = {r.attrs["data-metric"]: r for r in classed(elements, "tr", "compare-row")}
     for metric in missing:
         assert f"not computed: {metric['note']}" in table[metric["metric"]].text
