@@ -362,7 +362,7 @@ def forest_plot(comparison: Mapping[str, Any]) -> ForestPlot | None:
         return None
     shown = [m[name] for m in metrics for name in ("difference", "ci_low", "ci_high") if m[name] is not None]
     half = forest_range(shown)
-    width, left, plot_right, top, row_height = 820, 170, 560, 34, 34
+    width, left, plot_right, top, row_height = 860, 170, 560, 34, 34
     bottom = top + row_height * len(metrics)
     height = bottom + 50
 

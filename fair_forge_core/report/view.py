@@ -339,7 +339,7 @@ COMPARISON_MARKS = {
     "lower": "▼ significant",
     "not_significant": "not significant",
     "not_tested": "not tested",
-    "not_computed": "not computed",
+    "not_computed": "",  # the plot says so where the dot would be
 }
 
 
