@@ -333,7 +333,7 @@ COMPARISON: JsonPath = ("aggregated_metrics", "comparison")
 
 P_VALUE_METHODS = {"bootstrap": "paired bootstrap", "mcnemar_exact": "McNemar exact", "mcnemar_chi2": "McNemar χ²"}
 
-# (text mark, what it means) of a forest-plot row's state: significance is never told by colour alone.
+# The text mark of a forest-plot row by its state (`ForestRow.state`): significance is never told by colour alone.
 COMPARISON_MARKS = {
     "higher": "▲ significant",
     "lower": "▼ significant",
