@@ -11,16 +11,25 @@ pass^k with credible intervals in Bayesian mode, the success rate, the unbiased 
 per-task estimators); the warnings; the white paper's two figures — pass@K (solid) and
 pass^K (dashed) for k = 1…max(k, 10) with credible bands in Bayesian mode, and the
 tool-correctness breakdown by dimension (mean bars, and per conversation); a comparison
-of the assistants when there are several; and every conversation with its turns,
-failing turns highlighted with the judge's and the tool rubric's reasons.
+of the assistants when there are several; when the result has
+`aggregated_metrics.comparison` (`config.compare`), the baseline-vs-candidate section —
+the verdict and its explanation, the confidence, shared tasks, P(candidate better), the
+minimum detectable effect (and tasks needed when inconclusive), a forest plot of each
+metric's difference with its interval (`charts.forest_plot`), a per-metric table, the
+tasks and conversations left unpaired and the notes; and every conversation with its
+turns, failing turns highlighted with the judge's and the tool rubric's reasons. Without
+a comparison the page is exactly what it was before the section existed (its CSS is
+written only with it).
 
 The page is written by Jinja2 templates (`templates/`) with autoescaping: every value
 from the result is escaped when written, only the templates' own markup is not. What
 is shown is read from the result in `view`, the charts' geometry is computed in
 `charts`, and `render` holds the Jinja2 environment. Every number taken from the
 result carries `data-field` (its JSON path, as a JSON array of keys) and `data-value`
-(the exact JSON value), and its visible text is `format_number(value)`, so tests can
-check that the report shows exactly what the JSON says. Numbers the report derives
+(the exact JSON value), and its visible text is `format_number(value)` — or, when the
+element has `data-format`, `view.FORMATS[data-format](value)` (signed differences,
+p-values, probabilities, percentages, the verdict's word) — so tests can check that the
+report shows exactly what the JSON says. Numbers the report derives
 (mean tool scores) carry `data-mean` and `data-count` instead.
 """
 

@@ -248,3 +248,182 @@ def heat_colour(score: float) -> str:
     """A light background from red (0) through amber to green (1)."""
     hue = round(120 * min(max(score, 0.0), 1.0))
     return f"hsl({hue} 70% 88%)"
+
+
+# --------------------------------------------------------------------------- forest plot
+
+FOREST_RANGES = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)
+"""The half-widths R the forest plot's x axis may have: it spans [−R, R] (see `forest_plot`)."""
+
+FOREST_HIGHER = "#059669"
+"""A metric significantly higher for the candidate."""
+FOREST_LOWER = "#be123c"
+"""A metric significantly lower for the candidate."""
+FOREST_NEUTRAL = "#475569"
+"""A metric without a significant difference (or not tested)."""
+
+_METRIC_LABELS = {
+    "pass@1": "pass@1",
+    "pass@k": "pass@{k}",
+    "pass^k": "pass^{k}",
+    "pass@k_unbiased": "pass@{k} unbiased",
+    "pass^k_unbiased": "pass^{k} unbiased",
+}
+
+
+def metric_label(metric: str, k: int) -> str:
+    """How the report names a compared metric at `k`: "pass@1", "pass@3", "pass^3",
+    "pass@3 unbiased", "pass^3 unbiased"; an unknown name is shown as it is."""
+    return _METRIC_LABELS.get(metric, metric).format(k=k)
+
+
+def forest_range(values: Sequence[float]) -> float:
+    """The half-width R of the forest plot's axis: the first of `FOREST_RANGES` (0.1, 0.2,
+    0.4, 0.6, 0.8, 1) at least max |v| over `values` (with 1e-9 of slack for rounding), 1
+    when max |v| passes 1 (a difference of two rates cannot) and 0.1 when `values` is empty."""
+    widest = max((abs(v) for v in values), default=0.0)
+    return next((r for r in FOREST_RANGES if widest <= r + 1e-9), FOREST_RANGES[-1])
+
+
+def difference_label(value: float) -> str:
+    """A tick label on the difference axis: signed, shortest form, a true minus sign
+    (−0.5, 0, +0.5)."""
+    value = round(value, 9) + 0.0  # + 0.0: −0.0 is 0
+    return "0" if value == 0 else f"{value:+g}".replace("-", "−")
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    """One metric of a comparison. `state` is "higher" / "lower" (significant, the candidate
+    higher / lower), "not_significant", "not_tested" (no p-value) or "not_computed" (no
+    difference: no dot, no interval, `not_computed_anchor` says so). `dot` is the centre of
+    the difference; `interval` the x of ci_low and ci_high, None without both."""
+
+    index: int
+    metric: str
+    label: str
+    state: str
+    colour: str
+    significant: bool
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    y: float
+    dot: Point | None
+    interval: tuple[float, float] | None
+    label_anchor: Point
+    difference_anchor: Point
+    p_anchor: Point
+    mark_anchor: Point
+    not_computed_anchor: Point
+    band: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class ForestPlot:
+    """The forest plot of a comparison: one row per metric, in the comparison's order.
+
+    The x axis spans differences [x_min, x_max] = [−R, R] over the plot from `left` to
+    `plot_right`: a difference d is drawn at x = left + (d − x_min) / (x_max − x_min) ·
+    (plot_right − left), so 0 is the middle (`zero`). Rows are `row_height` tall from `top`
+    down to `bottom`, where the axis is; row i is centred at y = top + (i + ½)·row_height.
+    """
+
+    width: int
+    height: int
+    left: int
+    plot_right: int
+    top: int
+    bottom: int
+    row_height: int
+    x_min: float
+    x_max: float
+    zero: Guide
+    ticks: list[Tick]
+    axis_label_anchor: Point
+    lower_label_anchor: Point
+    higher_label_anchor: Point
+    difference_heading_anchor: Point
+    p_heading_anchor: Point
+    rows: list[ForestRow]
+
+
+def forest_plot(comparison: Mapping[str, Any]) -> ForestPlot | None:
+    """The forest plot of `comparison` (the JSON of a `Comparison`), or None when no metric
+    has a difference (nothing to draw).
+
+    Geometry: the x range is [−R, R] with R = `forest_range` of every difference, ci_low and
+    ci_high there is, so 0 is always in the middle and every interval fits; ticks at −R,
+    −R/2, 0, R/2 and R. A row's state comes from `significant` and the sign of `difference`
+    (see `ForestRow`); its colour is `FOREST_HIGHER`, `FOREST_LOWER` or `FOREST_NEUTRAL`.
+    """
+    metrics: Sequence[Mapping[str, Any]] = comparison["metrics"]
+    if not any(m["difference"] is not None for m in metrics):
+        return None
+    shown = [m[name] for m in metrics for name in ("difference", "ci_low", "ci_high") if m[name] is not None]
+    half = forest_range(shown)
+    width, left, plot_right, top, row_height = 860, 170, 560, 34, 34
+    bottom = top + row_height * len(metrics)
+    height = bottom + 50
+
+    def x(value: float) -> float:
+        return left + (value + half) / (2 * half) * (plot_right - left)
+
+    rows = []
+    for index, m in enumerate(metrics):
+        y = top + (index + 0.5) * row_height
+        difference = m["difference"]
+        if difference is None:
+            state, colour = "not_computed", FOREST_NEUTRAL
+        elif m["significant"]:
+            state, colour = ("higher", FOREST_HIGHER) if difference > 0 else ("lower", FOREST_LOWER)
+        elif m["p_value_holm"] is None:
+            state, colour = "not_tested", FOREST_NEUTRAL
+        else:
+            state, colour = "not_significant", FOREST_NEUTRAL
+        low, high = m["ci_low"], m["ci_high"]
+        rows.append(
+            ForestRow(
+                index=index,
+                metric=m["metric"],
+                label=metric_label(m["metric"], comparison["k"]),
+                state=state,
+                colour=colour,
+                significant=bool(m["significant"]),
+                difference=difference,
+                ci_low=low,
+                ci_high=high,
+                y=y,
+                dot=None if difference is None else (x(difference), y),
+                interval=None if difference is None or low is None or high is None else (x(low), x(high)),
+                label_anchor=(left - 14, y + 4),
+                difference_anchor=(plot_right + 20, y + 4),
+                p_anchor=(plot_right + 86, y + 4),
+                mark_anchor=(plot_right + 168, y + 4),
+                not_computed_anchor=(x(0) + 10, y + 4),
+                band=(y - row_height / 2, y + row_height / 2),
+            )
+        )
+    ticks = [
+        Tick(difference_label(value), x(value), (x(value), bottom + 18))
+        for value in (-half, -half / 2, 0.0, half / 2, half)
+    ]
+    return ForestPlot(
+        width=width,
+        height=height,
+        left=left,
+        plot_right=plot_right,
+        top=top,
+        bottom=bottom,
+        row_height=row_height,
+        x_min=-half,
+        x_max=half,
+        zero=Guide(x(0.0), top - 6, bottom, (x(0.0), bottom + 18)),
+        ticks=ticks,
+        axis_label_anchor=(left + (plot_right - left) / 2, bottom + 40),
+        lower_label_anchor=(left, top - 12),
+        higher_label_anchor=(plot_right, top - 12),
+        difference_heading_anchor=(plot_right + 20, top - 12),
+        p_heading_anchor=(plot_right + 86, top - 12),
+        rows=rows,
+    )

@@ -167,6 +167,30 @@ def test_the_blank_check_does_detect_a_blank_page(chromium: str, tmp_path: Path)
     assert near(counts, PASS_AT_BLUE) == 0
 
 
+FOREST_HIGHER_GREEN = (0x05, 0x96, 0x69)  # fair_forge_core.report.charts.FOREST_HIGHER
+
+
+@pytest.mark.slow
+def test_the_comparison_forest_plot_renders_in_chromium(chromium: str, tmp_path: Path) -> None:
+    """The report of `examples/compare_agents.json` cut to its comparison section (page head and
+    CSS kept), so the forest plot is in view: its significant rows' green is drawn."""
+    from fair_forge_core.evaluate import evaluate_sync
+    from fair_forge_core.judges import ReferenceJudge
+    from fair_forge_core.report import render_html
+    from fair_forge_core.schemas import RunRequest
+
+    request = RunRequest.model_validate(json.loads((ROOT / "examples" / "compare_agents.json").read_text()))
+    full = render_html(evaluate_sync(request.datasets, ReferenceJudge(), request.config))
+    body = full.index(">", full.index('<main id="report"')) + 1
+    start = full.index('<section id="comparison"')
+    end = full.index("</section>", start) + len("</section>")
+    page, png = tmp_path / "comparison.html", tmp_path / "comparison.png"
+    page.write_text(full[:body] + full[start:end] + "</main></body></html>", encoding="utf-8")
+    screenshot(chromium, page, png, height=700)
+    _, _, rows = decode_png(png.read_bytes())
+    assert near(colour_counts(rows), FOREST_HIGHER_GREEN) > 300
+
+
 if __name__ == "__main__":
     browser = find_chromium()
     if browser is None:
