@@ -185,7 +185,7 @@ def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, known: set[
         elif kind == "tool_call":
             calls.append(RawCall(part.get("name"), part.get("arguments"), here, _str_or_none(part.get("id"))))
         elif kind == "tool_call_response":
-            builder.result(part.get("id"), part.get("response", part.get("result")), here)
+            builder.result(part.get("id"), part.get("response", part.get("result")), here, replaces=True)
         else:
             skipped[f"message parts of type {kind!r}"] += 1
     if role == "user" and texts:
