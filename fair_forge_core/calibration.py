@@ -20,10 +20,14 @@ listed in `unscored_pairs` and counted nowhere else):
 - Each proportion carries Wilson's score interval at 95 % (`stats.wilson_interval`); a rate
   whose denominator is 0 is None.
 - Best threshold: the candidates are the configured threshold and every distinct observed
-  score; a candidate t passes a pair ⇔ score ≥ t. The best maximises the number of agreeing
+  score; a candidate t passes a pair ⇔ score ≥ t. Every threshold up to the highest score
+  classifies the pairs as one of these does; one above it fails every pair, and is a
+  candidate only as the configured threshold (a judge that fails everything is no judge,
+  however well it agrees with a set of failures). The best maximises the number of agreeing
   pairs; among equals, the one closest to the configured threshold wins (so the configured
-  threshold is reported whenever nothing does strictly better), and of two equally close,
-  the higher (the stricter). `BEST_THRESHOLD_RULE` says this in the report.
+  threshold is reported whenever nothing does strictly better), and of two equally close
+  (distances equal to 1e-9, so 0.6 and 0.8 are equally close to 0.7 whatever binary floats
+  make of them), the higher (the stricter). `BEST_THRESHOLD_RULE` says this in the report.
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ BEST_THRESHOLD_RULE = (
     "candidates: the configured threshold and each distinct observed score (a pair passes at t when its "
     "score >= t); the most agreeing pairs wins; ties: the closest to the configured threshold, then the higher"
 )
+
+DISTANCE_DIGITS = 9
+"""Distances to the configured threshold are compared rounded to this many decimals."""
 
 SMALL_SAMPLE = 30
 """Below this many scored pairs the report warns that its intervals are wide."""
@@ -147,7 +154,7 @@ def best_threshold(scores: Sequence[float], human_pass: Sequence[bool], configur
 
     candidates = sorted({configured, *scores})
     # Most agreeing pairs, then the nearest to the configured threshold, then the higher.
-    best = max(candidates, key=lambda t: (agreed(t), -abs(t - configured), t))
+    best = max(candidates, key=lambda t: (agreed(t), -round(abs(t - configured), DISTANCE_DIGITS), t))
     n = len(scores)
     at_best, at_configured = agreed(best), agreed(configured)
     return BestThreshold(
