@@ -337,24 +337,30 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Judge human-labelled pairs (query, answer, ground_truth, label pass|fail, optional category) with "
             "the connector, exactly as POST /run judges a turn, and report agreement, Cohen's kappa, TPR and TNR "
-            "with Wilson 95%% intervals, the false-pass rate, the confusion table, agreement per category and the "
+            "with Wilson 95% intervals, the false-pass rate, the confusion table, agreement per category and the "
             "threshold that maximises agreement. LABELLED is JSON Lines (one pair a line), a JSON list of pairs, "
             "or the body of POST /calibrate (its connector and config apply unless the flags say otherwise)."
         ),
         epilog="Exit codes: 0 done; 2 bad input; 3 the judge could not run (provider refused, or no pair scored).",
     )
-    calibrate.add_argument("labelled", type=Path, help="the labelled pairs ('-': stdin)")
+    calibrate.add_argument("labelled", type=Path, metavar="LABELLED", help="the labelled pairs ('-': stdin)")
     calibrate.add_argument(
         "--connector",
         type=Path,
+        metavar="CONNECTOR.json",
         help="JSON of the judge: {class_path, params}, or any file with a 'connector' (a /run request) "
         "(default: the offline judge fair_forge_core.judges.ReferenceJudge)",
     )
     calibrate.add_argument(
-        "--threshold", type=_threshold, help="the judge passes a pair when its score >= this, in [0, 1] (default: 0.7)"
+        "--threshold",
+        type=_threshold,
+        metavar="X",
+        help="the judge passes a pair when its score >= this, in [0, 1] (default: 0.7)",
     )
-    calibrate.add_argument("--max-concurrency", type=_positive_int, help="judge calls in flight (default: 8)")
-    calibrate.add_argument("--out", type=Path, help="also write the report JSON here")
+    calibrate.add_argument(
+        "--max-concurrency", type=_positive_int, metavar="N", help="judge calls in flight (default: 8)"
+    )
+    calibrate.add_argument("--out", type=Path, metavar="report.json", help="also write the report JSON here")
     calibrate.add_argument("--quiet", action="store_true", help="no progress or warnings on stderr")
     return parser
 
