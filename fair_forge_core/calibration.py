@@ -318,7 +318,7 @@ def format_report(report: CalibrationReport, disagreements: int = 10) -> str:
     wrong = [r for r in report.results if r.agrees is False]
     if wrong:
         lines.append("")
-        lines.append(f"disagreements ({len(wrong)}; pair index, category, human → judge score):")
+        lines.append(f"disagreements ({len(wrong)}; #index in the file from 0, category, human label, judge score):")
         for r in wrong[:disagreements]:
             lines.append(f"  #{r.index} {r.category or '(none)'}: human {r.label}, judge {r.score:g}")
         if len(wrong) > disagreements:
