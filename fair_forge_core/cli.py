@@ -7,6 +7,7 @@ render reports, with no AWS and no server.
         [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
+    fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
 
 A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < request.json`).
 
@@ -233,7 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=EPILOG,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{evaluate,compare,report,convert}")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="{evaluate,compare,report,convert,calibrate}"
+    )
 
     evaluate = commands.add_parser(
         "evaluate",
@@ -327,6 +330,38 @@ def build_parser() -> argparse.ArgumentParser:
         help="what matches a trace to its task: its id (default), metadata.<name>, or first_user_message",
     )
     convert.add_argument("-o", "--out", type=Path, help="write the request here (default: stdout)")
+
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="how well does the judge agree with human labels? agreement, kappa, TPR/TNR, best threshold",
+        description=(
+            "Judge human-labelled pairs (query, answer, ground_truth, label pass|fail, optional category) with "
+            "the connector, exactly as POST /run judges a turn, and report agreement, Cohen's kappa, TPR and TNR "
+            "with Wilson 95% intervals, the false-pass rate, the confusion table, agreement per category and the "
+            "threshold that maximises agreement. LABELLED is JSON Lines (one pair a line), a JSON list of pairs, "
+            "or the body of POST /calibrate (its connector and config apply unless the flags say otherwise)."
+        ),
+        epilog="Exit codes: 0 done; 2 bad input; 3 the judge could not run (provider refused, or no pair scored).",
+    )
+    calibrate.add_argument("labelled", type=Path, metavar="LABELLED", help="the labelled pairs ('-': stdin)")
+    calibrate.add_argument(
+        "--connector",
+        type=Path,
+        metavar="CONNECTOR.json",
+        help="JSON of the judge: {class_path, params}, or any file with a 'connector' (a /run request) "
+        "(default: the offline judge fair_forge_core.judges.ReferenceJudge)",
+    )
+    calibrate.add_argument(
+        "--threshold",
+        type=_threshold,
+        metavar="X",
+        help="the judge passes a pair when its score >= this, in [0, 1] (default: 0.7)",
+    )
+    calibrate.add_argument(
+        "--max-concurrency", type=_positive_int, metavar="N", help="judge calls in flight (default: 8)"
+    )
+    calibrate.add_argument("--out", type=Path, metavar="report.json", help="also write the report JSON here")
+    calibrate.add_argument("--quiet", action="store_true", help="no progress or warnings on stderr")
     return parser
 
 
@@ -941,6 +976,108 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- calibrate
+
+OFFLINE_JUDGE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
+
+
+def _labelled_pairs(path: Path, stdin: TextIO) -> tuple[dict[str, Any], list[int] | None]:
+    """The calibration body a LABELLED file gives, and for JSON Lines the line of each pair.
+
+    A JSON list: the pairs. A JSON object with `pairs`: the body of `POST /calibrate`.
+    Otherwise JSON Lines, one pair a line (blank lines skipped). `CliError` naming the file,
+    and the line, when it is none of these.
+    """
+    from fair_forge_core.schemas import describe_json_error, loads_json
+
+    text = _read_text(path, "labelled pairs file", stdin)
+    try:
+        data = loads_json(text)
+    except ValueError:
+        data = None  # not one JSON document: JSON Lines
+    if isinstance(data, list):
+        return {"pairs": data}, None
+    if isinstance(data, dict) and "pairs" in data:
+        return data, None
+    pairs, lines = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            pairs.append(loads_json(line))
+        except ValueError as exc:
+            raise CliError(f"{_name(path)}: line {number} is not valid JSON: {describe_json_error(exc)}") from None
+        lines.append(number)
+    if not pairs:
+        raise CliError(f"{_name(path)}: no labelled pairs")
+    return {"pairs": pairs}, lines
+
+
+def _calibration_request(args: argparse.Namespace, stdin: TextIO) -> tuple[Any, Path]:
+    """The validated `CalibrationRequest` of the arguments, and the file that names the judge."""
+    from pydantic import ValidationError
+
+    from fair_forge_core.schemas import CalibrationRequest, field_path
+
+    body, lines = _labelled_pairs(args.labelled, stdin)
+    connector_path = args.labelled
+    if args.connector is not None:
+        connector = _read_json(args.connector, "connector file", stdin)
+        body["connector"] = connector.get("connector", connector)
+        connector_path = args.connector
+    body.setdefault("connector", OFFLINE_JUDGE)
+    config = body.get("config", {})
+    if isinstance(config, dict):  # anything else is refused below, naming `config`
+        flags = {"threshold": args.threshold, "max_concurrency": args.max_concurrency}
+        body["config"] = config | {name: value for name, value in flags.items() if value is not None}
+    try:
+        return CalibrationRequest.model_validate(body), connector_path
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_input=False):
+            loc = error["loc"]
+            if loc[:1] == ("pairs",) and lines is not None and len(loc) > 1 and isinstance(loc[1], int):
+                where = f"line {lines[loc[1]]}" + (f": {field_path(loc[2:])}" if len(loc) > 2 else "")
+            elif loc[:1] == ("connector",) and args.connector is not None:
+                where = f"{_name(args.connector)}: {field_path(loc)}"
+            else:
+                where = field_path(loc) or "(top level)"
+            problems.append(f"{where}: {error['msg']}")
+        more = "".join(f"\n  {p}" for p in problems[1:20])
+        raise CliError(f"{_name(args.labelled)}: invalid labelled pairs: {problems[0]}{more}") from None
+
+
+def cmd_calibrate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    """`fair-forge calibrate`: judge the labelled pairs, print `calibration.format_report`,
+    write the `CalibrationReport` JSON to `--out`; exit 3 when the judge could not run."""
+    _check_writable(args.out, "--out")
+    request, connector_path = _calibration_request(args, stdin)
+    judge = _build_judge(request, connector_path)
+
+    from fair_forge_core.calibration import NoPairScored, calibrate_sync, format_report
+    from fair_forge_core.judges.llm import JudgeProviderRefused
+
+    progress = _progress(stderr, args.quiet)
+    try:
+        report = calibrate_sync(request.pairs, judge.model, config=request.config, on_progress=progress)
+    except (JudgeProviderRefused, NoPairScored) as exc:
+        message = _redacted(str(exc), sorted(judge.secrets))
+        raise CliError(f"calibration failed: {_name(args.labelled)}: {message}", EXIT_EVALUATION_FAILED) from None
+    finally:
+        if progress is not None:
+            progress.finish()
+    stdout.write(format_report(report))
+    stdout.flush()
+    if args.out is not None:
+        _write(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+    if not args.quiet:
+        for warning in report.warnings:
+            stderr.write(f"warning: {warning}\n")
+        if args.out is not None:
+            stderr.write(f"wrote {args.out}\n")
+    return EXIT_OK
+
+
 def main(
     argv: Sequence[str] | None = None,
     stdout: TextIO | None = None,
@@ -950,9 +1087,13 @@ def main(
     """Run the CLI and return its exit code (see the module docstring)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    command = {"evaluate": cmd_evaluate, "compare": cmd_compare, "report": cmd_report, "convert": cmd_convert}[
-        args.command
-    ]
+    command = {
+        "evaluate": cmd_evaluate,
+        "compare": cmd_compare,
+        "report": cmd_report,
+        "convert": cmd_convert,
+        "calibrate": cmd_calibrate,
+    }[args.command]
     try:
         return command(args, stdin, stdout, stderr)
     except CliError as exc:

@@ -1,7 +1,8 @@
 """`lambda_handler`: API Gateway REST proxy events → the API's routes.
 
 The resolver includes one Powertools `Router` per route group: `handler.routes.run`
-(`POST /run`, `GET /health`) and `handler.routes.jobs` (`POST /jobs`, `GET /jobs/{id}`).
+(`POST /run`, `GET /health`, `GET /schema`), `handler.routes.jobs` (`POST /jobs`,
+`GET /jobs/{id}`) and `handler.routes.calibrate` (`POST /calibrate`).
 What is the same for every route lives here: the error handlers (`handler.responses`
 has the error contract) and the invocation's clock and garbage-collection pause.
 
@@ -21,7 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from handler.invocation import gc_paused, invocation_clock
 from handler.observability import invocation_secrets, logger, metrics
 from handler.responses import error_response, request_id
-from handler.routes import jobs, run
+from handler.routes import calibrate, jobs, run
 from handler.settings import Settings
 from handler.validation import RequestError
 
@@ -31,6 +32,7 @@ app = APIGatewayRestResolver(
 )
 app.include_router(run.router)
 app.include_router(jobs.router)
+app.include_router(calibrate.router)
 
 
 @app.exception_handler(RequestError)
@@ -49,7 +51,9 @@ def handle_defect(exc: Exception) -> Response:
 @app.not_found
 def handle_not_found(_: Exception) -> Response:
     return error_response(
-        404, "Not found: the API has POST /run, POST /jobs, GET /jobs/{id} and GET /health", request_id(app)
+        404,
+        "Not found: the API has POST /run, POST /calibrate, POST /jobs, GET /jobs/{id}, GET /health and GET /schema",
+        request_id(app),
     )
 
 

@@ -46,6 +46,7 @@ class Settings(JudgeEnvironment):
     max_tool_calls: int = 20_000
     max_assistants: int = 50
     max_curve_points: int = 10_000
+    max_calibration_pairs: int = 2_000
     sync_budget_s: float = 27.0
     deadline_margin_s: float = 1.5
     judge_max_attempts: int = 8

@@ -15,10 +15,24 @@ means "tools not evaluated" (``"expected_tools": []`` means "no tool expected").
 Result side mirrors DESIGN.md §3 and §6. Fields that a mode or a situation does not
 produce are ``None`` (JSON ``null``), never a made-up number.
 
-Three modules: `request` (what an evaluation takes), `result` (what it returns) and
+Four modules: `request` (what an evaluation takes), `result` (what it returns),
+`calibration` (the judge against human labels: `POST /calibrate`'s request and report) and
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
 
+from fair_forge_core.schemas.calibration import (
+    CALIBRATION_CONFIDENCE,
+    BestThreshold,
+    CalibrationConfig,
+    CalibrationReport,
+    CalibrationRequest,
+    CategoryAgreement,
+    ConfusionTable,
+    LabelledPair,
+    PairResult,
+    Proportion,
+    UnscoredPair,
+)
 from fair_forge_core.schemas.json_input import (
     LoneSurrogate,
     NonFiniteNumber,
@@ -65,6 +79,7 @@ from fair_forge_core.schemas.result import (
 )
 
 __all__ = [
+    "CALIBRATION_CONFIDENCE",
     "MAX_K",
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
@@ -72,9 +87,15 @@ __all__ = [
     "AgenticTrace",
     "AggregatedMetrics",
     "Batch",
+    "BestThreshold",
+    "CalibrationConfig",
+    "CalibrationReport",
+    "CalibrationRequest",
+    "CategoryAgreement",
     "CompareConfig",
     "ComparedMetric",
     "Comparison",
+    "ConfusionTable",
     "ConnectorSpec",
     "ConversationMetrics",
     "CurvePoint",
@@ -84,11 +105,14 @@ __all__ = [
     "ExpectedToolCall",
     "GroundTruthAgentic",
     "InteractionResult",
+    "LabelledPair",
     "LoneSurrogate",
     "McNemarTest",
     "MetricComparison",
     "NonFiniteNumber",
+    "PairResult",
     "PerTaskMetrics",
+    "Proportion",
     "RateEstimate",
     "Reference",
     "RunRequest",
@@ -99,6 +123,7 @@ __all__ = [
     "ToolWeights",
     "TraceSource",
     "TracesRunRequest",
+    "UnscoredPair",
     "describe_json_error",
     "field_path",
     "input_warnings",
