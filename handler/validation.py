@@ -32,6 +32,8 @@ __all__ = [
     "ConnectorSpec",
     "RequestError",
     "RunRequest",
+    "check_connector",
+    "check_shape",
     "datasets_body_from_traces",
     "decode_body",
     "field_path",
@@ -72,7 +74,7 @@ def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[s
     return parsed
 
 
-def _check_connector(body: dict[str, Any]) -> None:
+def check_connector(body: dict[str, Any]) -> None:
     connector = body.get("connector")
     if connector is None or connector == {}:
         raise RequestError(400, "No connector configuration provided")
@@ -83,7 +85,7 @@ def _check_connector(body: dict[str, Any]) -> None:
 
 
 def _check_presence(body: dict[str, Any]) -> None:
-    _check_connector(body)
+    check_connector(body)
     datasets = body.get("datasets")
     if datasets is None or datasets == []:
         raise RequestError(400, "No datasets provided")
@@ -106,10 +108,10 @@ def _check_limits(body: dict[str, Any], settings: Settings) -> None:
     if turns > settings.max_turns:
         raise RequestError(413, f"Too many turns: {turns} (limit {settings.max_turns} per request)")
     _check_work_limits(datasets, settings)
-    _check_shape(body, settings)
+    check_shape(body, settings)
 
 
-def _check_shape(body: dict[str, Any], settings: Settings) -> None:
+def check_shape(body: dict[str, Any], settings: Settings) -> None:
     """413 for a string longer than the limit, 400 for nesting deeper than the limit."""
     longest, depth = _measure(body)
     if longest > settings.max_string_chars:
@@ -196,8 +198,8 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
         return body, []
     if "datasets" in body:
         raise RequestError(400, "Send datasets or traces, not both")
-    _check_connector(body)
-    _check_shape(body, settings)
+    check_connector(body)
+    check_shape(body, settings)
     try:
         request = TracesRunRequest.model_validate(body)
     except ValidationError as exc:

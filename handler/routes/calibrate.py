@@ -32,8 +32,8 @@ from handler.responses import error_response, payload_size, request_id
 from handler.settings import Settings
 from handler.validation import (
     RequestError,
-    _check_connector,
-    _check_shape,
+    check_connector,
+    check_shape,
     decode_body,
     validation_details,
 )
@@ -49,7 +49,7 @@ class CalibrationResponse(CalibrationReport):
 
 def parse_calibration_request(body: dict[str, Any], settings: Settings) -> CalibrationRequest:
     """A validated `CalibrationRequest`, or a `RequestError` (the module docstring gives the order)."""
-    _check_connector(body)
+    check_connector(body)
     pairs = body.get("pairs")
     if pairs is None or pairs == []:
         raise RequestError(400, "No pairs provided")
@@ -57,7 +57,7 @@ def parse_calibration_request(body: dict[str, Any], settings: Settings) -> Calib
         raise RequestError(400, "pairs must be a list", [{"field": "pairs", "message": "not a list"}])
     if len(pairs) > settings.max_calibration_pairs:
         raise RequestError(413, f"Too many pairs: {len(pairs)} (limit {settings.max_calibration_pairs} per request)")
-    _check_shape(body, settings)
+    check_shape(body, settings)
     try:
         return CalibrationRequest.model_validate(body)
     except ValidationError as exc:

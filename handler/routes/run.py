@@ -45,6 +45,7 @@ def health() -> dict[str, Any]:
             "max_tool_calls": settings.max_tool_calls,
             "max_assistants": settings.max_assistants,
             "max_curve_points": settings.max_curve_points,
+            "max_calibration_pairs": settings.max_calibration_pairs,
             "max_k": EVALUATION_MAX_K,
             "max_judge_reply_bytes": MAX_JUDGE_REPLY_BYTES,
             "sync_budget_s": settings.sync_budget_s,

@@ -458,6 +458,7 @@ def test_health_states_every_limit() -> None:
             "max_curve_points",
             "max_k",
             "max_judge_reply_bytes",
+            "max_calibration_pairs",
         )
     } == {
         "max_tool_calls_per_turn": 64,
@@ -466,6 +467,7 @@ def test_health_states_every_limit() -> None:
         "max_curve_points": 10_000,
         "max_k": 1000,
         "max_judge_reply_bytes": 1_000_000,
+        "max_calibration_pairs": 2_000,
     }
 
 
