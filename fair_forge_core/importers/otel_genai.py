@@ -228,7 +228,8 @@ def _messages(span: _Span, warnings: list[str]) -> tuple[list[Message], list[Mes
                 continue  # the later choices are said below, with those of output attributes
             body = body.get("message") if isinstance(body.get("message"), dict) else {}
             where = f"{where}.message"
-        (outputs if name == "gen_ai.choice" else inputs).append(({"role": role, "parts": _event_parts(body)}, where))
+        message = {"role": role, "parts": _event_parts(body, where)}
+        (outputs if name == "gen_ai.choice" else inputs).append((message, where))
     choices = sum(1 for name, body, _ in span.events if name == "gen_ai.choice") or len(outputs)
     if choices > 1:
         warnings.append(f"{span.where}: {choices} output choices; the first is read")
@@ -243,7 +244,7 @@ def _attribute(span: _Span, key: str) -> list[Message]:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than Python's parser goes: not JSON to us
             raise TraceError(where, "is not JSON") from None
     if not isinstance(raw, list):
         raise TraceError(where, "must be a list of messages")
@@ -257,8 +258,9 @@ def _attribute(span: _Span, key: str) -> list[Message]:
     return messages
 
 
-def _event_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """An older event's body (`content`, `tool_calls`, `id`) as the parts of a message."""
+def _event_parts(body: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """An older event's body (`content`, `tool_calls`, `id`) as the parts of a message;
+    `tool_calls` is a list of objects (`{"id", "function": {"name", "arguments"}}`)."""
     parts: list[dict[str, Any]] = []
     content, call_id = body.get("content"), body.get("id", body.get("tool_call_id"))
     if call_id is not None and "content" in body:
@@ -267,9 +269,13 @@ def _event_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
         parts += [{"type": "text", "content": p["text"]} for p in content if isinstance(p, dict) and "text" in p]
     elif content not in (None, ""):
         parts.append({"type": "text", "content": content if isinstance(content, str) else json.dumps(content)})
-    for call in body.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, dict) else None
-        function = function if isinstance(function, dict) else {}
+    tool_calls = body.get("tool_calls") or []
+    if not isinstance(tool_calls, list):
+        raise TraceError(f"{where}.tool_calls", "must be a list of tool calls")
+    for n, call in enumerate(tool_calls):
+        if not isinstance(call, dict):
+            raise TraceError(f"{where}.tool_calls[{n}]", 'a tool call is an object ({"id", "function"})')
+        function = call["function"] if isinstance(call.get("function"), dict) else {}
         parts.append({"type": "tool_call", "id": call.get("id"), **function})
     return parts
 
@@ -316,7 +322,7 @@ def _read_spans(data: Any) -> list[_Span]:
                 for n, record in enumerate(_list(scope.get("logRecords"), where)):
                     attributes = _attributes(record.get("attributes"), f"{where}[{n}].attributes")
                     name = record.get("eventName") or attributes.get("event.name")
-                    if name in _EVENT_ROLES or name == _DETAILS_EVENT:
+                    if isinstance(name, str) and (name in _EVENT_ROLES or name == _DETAILS_EVENT):
                         body = (
                             attributes if name == _DETAILS_EVENT else _value(record.get("body"), f"{where}[{n}].body")
                         )
@@ -342,6 +348,8 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
         if not isinstance(trace_id, str) or not trace_id:
             raise TraceError(f"{here}.traceId", "must be a non-empty hex string")
         attrs = _attributes(span.get("attributes"), f"{here}.attributes")
+        if not isinstance(attrs.get("gen_ai.operation.name", ""), str):
+            raise TraceError(f"{here}.attributes.gen_ai.operation.name", "must be a string")
         status: dict[str, Any] = span["status"] if isinstance(span.get("status"), dict) else {}
         read = _Span(
             here,
@@ -356,13 +364,13 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
             str(status.get("message") or ""),
         )
         for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
-            if event.get("name") in _EVENT_ROLES:
+            if isinstance(event.get("name"), str) and event["name"] in _EVENT_ROLES:
                 body = _attributes(event.get("attributes"), f"{here}.events[{e}].attributes")
                 content = body.get("gen_ai.event.content")  # Azure AI SDKs: the body as JSON text
                 if isinstance(content, str):
                     try:
                         body = json.loads(content)
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         raise TraceError(f"{here}.events[{e}].attributes.gen_ai.event.content", "is not JSON") from None
                 read.events.append((event["name"], body if isinstance(body, dict) else {}, f"{here}.events[{e}]"))
         spans.append(read)
@@ -397,17 +405,28 @@ def _value(raw: Any, where: str) -> Any:
             return float(raw["doubleValue"])
         if "boolValue" in raw:
             return bool(raw["boolValue"])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise TraceError(where, f"is not the number its type says: {raw!r}") from None
     if "arrayValue" in raw:
-        return [_value(value, f"{where}[{n}]") for n, value in enumerate((raw["arrayValue"] or {}).get("values") or [])]
+        values = _values(raw["arrayValue"], where, "an arrayValue is an object with a list of `values`")
+        return [_value(value, f"{where}[{n}]") for n, value in enumerate(values)]
     if "kvlistValue" in raw:
-        return _attributes((raw["kvlistValue"] or {}).get("values") or [], where)
-    return raw.get("bytesValue")  # base64 text, or None for an empty AnyValue
+        return _attributes(
+            _values(raw["kvlistValue"], where, "a kvlistValue is an object with a list of `values`"), where
+        )
+    return raw.get("bytesValue")
+
+
+def _values(raw: Any, where: str, problem: str) -> list[Any]:
+    """The `values` of an `arrayValue`/`kvlistValue` (`null`, `{}` or no `values` is empty)."""
+    values = (raw if isinstance(raw, dict) else {}).get("values") or []
+    if (raw is not None and not isinstance(raw, dict)) or not isinstance(values, list):
+        raise TraceError(where, problem)
+    return values  # base64 text, or None for an empty AnyValue
 
 
 def _nanos(raw: Any, where: str) -> int:
     try:
         return int(raw or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise TraceError(where, "must be an integer of nanoseconds (a string in OTLP JSON)") from None

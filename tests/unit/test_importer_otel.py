@@ -357,3 +357,123 @@ def test_the_example_joins_its_references_with_no_problem_and_gives_valid_datase
     assert error is not None and (error.is_error, error.result) == (True, "Error: division by zero")
     steps = [c.step for c in parsed[2].conversation[0].agentic.tools_used] if parsed[2].conversation[0].agentic else []
     assert steps == [1, 1]
+
+
+# --- inputs that once crashed the importer: each is a TraceError naming the field, or read ---
+
+
+def _operation_as(raw: dict[str, Any]) -> dict[str, Any]:
+    first = chat(1, [U], [A])
+    first["attributes"] = [a for a in first["attributes"] if a["key"] != "gen_ai.operation.name"]
+    first["attributes"].append({"key": "gen_ai.operation.name", "value": raw})
+    return request(first)
+
+
+def _log_event(name: Any, body: Any) -> dict[str, Any]:
+    record = {"eventName": name, "traceId": TRACE, "spanId": f"{1:016x}", "body": body}
+    return {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "problem"),
+    [
+        (
+            _operation_as({"arrayValue": {"values": [{"stringValue": "chat"}]}}),
+            f"{SPANS}[0].attributes.gen_ai.operation.name",
+            "must be a string",
+        ),
+        (
+            _operation_as({"stringValue": ["chat"]}),
+            f"{SPANS}[0].attributes.gen_ai.operation.name",
+            "must be a string",
+        ),
+        (
+            [
+                request(span(1, {"gen_ai.operation.name": "chat"})),
+                _log_event("gen_ai.choice", value({"message": {"tool_calls": 5}})),
+            ],
+            "requests[1].resourceLogs[0].scopeLogs[0].logRecords[0].body.message.tool_calls",
+            "a list of tool calls",
+        ),
+        (
+            [
+                request(span(1, {"gen_ai.operation.name": "chat"})),
+                _log_event("gen_ai.assistant.message", value({"tool_calls": ["x"]})),
+            ],
+            "requests[1].resourceLogs[0].scopeLogs[0].logRecords[0].body.tool_calls[0]",
+            "a tool call is an object",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "a", "value": {"arrayValue": "x"}}]}),
+            f"{SPANS}[0].attributes.a",
+            "arrayValue",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "a", "value": {"arrayValue": {"values": 5}}}]}),
+            f"{SPANS}[0].attributes.a",
+            "arrayValue",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "a", "value": {"kvlistValue": 3}}]}),
+            f"{SPANS}[0].attributes.a",
+            "kvlistValue",
+        ),
+        (
+            request(span(1, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[" * 50_000})),
+            f"{SPANS}[0].attributes.gen_ai.input.messages",
+            "not JSON",
+        ),
+        (
+            request(
+                span(
+                    1,
+                    {"gen_ai.operation.name": "chat"},
+                    events=[
+                        {
+                            "name": "gen_ai.user.message",
+                            "attributes": attributes({"gen_ai.event.content": "[" * 50_000}),
+                        }
+                    ],
+                )
+            ),
+            f"{SPANS}[0].events[0].attributes.gen_ai.event.content",
+            "not JSON",
+        ),
+        (
+            request({**span(1, {}), "startTimeUnixNano": float("inf")}),
+            f"{SPANS}[0].startTimeUnixNano",
+            "nanoseconds",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "n", "value": {"intValue": float("inf")}}]}),
+            f"{SPANS}[0].attributes.n",
+            "not the number",
+        ),
+    ],
+    ids=[
+        "operation-array",
+        "operation-list-string",
+        "tool-calls-not-a-list",
+        "tool-call-not-an-object",
+        "array-not-an-object",
+        "array-values-not-a-list",
+        "kvlist-not-an-object",
+        "deep-json-attribute",
+        "deep-json-event-content",
+        "infinite-time",
+        "infinite-int",
+    ],
+)
+def test_a_malformed_value_is_a_trace_error_naming_the_field(data: Any, field: str, problem: str) -> None:
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel(data)
+    assert raised.value.field == field
+    assert problem in str(raised.value)
+
+
+def test_an_event_name_that_is_not_text_is_no_genai_event_and_is_ignored() -> None:
+    weird_record = _log_event(["gen_ai.user.message"], value({"content": "x"}))
+    weird_span_event = {"name": {"n": "gen_ai.user.message"}, "attributes": attributes({"content": "x"})}
+    spans = [{**chat(1, [U], [A]), "events": [weird_span_event]}]
+    (trace,) = traces_from_otel([request(*spans), weird_record])
+    assert [(t.query, t.answer) for t in trace.turns] == [("q", "a")]
