@@ -612,3 +612,12 @@ def test_a_tool_span_that_starts_before_its_chat_span_ends_is_read_after_that_ou
         {"tool_name": "f", "parameters": {}, "step": 2, "result": "r2"},
     ]
     assert trace.warnings == []
+
+
+def test_values_nested_deeper_than_python_recursion_are_a_trace_error_on_the_root() -> None:
+    deep: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(2000):
+        deep = {"arrayValue": {"values": [deep]}}
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel([{**chat(1, [U], [A]), "attributes": [{"key": "a", "value": deep}]}])
+    assert (raised.value.field, "nested too deeply" in str(raised.value)) == ("spans", True)
