@@ -902,16 +902,20 @@ def _read_records(path: Path, what: str, stdin: TextIO) -> Any:
     text = _read_text(path, what, stdin)
     try:
         return loads_json(text)
+    except RecursionError:
+        raise CliError(f"{_name(path)}: nested too deeply to read") from None
     except ValueError as whole:
         try:
             return [loads_json(line) for line in text.splitlines() if line.strip()]
-        except ValueError:
+        except (ValueError, RecursionError):
             raise CliError(f"{_name(path)} is neither JSON nor JSON Lines: {describe_json_error(whole)}") from None
 
 
 def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     from fair_forge_core.importers import TraceError, datasets_from_traces
 
+    if str(args.traces) == "-" and str(args.references) == "-":
+        raise CliError("the traces and the references cannot both be read from stdin ('-')")
     traces_data = _read_records(args.traces, "traces file", stdin)
     references = _read_records(args.references, "references file", stdin)
     if not isinstance(references, list):

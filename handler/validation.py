@@ -229,10 +229,12 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
 
 def _traces_field(field: str) -> str:
     """An importer's field path in the body: each importer names the items of its input by
-    what they are (`traces[i]`, `runs[i]`, `requests[i]`, `items[i]`…), which in a request
-    are `traces.items[i]`."""
+    what they are (`traces[i]`, `runs[i]`, `requests[i]`, `items[i]`…, or that name alone
+    for the whole list), which in a request are `traces.items[i]` (`traces.items`)."""
     root, bracket, rest = field.partition("[")
-    return f"traces.items[{rest}" if bracket and root.isalpha() and root != "references" else field
+    if not root.isalpha() or root == "references" or "." in root:
+        return field
+    return f"traces.items[{rest}" if bracket else "traces.items"
 
 
 def validation_details(error: ValidationError) -> list[dict[str, str]]:

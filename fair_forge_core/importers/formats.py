@@ -29,10 +29,21 @@ def datasets_from_traces(
     """`(datasets, warnings, trace count)`: the traces of `trace_format` read, joined with
     `references` by `task_key` (see `join_references`). `warnings` holds, in this order,
     what the importer decided for each trace and what the join could not use; an
-    unreadable trace or reference is a `TraceError` naming its field."""
+    unreadable trace or reference is a `TraceError` naming its field (or, for a shape an
+    importer does not foresee, naming `traces` and the exception's type)."""
     if trace_format not in IMPORTERS:
         raise TraceError("format", f"unknown trace format {trace_format!r}; one of {', '.join(IMPORTERS)}")
-    imported = IMPORTERS[trace_format](traces)
+    try:
+        imported = IMPORTERS[trace_format](traces)
+    except TraceError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        # An importer's defect on a shape it did not foresee: still the user's input that
+        # cannot be read (a 400 / exit 2), never a crash; the type names the defect to report.
+        raise TraceError(
+            "traces",
+            f"cannot be read as {trace_format} traces ({type(exc).__name__}: a shape the importer does not know)",
+        ) from None
     datasets, report = join_references(imported, references, task_key=task_key)
     warnings = [warning for trace in imported for warning in trace.warnings] + report.problems()
     return datasets, warnings, len(imported)

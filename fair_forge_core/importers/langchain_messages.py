@@ -59,7 +59,9 @@ _SERVER_BLOCKS = frozenset({"server_tool_use", "server_tool_call"})
 
 def traces_from_langchain(data: Any) -> list[ImportedTrace]:
     """The traces of `data`: a list of traces, or one trace (see the module docstring)."""
-    items = data if isinstance(data, list) and (not data or not is_message(data[0])) else [data]
+    if isinstance(data, list) and data and is_message(data[0]):  # one trace, a bare list of messages
+        return [_trace(data, "traces", 0)]
+    items = data if isinstance(data, list) else [data]
     return [_trace(item, f"traces[{index}]", index) for index, item in enumerate(items)]
 
 
@@ -118,12 +120,17 @@ def read_ai_message(fields: dict[str, Any], where: str, warnings: list[str]) -> 
     if not calls and isinstance(extra, dict):
         calls = [
             _lc_call(c, f"{where}.additional_kwargs.tool_calls[{n}]")
-            for n, c in enumerate(_list(extra, "tool_calls", where))
+            for n, c in enumerate(_list(extra, "tool_calls", f"{where}.additional_kwargs"))
         ]
     known = {call.call_id for call in calls}
     for n, block in enumerate(content if isinstance(content, list) else []):
         here, kind = f"{where}.content[{n}]", block.get("type") if isinstance(block, dict) else None
-        if kind in _CALL_BLOCKS and block.get("id") not in known:
+        block_id = block.get("id") if isinstance(block, dict) else None
+        if not isinstance(kind, str) or not isinstance(block_id, str | None):
+            if not isinstance(block, str):  # a plain string is text, read above
+                warnings.append(f"{here}: not a content block (its type or id is not a string); left out")
+            continue
+        if kind in _CALL_BLOCKS and block_id not in known:
             warnings.append(f"{here}: a {kind} block in no tool_calls; read as a call")
             call_id = block.get("id")
             calls.append(
@@ -188,6 +195,8 @@ def _is_pair(value: Any) -> bool:
 
 
 def _trace(item: Any, where: str, index: int) -> ImportedTrace:
+    # A bare list of messages: its messages are named from the list itself (`traces[2]`).
+    messages_where = where if isinstance(item, list) else f"{where}.messages"
     if isinstance(item, list):
         item = {"id": f"trace-{index}", "messages": item}
     if not isinstance(item, dict) or not isinstance(item.get("messages"), list):
@@ -202,7 +211,7 @@ def _trace(item: Any, where: str, index: int) -> ImportedTrace:
     if not isinstance(assistant_id, str):
         raise TraceError(f"{where}.assistant_id", "must be a string")
     builder = TurnBuilder(where)
-    read_messages(item["messages"], f"{where}.messages", builder)
+    read_messages(item["messages"], messages_where, builder)
     turns = builder.turns()
     return ImportedTrace(trace_id, assistant_id, turns, metadata, builder.warnings)
 

@@ -22,7 +22,9 @@ _CONTEXT_ROLES = frozenset({"system", "developer"})
 
 def traces_from_openai(data: Any) -> list[ImportedTrace]:
     """The traces of `data`: a list of traces, or one trace (see the module docstring)."""
-    items = data if isinstance(data, list) and (not data or not _is_message(data[0])) else [data]
+    if isinstance(data, list) and data and _is_message(data[0]):  # one trace, a bare list of messages
+        return [_trace(data, "traces", 0)]
+    items = data if isinstance(data, list) else [data]
     return [_trace(item, f"traces[{index}]", index) for index, item in enumerate(items)]
 
 
@@ -31,6 +33,8 @@ def _is_message(value: Any) -> bool:
 
 
 def _trace(item: Any, where: str, index: int) -> ImportedTrace:
+    # A bare list of messages: its messages are named from the list itself (`traces[2]`).
+    messages_where = where if isinstance(item, list) else f"{where}.messages"
     if isinstance(item, list):
         item = {"id": f"trace-{index}", "messages": item}
     if not isinstance(item, dict) or not isinstance(item.get("messages"), list):
@@ -45,7 +49,7 @@ def _trace(item: Any, where: str, index: int) -> ImportedTrace:
     if not isinstance(assistant_id, str):
         raise TraceError(f"{where}.assistant_id", "must be a string")
     builder = TurnBuilder(where)
-    _read_messages(item["messages"], f"{where}.messages", builder)
+    _read_messages(item["messages"], messages_where, builder)
     turns = builder.turns()
     return ImportedTrace(trace_id, assistant_id, turns, metadata, builder.warnings)
 
@@ -56,6 +60,8 @@ def _read_messages(messages: list[Any], where: str, builder: TurnBuilder) -> Non
         if not _is_message(message):
             raise TraceError(here, "a message is an object with a `role`")
         role = message["role"]
+        if not isinstance(role, str):
+            raise TraceError(f"{here}.role", "must be a string")
         if role in _CONTEXT_ROLES:
             continue
         if role == "user":
@@ -78,7 +84,10 @@ def assistant_text(message: dict[str, Any], where: str) -> str:
 
 def tool_calls(message: dict[str, Any], where: str) -> list[RawCall]:
     """An assistant message's `tool_calls`, each a `RawCall` whose `call_id` is the call's `id`."""
-    return [read_tool_call(call, f"{where}.tool_calls[{n}]") for n, call in enumerate(message.get("tool_calls") or [])]
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise TraceError(f"{where}.tool_calls", "must be a list")
+    return [read_tool_call(call, f"{where}.tool_calls[{n}]") for n, call in enumerate(calls)]
 
 
 def read_tool_call(call: Any, where: str) -> RawCall:

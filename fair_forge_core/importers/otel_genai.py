@@ -261,16 +261,34 @@ class _Call:
 
 class _Calls:
     """The tool calls read so far, for the tool spans and response parts that answer them: by
-    id, and the current turn's unanswered ones by name and by (name, arguments), in order."""
+    id (the calls sharing one in order, as `TurnBuilder.result` answers them), and the
+    current turn's unanswered ones by name and by (name, arguments), in order."""
 
     def __init__(self) -> None:
-        self.by_id: dict[str, _Call] = {}
+        self._by_id: dict[str, deque[_Call]] = {}
         self._by_name: dict[str, deque[_Call]] = {}
         self._by_arguments: dict[tuple[str, str], deque[_Call]] = {}
 
+    def known(self, call_id: str, *, answered: bool = False) -> _Call:
+        """A call with this id (answered: a tool span's own step)."""
+        entry = _Call(call_id, answered)
+        self._by_id.setdefault(call_id, deque()).append(entry)
+        return entry
+
+    def answer(self, call_id: str) -> _Call | None:
+        """The call with `call_id` that a result now answers: its first unanswered one, else
+        its last; `None` when no call has the id."""
+        same = self._by_id.get(call_id)
+        if not same:
+            return None
+        while len(same) > 1 and same[0].answered:  # each call leaves once: linear overall
+            same.popleft()
+        same[0].answered = True
+        return same[0]
+
     def asked(self, call: RawCall) -> None:
         """A call of a model output (its `call_id` set)."""
-        entry = self.by_id[str(call.call_id)] = _Call(str(call.call_id))
+        entry = self.known(str(call.call_id))
         if isinstance(call.name, str):
             self._by_name.setdefault(call.name, deque()).append(entry)
             canonical = _canonical(call.arguments)
@@ -307,9 +325,8 @@ def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, calls: _Cal
             call_id = _str_or_none(part.get("id")) or f"\0{here}"  # made up, so that a tool span can answer it
             asked.append(RawCall(part.get("name"), part.get("arguments"), here, call_id))
         elif kind == "tool_call_response":
-            builder.result(part.get("id"), part.get("response", part.get("result")), here)
-            if (answered := calls.by_id.get(part["id"])) is not None:  # it is: the builder knew the id
-                answered.answered = True
+            builder.result(part.get("id"), part.get("response", part.get("result")), here, replaces=True)
+            calls.answer(part["id"])  # the builder knew the id
         else:
             skipped[f"message parts of type {kind!r}"] += 1
     if role == "user" and texts:
@@ -335,7 +352,7 @@ def _tool_span(span: _Span, builder: TurnBuilder, calls: _Calls) -> None:
     if failed and result is NO_RESULT:
         result = span.status or attrs.get("error.type")
     name, arguments = attrs.get("gen_ai.tool.name"), attrs.get("gen_ai.tool.call.arguments", NO_RESULT)
-    call = calls.by_id.get(call_id) if call_id else calls.take(name, arguments)
+    call = calls.answer(call_id) if call_id else calls.take(name, arguments)
     if call is not None:
         call.answered = True
         if result is not NO_RESULT:
@@ -345,7 +362,7 @@ def _tool_span(span: _Span, builder: TurnBuilder, calls: _Calls) -> None:
     arguments = None if arguments is NO_RESULT else arguments
     builder.step([RawCall(name, arguments, span.where, call_id, result, failed)], span.where)
     if call_id:
-        calls.by_id[call_id] = _Call(call_id, answered=True)
+        calls.known(call_id, answered=True)
 
 
 def _messages(span: _Span, warnings: list[str]) -> tuple[list[Message], list[Message]]:

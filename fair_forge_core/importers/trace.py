@@ -10,7 +10,8 @@ rules once for all formats:
 - arguments are read by `read_arguments`: an object is kept; a JSON string holding an
   object is parsed (`""` is `{}`); anything else is kept as text in
   `unparsed_arguments` (with `parameters` `{}`) and reported in the trace's `warnings`;
-- a result is read by `read_result` (JSON text is parsed, other text kept); a call the
+- a result is read by `read_result` (JSON text is parsed, other text kept); results answer
+  the calls with their id in order (an id used twice is reported); a call the
   trace marks as failed keeps its result (the error text) with `is_error: true`; a call
   never answered has no `result`;
 - a turn's answer is its last non-empty assistant text; a turn without one gets the
@@ -22,6 +23,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from fair_forge_core.schemas.json_input import loads_json
 
 
 class TraceError(ValueError):
@@ -78,27 +81,36 @@ def read_arguments(raw: Any, where: str, warnings: list[str]) -> tuple[dict[str,
         return {}, None
     if isinstance(raw, dict):
         return raw, None
-    text = raw if isinstance(raw, str) else json.dumps(raw)
     try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
+        text = raw if isinstance(raw, str) else json.dumps(raw)
+    except (ValueError, RecursionError):  # NaN or nesting deeper than the encoder goes
+        text = f"<{type(raw).__name__} that cannot be written as JSON>"
+    parsed = parse_json_text(text, None)
     if isinstance(parsed, dict):
         return parsed, None
     warnings.append(f"{where}: arguments are not a JSON object; kept as text in unparsed_arguments (no parameters)")
     return {}, text
 
 
+def parse_json_text(text: str, default: Any) -> Any:
+    """The JSON value `text` holds, or `default` when it holds none: malformed JSON, nesting
+    too deep to parse, NaN / ±Infinity or a lone surrogate (`schemas.loads_json`'s rules, so
+    nothing an importer parses could be refused later in the request)."""
+    try:
+        return loads_json(text)
+    except (ValueError, RecursionError):
+        return default
+
+
 def read_result(content: Any) -> Any:
-    """A tool's output as the result of its call: a list of content parts is joined to its
-    text; text holding JSON is parsed (`"40"` is `40`); other text is kept as it is."""
-    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+    """A tool's output as the result of its call: a non-empty list of content parts (objects
+    that each have a `type`) is joined to its text; text holding JSON is parsed (`"40"` is
+    `40`, see `parse_json_text`); other text, and any other value (a list of records
+    included), is kept as it is."""
+    if isinstance(content, list) and content and all(isinstance(part, dict) and "type" in part for part in content):
         content = "".join(str(part.get("text", "")) for part in content)
     if isinstance(content, str):
-        try:
-            return json.loads(content)
-        except ValueError:
-            return content
+        return parse_json_text(content, content)
     return content
 
 
@@ -128,7 +140,7 @@ class TurnBuilder:
         self.warnings: list[str] = []
         self._turns: list[ImportedTurn] = []
         self._answers: list[str | None] = []
-        self._calls: dict[str, dict[str, Any]] = {}  # call id → the call, for the result that answers it
+        self._calls: dict[str, list[dict[str, Any]]] = {}  # call id → its calls in order, for the results
         self._step = 0
 
     def user(self, query: str) -> None:
@@ -159,14 +171,30 @@ class TurnBuilder:
             if raw.result is not NO_RESULT:
                 self._set_result(call, raw.result, raw.is_error)
             if raw.call_id is not None:
-                self._calls[raw.call_id] = call
+                same_id = self._calls.setdefault(raw.call_id, [])
+                if same_id:
+                    self.warnings.append(
+                        f"{raw.where}: the call id {raw.call_id!r} was used before; results answer its calls in order"
+                    )
+                same_id.append(call)
             turn.tools_used.append(call)
 
-    def result(self, call_id: Any, content: Any, where: str, *, is_error: bool = False) -> None:
-        """A tool's output, for the call with `call_id` (an id no call has is an error)."""
+    def result(self, call_id: Any, content: Any, where: str, *, is_error: bool = False, replaces: bool = False) -> None:
+        """A tool's output, for the first call with `call_id` that has no result yet (an id no
+        call has is an error). When all its calls are answered: with `replaces` (the format
+        records a result twice, the second being what the model saw) the last one's result is
+        replaced, its error flag kept; else this result is left out, with a warning."""
         if not isinstance(call_id, str) or call_id not in self._calls:
             raise TraceError(where, f"no tool call has the id {call_id!r}")
-        self._set_result(self._calls[call_id], content, is_error)
+        calls = self._calls[call_id]
+        for call in calls:
+            if "result" not in call:
+                self._set_result(call, content, is_error)
+                return
+        if replaces:
+            self._set_result(calls[-1], content, is_error)
+        else:
+            self.warnings.append(f"{where}: a second result for the call id {call_id!r}; the first one is kept")
 
     def turns(self) -> list[ImportedTurn]:
         """The finished turns; an error when the trace holds no user message."""

@@ -48,3 +48,40 @@ def test_an_unknown_format_is_refused_by_name() -> None:
     done = run_cli("convert", TRACES / "openai_chat.json", "--from", "csv", "--references", Path("x"))
     assert done.returncode == 2
     assert "invalid choice: 'csv'" in done.stderr
+
+
+def test_a_file_nested_too_deeply_and_stdin_twice_are_refused(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    done = run_cli("convert", deep, "--from", "openai", "--references", TRACES / "openai_chat.references.jsonl")
+    assert (done.returncode, done.stderr) == (2, f"error: {deep}: nested too deeply to read\n")
+    done = run_cli("convert", "-", "--from", "openai", "--references", "-")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "error: the traces and the references cannot both be read from stdin ('-')\n",
+    )
+
+
+def test_tool_results_that_are_not_finite_or_hold_a_lone_surrogate_stay_text_and_evaluate(tmp_path: Path) -> None:
+    traces = json.loads((TRACES / "openai_chat.json").read_text())
+    traces[0]["messages"][3]["content"] = "NaN"
+    traces[1]["messages"][3]["content"] = '"\\ud800 x"'
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(traces))
+    references = TRACES / "openai_chat.references.jsonl"
+    converted = run_cli("convert", path, "--from", "openai", "--references", references, "--task-key", "metadata.task")
+    assert converted.returncode == 0, converted.stderr
+    request = json.loads(converted.stdout)
+    results = [
+        c.get("result") for d in request["datasets"][:2] for b in d["conversation"] for c in b["agentic"]["tools_used"]
+    ]
+    assert "NaN" in results and '"\\ud800 x"' in results
+    evaluated = subprocess.run(
+        [sys.executable, "-m", "fair_forge_core", "evaluate", "-", "--quiet"],
+        input=converted.stdout,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert evaluated.returncode == 0, evaluated.stderr

@@ -172,3 +172,30 @@ def test_every_format_names_the_unreadable_item_in_the_request(trace_format: str
     field = response.body["details"][0]["field"]
     assert field.startswith("traces.items[0]"), field
     assert response.body["error"].startswith(f"Invalid traces: {field}: ")
+
+
+def test_an_error_about_the_whole_input_names_traces_items() -> None:
+    response = call_handler(traces_body(traces={"format": "otel", "items": [{"resourceSpans": []}]}))
+    assert response.status == 400
+    assert response.body["details"][0]["field"] == "traces.items"
+    assert response.body["error"].startswith("Invalid traces: traces.items: holds no GenAI span")
+
+
+def test_a_bare_list_of_messages_is_named_by_its_item() -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+        {"role": "tool", "tool_call_id": "zz"},
+    ]
+    response = call_handler(traces_body(traces={"format": "openai", "items": messages}))
+    assert response.status == 400
+    assert response.body["details"][0]["field"] == "traces.items[2].tool_call_id"
+
+
+def test_json_nested_inside_a_string_is_not_a_500() -> None:
+    body = traces_body()
+    body["traces"]["items"][0]["messages"][3]["content"] = "[" * 50_000
+    body["traces"]["items"][0]["messages"][2]["tool_calls"][0]["function"]["arguments"] = "[" * 50_000
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    assert any("arguments are not a JSON object" in w for w in response.body["warnings"])

@@ -72,7 +72,7 @@ def test_messages_serialised_by_langchain_itself_read_the_same_both_ways() -> No
         (trace,) = traces_from_langchain(json.loads(json.dumps(serialised)))
         assert trace.turns == expected
         assert trace.warnings == [
-            f"traces[0].messages[2].{part}.invalid_tool_calls[0]: arguments are not a JSON object;"
+            f"traces[2].{part}.invalid_tool_calls[0]: arguments are not a JSON object;"
             " kept as text in unparsed_arguments (no parameters)"
         ]
 
@@ -97,8 +97,8 @@ def test_a_tool_use_block_in_no_tool_calls_is_read_as_a_call_and_said() -> None:
         {"tool_name": "g", "parameters": {"y": 2}, "step": 1},
     ]
     assert trace.warnings == [
-        "traces[0].messages[1].data.content[1]: a tool_use block in no tool_calls; read as a call",
-        "traces[0].messages[1].data.content[2]: a tool the model provider ran itself ('web_search'); not read as a call",
+        "traces[1].data.content[1]: a tool_use block in no tool_calls; read as a call",
+        "traces[1].data.content[2]: a tool the model provider ran itself ('web_search'); not read as a call",
     ]
 
 

@@ -197,3 +197,99 @@ def test_datasets_from_traces_gathers_the_importers_choices_then_the_joins_probl
     ]
     with pytest.raises(TraceError, match="unknown trace format 'csv'"):
         datasets_from_traces("csv", traces, [])
+
+
+def test_json_texts_too_deep_or_not_finite_stay_text() -> None:
+    deep = "[" * 50_000
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "tool_calls": [call("1", "f", deep), call("2", "g", '{"x": NaN}')]},
+        {"role": "tool", "tool_call_id": "1", "content": deep},
+        {"role": "tool", "tool_call_id": "2", "content": "NaN"},
+        {"role": "assistant", "content": "a"},
+    ]
+    (trace,) = traces_from_openai([{"id": "t", "messages": messages}])
+    first, second = trace.turns[0].tools_used
+    assert (first["unparsed_arguments"], first["result"]) == (deep, deep)
+    assert (second["unparsed_arguments"], second["result"]) == ('{"x": NaN}', "NaN")
+    assert len(trace.warnings) == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "result"),
+    [
+        (
+            [{"flight": "AF1", "price": 120}, {"flight": "BA2", "price": 99}],
+            [{"flight": "AF1", "price": 120}, {"flight": "BA2", "price": 99}],
+        ),
+        ([], []),
+        ([{"type": "text", "text": "4"}, {"type": "text", "text": "0"}], 40),
+    ],
+    ids=["records", "empty", "content-parts"],
+)
+def test_only_content_parts_are_joined_as_text(content: Any, result: Any) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "tool_calls": [call("1", "f", "{}")]},
+        {"role": "tool", "tool_call_id": "1", "content": content},
+        {"role": "assistant", "content": "a"},
+    ]
+    (trace,) = traces_from_openai([{"id": "t", "messages": messages}])
+    assert trace.turns[0].tools_used[0]["result"] == result
+
+
+def test_calls_sharing_an_id_are_answered_in_order_and_said() -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "tool_calls": [call("", "get_weather", '{"city": "Lima"}'), call("", "get_weather", '{"city": "Oslo"}')],
+        },
+        {"role": "tool", "tool_call_id": "", "content": "22"},
+        {"role": "tool", "tool_call_id": "", "content": "4"},
+        {"role": "tool", "tool_call_id": "", "content": "9"},
+        {"role": "assistant", "content": "a"},
+    ]
+    (trace,) = traces_from_openai([{"id": "t", "messages": messages}])
+    assert [(c["parameters"]["city"], c["result"]) for c in trace.turns[0].tools_used] == [("Lima", 22), ("Oslo", 4)]
+    assert trace.warnings == [
+        "traces[0].messages[1].tool_calls[1]: the call id '' was used before; results answer its calls in order",
+        "traces[0].messages[4].tool_call_id: a second result for the call id ''; the first one is kept",
+    ]
+
+
+def test_a_bare_list_of_messages_is_named_from_the_list_itself() -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+        {"role": "tool", "tool_call_id": "zz"},
+    ]
+    with pytest.raises(TraceError) as raised:
+        traces_from_openai(messages)
+    assert raised.value.field == "traces[2].tool_call_id"
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({"role": ["user"]}, "traces[0].messages[0].role"),
+        ({"role": "assistant", "tool_calls": 5}, "traces[0].messages[1].tool_calls"),
+    ],
+    ids=["role-not-a-string", "tool-calls-not-a-list"],
+)
+def test_odd_shapes_are_trace_errors_not_crashes(message: dict[str, Any], field: str) -> None:
+    messages = [message] if field.endswith("[0].role") else [{"role": "user", "content": "q"}, message]
+    with pytest.raises(TraceError) as raised:
+        traces_from_openai([{"id": "t", "messages": messages}])
+    assert raised.value.field == field
+
+
+def test_an_importer_crash_is_a_trace_error_naming_the_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    def crashes(data: Any) -> Any:
+        return data["no such key"]
+
+    monkeypatch.setitem(IMPORTERS, "openai", crashes)
+    with pytest.raises(TraceError) as raised:
+        datasets_from_traces("openai", {}, [])
+    assert raised.value.field == "traces"
+    assert "cannot be read as openai traces (KeyError" in str(raised.value)
