@@ -4,12 +4,15 @@ Input: one OTLP/JSON `ExportTraceServiceRequest` (``{"resourceSpans": [{"resourc
 "scopeSpans": [{"spans": [...]}]}]}``), a list of them (the Collector's file exporter
 writes one per line), possibly mixed with `ExportLogsServiceRequest`s (``resourceLogs``:
 the log-based events of older instrumentations), or a bare list of spans. Fields are
-named from the input: ``requests[i].resourceSpans[j].scopeSpans[k].spans[n]`` (a single
-request is ``requests[0]``), or ``spans[n]`` for a bare list. OTLP JSON is read as the
-spec encodes it: hex ids, nanosecond times as strings, attributes as `{key, value}` with
-`AnyValue` (`stringValue`, `intValue` as a string, `boolValue`, `doubleValue`,
-`arrayValue`, `kvlistValue`), `status.code` 2 = ERROR. The rules (shared ones in
-`importers.trace`):
+named from the input, whose two roots are ``requests`` and ``spans``: a field is
+``requests[i].resourceSpans[j].scopeSpans[k].spans[n]…`` (a single request is
+``requests[0]``), or ``spans[n]…`` for a bare list; an error about the input as a whole
+names the bare root, ``spans`` for a bare list of spans, else ``requests``. OTLP JSON is
+read as the spec encodes it: hex ids, nanosecond times as strings, attributes as
+`{key, value}` with `AnyValue` (`stringValue`, `intValue` as a string, `boolValue`,
+`doubleValue`, `arrayValue` and `kvlistValue` as objects with a list of `values`),
+`status.code` 2 = ERROR; `gen_ai.operation.name` is a string; an event name that is not a
+string names no GenAI event. The rules (shared ones in `importers.trace`):
 
 - a conversation is the traces sharing `gen_ai.conversation.id` (its id), else one
   `traceId`; a trace without any ``gen_ai.*`` span or event is not a conversation: it is
@@ -25,17 +28,28 @@ spec encodes it: hex ids, nanosecond times as strings, attributes as `{key, valu
   `gen_ai.event.content` JSON or their attributes). A `gen_ai.client.inference.operation
   .details` log record gives its span the content attributes it lacks; other log records
   (the application's own logs) are ignored; a GenAI event of no span in the input is an error;
-- events are read in time order; each span's input adds only what the conversation read
-  so far does not already end with (a history resent in full, a window of it, or only the
-  new messages), so no message counts twice; an input that continues nothing is said;
+- events are read in time order: a span's input at its start, its output at its end, an
+  `execute_tool` span at its start, or, when it starts while an inference span read for
+  messages is still open (a stream closed late), right after that span's output (the
+  latest-ending one's), so the call it answers has been read; each span's input adds
+  only what the conversation read so far does not already end with (the longest such run:
+  a history resent in full, a window of it, or only the new messages), so no message
+  counts twice; an input that continues nothing is said. Messages are compared by role
+  and the parts that are read (text by content, calls and responses by id, a call without
+  id by name and arguments): a part that is skipped (reasoning) may be dropped when a
+  message is resent;
 - system/developer messages and `gen_ai.system_instructions` are context, skipped; a user
   message with text starts a turn; the tool_call parts of one output message are one
   step; a `tool_call_response` part (in a tool or user message) answers its call by id;
   other part types (reasoning, media, server-side tools) are skipped and said;
-- an `execute_tool` span gives its call, by `gen_ai.tool.call.id`, the
-  `gen_ai.tool.call.result`; a span with status ERROR or `error.type` marks the call
-  `is_error`, its result being that, else the status message, else `error.type`. One whose
-  call no model output holds becomes a step of its own, from `gen_ai.tool.name` and
+- an `execute_tool` span gives its call the `gen_ai.tool.call.result`: the call with its
+  `gen_ai.tool.call.id`; without one (the id is only recommended), the first call of the
+  current turn named `gen_ai.tool.name` that no tool span or response part has answered
+  yet, preferring one whose arguments equal `gen_ai.tool.call.arguments` when the span
+  has them (JSON text and objects compared parsed). A span with status ERROR or
+  `error.type` marks the call `is_error`, its result being that, else the status message,
+  else `error.type`. A span that answers no call (its id no call has, or no unanswered
+  call of its name) becomes a step of its own, from `gen_ai.tool.name` and
   `gen_ai.tool.call.arguments`, and is said. A response part read later replaces the
   result (it is what the model saw); other GenAI operations (embeddings, retrieval) are
   skipped and said; spans of no GenAI operation are ignored;
@@ -48,8 +62,9 @@ spec encodes it: hex ids, nanosecond times as strings, attributes as `{key, valu
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,20 +104,29 @@ class _Span:
 
 def traces_from_otel(data: Any) -> list[ImportedTrace]:
     """The conversations of `data` (see the module docstring), in the order they start."""
+    try:
+        return _traces(data)
+    except RecursionError:  # values nested as deep as a JSON parser allows, then read a few calls deeper
+        root = "spans" if _bare_spans(data) else "requests"
+        raise TraceError(root, "holds values nested too deeply to read") from None
+
+
+def _traces(data: Any) -> list[ImportedTrace]:
+    spans, root = _read_spans(data)
     by_trace: dict[str, list[_Span]] = {}
-    for span in _read_spans(data):
+    for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
     conversations: dict[str, list[_Span]] = {}
     skipped = []
-    for trace_id, spans in by_trace.items():
-        if not any(k.startswith("gen_ai.") for s in spans for k in s.attrs) and not any(s.events for s in spans):
+    for trace_id, members in by_trace.items():
+        if not any(k.startswith("gen_ai.") for s in members for k in s.attrs) and not any(s.events for s in members):
             skipped.append(trace_id)
             continue
-        ids = [s.attrs.get("gen_ai.conversation.id") for s in spans]
-        conversations.setdefault(next((i for i in ids if isinstance(i, str) and i), trace_id), []).extend(spans)
+        ids = [s.attrs.get("gen_ai.conversation.id") for s in members]
+        conversations.setdefault(next((i for i in ids if isinstance(i, str) and i), trace_id), []).extend(members)
     if not conversations:
-        raise TraceError("requests", "holds no GenAI span (no gen_ai.* attribute or event)")
-    traces = [_conversation(key, spans) for key, spans in conversations.items()]
+        raise TraceError(root, "holds no GenAI span (no gen_ai.* attribute or event)")
+    traces = [_conversation(key, members) for key, members in conversations.items()]
     if skipped:
         more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
         traces[0].warnings.append(f"traces without any GenAI span skipped: {', '.join(skipped[:5])}{more}")
@@ -112,26 +136,14 @@ def traces_from_otel(data: Any) -> list[ImportedTrace]:
 def _conversation(key: str, spans: list[_Span]) -> ImportedTrace:
     spans.sort(key=lambda s: s.start)  # stable: equal times keep the input's order
     where = spans[0].where
-    builder, known, skipped = TurnBuilder(where), set[str](), Counter[str]()
+    builder, calls, skipped = TurnBuilder(where), _Calls(), Counter[str]()
     read = {id(s): _messages(s, builder.warnings) for s in spans}
     if not any(p.get("type") == "text" for i, o in read.values() for m, _ in i + o for p in m["parts"]):
         raise TraceError(where, f"trace {key}: {_CAPTURE}")
-    inference = [s for s in spans if s.attrs.get("gen_ai.operation.name") not in _AGENT_OPS and any(read[id(s)])]
-    talkers = {id(s) for s in (inference or [s for s in spans if any(read[id(s)])])}
-    timeline: list[tuple[int, str, _Span]] = []
-    for span in spans:
-        operation = span.attrs.get("gen_ai.operation.name")
-        if id(span) in talkers:
-            timeline += [(span.start, "input", span), (span.end, "output", span)]
-        elif operation == "execute_tool":
-            timeline.append((span.start, "tool", span))
-        elif isinstance(operation, str) and operation not in _READ_OPS:
-            skipped[f"spans of operation {operation!r}"] += 1
-    timeline.sort(key=lambda event: event[0])
-    history: list[tuple[Any, ...]] = []
-    for _, kind, span in timeline:
+    history: list[tuple[str, ...]] = []
+    for kind, span in _timeline(spans, read, skipped):
         if kind == "tool":
-            _tool_span(span, builder, known)
+            _tool_span(span, builder, calls)
             continue
         inputs, outputs = read[id(span)]
         new = inputs if kind == "input" else outputs[:1]
@@ -143,7 +155,7 @@ def _conversation(key: str, spans: list[_Span]) -> ImportedTrace:
             new, keys = new[overlap:], keys[overlap:]
         history += keys
         for message, here in new:
-            _feed(message, here, builder, known, skipped)
+            _feed(message, here, builder, calls, skipped)
     turns = builder.turns()
     builder.warnings += [f"{where}: {count} {what} skipped" for what, count in skipped.items()]
     metadata = _metadata(spans)
@@ -151,70 +163,206 @@ def _conversation(key: str, spans: list[_Span]) -> ImportedTrace:
     return ImportedTrace(key, str(assistant), turns, metadata, builder.warnings)
 
 
-def _overlap(history: list[tuple[Any, ...]], keys: list[tuple[Any, ...]]) -> int:
-    """How many of `keys` the history already ends with (the longest such run)."""
-    if len(keys) >= len(history) and keys[: len(history)] == history:
-        return len(history)  # the usual case: the whole history resent, checked in one pass
-    for size in range(min(len(history), len(keys)), 0, -1):
-        if history[-size:] == keys[:size]:
-            return size
-    return 0
+def _timeline(
+    spans: list[_Span], read: dict[int, tuple[list[Message], list[Message]]], skipped: Counter[str]
+) -> list[tuple[str, _Span]]:
+    """What to read, in order: the input (at its start) and output (at its end) of the spans
+    read for messages, and the `execute_tool` spans at their start, or, for one that starts
+    while an inference span read for messages is still open (its stream closed late), right
+    after that span's output (the latest-ending such span's). `spans` are in start order."""
+    inference = [s for s in spans if s.attrs.get("gen_ai.operation.name") not in _AGENT_OPS and any(read[id(s)])]
+    talkers = {id(s) for s in (inference or [s for s in spans if any(read[id(s)])])}
+    events: list[tuple[tuple[int, int, int], str, _Span]] = []
+    opened = (-1, -1)  # (end, event number of the output) of the latest-ending inference span started so far
+    for span in spans:
+        operation = span.attrs.get("gen_ai.operation.name")
+        number = len(events)
+        if id(span) in talkers:
+            events += [((span.start, number, 0), "input", span), ((span.end, number + 1, 0), "output", span)]
+            if inference and span.end > opened[0]:
+                opened = (span.end, number + 1)
+        elif operation == "execute_tool":
+            late = opened[0] > span.start
+            events.append(((*opened, 1 + number) if late else (span.start, number, 0), "tool", span))
+        elif isinstance(operation, str) and operation not in _READ_OPS:
+            skipped[f"spans of operation {operation!r}"] += 1
+    events.sort(key=lambda event: event[0])
+    return [(kind, span) for _, kind, span in events]
 
 
-def _key(message: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes two messages the same: calls and responses by id (their arguments may be
-    re-serialised between spans), text by its content."""
-    parts = []
+def _overlap(history: list[Any], keys: list[Any]) -> int:
+    """How many of `keys` the history already ends with: the longest run that `history` ends
+    with and `keys` starts with. Knuth–Morris–Pratt: the failure function of `keys`, run over
+    the history's last ``len(keys)`` keys, so O(len(keys)) whatever the history's length."""
+    if not history or not keys:
+        return 0
+    failure, matched = [0] * len(keys), 0  # failure[i]: the longest proper prefix of keys[:i + 1] it ends with
+    for i in range(1, len(keys)):
+        while matched and keys[i] != keys[matched]:
+            matched = failure[matched - 1]
+        if keys[i] == keys[matched]:
+            matched += 1
+        failure[i] = matched
+    matched = 0
+    for item in history[-len(keys) :]:
+        while matched and (matched == len(keys) or item != keys[matched]):
+            matched = failure[matched - 1]
+        if item == keys[matched]:
+            matched += 1
+    return matched
+
+
+def _key(message: dict[str, Any]) -> tuple[str, ...]:
+    """What makes two messages the same: their role and the parts that are read (other parts,
+    such as reasoning, may be dropped when a message is resent); calls and responses by id
+    (their arguments may be re-serialised between spans), a call without one by its name and
+    arguments, text by its content."""
+    key = [_text(message["role"])]
     for part in message["parts"]:
         kind = part.get("type")
         if kind in ("tool_call", "tool_call_response") and part.get("id"):
-            parts.append((kind, part["id"]))
+            key += (kind, _text(part["id"]))
+        elif kind == "tool_call":
+            key += (kind, _text(part.get("name")), str(_canonical(part.get("arguments"))))
+        elif kind == "tool_call_response":
+            key += (kind, _text(part.get("response", part.get("result"))))
         elif kind == "text":
-            parts.append((kind, str(part.get("content"))))
-        else:
-            parts.append((kind, json.dumps(part, sort_keys=True, default=str)))
-    return (message["role"], *parts)
+            key += (kind, _text(part.get("content")))
+    return tuple(key)  # each kind has its number of fields, so the flat tuple is unambiguous
 
 
-def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, known: set[str], skipped: Counter[str]) -> None:
-    role, texts, calls = message["role"], [], []
+def _text(value: Any) -> str:
+    """A value of a key as text: a string itself, anything else as its JSON (marked apart)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return "\0" + json.dumps(value, sort_keys=True, default=str)
+    except (RecursionError, TypeError, ValueError):
+        return f"\0\0{id(value)}"  # too deep to compare: equal to itself only
+
+
+def _canonical(arguments: Any) -> str | None:
+    """A call's arguments as text that equal arguments share (JSON text parsed, keys sorted;
+    `None` and ``""`` are ``{}``, as `read_arguments` reads them); `None` if they cannot be."""
+    if isinstance(arguments, str) and arguments:
+        with contextlib.suppress(ValueError, RecursionError):  # else compared as the text it is
+            arguments = json.loads(arguments)
+    try:
+        return json.dumps({} if arguments in (None, "") else arguments, sort_keys=True, default=str)
+    except (RecursionError, TypeError, ValueError):
+        return None
+
+
+@dataclass
+class _Call:
+    key: str  # the call's id in the builder: its own, or one made up for a call without
+    answered: bool = False
+
+
+class _Calls:
+    """The tool calls read so far, for the tool spans and response parts that answer them: by
+    id (the calls sharing one in order, as `TurnBuilder.result` answers them), and the
+    current turn's unanswered ones by name and by (name, arguments), in order."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, deque[_Call]] = {}
+        self._by_name: dict[str, deque[_Call]] = {}
+        self._by_arguments: dict[tuple[str, str], deque[_Call]] = {}
+
+    def known(self, call_id: str, *, answered: bool = False) -> _Call:
+        """A call with this id (answered: a tool span's own step)."""
+        entry = _Call(call_id, answered)
+        self._by_id.setdefault(call_id, deque()).append(entry)
+        return entry
+
+    def answer(self, call_id: str) -> _Call | None:
+        """The call with `call_id` that a result now answers: its first unanswered one, else
+        its last; `None` when no call has the id."""
+        same = self._by_id.get(call_id)
+        if not same:
+            return None
+        while len(same) > 1 and same[0].answered:  # each call leaves once: linear overall
+            same.popleft()
+        same[0].answered = True
+        return same[0]
+
+    def asked(self, call: RawCall) -> None:
+        """A call of a model output (its `call_id` set)."""
+        entry = self.known(str(call.call_id))
+        if isinstance(call.name, str):
+            self._by_name.setdefault(call.name, deque()).append(entry)
+            canonical = _canonical(call.arguments)
+            if canonical is not None:
+                self._by_arguments.setdefault((call.name, canonical), deque()).append(entry)
+
+    def new_turn(self) -> None:
+        """A user message: the calls of earlier turns are answered by id only."""
+        self._by_name.clear()
+        self._by_arguments.clear()
+
+    def take(self, name: Any, arguments: Any) -> _Call | None:
+        """The first unanswered call of the turn named `name` whose arguments equal
+        `arguments` (`NO_RESULT`: none given), else the first unanswered call named `name`."""
+        if not isinstance(name, str):
+            return None
+        canonical = None if arguments is NO_RESULT else _canonical(arguments)
+        queues = [self._by_arguments.get((name, canonical))] if canonical is not None else []
+        for queue in [*queues, self._by_name.get(name)]:
+            while queue and queue[0].answered:  # each call leaves each queue once: linear overall
+                queue.popleft()
+            if queue:
+                return queue.popleft()
+        return None
+
+
+def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, calls: _Calls, skipped: Counter[str]) -> None:
+    role, texts, asked = message["role"], [], []
     for n, part in enumerate(message["parts"]):
         here, kind = f"{where}.parts[{n}]", part.get("type")
         if kind == "text":
             texts.append(str(part.get("content", "")))
         elif kind == "tool_call":
-            calls.append(RawCall(part.get("name"), part.get("arguments"), here, _str_or_none(part.get("id"))))
+            call_id = _str_or_none(part.get("id")) or f"\0{here}"  # made up, so that a tool span can answer it
+            asked.append(RawCall(part.get("name"), part.get("arguments"), here, call_id))
         elif kind == "tool_call_response":
             builder.result(part.get("id"), part.get("response", part.get("result")), here, replaces=True)
+            calls.answer(part["id"])  # the builder knew the id
         else:
             skipped[f"message parts of type {kind!r}"] += 1
     if role == "user" and texts:
         builder.user("".join(texts))
+        calls.new_turn()
     elif role == "assistant":
         builder.assistant("".join(texts), where)
-        builder.step(calls, where)
-        known.update(call.call_id for call in calls if call.call_id)
+        builder.step(asked, where)
+        for call in asked:
+            calls.asked(call)
     elif role not in ("user", "tool"):
         raise TraceError(f"{where}.role", f"unknown role {role!r}")
     elif role == "tool" and texts:
         skipped["text parts of tool messages (no call id to answer)"] += 1
 
 
-def _tool_span(span: _Span, builder: TurnBuilder, known: set[str]) -> None:
+def _tool_span(span: _Span, builder: TurnBuilder, calls: _Calls) -> None:
+    """An `execute_tool` span: the result of the call with its `gen_ai.tool.call.id`; without
+    one, of the call `_Calls.take` finds by its name and arguments; else a step of its own."""
     attrs, call_id = span.attrs, _str_or_none(span.attrs.get("gen_ai.tool.call.id"))
     failed = span.failed or "error.type" in attrs
     result = attrs.get("gen_ai.tool.call.result", NO_RESULT)
     if failed and result is NO_RESULT:
         result = span.status or attrs.get("error.type")
-    if call_id in known:
+    name, arguments = attrs.get("gen_ai.tool.name"), attrs.get("gen_ai.tool.call.arguments", NO_RESULT)
+    call = calls.answer(call_id) if call_id else calls.take(name, arguments)
+    if call is not None:
+        call.answered = True
         if result is not NO_RESULT:
-            builder.result(call_id, result, span.where, is_error=failed)
+            builder.result(call.key, result, span.where, is_error=failed)
         return
     builder.warnings.append(f"{span.where}: a tool run no model output asked for; read as a step of its own")
-    name, arguments = attrs.get("gen_ai.tool.name"), attrs.get("gen_ai.tool.call.arguments")
+    arguments = None if arguments is NO_RESULT else arguments
     builder.step([RawCall(name, arguments, span.where, call_id, result, failed)], span.where)
     if call_id:
-        known.add(call_id)
+        calls.known(call_id, answered=True)
 
 
 def _messages(span: _Span, warnings: list[str]) -> tuple[list[Message], list[Message]]:
@@ -228,7 +376,8 @@ def _messages(span: _Span, warnings: list[str]) -> tuple[list[Message], list[Mes
                 continue  # the later choices are said below, with those of output attributes
             body = body.get("message") if isinstance(body.get("message"), dict) else {}
             where = f"{where}.message"
-        (outputs if name == "gen_ai.choice" else inputs).append(({"role": role, "parts": _event_parts(body)}, where))
+        message = {"role": role, "parts": _event_parts(body, where)}
+        (outputs if name == "gen_ai.choice" else inputs).append((message, where))
     choices = sum(1 for name, body, _ in span.events if name == "gen_ai.choice") or len(outputs)
     if choices > 1:
         warnings.append(f"{span.where}: {choices} output choices; the first is read")
@@ -243,7 +392,7 @@ def _attribute(span: _Span, key: str) -> list[Message]:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than Python's parser goes: not JSON to us
             raise TraceError(where, "is not JSON") from None
     if not isinstance(raw, list):
         raise TraceError(where, "must be a list of messages")
@@ -257,8 +406,9 @@ def _attribute(span: _Span, key: str) -> list[Message]:
     return messages
 
 
-def _event_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """An older event's body (`content`, `tool_calls`, `id`) as the parts of a message."""
+def _event_parts(body: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """An older event's body (`content`, `tool_calls`, `id`) as the parts of a message;
+    `tool_calls` is a list of objects (`{"id", "function": {"name", "arguments"}}`)."""
     parts: list[dict[str, Any]] = []
     content, call_id = body.get("content"), body.get("id", body.get("tool_call_id"))
     if call_id is not None and "content" in body:
@@ -267,9 +417,13 @@ def _event_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
         parts += [{"type": "text", "content": p["text"]} for p in content if isinstance(p, dict) and "text" in p]
     elif content not in (None, ""):
         parts.append({"type": "text", "content": content if isinstance(content, str) else json.dumps(content)})
-    for call in body.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, dict) else None
-        function = function if isinstance(function, dict) else {}
+    tool_calls = body.get("tool_calls") or []
+    if not isinstance(tool_calls, list):
+        raise TraceError(f"{where}.tool_calls", "must be a list of tool calls")
+    for n, call in enumerate(tool_calls):
+        if not isinstance(call, dict):
+            raise TraceError(f"{where}.tool_calls[{n}]", 'a tool call is an object ({"id", "function"})')
+        function = call["function"] if isinstance(call.get("function"), dict) else {}
         parts.append({"type": "tool_call", "id": call.get("id"), **function})
     return parts
 
@@ -292,10 +446,11 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _read_spans(data: Any) -> list[_Span]:
-    """Every span of the input, with the GenAI events of its log records and span events."""
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "spanId" in data[0]:
-        return _spans_of({}, data, "spans")
+def _read_spans(data: Any) -> tuple[list[_Span], str]:
+    """Every span of the input, with the GenAI events of its log records and span events, and
+    the name of the input as a whole: ``spans`` for a bare list of spans, else ``requests``."""
+    if _bare_spans(data):
+        return _spans_of({}, data, "spans"), "spans"
     requests = [data] if isinstance(data, dict) else data
     if not isinstance(requests, list) or not requests:
         raise TraceError("requests", "an OTLP/JSON export request (resourceSpans), a list of them, or a list of spans")
@@ -316,7 +471,7 @@ def _read_spans(data: Any) -> list[_Span]:
                 for n, record in enumerate(_list(scope.get("logRecords"), where)):
                     attributes = _attributes(record.get("attributes"), f"{where}[{n}].attributes")
                     name = record.get("eventName") or attributes.get("event.name")
-                    if name in _EVENT_ROLES or name == _DETAILS_EVENT:
+                    if isinstance(name, str) and (name in _EVENT_ROLES or name == _DETAILS_EVENT):
                         body = (
                             attributes if name == _DETAILS_EVENT else _value(record.get("body"), f"{where}[{n}].body")
                         )
@@ -331,7 +486,12 @@ def _read_spans(data: Any) -> list[_Span]:
             span.attrs.update({k: v for k, v in body.items() if k in _CONTENT and k not in span.attrs})
         else:
             span.events.append((name, body if isinstance(body, dict) else {}, where))
-    return spans
+    return spans, "requests"
+
+
+def _bare_spans(data: Any) -> bool:
+    """Whether the input is a bare list of spans (its first item has a `spanId`)."""
+    return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "spanId" in data[0]
 
 
 def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
@@ -342,6 +502,8 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
         if not isinstance(trace_id, str) or not trace_id:
             raise TraceError(f"{here}.traceId", "must be a non-empty hex string")
         attrs = _attributes(span.get("attributes"), f"{here}.attributes")
+        if not isinstance(attrs.get("gen_ai.operation.name", ""), str):
+            raise TraceError(f"{here}.attributes.gen_ai.operation.name", "must be a string")
         status: dict[str, Any] = span["status"] if isinstance(span.get("status"), dict) else {}
         read = _Span(
             here,
@@ -356,13 +518,13 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
             str(status.get("message") or ""),
         )
         for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
-            if event.get("name") in _EVENT_ROLES:
+            if isinstance(event.get("name"), str) and event["name"] in _EVENT_ROLES:
                 body = _attributes(event.get("attributes"), f"{here}.events[{e}].attributes")
                 content = body.get("gen_ai.event.content")  # Azure AI SDKs: the body as JSON text
                 if isinstance(content, str):
                     try:
                         body = json.loads(content)
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         raise TraceError(f"{here}.events[{e}].attributes.gen_ai.event.content", "is not JSON") from None
                 read.events.append((event["name"], body if isinstance(body, dict) else {}, f"{here}.events[{e}]"))
         spans.append(read)
@@ -397,17 +559,28 @@ def _value(raw: Any, where: str) -> Any:
             return float(raw["doubleValue"])
         if "boolValue" in raw:
             return bool(raw["boolValue"])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise TraceError(where, f"is not the number its type says: {raw!r}") from None
     if "arrayValue" in raw:
-        return [_value(value, f"{where}[{n}]") for n, value in enumerate((raw["arrayValue"] or {}).get("values") or [])]
+        values = _values(raw["arrayValue"], where, "an arrayValue is an object with a list of `values`")
+        return [_value(value, f"{where}[{n}]") for n, value in enumerate(values)]
     if "kvlistValue" in raw:
-        return _attributes((raw["kvlistValue"] or {}).get("values") or [], where)
-    return raw.get("bytesValue")  # base64 text, or None for an empty AnyValue
+        return _attributes(
+            _values(raw["kvlistValue"], where, "a kvlistValue is an object with a list of `values`"), where
+        )
+    return raw.get("bytesValue")
+
+
+def _values(raw: Any, where: str, problem: str) -> list[Any]:
+    """The `values` of an `arrayValue`/`kvlistValue` (`null`, `{}` or no `values` is empty)."""
+    values = (raw if isinstance(raw, dict) else {}).get("values") or []
+    if (raw is not None and not isinstance(raw, dict)) or not isinstance(values, list):
+        raise TraceError(where, problem)
+    return values  # base64 text, or None for an empty AnyValue
 
 
 def _nanos(raw: Any, where: str) -> int:
     try:
         return int(raw or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise TraceError(where, "must be an integer of nanoseconds (a string in OTLP JSON)") from None

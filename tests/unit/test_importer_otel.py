@@ -357,3 +357,267 @@ def test_the_example_joins_its_references_with_no_problem_and_gives_valid_datase
     assert error is not None and (error.is_error, error.result) == (True, "Error: division by zero")
     steps = [c.step for c in parsed[2].conversation[0].agentic.tools_used] if parsed[2].conversation[0].agentic else []
     assert steps == [1, 1]
+
+
+# --- inputs that once crashed the importer: each is a TraceError naming the field, or read ---
+
+
+def _operation_as(raw: dict[str, Any]) -> dict[str, Any]:
+    first = chat(1, [U], [A])
+    first["attributes"] = [a for a in first["attributes"] if a["key"] != "gen_ai.operation.name"]
+    first["attributes"].append({"key": "gen_ai.operation.name", "value": raw})
+    return request(first)
+
+
+def _log_event(name: Any, body: Any) -> dict[str, Any]:
+    record = {"eventName": name, "traceId": TRACE, "spanId": f"{1:016x}", "body": body}
+    return {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "problem"),
+    [
+        (
+            _operation_as({"arrayValue": {"values": [{"stringValue": "chat"}]}}),
+            f"{SPANS}[0].attributes.gen_ai.operation.name",
+            "must be a string",
+        ),
+        (
+            _operation_as({"stringValue": ["chat"]}),
+            f"{SPANS}[0].attributes.gen_ai.operation.name",
+            "must be a string",
+        ),
+        (
+            [
+                request(span(1, {"gen_ai.operation.name": "chat"})),
+                _log_event("gen_ai.choice", value({"message": {"tool_calls": 5}})),
+            ],
+            "requests[1].resourceLogs[0].scopeLogs[0].logRecords[0].body.message.tool_calls",
+            "a list of tool calls",
+        ),
+        (
+            [
+                request(span(1, {"gen_ai.operation.name": "chat"})),
+                _log_event("gen_ai.assistant.message", value({"tool_calls": ["x"]})),
+            ],
+            "requests[1].resourceLogs[0].scopeLogs[0].logRecords[0].body.tool_calls[0]",
+            "a tool call is an object",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "a", "value": {"arrayValue": "x"}}]}),
+            f"{SPANS}[0].attributes.a",
+            "arrayValue",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "a", "value": {"arrayValue": {"values": 5}}}]}),
+            f"{SPANS}[0].attributes.a",
+            "arrayValue",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "a", "value": {"kvlistValue": 3}}]}),
+            f"{SPANS}[0].attributes.a",
+            "kvlistValue",
+        ),
+        (
+            request(span(1, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[" * 50_000})),
+            f"{SPANS}[0].attributes.gen_ai.input.messages",
+            "not JSON",
+        ),
+        (
+            request(
+                span(
+                    1,
+                    {"gen_ai.operation.name": "chat"},
+                    events=[
+                        {
+                            "name": "gen_ai.user.message",
+                            "attributes": attributes({"gen_ai.event.content": "[" * 50_000}),
+                        }
+                    ],
+                )
+            ),
+            f"{SPANS}[0].events[0].attributes.gen_ai.event.content",
+            "not JSON",
+        ),
+        (
+            request({**span(1, {}), "startTimeUnixNano": float("inf")}),
+            f"{SPANS}[0].startTimeUnixNano",
+            "nanoseconds",
+        ),
+        (
+            request({**span(1, {}), "attributes": [{"key": "n", "value": {"intValue": float("inf")}}]}),
+            f"{SPANS}[0].attributes.n",
+            "not the number",
+        ),
+    ],
+    ids=[
+        "operation-array",
+        "operation-list-string",
+        "tool-calls-not-a-list",
+        "tool-call-not-an-object",
+        "array-not-an-object",
+        "array-values-not-a-list",
+        "kvlist-not-an-object",
+        "deep-json-attribute",
+        "deep-json-event-content",
+        "infinite-time",
+        "infinite-int",
+    ],
+)
+def test_a_malformed_value_is_a_trace_error_naming_the_field(data: Any, field: str, problem: str) -> None:
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel(data)
+    assert raised.value.field == field
+    assert problem in str(raised.value)
+
+
+def test_an_event_name_that_is_not_text_is_no_genai_event_and_is_ignored() -> None:
+    weird_record = _log_event(["gen_ai.user.message"], value({"content": "x"}))
+    weird_span_event = {"name": {"n": "gen_ai.user.message"}, "attributes": attributes({"content": "x"})}
+    spans = [{**chat(1, [U], [A]), "events": [weird_span_event]}]
+    (trace,) = traces_from_otel([request(*spans), weird_record])
+    assert [(t.query, t.answer) for t in trace.turns] == [("q", "a")]
+
+
+# --- tool spans without a call id, skipped parts, the overlap rule, late streams ---
+
+
+def test_a_tool_span_without_a_call_id_answers_the_first_unanswered_call_of_its_name() -> None:
+    weather = call("c1", "get_weather", {"city": "Paris"})
+    spans = [
+        chat(1, [U], [weather]),
+        tool(2, None, **{"gen_ai.tool.name": "get_weather", "gen_ai.tool.call.result": "18C"}),
+        chat(3, [U, weather], [A]),
+    ]
+    (trace,) = traces_from_otel(request(*spans))
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "get_weather", "parameters": {"city": "Paris"}, "step": 1, "result": "18C"}
+    ]
+    assert trace.warnings == []
+
+
+def test_a_tool_span_without_a_call_id_prefers_the_call_with_equal_arguments() -> None:
+    both = {
+        "role": "assistant",
+        "parts": [
+            {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}},
+            {"type": "tool_call", "name": "get_weather", "arguments": '{"city": "Rome"}'},  # no id either
+            {"type": "tool_call", "id": "c3", "name": "get_weather", "arguments": {"city": "Oslo"}},
+        ],
+    }
+    run = {"gen_ai.tool.name": "get_weather"}
+    spans = [
+        chat(1, [U], [both]),
+        tool(2, None, **run, **{"gen_ai.tool.call.arguments": '{"city":"Rome"}', "gen_ai.tool.call.result": "20C"}),
+        tool(3, None, **run, **{"gen_ai.tool.call.arguments": {"city": "Lima"}, "gen_ai.tool.call.result": "25C"}),
+        tool(4, None, **run, **{"gen_ai.tool.call.result": "2C"}),
+        tool(5, None, **run, **{"gen_ai.tool.call.result": "late"}),
+        tool(6, None, **{"gen_ai.tool.name": "get_time", "gen_ai.tool.call.result": "noon"}),
+        chat(7, [U, both], [A]),
+    ]
+    (trace,) = traces_from_otel(request(*spans))
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "get_weather", "parameters": {"city": "Paris"}, "step": 1, "result": "25C"},
+        {"tool_name": "get_weather", "parameters": {"city": "Rome"}, "step": 1, "result": "20C"},
+        {"tool_name": "get_weather", "parameters": {"city": "Oslo"}, "step": 1, "result": "2C"},
+        {"tool_name": "get_weather", "parameters": {}, "step": 2, "result": "late"},
+        {"tool_name": "get_time", "parameters": {}, "step": 3, "result": "noon"},
+    ]
+    assert trace.warnings == [
+        f"{SPANS}[4]: a tool run no model output asked for; read as a step of its own",
+        f"{SPANS}[5]: a tool run no model output asked for; read as a step of its own",
+    ]
+
+
+def test_a_tool_span_without_a_call_id_answers_no_call_of_an_earlier_turn() -> None:
+    u2 = text("user", "q2")
+    spans = [
+        chat(1, [U], [call("c1")]),
+        chat(2, [U, call("c1"), A, u2], [text("assistant", "a2")]),
+        tool(3, None, **{"gen_ai.tool.call.result": "r"}),
+    ]
+    (trace,) = traces_from_otel(request(*spans))
+    assert [t.tools_used for t in trace.turns] == [
+        [{"tool_name": "f", "parameters": {}, "step": 1}],
+        [{"tool_name": "f", "parameters": {}, "step": 1, "result": "r"}],
+    ]
+    assert trace.warnings == [f"{SPANS}[2]: a tool run no model output asked for; read as a step of its own"]
+
+
+def test_a_message_resent_without_its_skipped_parts_is_not_read_twice() -> None:
+    thought = {"type": "reasoning", "content": "I should call the tool"}
+    weather = {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}}
+    spans = [
+        chat(1, [U], [{"role": "assistant", "parts": [thought, weather]}]),
+        chat(2, [U, {"role": "assistant", "parts": [weather]}, response("c1", "18C")], [text("assistant", "18C")]),
+    ]
+    (trace,) = traces_from_otel(request(*spans))
+    assert [(t.query, t.answer) for t in trace.turns] == [("q", "18C")]
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "get_weather", "parameters": {"city": "Paris"}, "step": 1, "result": "18C"}
+    ]
+    assert trace.warnings == [f"{SPANS}[0]: 1 message parts of type 'reasoning' skipped"]
+
+
+@pytest.mark.parametrize(
+    ("history", "keys", "expected"),
+    [
+        ([], ["a"], 0),
+        (["a"], [], 0),
+        (["a", "b"], ["a", "b", "c"], 2),  # the whole history resent
+        (["a", "b", "c"], ["b", "c", "d"], 2),  # a window of it
+        (["a", "b", "c"], ["d"], 0),  # only the new messages
+        (["a", "b", "a", "b", "a"], ["a", "b", "a", "b", "a", "c"], 5),
+        (["x", "a", "b", "a"], ["a", "b", "a", "b", "c"], 3),  # the longest run, not the first match
+        (["a", "a", "b", "a", "a"], ["a", "a", "a"], 2),
+        (["a", "b"], ["b"], 1),
+        (["c", "a", "b"], ["a", "b"], 2),  # the input is the history's end
+        (["a", "b", "c"], ["a", "b"], 0),  # the history does not end with it
+    ],
+)
+def test_the_overlap_is_the_longest_run_the_history_ends_with_and_the_input_starts_with(
+    history: list[str], keys: list[str], expected: int
+) -> None:
+    from fair_forge_core.importers.otel_genai import _overlap
+
+    assert _overlap(history, keys) == expected
+
+
+def test_two_inputs_of_ten_thousand_different_messages_each_are_read_once_each() -> None:
+    first = [text("user", f"0-{n}") for n in range(10_000)]
+    second = [text("user", f"1-{n}") for n in range(10_000)]
+    (trace,) = traces_from_otel(request(chat(1, first, [A]), chat(2, second, [A])))
+    assert [t.query for t in trace.turns] == [f"0-{n}" for n in range(10_000)] + [f"1-{n}" for n in range(10_000)]
+    assert trace.warnings[0] == f"{SPANS}[1]: its input continues none of the conversation read so far"
+
+
+def test_no_genai_span_names_the_root_of_the_input_it_read() -> None:
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel([span(1, {"http.route": "/"})])
+    assert raised.value.field == "spans"
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel([request(span(1, {"http.route": "/"}))])
+    assert raised.value.field == "requests"
+
+
+def test_a_tool_span_that_starts_before_its_chat_span_ends_is_read_after_that_output() -> None:
+    streamed = {**chat(1, [U], [call("c1")]), "endTimeUnixNano": "5000"}  # the stream closed late
+    inside = {**tool(2, "c1", **{"gen_ai.tool.call.result": "r1"}), "startTimeUnixNano": "2000"}
+    spans = [streamed, inside, chat(6, [U, call("c1")], [call("c2")])]
+    spans += [{**tool(7, None, **{"gen_ai.tool.call.result": "r2"}), "startTimeUnixNano": "6200"}]
+    spans += [chat(8, [U, call("c1"), call("c2")], [A])]
+    (trace,) = traces_from_otel(request(*spans))
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "f", "parameters": {}, "step": 1, "result": "r1"},
+        {"tool_name": "f", "parameters": {}, "step": 2, "result": "r2"},
+    ]
+    assert trace.warnings == []
+
+
+def test_values_nested_deeper_than_python_recursion_are_a_trace_error_on_the_root() -> None:
+    deep: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(2000):
+        deep = {"arrayValue": {"values": [deep]}}
+    with pytest.raises(TraceError) as raised:
+        traces_from_otel([{**chat(1, [U], [A]), "attributes": [{"key": "a", "value": deep}]}])
+    assert (raised.value.field, "nested too deeply" in str(raised.value)) == ("spans", True)
