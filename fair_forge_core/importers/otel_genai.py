@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder
+from fair_forge_core.schemas.json_input import loads_json
 
 _AGENT_OPS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
 _READ_OPS = _AGENT_OPS | {"chat", "text_completion", "generate_content", "execute_tool"}
@@ -391,7 +392,7 @@ def _attribute(span: _Span, key: str) -> list[Message]:
         return []
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads_json(raw)  # strict JSON: NaN, ±Infinity and lone surrogates are refused too
         except (ValueError, RecursionError):  # nested deeper than Python's parser goes: not JSON to us
             raise TraceError(where, "is not JSON") from None
     if not isinstance(raw, list):
@@ -523,7 +524,7 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
                 content = body.get("gen_ai.event.content")  # Azure AI SDKs: the body as JSON text
                 if isinstance(content, str):
                     try:
-                        body = json.loads(content)
+                        body = loads_json(content)
                     except (ValueError, RecursionError):
                         raise TraceError(f"{here}.events[{e}].attributes.gen_ai.event.content", "is not JSON") from None
                 read.events.append((event["name"], body if isinstance(body, dict) else {}, f"{here}.events[{e}]"))
