@@ -43,6 +43,7 @@ Also read (`_special_numbers`, before the plain digits, whose digits they take):
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -759,6 +760,7 @@ _ES_VEINTI = {
 }
 
 
+@functools.lru_cache(maxsize=65536)
 def _foreign_word(word: str) -> int | None:
     """The value of one French, Spanish, Portuguese or German number word, compounds included
     ("neunundzwanzig", "veinticuatro", "zweihundert"), else None."""

@@ -512,9 +512,13 @@ def extra_claim(turn: Turn, grade: Grade) -> Grade:
       also the largest planet").
 
     Looked for among the answer's first MAX_CLAIM_WORDS words. A true extra claim abstains too:
-    the judge cannot tell it from a false one."""
+    the judge cannot tell it from a false one. Not checked when the ground truth is a bare yes/no
+    and the answer opens with an explicit yes/no (the verdict is what is graded: "Yes, sale items
+    can be exchanged within 30 days." for "yes")."""
     if grade.score is None or grade.score < PASS:
         return grade
+    if not turn.coverage.n_facts and turn.a_verdict is not None:
+        return grade  # a yes/no question answered with an explicit yes/no: the verdict is what is graded
     known = _known(turn)
     g_units = {n.unit for n in turn.g.numbers}
     for number in turn.a_numbers:

@@ -62,6 +62,9 @@ _ALIASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\btoo late to\b", "can not"),
     )
 )
+# The aliases in one pass (they do not overlap; each is literal text, no group references).
+_ALIAS_RE = re.compile("|".join(f"(?P<a{i}>{pattern.pattern})" for i, (pattern, _) in enumerate(_ALIASES)))
+_ALIAS_REPL = {f"a{i}": repl for i, (_, repl) in enumerate(_ALIASES)}
 _RAW_CODES = re.compile(r"\b(?:[A-Z]{2}|USA?)\b")
 US_STATES = dict(
     pair.split("=")
@@ -143,9 +146,7 @@ def normalise(text: str) -> str:
     text = text.casefold()
     for pattern, repl in _CONTRACTIONS:
         text = pattern.sub(repl, text)
-    for pattern, repl in _ALIASES:
-        text = pattern.sub(repl, text)
-    return text
+    return _ALIAS_RE.sub(lambda m: _ALIAS_REPL[m.lastgroup or ""], text)
 
 
 def normalise_each(words: Sequence[str]) -> list[str]:

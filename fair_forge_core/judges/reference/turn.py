@@ -211,12 +211,19 @@ class Turn:
         self.ground_truth = ground_truth
 
     @cached_property
+    def _plain(self) -> tuple[str, str]:
+        """The normalised answer and ground truth before state codes are written out."""
+        return normalise(self.answer), normalise(self.ground_truth)
+
+    @cached_property
     def a_norm(self) -> str:
-        return normalise(expand_codes(self.answer, normalise(self.ground_truth)))
+        expanded = expand_codes(self.answer, self._plain[1])
+        return self._plain[0] if expanded == self.answer else normalise(expanded)
 
     @cached_property
     def g_norm(self) -> str:
-        return normalise(expand_codes(self.ground_truth, normalise(self.answer)))
+        expanded = expand_codes(self.ground_truth, self._plain[0])
+        return self._plain[1] if expanded == self.ground_truth else normalise(expanded)
 
     @cached_property
     def g_ids(self) -> list[tuple[str, int, int]]:
