@@ -6,6 +6,8 @@ One `AnswerJudge.judge(request)` call returns a `Verdict` or raises:
   the retry budget, output unparseable after `max_parse_attempts`, a 4xx the
   provider gives for this request only, or the deadline passed). The turn is then
   reported unscored with the error's message; it is never scored 0.0.
+- `JudgeAbstained` (a `JudgeCallError`) — the model itself declined to score the
+  turn (the offline judge's abstention): unscored with the model's message, not retried.
 - `JudgeProviderRefused` — the provider refuses every call (401, 403, 404: a bad
   key, no access, no such model). The evaluation stops at once.
 
@@ -76,6 +78,17 @@ class JudgeTelemetry:
 
 class JudgeCallError(Exception):
     """A turn the judge could not score; the message says why and is safe to return."""
+
+
+class JudgeAbstained(JudgeCallError):
+    """The judge model declined to score this turn (the offline judge, when its rules conflict or
+    none is decisive). A `JudgeCallError`, so the turn is reported unscored with this message and
+    never retried: asking again would get the same answer. `reasoning` says why (not in the
+    message, which stays one text for every abstention)."""
+
+    def __init__(self, message: str, reasoning: str = "") -> None:
+        super().__init__(message)
+        self.reasoning = reasoning
 
 
 class JudgeProviderRefused(Exception):

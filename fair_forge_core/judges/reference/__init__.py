@@ -5,7 +5,7 @@ structured output or markers, parsing, retries) is the same for it as for Groq o
 It reads the turn from the last human message with `prompt.read_judge_prompt` and
 grades it with `score_answer` (`rules.py`), a pure, deterministic function of (query,
 answer, ground truth): standard library only, no model files, no network, about a
-millisecond per turn (bounded for long texts: see "Bounded work" below).
+millisecond or two per turn (bounded for long texts: see "Bounded work" below).
 
 Reply formats
 -------------
@@ -22,35 +22,55 @@ Reply formats
 
 Scoring rules (`rules.py`), in order
 ------------------------------------
-Decisive rules (`RULES`): the first that applies is the score.
+Decisive rules (`RULES`): the first that applies is the score; a score of None is an
+abstention (the turn is then unscored: see "Abstention").
 
 1. `empty_answer` - nothing to grade -> 0.0.
 2. `empty_ground_truth` - nothing to grade against -> 0.0.
 3. `normalised_match` - same words once normalised -> 1.0.
-4. `refusal` - a refusal that does not state the ground truth -> 0.1.
-5. `wrong_number` - a required number replaced by a comparable other one -> 0.15.
-6. `yes_no_contradiction` - the answer opens with the opposite yes/no -> 0.1.
-7. `negation` - a shared term negated in one text only -> 0.1.
-8. `antonym` - the antonym of a ground-truth term -> 0.1.
-9. `polarity_contradiction` - no key fact, and the answer reads as the other polarity -> 0.1.
-10. `nothing_found` - none of the key facts, no matching yes/no -> 0.1.
+4. `expected_refusal` - the ground truth itself refuses or says it cannot be known: a
+   refusal -> 0.9, an answer -> 0.1.
+5. `refusal` - a refusal that does not state the ground truth -> 0.1.
+6. `wrong_identifier` - an identifier of the ground truth missing, another one given -> 0.1.
+7. `wrong_number` - a required number replaced by a comparable other one (or, when the
+   answer is a number the question also has, the answer ending with another) -> 0.15.
+8. `yes_no_contradiction` - the answer opens with the opposite yes/no -> 0.1.
+9. `negation` - a shared term negated in one text only -> 0.1.
+10. `antonym` - the antonym of a ground-truth term -> 0.1.
+11. `polarity_contradiction` - no key fact, and the answer's stance is the other polarity -> 0.1.
+12. `undecided_verdict` - no key fact, and the answer neither says yes/no nor affirms or
+    denies the question's claim -> abstain.
+13. `nothing_found` - none of the key facts, no matching yes/no -> 0.1.
 
 Bands (`BANDS`): else the first that applies gives the score before caps.
 
-11. `same_verdict` - no key fact, same leading yes/no -> 0.95.
-12. `restated_claim` - no key fact, shared terms restated with the same polarity -> 0.9.
-13. `same_polarity` - no key fact, same polarity -> 0.9.
-14. `verdict_with_missing_facts` - same yes/no, supporting facts missing -> 0.8 + 0.15 x coverage.
-15. `minor_flaw` - every number and name present, a few plain words missing -> 0.7-0.9.
-16. `partial` - some key facts missing -> 0.3 + 0.3 x coverage.
-17. `complete` - every key fact found -> 0.95.
+14. `same_verdict` - no key fact, same leading yes/no -> 0.95.
+15. `restated_claim` - no key fact, shared terms restated with the same polarity -> 0.9.
+16. `same_polarity` - no key fact, same stance -> 0.9.
+17. `verdict_with_missing_facts` - same yes/no or stance, supporting facts missing -> 0.8 + 0.15 x coverage.
+18. `minor_flaw` - every number and name present, a few plain words missing -> 0.7-0.9.
+19. `partial` - some key facts missing -> 0.3 + 0.3 x coverage.
+20. `complete` - every key fact found -> 0.95.
 
 Caps (`CAPS`): each may lower the band's score, in this order.
 
-18. `typo_cap` - one misspelt key term caps at 0.7, two or more at 0.5.
-19. `hedge_cap` - a hedge ("maybe", "not sure", ...) the ground truth lacks caps at 0.6.
-20. `number_hedge_cap` - alternatives around a required number ("41 or 42") cap at 0.6.
-21. `refusal_hedge_cap` - a hard refusal phrase next to all the facts caps at 0.5.
+21. `typo_cap` - one misspelt key term caps at 0.7, two or more at 0.5.
+22. `hedge_cap` - a hedge ("maybe", "not sure", ...) the ground truth lacks caps at 0.6.
+23. `number_hedge_cap` - alternatives around a required number ("41 or 42") cap at 0.6.
+24. `refusal_hedge_cap` - a hard refusal phrase next to all the facts caps at 0.5.
+
+Checks (`CHECKS`): may turn a pass into an abstention.
+
+25. `extra_claim` - a passing answer adds a number, a name or a superlative/"also" claim
+    the question and the ground truth cannot confirm -> abstain.
+
+Abstention
+----------
+`score_answer` returns (None, reason) when a rule abstains; `ReferenceJudge` then raises
+`JudgeAbstained("the offline judge cannot decide this turn")` (a `JudgeCallError`, with the
+rule's reason as its `reasoning`), which `AnswerJudge` re-raises at once: the turn is
+reported unscored with that error, never retried, left out of n and c, and counted in the
+result's warnings. A wrong confident pass is the worst outcome for an offline judge.
 
 Each rule's docstring states it exactly. Reading the texts: `text.py` (normalisation),
 `numbers.py` (numbers and when they match), `lexicon.py` (finding a term, typos),
@@ -58,10 +78,11 @@ Each rule's docstring states it exactly. Reading the texts: `text.py` (normalisa
 
 Known limits: no real paraphrase understanding (synonyms beyond the small list are
 missed: "how hot or cold" for "temperature" fails), a wrong extra claim next to the
-right fact is not detected ("Canberra, also the largest city"), nor a reversed
-comparison or order ("the Earth is larger than the Sun" contains "Sun"), fractions and
-"half"/"quarter" are not read as numbers, a wrong entity one letter away from the
-right one ("Venus"/"Venue") passes as a typo. Terms of four letters or fewer get no
+right fact is only caught (by abstaining) when it brings a number, a name or a
+superlative ("roughly the speed of sound" passes), a one-word surname one letter away
+passes as a typo ("Johnston" for "Johnson"), a reversed comparison or order is not
+detected ("the Earth is larger than the Sun" contains "Sun"), and a wrong entity one
+letter away from the right one ("Venus"/"Venue") passes as a typo. Terms of four letters or fewer get no
 typo tolerance, so "Iran"/"Iraq" is a wrong fact, not a typo (and "Marrs" is not found
 for "Mars"); a dropped final "s" reads as a singular ("Pari" for "Paris" passes). A hedge
 listed with commas only ("41, 42" without "or") is not seen.

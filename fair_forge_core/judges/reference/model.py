@@ -17,8 +17,13 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
+from fair_forge_core.judges.llm import JudgeAbstained
 from fair_forge_core.judges.prompt import read_judge_prompt
 from fair_forge_core.judges.reference.rules import score_answer
+
+ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
+"""The `JudgeAbstained` message, hence the unscored turn's `error` (one text, so the result's
+warnings count abstentions together)."""
 
 INLINE_MAX_CHARS = 1000  # `_agenerate` scores a longer judge message in a worker thread
 
@@ -62,7 +67,10 @@ class ReferenceJudge(BaseChatModel):
     tool call when tools are bound (so `with_structured_output` works), otherwise with
     `<bos>{"score": ..., "reasoning": ...}<eos>` using the markers the prompt asked for.
     Without judge data it replies with an explanation and no score, which the caller's
-    parser counts as a parse failure. Its only setting is a name, `model` (as in the
+    parser counts as a parse failure. When `score_answer` abstains (its rules conflict or none
+    is decisive) it raises `JudgeAbstained(ABSTAIN_MESSAGE)` (the rule's reasoning is its
+    `reasoning` attribute): `AnswerJudge` re-raises any `JudgeCallError` at once, so the turn
+    is reported unscored with that message, not retried, and left out of n and c. Its only setting is a name, `model` (as in the
     provider classes); the connector rules refuse any other parameter.
     """
 
@@ -131,6 +139,8 @@ class ReferenceJudge(BaseChatModel):
                 "(expected the judge prompt built by build_judge_messages)."
             )
         score, reasoning = score_answer(prompt.request.query, prompt.request.answer, prompt.request.ground_truth)
+        if score is None:
+            raise JudgeAbstained(ABSTAIN_MESSAGE, reasoning)
         verdict = {"score": score, "reasoning": reasoning}
         name = _tool_name(tools, tool_choice) if tools and tool_choice != "none" else None
         if name:

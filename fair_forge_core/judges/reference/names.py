@@ -114,13 +114,17 @@ class Occurrences:
 
     def other_name_before(self, member: str, run: list[str], g_words: set[str]) -> bool:
         """Whether every occurrence of `member` in the answer follows a capitalised word foreign to the
-        ground truth - "Theodore Roosevelt" where the ground truth says "Franklin D. Roosevelt"."""
+        ground truth - "Theodore Roosevelt" where the ground truth says "Franklin D. Roosevelt", "Theo
+        van Gogh" for "Vincent van Gogh" (name particles in between are skipped)."""
         positions = self._index().get(stem(member), [])
         conflicts = 0
         for k in positions:
-            if k == 0:
+            before = k - 1
+            while before >= 0 and self._words[before] in NAME_PARTICLES:
+                before -= 1
+            if before < 0:
                 continue
-            prev, prev_tokens = self._words[k - 1], self._tokens[k - 1]
+            prev, prev_tokens = self._words[before], self._tokens[before]
             if (
                 prev[:1].isupper()
                 and prev[-1] not in ".,;:!?"

@@ -20,11 +20,30 @@ match (`numbers_match`) when
   `100 °C` = `212 °F`. Different currencies or different dimensions never match. A unit
   on one side only does not prevent a match.
 
-Fractions and "half"/"quarter" are not read as numbers.
+Also read (`_special_numbers`, before the plain digits, whose digits they take):
+
+- times of day as minutes after midnight (unit "clock"): "14:30", "2:30 pm", "9 am",
+  "11:45 p.m.", "11 o'clock in the morning", "half past three in the afternoon", "9 h 30",
+  "noon", "midnight"; "14:30" =
+  "2:30 PM";
+- full dates as yyyymmdd (unit "date"): "2023-03-15", "March 15, 2023", "15 March 2023",
+  "the 1st of September 2025", "15. März 2023", "15 de marzo de 2023" (month names in
+  English, French, Spanish, German and Portuguese); a bare year in the ground truth
+  matches a full date of that year in the answer, not the other way round;
+- proper fractions "1/4" (both parts of one or two digits, not part of a date), and the
+  words "half", "a/one/two ... third(s)/quarter(s)/fifth(s) ...", "X and a half";
+- number words in French, Spanish, German and Portuguese (`_foreign_numbers`): "sept",
+  "quarante-cinq", "soixante-dix", "veinticuatro", "treinta y cinco", "vinte e seis",
+  "neunundzwanzig", "sechzig"; words that are also common English or ambiguous ("once",
+  "cent", "un", "une", "null") are left out;
+- "X dollars and Y cents" is X + Y/100 dollars; "pounds" (a mass) matches "£" (sterling)
+  of the same value.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -97,7 +116,10 @@ _UNIT_DEFS: dict[str, tuple[str | None, float | None, tuple[str, ...]]] = {
     "deg": (None, None, ("°", "degrees", "degree")),
     "%": ("percent", 1.0, ("%", "percent", "pct", "percentage points")),
     "usd": ("currency", None, ("usd", "dollar", "dollars", "us dollars")),
-    "eur": ("currency", None, ("eur", "euro", "euros")),
+    "eur": ("currency", None, ("eur", "euro", "euros", "€")),
+    "cent": ("currency", None, ("cent", "cents")),
+    "clock": ("clock", None, ()),
+    "date": ("date", None, ()),
     "gbp": ("currency", None, ("gbp", "pounds sterling", "sterling")),
     "jpy": ("currency", None, ("jpy", "yen")),
 }
@@ -179,9 +201,12 @@ def _read_unit(text: str, at: int) -> tuple[str | None, int]:
 
 
 def read_numbers(text: str) -> list[Num]:
-    """The numbers in normalised `text`, digits and words, with their units."""
-    found: list[Num] = []
+    """The numbers in normalised `text`, digits and words, with their units (module docstring)."""
+    found = _special_numbers(text)
+    taken = _Spans([(n.start, n.end) for n in found])
     for match in _DIGITS_RE.finditer(text):
+        if taken.covers(match.start()):
+            continue
         if len(match.group("int")) > 40 or len(match.group("dec") or "") > 40:
             continue  # not a fact anyone states; and 10 ** 400 would overflow
         mantissa = float(match.group("int").replace(",", "") + ("." + match.group("dec") if match.group("dec") else ""))
@@ -203,8 +228,11 @@ def read_numbers(text: str) -> list[Num]:
             if scale > 1 or zeros >= 2:
                 approx = scale * 10.0**zeros
         found.append(Num(value, scale * 10.0**-decimals, decimals, unit, False, match.start(), end, approx))
-    found.extend(_word_numbers(text))
-    return _compound(sorted(found, key=lambda n: n.start), text)
+    words = [n for n in _word_numbers(text) if not taken.covers(n.start)]
+    found.extend(words)
+    taken = _Spans([(n.start, n.end) for n in found])
+    found.extend(n for n in _foreign_numbers(text) if not taken.covers(n.start))
+    return _halves(_compound(sorted(found, key=lambda n: n.start), text), text)
 
 
 _APPROX_RE = re.compile(r"(?:about|around|approximately|approx\.?|roughly|nearly|almost|circa|some|~|≈)\s*$")
@@ -212,11 +240,20 @@ _COMPOUND_GAP_RE = re.compile(r"\s*(?:,\s*)?(?:and\s+)?")
 
 
 def _compound(numbers: list[Num], text: str) -> list[Num]:
-    """Merge "8 minutes and 20 seconds", "5 feet 11 inches" into one quantity in the smaller unit."""
+    """Merge "8 minutes and 20 seconds", "5 feet 11 inches" into one quantity in the smaller unit,
+    and "15 dollars and 50 cents" into 15.5 dollars."""
     out: list[Num] = []
     for num in numbers:
         prev = out[-1] if out else None
         if (
+            prev is not None
+            and prev.dim == "currency"
+            and prev.unit != "cent"
+            and num.unit == "cent"
+            and _COMPOUND_GAP_RE.fullmatch(text, prev.end, num.start)
+        ):
+            out[-1] = Num(prev.value + num.value / 100, 0.01, 2, prev.unit, False, prev.start, num.end)
+        elif (
             prev is not None
             and prev.unit
             and num.unit
@@ -349,6 +386,12 @@ def _close(x: Num, y: Num, x_scale: float = 1.0) -> bool:
 def numbers_match(g: Num, a: Num) -> bool:
     """Whether the ground truth's number `g` and the answer's number `a` match (module docstring)."""
     g_dim, a_dim = g.dim, a.dim
+    if {g.unit, a.unit} == {"lb", "gbp"}:  # "100 pounds" may be sterling
+        return _close(g, a)
+    if a_dim == "date" and g_dim is None:  # a year, stated as a full date
+        return g.decimals == 0 and g.value == a.value // 10000
+    if (g_dim in ("date", "clock")) != (a_dim in ("date", "clock")) and g_dim and a_dim:
+        return False
     if (g_dim == "percent" and a_dim is None) or (a_dim == "percent" and g_dim is None):
         pct, bare = (g, a) if g_dim == "percent" else (a, g)
         return _close(pct, bare) or _close(pct, bare, 0.01)
@@ -409,3 +452,380 @@ def alternative_pairs(norm: str, numbers: Sequence[Num]) -> list[tuple[Num, Num]
             if len(pairs) >= MAX_ALTERNATIVES:
                 break
     return pairs
+
+
+class _Spans:
+    """Sorted, disjoint character spans; `covers(i)` by bisection."""
+
+    def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
+        self.spans = sorted(spans)
+        self.starts = [a for a, _ in self.spans]
+
+    def covers(self, at: int) -> bool:
+        k = bisect.bisect_right(self.starts, at) - 1
+        return k >= 0 and self.spans[k][0] <= at < self.spans[k][1]
+
+
+_MONTHS: dict[str, int] = {}
+for _names in (
+    "january february march april may june july august september october november december",
+    "janvier fevrier mars avril mai juin juillet aout septembre octobre novembre decembre",
+    "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre",
+    "januar februar marz april mai juni juli august september oktober november dezember",
+    "janeiro fevereiro marco abril maio junho julho agosto setembro outubro novembro dezembro",
+    "jan feb mar apr may jun jul aug sep oct nov dec",
+):
+    for _i, _name in enumerate(wordlist(_names)):
+        _MONTHS.setdefault(_name, _i + 1)
+_MONTHS["sept"] = 9
+CALENDAR_WORDS = frozenset(_MONTHS) | frozenset(
+    wordlist(
+        "monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays "
+        "fridays saturdays sundays"
+    )
+)
+_MONTH_RE = "(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DATE_RES = (
+    re.compile(r"(?<![\d-])(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)"),
+    re.compile(
+        r"(?<!\d)(?P<d>\d{1,2})(?:st|nd|rd|th|er|o)?\.?\s+(?:of\s+|de\s+)?"
+        + _MONTH_RE
+        + r",?\s+(?:de\s+)?(?P<y>\d{4})(?!\d)"
+    ),
+    re.compile(r"\b" + _MONTH_RE + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<y>\d{4})(?!\d)"),
+)
+_HOUR_WORDS = {
+    w: i for i, w in enumerate(wordlist("zero one two three four five six seven eight nine ten eleven twelve"))
+}
+_TIME_RE = re.compile(
+    r"(?<![\d.:])(?P<h>\d{1,2})(?:(?::|\s?h\s?)(?P<mi>\d{2}))?\s*"
+    r"(?P<ampm>a\.?\s?m\b\.?|p\.?\s?m\b\.?|o'?clock)?(?P<part>\s+in the (?:morning|afternoon|evening)|\s+at night)?"
+)
+_WORD_TIME_RE = re.compile(
+    r"\b(?P<h>" + "|".join(_HOUR_WORDS) + r")\s+(?P<ampm>o'?clock|a\.?m\b\.?|p\.?m\b\.?)"
+    r"(?P<part>\s+in the (?:morning|afternoon|evening)|\s+at night)?"
+)
+_NOON_RE = re.compile(r"\b(?:noon|midday|midnight)\b")
+_PAST_RE = re.compile(
+    r"\b(?P<q>half past|(?:a )?quarter past|(?:a )?quarter to)\s+(?P<h>\d{1,2}|" + "|".join(_HOUR_WORDS) + r")\b"
+    r"(?:\s*(?P<ampm>a\.?\s?m\b\.?|p\.?\s?m\b\.?))?(?P<part>\s+in the (?:morning|afternoon|evening)|\s+at night)?"
+)
+
+
+def _clock(hour: int, minute: int, marker: str, part: str) -> int | None:
+    """Minutes after midnight, or None for an impossible time."""
+    pm = marker.startswith("p") or "afternoon" in part or "evening" in part or "night" in part
+    am = marker.startswith("a") or "morning" in part
+    if minute > 59 or hour > 24 or ((am or pm) and not 1 <= hour <= 12):
+        return None
+    if pm and hour != 12:
+        hour += 12
+    elif am and hour == 12:
+        hour = 0
+    return (hour % 24) * 60 + minute
+
+
+def _special_numbers(text: str) -> list[Num]:
+    """Dates, times of day and digit fractions (module docstring), not overlapping one another."""
+    found: list[Num] = []
+    for date_re in _DATE_RES:
+        for m in date_re.finditer(text):
+            month = int(m.group("m")) if "m" in m.groupdict() and m.group("m") else _MONTHS[m.group("mon")]
+            day, year = int(m.group("d")), int(m.group("y"))
+            if 1 <= month <= 12 and 1 <= day <= 31:
+                found.append(Num(year * 10000 + month * 100 + day, 1.0, 0, "date", False, m.start(), m.end()))
+    for m in _TIME_RE.finditer(text):
+        if m.group("mi") is None and m.group("ampm") is None:
+            continue
+        minutes = _clock(int(m.group("h")), int(m.group("mi") or 0), m.group("ampm") or "", m.group("part") or "")
+        if minutes is not None:
+            found.append(Num(minutes, 1.0, 0, "clock", False, m.start(), m.end()))
+    for m in _WORD_TIME_RE.finditer(text):
+        minutes = _clock(_HOUR_WORDS[m.group("h")], 0, m.group("ampm"), m.group("part") or "")
+        if minutes is not None:
+            found.append(Num(minutes, 1.0, 0, "clock", False, m.start(), m.end()))
+    for m in _PAST_RE.finditer(text):
+        hour = int(m.group("h")) if m.group("h").isdigit() else _HOUR_WORDS[m.group("h")]
+        offset = {"half past": 30, "quarter past": 15, "quarter to": -15}[m.group("q").removeprefix("a ")]
+        minutes = _clock(hour, 0, m.group("ampm") or "", m.group("part") or "")
+        if minutes is not None:
+            found.append(Num((minutes + offset) % 1440, 1.0, 0, "clock", False, m.start(), m.end()))
+    for m in _NOON_RE.finditer(text):
+        found.append(Num(0 if m.group() == "midnight" else 720, 1.0, 0, "clock", False, m.start(), m.end()))
+    for m in _FRACTION_RE.finditer(text):
+        top, den = int(m.group(1)), int(m.group(2))
+        if 0 < top < den:
+            found.append(Num(top / den, 1e-6, 6, None, False, m.start(), m.end()))
+    found.extend(_word_fractions(text))
+    out: list[Num] = []
+    end = -1
+    for num in sorted(found, key=lambda n: (n.start, -n.end)):
+        if num.start >= end:
+            out.append(num)
+            end = num.end
+    return out
+
+
+_FRACTION_RE = re.compile(r"(?<![\d/.,])(\d{1,2})/(\d)(?![\d/])")
+_FRACTION_DENOMS = {
+    "half": 2,
+    "halves": 2,
+    "third": 3,
+    "thirds": 3,
+    "quarter": 4,
+    "quarters": 4,
+    "fourth": 4,
+    "fourths": 4,
+    "fifth": 5,
+    "fifths": 5,
+    "sixth": 6,
+    "sixths": 6,
+    "eighth": 8,
+    "eighths": 8,
+    "tenth": 10,
+    "tenths": 10,
+}
+_WORD_FRACTION_RE = re.compile(
+    r"\b(?P<n>a|an|one|two|three|four|five|six|seven|nine)[\s-]+(?P<d>" + "|".join(_FRACTION_DENOMS) + r")\b"
+    r"|\b(?P<half>half)\b(?!\s+past)"
+)
+
+
+def _word_fractions(text: str) -> list[Num]:
+    """ "a quarter", "two fifths", "three quarters", a lone "half" (not "half past")."""
+    out = []
+    for m in _WORD_FRACTION_RE.finditer(text):
+        if m.group("half"):
+            if text[max(0, m.start() - 6) : m.start()].endswith(("and a ", "a ", "one ")):
+                continue  # "and a half" is `_halves`; "a half"/"one half" the first alternative
+            value = 0.5
+        else:
+            n = 1 if m.group("n") in ("a", "an", "one") else _UNITS_W[m.group("n")]
+            value = n / _FRACTION_DENOMS[m.group("d")]
+        out.append(Num(value, 1e-6, 6, None, False, m.start(), m.end()))
+    return out
+
+
+_AND_A_HALF_RE = re.compile(r"\s+and\s+(?:a|one)\s+(half|quarter)\b")
+
+
+def _halves(numbers: list[Num], text: str) -> list[Num]:
+    """ "two and a half hours" is 2.5 hours: the fraction joins the number before it, whose unit
+    then follows the fraction."""
+    out: list[Num] = []
+    for num in numbers:
+        m = _AND_A_HALF_RE.match(text, num.end) if num.unit is None and num.value >= 1 else None
+        if m is None:
+            out.append(num)
+            continue
+        unit, end = _read_unit(text, m.end())
+        extra = 0.5 if m.group(1) == "half" else 0.25
+        out.append(Num(num.value + extra, 0.25, 2, unit, False, num.start, end))
+    merged: list[Num] = []
+    for num in out:  # drop what a merge swallowed ("a half" read on its own)
+        if merged and num.start < merged[-1].end:
+            continue
+        merged.append(num)
+    return merged
+
+
+_FOREIGN_UNITS = {
+    # French
+    "zero": 0,
+    "deux": 2,
+    "trois": 3,
+    "quatre": 4,
+    "cinq": 5,
+    "six": 6,
+    "sept": 7,
+    "huit": 8,
+    "neuf": 9,
+    "dix": 10,
+    "onze": 11,
+    "douze": 12,
+    "treize": 13,
+    "quatorze": 14,
+    "quinze": 15,
+    "seize": 16,
+    "vingt": 20,
+    "vingts": 20,
+    "trente": 30,
+    "quarante": 40,
+    "cinquante": 50,
+    "soixante": 60,
+    # Spanish
+    "cero": 0,
+    "dos": 2,
+    "tres": 3,
+    "cuatro": 4,
+    "cinco": 5,
+    "seis": 6,
+    "siete": 7,
+    "ocho": 8,
+    "nueve": 9,
+    "diez": 10,
+    "doce": 12,
+    "trece": 13,
+    "catorce": 14,
+    "quince": 15,
+    "dieciseis": 16,
+    "diecisiete": 17,
+    "dieciocho": 18,
+    "diecinueve": 19,
+    "veinte": 20,
+    "treinta": 30,
+    "cuarenta": 40,
+    "cincuenta": 50,
+    "sesenta": 60,
+    "setenta": 70,
+    "ochenta": 80,
+    "noventa": 90,
+    # Portuguese
+    "dois": 2,
+    "duas": 2,
+    "quatro_": 4,
+    "sete": 7,
+    "oito": 8,
+    "nove": 9,
+    "dez": 10,
+    "treze": 13,
+    "quatorze_": 14,
+    "dezesseis": 16,
+    "dezasseis": 16,
+    "dezessete": 17,
+    "dezassete": 17,
+    "dezoito": 18,
+    "dezenove": 19,
+    "dezanove": 19,
+    "vinte": 20,
+    "trinta": 30,
+    "quarenta": 40,
+    "cinquenta": 50,
+    "sessenta": 60,
+    "oitenta": 80,
+    # German
+    "eins": 1,
+    "zwei": 2,
+    "drei": 3,
+    "vier": 4,
+    "funf": 5,
+    "sechs": 6,
+    "sieben": 7,
+    "acht": 8,
+    "neun": 9,
+    "zehn": 10,
+    "elf": 11,
+    "zwolf": 12,
+    "dreizehn": 13,
+    "vierzehn": 14,
+    "funfzehn": 15,
+    "sechzehn": 16,
+    "siebzehn": 17,
+    "achtzehn": 18,
+    "neunzehn": 19,
+    "zwanzig": 20,
+    "dreissig": 30,
+    "vierzig": 40,
+    "funfzig": 50,
+    "sechzig": 60,
+    "siebzig": 70,
+    "achtzig": 80,
+    "neunzig": 90,
+}
+_FOREIGN_HUNDREDS = {"cent": 100, "cents": 100, "cien": 100, "ciento": 100, "cem": 100, "cento": 100, "hundert": 100}
+_FOREIGN_THOUSANDS = {"mille": 1000, "mil": 1000, "tausend": 1000}
+_FOREIGN_LINKS = frozenset({"et", "y", "e", "und"})
+_DE_ONES = {"ein": 1, "zwei": 2, "drei": 3, "vier": 4, "funf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9}
+_DE_TENS = {
+    "zwanzig": 20,
+    "dreissig": 30,
+    "vierzig": 40,
+    "funfzig": 50,
+    "sechzig": 60,
+    "siebzig": 70,
+    "achtzig": 80,
+    "neunzig": 90,
+}
+_ES_VEINTI = {
+    "veintiuno": 21,
+    "veintiun": 21,
+    "veintidos": 22,
+    "veintitres": 23,
+    "veinticuatro": 24,
+    "veinticinco": 25,
+    "veintiseis": 26,
+    "veintisiete": 27,
+    "veintiocho": 28,
+    "veintinueve": 29,
+}
+
+
+@functools.lru_cache(maxsize=65536)
+def _foreign_word(word: str) -> int | None:
+    """The value of one French, Spanish, Portuguese or German number word, compounds included
+    ("neunundzwanzig", "veinticuatro", "zweihundert"), else None."""
+    if word in _FOREIGN_UNITS and not word.endswith("_"):
+        return _FOREIGN_UNITS[word]
+    if word in _ES_VEINTI:
+        return _ES_VEINTI[word]
+    if "und" in word:
+        ones, _, tens = word.partition("und")
+        if ones in _DE_ONES and tens in _DE_TENS:
+            return _DE_ONES[ones] + _DE_TENS[tens]
+    for scale_word, scale in (("hundert", 100), ("tausend", 1000)):
+        if word.endswith(scale_word) and word != scale_word:
+            head = word[: -len(scale_word)]
+            lead = _DE_ONES.get(head)
+            if lead is not None:
+                return lead * scale
+        if word.startswith(scale_word) and word != scale_word:
+            tail = _foreign_word(word[len(scale_word) :])
+            if tail is not None:
+                return scale + tail
+    return None
+
+
+_FOREIGN_TOKEN_RE = re.compile(r"[a-z]+")
+
+
+def _foreign_numbers(text: str) -> list[Num]:
+    """Runs of foreign number words (see `_foreign_word`), joined by blanks, hyphens and the words
+    "et"/"y"/"e"/"und": "quarante-cinq", "soixante-dix", "quatre-vingt-dix", "vingt et un",
+    "treinta y cinco", "deux cents", "dos mil"."""
+    tokens = list(_FOREIGN_TOKEN_RE.finditer(text))
+    found: list[Num] = []
+    i = 0
+    while i < len(tokens):
+        total, current, used, j, last_end = 0, 0, 0, i, tokens[i].end()
+        while j < len(tokens):
+            if j > i and re.fullmatch(r"[\s-]*", text[tokens[j - 1].end() : tokens[j].start()]) is None:
+                break
+            word = tokens[j].group()
+            if word in _FOREIGN_LINKS and used and j + 1 < len(tokens) and _foreign_word(tokens[j + 1].group()):
+                j += 1
+                continue
+            value = _foreign_word(word)
+            if word in _FOREIGN_HUNDREDS and (used or word not in ("cent", "cents")):
+                current = max(current, 1) * 100
+            elif word in _FOREIGN_THOUSANDS:
+                total += max(current, 1) * 1000
+                current = 0
+            elif value is not None:
+                if word in ("vingt", "vingts") and current == 4:
+                    current = 80
+                else:
+                    current += value
+            else:
+                break
+            used += 1
+            last_end = tokens[j].end()
+            j += 1
+        if used:
+            start = tokens[i].start()
+            end = last_end
+            unit, end = _read_unit(text, end)
+            found.append(Num(float(total + current), 1.0, 0, unit, False, start, end))
+            i = j
+        else:
+            i += 1
+    return found

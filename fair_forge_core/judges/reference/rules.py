@@ -1,11 +1,14 @@
 """The scoring rules, one function each, and `score_answer`, which applies them in order.
 
-`score_answer` walks three ordered lists:
+`score_answer` walks four ordered lists:
 
-1. `RULES`: decisive rules. The first that returns a `Grade` is the score, as it is.
+1. `RULES`: decisive rules. The first that returns a `Grade` is the score, as it is; a
+   grade whose score is None is an abstention (`ABSTAIN`): the judge cannot decide.
 2. `BANDS`: when no rule decided, the first band that applies gives a provisional grade
    (the last band always applies).
 3. `CAPS`: each cap in turn may lower the band's score and adds its reason.
+4. `CHECKS`: each may turn a passing grade (score >= 0.7) into an abstention, when the
+   pass rests on something the rules cannot verify.
 
 Each reasoning text the judge can produce is written in exactly one of these functions,
 and each names its rule ("(rule: ...)"), so searching for a reasoning finds its rule.
@@ -17,8 +20,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fair_forge_core.judges.reference.numbers import Num, alternative_pairs, numbers_match
-from fair_forge_core.judges.reference.text import ANTONYMS, NEGATORS, TOKEN_RE, plain_words, stem
+from fair_forge_core.judges.reference.numbers import CALENDAR_WORDS, Num, alternative_pairs, numbers_match
+from fair_forge_core.judges.reference.text import ANTONYMS, NEGATORS, STOPWORDS, TOKEN_RE, plain_words, stem
 from fair_forge_core.judges.reference.turn import Text, Turn
 
 # Score of each band the rules produce.
@@ -36,6 +39,10 @@ WRONG_NUMBER = 0.15
 CONTRADICTION = 0.1
 REFUSAL = 0.1
 NOTHING_FOUND = 0.1
+WRONG_IDENTIFIER = 0.1
+EXPECTED_REFUSAL = 0.9
+PASS = 0.7  # the threshold `CHECKS` guard
+ABSTAIN = None  # the score of an abstention
 
 _REFUSAL_HARD = re.compile(
     r"\bi (?:can not|am unable to|am not able to|will not|would rather not|refuse to) "
@@ -52,6 +59,16 @@ _GT_UNKNOWN = re.compile(
     r"\bunknown\b|\bnot known\b|\bcan not be (?:determined|known|answered)\b|\bno (?:information|data)\b"
     r"|\bdo not know\b|\bnot (?:enough|sufficient) information\b|\bunanswerable\b"
 )
+_REFUSAL_TRUTH = re.compile(
+    r"\bi (?:can not|am unable to|am not able to|will not|am not allowed to) "
+    r"(?:help|answer|provide|assist|say|share|disclose|give|tell|comply)"
+    r"|\bcan not be (?:predicted|determined|known|answered|disclosed|shared)\b|\bnot (?:available|disclosed)\b"
+    r"|\bunknown\b|\bnot known\b|\bunanswerable\b|\bno (?:information|data|record)\b|\bdo not know\b"
+)
+_REFUSAL_ANY = re.compile(
+    _REFUSAL_TRUTH.pattern + r"|" + _REFUSAL_HARD.pattern + r"|\bnobody (?:can|could) (?:know|tell|say|predict)"
+    r"|\b(?:does|do) not (?:contain|have|include)\b|\bnot possible to\b|\bno way to (?:know|tell)\b"
+)
 _HEDGES = re.compile(
     r"\bnot (?:entirely |completely |totally |100 percent )?(?:sure|certain|positive)\b|\bi guess\b"
     r"|\bmaybe\b|\bperhaps\b|\bpossibly\b|\bmight be\b|\bcould be\b|\beither\b|\bif i recall\b"
@@ -64,12 +81,18 @@ class Grade:
     """A score and its reasoning. A rule's reasoning is a full sentence; a band's lacks the final
     period, since caps may still append to it."""
 
-    score: float
+    score: float | None  # None: an abstention (`ABSTAIN`)
     reasoning: str
+
+
+def _band_score(grade: Grade) -> float:
+    """The score of a band's grade (bands never abstain)."""
+    return 0.0 if grade.score is None else grade.score
 
 
 Rule = Callable[[Turn], Grade | None]
 Cap = Callable[[Turn, Grade], Grade]
+Check = Callable[[Turn, Grade], Grade]
 
 
 def _hard_refusal(turn: Turn) -> re.Match[str] | None:
@@ -91,8 +114,13 @@ def _rival(turn: Turn, number: Num) -> bool:
 
 
 def _polarity(verdict: str | None, text: Text) -> str:
-    """The yes/no a text reads as: its leading verdict, else "no" when it has any negator."""
+    """The yes/no the ground truth reads as: its leading verdict, else "no" when it has any negator."""
     return verdict or ("no" if any(t in NEGATORS for t in text.clauses) else "yes")
+
+
+def _refusal_truth(turn: Turn) -> bool:
+    """Whether the ground truth is itself a refusal or says the answer cannot be known."""
+    return _REFUSAL_TRUTH.search(turn.g_norm) is not None
 
 
 # --------------------------------------------------------------------------- decisive rules
@@ -119,6 +147,36 @@ def normalised_match(turn: Turn) -> Grade | None:
     if plain_words(turn.a_norm) != plain_words(turn.g_norm):
         return None
     return Grade(EXACT, "Exact match with the ground truth after normalisation (rule: normalised match).")
+
+
+def expected_refusal(turn: Turn) -> Grade | None:
+    """When the ground truth is itself a refusal or says the answer cannot be known ("I can't share
+    that", "That cannot be predicted", "Unknown", "The information is not available"): 0.9 for an
+    answer that refuses or says so too ("I don't know", "nobody can know", "the record does not
+    contain it"), 0.1 for one that does neither (it answers what should not be answered)."""
+    if not _refusal_truth(turn):
+        return None
+    found = _REFUSAL_ANY.search(turn.a_norm)
+    if found:
+        return Grade(
+            EXPECTED_REFUSAL,
+            f'The ground truth declines to answer and so does the answer ("{found.group()}") (rule: expected refusal).',
+        )
+    return Grade(REFUSAL, "The ground truth declines to answer but the answer gives one (rule: expected refusal).")
+
+
+def wrong_identifier(turn: Turn) -> Grade | None:
+    """0.1 when an identifier of the ground truth (`turn.identifiers`: an e-mail, a code mixing
+    letters and digits, 7+ digits) is not in the answer exactly (separators and case aside) while
+    the answer states an identifier of its own: another code, however close ("QX7PLM" for
+    "QX7PML", "j.smith@..." for "j.smyth@..."), is a wrong fact, never a typo."""
+    found, missing, spans = turn.id_found
+    if not missing or len(spans) <= len(found):
+        return None
+    return Grade(
+        WRONG_IDENTIFIER,
+        f'The answer does not give the identifier "{missing[0]}" but another one (rule: wrong identifier).',
+    )
 
 
 def refusal(turn: Turn) -> Grade | None:
@@ -149,7 +207,15 @@ def wrong_number(turn: Turn) -> Grade | None:
     missing_numbers = turn.coverage.missing_numbers
     if not missing_numbers:
         return None
-    others = [x for x in turn.a.numbers if _rival(turn, x)]
+    last = turn.last_number
+    for want in turn.result_numbers:
+        if want in missing_numbers and last is not None:
+            return Grade(
+                WRONG_NUMBER,
+                f'The answer ends with "{last.describe(turn.a.norm)}" where the ground truth has '
+                f'"{want.describe(turn.g.norm)}" (rule: wrong number).',
+            )
+    others = [x for x in turn.a_numbers if _rival(turn, x)]
     for want in missing_numbers:
         rivals = [x for x in others if want.dim is None or x.dim is None or x.dim == want.dim]
         if rivals:
@@ -208,16 +274,13 @@ def antonym(turn: Turn) -> Grade | None:
 
 
 def polarity_contradiction(turn: Turn) -> Grade | None:
-    """0.1 when the ground truth has no key fact ("Yes", "No", "It is not.") and the answer reads as
-    the other polarity: its leading yes/no, else "no" when it has any negator, else "yes" (and
-    likewise for the ground truth). Not when the answer has no yes/no but restates terms the
-    ground truth uses (`negation` found no flip among them)."""
-    if turn.coverage.n_facts:
+    """0.1 when the ground truth has no key fact ("Yes", "No", "It is not.") and the answer's stance
+    (`Turn.a_stance`: its leading yes/no, else whether it affirms or denies the question's claim)
+    is the other polarity than the ground truth's (its leading yes/no, else "no" when it has any
+    negator, else "yes")."""
+    if turn.coverage.n_facts or turn.a_stance is None:
         return None
-    _, shared = turn.negation
-    if turn.a_verdict is None and shared:
-        return None
-    a_polarity, g_polarity = _polarity(turn.a_verdict, turn.a), _polarity(turn.g_verdict, turn.g)
+    a_polarity, g_polarity = turn.a_stance, _polarity(turn.g_verdict, turn.g)
     if a_polarity == g_polarity:
         return None
     return Grade(
@@ -226,12 +289,23 @@ def polarity_contradiction(turn: Turn) -> Grade | None:
     )
 
 
+def undecided_verdict(turn: Turn) -> Grade | None:
+    """Abstain when the ground truth has no key fact (a yes/no) and the answer neither says yes or
+    no nor affirms or denies the question's claim (`Turn.a_stance` is None): "Whales are mammals."
+    for "Are whales fish?" - reading it as yes or no would be a guess."""
+    if turn.coverage.n_facts or turn.a_stance is not None:
+        return None
+    return Grade(
+        ABSTAIN, "The answer neither says yes or no nor restates or denies the claim (rule: undecided verdict)."
+    )
+
+
 def nothing_found(turn: Turn) -> Grade | None:
     """0.1 when the ground truth has key facts and the answer states none of them (wrong or
     off-topic), unless the answer gives the ground truth's yes/no verdict (`verdict_with_missing_facts`).
     Names the first three missing terms and two missing numbers."""
     cov = turn.coverage
-    if not cov.n_facts or cov.n_found or (turn.g_verdict and turn.a_verdict == turn.g_verdict):
+    if not cov.n_facts or cov.n_found or (turn.g_verdict and turn.a_stance == turn.g_verdict):
         return None
     return Grade(
         NOTHING_FOUND,
@@ -245,7 +319,7 @@ def nothing_found(turn: Turn) -> Grade | None:
 def same_verdict(turn: Turn) -> Grade | None:
     """0.95 when the ground truth has no key fact and the answer opens with the yes/no the ground
     truth reads as."""
-    if turn.coverage.n_facts or turn.a_verdict != _polarity(turn.g_verdict, turn.g):
+    if turn.coverage.n_facts or turn.a_verdict is None or turn.a_verdict != _polarity(turn.g_verdict, turn.g):
         return None
     return Grade(VERBOSE, f'The answer gives the same verdict "{turn.a_verdict}" as the ground truth (rule: verdict)')
 
@@ -264,19 +338,18 @@ def same_polarity(turn: Turn) -> Grade | None:
     was decided by `polarity_contradiction`)."""
     if turn.coverage.n_facts:
         return None
-    a_polarity = _polarity(turn.a_verdict, turn.a)
-    return Grade(VERDICT_ONLY, f'The answer reads as "{a_polarity}" like the ground truth (rule: verdict)')
+    return Grade(VERDICT_ONLY, f'The answer reads as "{turn.a_stance}" like the ground truth (rule: verdict)')
 
 
 def verdict_with_missing_facts(turn: Turn) -> Grade | None:
     """0.8 + 0.15 x coverage when the answer gives the ground truth's leading yes/no but some
     supporting facts are missing."""
     cov = turn.coverage
-    if not (cov.ratio < 1.0 and turn.g_verdict and turn.a_verdict == turn.g_verdict):
+    if not (cov.ratio < 1.0 and turn.g_verdict and turn.a_stance == turn.g_verdict):
         return None
     return Grade(
         VERDICT_BASE + VERDICT_SPAN * cov.ratio,
-        f'The verdict "{turn.a_verdict}" matches; {cov.n_facts - cov.n_found} of {cov.n_facts} supporting facts '
+        f'The verdict "{turn.a_stance}" matches; {cov.n_facts - cov.n_found} of {cov.n_facts} supporting facts '
         "missing (rule: verdict, coverage)",
     )
 
@@ -331,11 +404,13 @@ def typo_cap(turn: Turn, grade: Grade) -> Grade:
     if len(typos) == 1:
         term, seen = typos[0]
         return Grade(
-            min(grade.score, TYPO_CAP), f'{grade.reasoning}; "{seen}" is a misspelling of "{term}" (rule: typo cap)'
+            min(_band_score(grade), TYPO_CAP),
+            f'{grade.reasoning}; "{seen}" is a misspelling of "{term}" (rule: typo cap)',
         )
     if typos:
         return Grade(
-            min(grade.score, TYPOS_CAP), f"{grade.reasoning}; {len(typos)} key terms are misspelt (rule: typo cap)"
+            min(_band_score(grade), TYPOS_CAP),
+            f"{grade.reasoning}; {len(typos)} key terms are misspelt (rule: typo cap)",
         )
     return grade
 
@@ -344,7 +419,7 @@ def hedge_cap(turn: Turn, grade: Grade) -> Grade:
     """A hedge in the answer ("not sure", "maybe", "perhaps", "either", "could be", ...) that the
     ground truth does not also use caps the score at 0.6."""
     hedge = _HEDGES.search(turn.a.norm)
-    if not hedge or _HEDGES.search(turn.g.norm) or grade.score <= HEDGE_CAP:
+    if not hedge or _HEDGES.search(turn.g.norm) or _band_score(grade) <= HEDGE_CAP:
         return grade
     return Grade(HEDGE_CAP, f'{grade.reasoning}; the answer hedges ("{hedge.group()}") (rule: hedge cap)')
 
@@ -355,7 +430,7 @@ def number_hedge_cap(turn: Turn, grade: Grade) -> Grade:
     required number while the other can contradict (`_rival`) and has no other unit than the
     matching one: "41 or 42" for "42". Numbers merely listed side by side and restatements in
     another unit ("100 °C, or 212 °F") are not alternatives. The first such pair is named."""
-    if grade.score <= HEDGE_CAP:
+    if _band_score(grade) <= HEDGE_CAP:
         return grade
     required = turn.coverage.required
     for pair in alternative_pairs(turn.a.norm, turn.a.all_numbers):
@@ -376,21 +451,121 @@ def number_hedge_cap(turn: Turn, grade: Grade) -> Grade:
 def refusal_hedge_cap(turn: Turn, grade: Grade) -> Grade:
     """A hard refusal phrase next to all the facts (`refusal` did not decide) caps the score at 0.5."""
     hard = _hard_refusal(turn)
-    if hard is None or grade.score <= REFUSAL_HEDGE_CAP:
+    if hard is None or _band_score(grade) <= REFUSAL_HEDGE_CAP:
         return grade
     return Grade(REFUSAL_HEDGE_CAP, f'{grade.reasoning}; it also says "{hard.group()}" (rule: refusal hedge)')
+
+
+# --------------------------------------------------------------------------- checks
+
+_SUPERLATIVES = frozenset(
+    [
+        "largest",
+        "biggest",
+        "smallest",
+        "tallest",
+        "shortest",
+        "oldest",
+        "youngest",
+        "highest",
+        "lowest",
+        "longest",
+        "deepest",
+        "fastest",
+        "slowest",
+        "closest",
+        "farthest",
+        "furthest",
+        "best",
+        "worst",
+        "most",
+        "least",
+        "first",
+        "last",
+        "only",
+        "also",
+    ]
+)
+_CAPITALISED_RE = re.compile(r"(?<![\w.@-])([A-Z][A-Za-z]+)")
+_SENTENCE_END_RE = re.compile(r"[.!?:;\n]\s*$|^\s*$")
+MAX_CLAIM_WORDS = 2000  # answer words an extra claim is looked for among
+
+
+def _known(turn: Turn) -> set[str]:
+    """Stems of every word of the question and the ground truth, and their first five letters."""
+    words = [*turn.q.words, *turn.g.words]
+    return {stem(w) for w in words} | {w[:4] for w in words if len(w) >= 4}
+
+
+def extra_claim(turn: Turn, grade: Grade) -> Grade:
+    """Abstain instead of passing when the answer adds a claim that neither the question nor the
+    ground truth can confirm, so that a wrong extra claim beside the right fact is not passed:
+
+    - a number that is not weak, repeats no question number and matches no ground-truth number,
+      when the ground truth has no number ("Leonardo da Vinci painted it in 1889") or has one in
+      the same unit ("It freezes at 10 °C" beside "100 °C"; a rate or another currency beside a
+      conversion is not a claim of that kind);
+    - a capitalised word, not at a sentence start, not an all-capitals acronym of up to four
+      letters nor a month or weekday, that the question and the ground truth lack (by stem or
+      first four letters: "Japanese" for "Japan" is known) ("She also wrote 'Jane Eyre'");
+    - a superlative, "only", "first" or "also" the question and the ground truth lack ("Mercury,
+      also the largest planet").
+
+    Looked for among the answer's first MAX_CLAIM_WORDS words. A true extra claim abstains too:
+    the judge cannot tell it from a false one. Not checked when the ground truth is a bare yes/no
+    and the answer opens with an explicit yes/no (the verdict is what is graded: "Yes, sale items
+    can be exchanged within 30 days." for "yes")."""
+    if grade.score is None or grade.score < PASS:
+        return grade
+    if not turn.coverage.n_facts and turn.a_verdict is not None:
+        return grade  # a yes/no question answered with an explicit yes/no: the verdict is what is graded
+    known = _known(turn)
+    g_units = {n.unit for n in turn.g.numbers}
+    for number in turn.a_numbers:
+        comparable = not turn.g.numbers or (number.unit is not None and number.unit in g_units)
+        if (
+            comparable
+            and not number.weak
+            and not turn.echoes_question(number)
+            and not any(numbers_match(n, number) or numbers_match(number, n) for n in turn.g.numbers)
+        ):
+            return Grade(
+                ABSTAIN,
+                f'The answer adds "{number.describe(turn.a.norm)}", which the ground truth cannot confirm '
+                "(rule: extra claim).",
+            )
+    raw = turn.answer[: MAX_CLAIM_WORDS * 12]
+    for match in _CAPITALISED_RE.finditer(raw):
+        word = match.group(1)
+        if (word.isupper() and len(word) <= 4) or _SENTENCE_END_RE.search(
+            raw[max(0, match.start() - 3) : match.start()]
+        ):
+            continue
+        norm = word.casefold()
+        if norm in STOPWORDS or norm in CALENDAR_WORDS or stem(norm) in known or norm[:4] in known:
+            continue
+        return Grade(ABSTAIN, f'The answer adds "{word}", which the ground truth cannot confirm (rule: extra claim).')
+    for word in turn.a.words[:MAX_CLAIM_WORDS]:
+        if word in _SUPERLATIVES and stem(word) not in known:
+            return Grade(
+                ABSTAIN, f'The answer adds a "{word}" claim the ground truth cannot confirm (rule: extra claim).'
+            )
+    return grade
 
 
 RULES: tuple[Rule, ...] = (
     empty_answer,
     empty_ground_truth,
     normalised_match,
+    expected_refusal,
     refusal,
+    wrong_identifier,
     wrong_number,
     yes_no_contradiction,
     negation,
     antonym,
     polarity_contradiction,
+    undecided_verdict,
     nothing_found,
 )
 BANDS: tuple[Rule, ...] = (
@@ -403,10 +578,12 @@ BANDS: tuple[Rule, ...] = (
     complete,
 )
 CAPS: tuple[Cap, ...] = (typo_cap, hedge_cap, number_hedge_cap, refusal_hedge_cap)
+CHECKS: tuple[Check, ...] = (extra_claim,)
 
 
-def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str]:
-    """Score `answer` against `ground_truth` for `query`: (score in [0, 1], one-sentence reason).
+def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float | None, str]:
+    """Score `answer` against `ground_truth` for `query`: (score in [0, 1], one-sentence reason), or
+    (None, reason) when the judge abstains (`undecided_verdict`, `extra_claim`).
 
     Pure and deterministic. The reasoning names the rule that decided the score.
     """
@@ -417,4 +594,9 @@ def score_answer(query: str, answer: str, ground_truth: str) -> tuple[float, str
     grade = next(banded for banded in (band(turn) for band in BANDS) if banded is not None)
     for cap in CAPS:
         grade = cap(turn, grade)
-    return round(grade.score, 4), grade.reasoning + "."
+    reasoning = grade.reasoning + "."
+    for check in CHECKS:
+        checked = check(turn, Grade(grade.score, reasoning))
+        if checked.score is None:
+            return None, checked.reasoning
+    return (None if grade.score is None else round(grade.score, 4)), reasoning

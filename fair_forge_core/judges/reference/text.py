@@ -41,8 +41,100 @@ _ALIASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bworld war (?:ii|two|2)\b|\bwwii\b|\bww ii\b", "ww2"),
         (r"\bworld war (?:i|one|1)\b|\bwwi\b", "ww1"),
         (r"\bper cent\b", "percent"),
+        (r"\bnyc\b", "new york city"),
+        (r"\bd\.c\.", "dc"),
+        (r"\bbldg\.?(?=\s|$|,)", "building"),
+        (r"\bave\.(?=\s|$|,)", "avenue"),
+        (r"(?<=[a-z] )st\.?(?=\s*(?:$|[,;)]))", "street"),
+        (r"(?<=[a-z] )rd\.?(?=\s*(?:$|[,;)]))", "road"),
+        # negations worded as one word or idiom: "not" + the positive word
+        (r"\bno longer\b", "not"),
+        (r"\bout of stock\b", "not in stock"),
+        (r"\bunavailable\b", "not available"),
+        (r"\bexcluded\b", "not included"),
+        (r"\b(?:prohibited|forbidden|banned|disallowed)\b", "not allowed"),
+        (r"\binvalid\b", "not valid"),
+        (r"\bclosed\b", "not open"),
+        (r"\bunsafe\b", "not safe"),
+        (r"\bimpossible\b", "not possible"),
+        (r"\billegal\b", "not legal"),
+        (r"\bincorrect\b", "not correct"),
+        (r"\btoo late to\b", "can not"),
     )
 )
+# The aliases in one pass (they do not overlap; each is literal text, no group references).
+_ALIAS_RE = re.compile("|".join(f"(?P<a{i}>{pattern.pattern})" for i, (pattern, _) in enumerate(_ALIASES)))
+_ALIAS_REPL = {f"a{i}": repl for i, (_, repl) in enumerate(_ALIASES)}
+_RAW_CODES = re.compile(r"\b(?:[A-Z]{2}|USA?)\b")
+US_STATES = dict(
+    pair.split("=")
+    for pair in [
+        "AL=alabama",
+        "AK=alaska",
+        "AZ=arizona",
+        "AR=arkansas",
+        "CA=california",
+        "CO=colorado",
+        "CT=connecticut",
+        "DE=delaware",
+        "FL=florida",
+        "GA=georgia",
+        "HI=hawaii",
+        "ID=idaho",
+        "IL=illinois",
+        "IN=indiana",
+        "IA=iowa",
+        "KS=kansas",
+        "KY=kentucky",
+        "LA=louisiana",
+        "ME=maine",
+        "MD=maryland",
+        "MA=massachusetts",
+        "MI=michigan",
+        "MN=minnesota",
+        "MS=mississippi",
+        "MO=missouri",
+        "MT=montana",
+        "NE=nebraska",
+        "NV=nevada",
+        "NH=new_hampshire",
+        "NJ=new_jersey",
+        "NM=new_mexico",
+        "NY=new_york",
+        "NC=north_carolina",
+        "ND=north_dakota",
+        "OH=ohio",
+        "OK=oklahoma",
+        "OR=oregon",
+        "PA=pennsylvania",
+        "RI=rhode_island",
+        "SC=south_carolina",
+        "SD=south_dakota",
+        "TN=tennessee",
+        "TX=texas",
+        "UT=utah",
+        "VT=vermont",
+        "VA=virginia",
+        "WA=washington",
+        "WV=west_virginia",
+        "WI=wisconsin",
+        "WY=wyoming",
+        "US=usa",
+        "USA=usa",
+    ]
+)
+
+
+def expand_codes(raw: str, other_norm: str) -> str:
+    """`raw` with each upper-case US state code ("CA", "TX") and "US" written out, but only where the
+    other text (normalised) names that state: "CA" is California when the ground truth says so,
+    otherwise it stays a code (and "CO" stays apart from "California")."""
+
+    def repl(match: re.Match[str]) -> str:
+        name = US_STATES.get(match.group(), "").replace("_", " ")
+        return name if name and re.search(rf"\b{name}\b", other_norm) else match.group()
+
+    return _RAW_CODES.sub(repl, raw)
 
 
 def normalise(text: str) -> str:
@@ -54,9 +146,7 @@ def normalise(text: str) -> str:
     text = text.casefold()
     for pattern, repl in _CONTRACTIONS:
         text = pattern.sub(repl, text)
-    for pattern, repl in _ALIASES:
-        text = pattern.sub(repl, text)
-    return text
+    return _ALIAS_RE.sub(lambda m: _ALIAS_REPL[m.lastgroup or ""], text)
 
 
 def normalise_each(words: Sequence[str]) -> list[str]:
@@ -157,6 +247,7 @@ for _a, _b in (
     ("odd", "even"),
     ("win", "lose"),
     ("won", "lost"),
+    ("open", "shut"),
 ):
     ANTONYMS[_a], ANTONYMS[_b] = _b, _a
 
@@ -214,9 +305,9 @@ def negated(tokens: list[str], at: int, window: int = 4) -> bool:
 def leading_verdict(tokens: list[str]) -> str | None:
     """The verdict "yes" or "no" that one of the first three clause tokens states, else None."""
     for token in [t for t in tokens if t != BOUNDARY][:3]:
-        if token in ("yes", "yeah", "yep"):
+        if token in ("yes", "yeah", "yep", "oui", "ja", "sim"):
             return "yes"
-        if token in ("no", "nope"):
+        if token in ("no", "nope", "non", "nein", "nao"):
             return "no"
     return None
 

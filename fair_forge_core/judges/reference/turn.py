@@ -4,11 +4,25 @@ Key facts are the ground truth's required numbers and its content terms (stopwor
 yes/no and negators dropped) that are not already in the question - echoing the
 question proves nothing. If no key fact is left the question's terms are used after all
 (unless the ground truth is a bare yes/no verdict). A multi-word name of the ground truth
-is one fact (`names.fact_groups`).
+is one fact (`names.fact_groups`), found only with its last distinctive word (the family
+name: "Alexander Bell" does not state "Alexander Fleming").
+
+Identifiers (`identifiers`: an e-mail, or a code of 4+ letters and digits mixing both, or
+of 7+ digits: "KT-2041-BL", "1Z999AA10123456784", "555-123-4567") are facts of their own,
+found only exactly, separators and case aside ("DE89 3704 0044" = "DE893704 0044"): no
+typo tolerance, and their digits are not numbers.
+
+Numbers and the question: an answer number that repeats a question number ("2 feet" for
+"How many inches are in 2 feet?") never states a required number, even one it converts
+to. A ground-truth number the question also has is required when the ground truth states
+nothing else ("If I have 10 apples and eat 5, how many are left?" - "5"); the answer's
+last number must then match it (`result_numbers`). A required 0 is stated by "none", "no
+...", "nothing" when the answer has no other number.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,12 +37,15 @@ from fair_forge_core.judges.reference.names import (
 )
 from fair_forge_core.judges.reference.numbers import NUMBER_WORDS, Num, distinct_numbers, numbers_match, read_numbers
 from fair_forge_core.judges.reference.text import (
+    ANTONYMS,
     BOUNDARY,
+    NEGATORS,
     STOPWORDS,
     TOKEN_RE,
     blank,
     canon,
     clause_tokens,
+    expand_codes,
     leading_verdict,
     negated,
     normalise,
@@ -36,6 +53,50 @@ from fair_forge_core.judges.reference.text import (
 )
 
 MAX_TERMS = 200  # key terms of the ground truth looked for (package docstring, "Bounded work")
+MAX_IDENTIFIERS = 20  # identifiers of the ground truth looked for
+
+_ID_RE = re.compile(r"[a-z0-9]+(?:[-./@_+][a-z0-9]+)*")
+_ALNUM_RE = re.compile(r"[a-z0-9]+")
+_NONE_FORM_RE = re.compile(r"\b(?:none|nothing|nobody|no|zero|not any|neither)\b")
+
+
+def _is_identifier(span: str) -> bool:
+    """An e-mail, or a code: 4+ letters and digits with both, or 7+ digits (module docstring)."""
+    code = "".join(_ALNUM_RE.findall(span))
+    digits = sum(c.isdigit() for c in code)
+    if "@" in span and "." in span.split("@")[-1]:
+        return True
+    if "," in span or (span.count(".") == 1 and not any(c.isalpha() for c in span)):
+        return False  # 1,000,000 and 3.14159 are numbers
+    return (len(code) >= 4 and 0 < digits < len(code)) or digits >= 7
+
+
+def identifiers(norm: str, numbers: list[Num]) -> list[tuple[str, int, int]]:
+    """(code without separators, start, end) of each identifier of normalised text, outside dates
+    and times; the first MAX_IDENTIFIERS."""
+    dated = [(n.start, n.end) for n in numbers if n.unit in ("date", "clock")]
+    out = []
+    for m in _ID_RE.finditer(norm):
+        if any(a <= m.start() < b for a, b in dated) or not _is_identifier(m.group()):
+            continue
+        out.append(("".join(_ALNUM_RE.findall(m.group())), m.start(), m.end()))
+        if len(out) >= MAX_IDENTIFIERS:
+            break
+    return out
+
+
+def find_code(tokens: list[re.Match[str]], code: str) -> tuple[int, int] | None:
+    """The span of consecutive answer tokens that spell `code` once joined, else None."""
+    for i, token in enumerate(tokens):
+        if not code.startswith(token.group()):
+            continue
+        joined, j = token.group(), i
+        while len(joined) < len(code) and j + 1 < len(tokens):
+            j += 1
+            joined += tokens[j].group()
+        if joined == code:
+            return token.start(), tokens[j].end()
+    return None
 
 
 @dataclass
@@ -94,6 +155,36 @@ def negation_flip(g: Text, a: Text) -> tuple[str | None, int]:
     return None, len(seen)
 
 
+def claim_stance(claim: Text, a: Text) -> str | None:
+    """Whether answer `a` affirms ("yes") or denies ("no") the claim of text `claim` (a question or
+    a ground truth), or None when it does neither:
+
+    - "no" when a content word of the claim is negated in the answer and not in the claim (or the
+      reverse), or the answer has the antonym of one of its content words ("closed" for "open");
+    - "yes" when the answer states the claim's content words and numbers (words by stem or synonym;
+      all of them, or all but one when there are three or more), none with the other polarity;
+    - None otherwise: "Whales are mammals." neither affirms nor denies "Are whales fish?"."""
+    terms = [w for w in claim.content if len(w) > 1]
+    numbers = [n for n in claim.numbers if not n.weak]
+    if not terms and not numbers:
+        return None
+    flipped, _ = negation_flip(claim, a)
+    if flipped:
+        return "no"
+    a_words = set(a.words)
+    for term in terms:
+        opposite = ANTONYMS.get(term)
+        if opposite and opposite in a_words and term not in a_words:
+            return "no"
+    a_stems = {stem(w) for w in a.words} | {stem(canon(w)) for w in a.words}
+    found = sum(stem(t) in a_stems or stem(canon(t)) in a_stems for t in terms)
+    found += sum(any(numbers_match(n, x) for x in a.numbers) for n in numbers)
+    total = len(terms) + len(numbers)
+    if found >= total - (1 if total >= 3 else 0):
+        return "yes"
+    return None
+
+
 @dataclass(frozen=True)
 class Coverage:
     """Which key facts of the ground truth the answer states."""
@@ -120,12 +211,79 @@ class Turn:
         self.ground_truth = ground_truth
 
     @cached_property
+    def _plain(self) -> tuple[str, str]:
+        """The normalised answer and ground truth before state codes are written out."""
+        return normalise(self.answer), normalise(self.ground_truth)
+
+    @cached_property
     def a_norm(self) -> str:
-        return normalise(self.answer)
+        expanded = expand_codes(self.answer, self._plain[1])
+        return self._plain[0] if expanded == self.answer else normalise(expanded)
 
     @cached_property
     def g_norm(self) -> str:
-        return normalise(self.ground_truth)
+        expanded = expand_codes(self.ground_truth, self._plain[0])
+        return self._plain[1] if expanded == self.ground_truth else normalise(expanded)
+
+    @cached_property
+    def g_ids(self) -> list[tuple[str, int, int]]:
+        """The ground truth's identifiers (`identifiers`)."""
+        return identifiers(self.g_norm, self.g.all_numbers)
+
+    @cached_property
+    def id_found(self) -> tuple[list[str], list[str], list[tuple[int, int]]]:
+        """(identifiers found, identifiers missing, answer spans that are identifiers: those
+        found and any other identifier-like span)."""
+        tokens = list(_ALNUM_RE.finditer(self.a_norm)) if self.g_ids else []
+        found, missing, spans = [], [], []
+        for code, _, _ in self.g_ids:
+            span = find_code(tokens, code)
+            if span is None:
+                missing.append(code)
+            else:
+                found.append(code)
+                spans.append(span)
+        spans.extend((start, end) for _, start, end in identifiers(self.a_norm, self.a.all_numbers))
+        return found, missing, spans
+
+    @cached_property
+    def a_numbers(self) -> list[Num]:
+        """The answer's compared numbers outside identifiers."""
+        spans = self.id_found[2]
+        return [n for n in self.a.numbers if not any(a <= n.start < b for a, b in spans)]
+
+    @cached_property
+    def g_numbers(self) -> list[Num]:
+        """The ground truth's compared numbers outside identifiers."""
+        spans = [(a, b) for _, a, b in self.g_ids]
+        return [n for n in self.g.numbers if not any(a <= n.start < b for a, b in spans)]
+
+    @cached_property
+    def q_numbers(self) -> list[tuple[float, str | None]]:
+        """(value, unit) of each question number."""
+        return [(n.value, n.unit) for n in self.q.all_numbers]
+
+    def echoes_question(self, number: Num) -> bool:
+        """Whether an answer number repeats a question number (value, and unit when both have one)."""
+        return any(
+            v == number.value and (u is None or number.unit is None or u == number.unit) for v, u in self.q_numbers
+        )
+
+    @cached_property
+    def result_numbers(self) -> list[Num]:
+        """Ground-truth numbers that are also in the question, required when the ground truth
+        states nothing else (module docstring); their match is the answer's last number."""
+        required, key_terms = self.key_facts
+        if required or key_terms or self.g_ids or self.g_verdict is not None:
+            return []
+        return [n for n in self.g_numbers if n.value in self.q_values and not n.weak][:1]
+
+    @cached_property
+    def last_number(self) -> Num | None:
+        """The answer's last number outside identifiers (what a calculation's answer ends with)."""
+        spans = self.id_found[2]
+        outside = [n for n in self.a.all_numbers if not any(a <= n.start < b for a, b in spans)]
+        return outside[-1] if outside else None
 
     @cached_property
     def q(self) -> Text:
@@ -153,6 +311,21 @@ class Turn:
         return leading_verdict(self.a.clauses)
 
     @cached_property
+    def a_stance(self) -> str | None:
+        """The yes/no the answer gives: its leading yes/no, else what it says of the question's claim
+        (`claim_stance` against the question), else of the ground truth's claim when that has terms
+        of its own; None when neither is decided."""
+        if self.a_verdict is not None:
+            return self.a_verdict
+        stance = claim_stance(self.q, self.a)
+        if stance is None and self.g.content:
+            g_stance = claim_stance(self.g, self.a)
+            if g_stance is not None:
+                g_polarity = self.g_verdict or ("no" if any(t in NEGATORS for t in self.g.clauses) else "yes")
+                stance = g_polarity if g_stance == "yes" else ("yes" if g_polarity == "no" else "no")
+        return stance
+
+    @cached_property
     def lexicon(self) -> Lexicon:
         return Lexicon(self.a.words)
 
@@ -168,15 +341,17 @@ class Turn:
         is; the question's terms are used when nothing else is and the ground truth has no yes/no
         verdict. The first MAX_TERMS key terms."""
         q, g = self.q, self.g
-        g_numbers = [n for n in g.numbers if n.value not in self.q_values]
+        g_numbers = [n for n in self.g_numbers if n.value not in self.q_values]
         required = [n for n in g_numbers if not n.weak]
         q_content = q.content
         q_stems = {stem(w) for w in q_content} | {stem(canon(w)) for w in q_content}
         g_content = g.content
+        codes = [code for code, _, _ in self.g_ids]
+        g_content = [w for w in g_content if not any(w in code for code in codes)]
         key_terms = [w for w in g_content if stem(w) not in q_stems and stem(canon(w)) not in q_stems]
         if not key_terms and not required:
             required = [n for n in g_numbers if n.weak]
-        if not key_terms and not required and self.g_verdict is None:
+        if not key_terms and not required and self.g_verdict is None and not self.g_ids:
             key_terms = list(g_content)  # only echoes left: use them rather than nothing
         return required, key_terms[:MAX_TERMS]
 
@@ -209,16 +384,31 @@ class Turn:
                 and all(how[t] == "" and occurrences.other_name_before(t, group, g_words) for t in hits)
             ):
                 hits = []  # the answer names someone else: "Theodore Roosevelt" for "Franklin Roosevelt"
+            if named and len(heads) > 1 and how[heads[-1]] is None:
+                hits = []  # the family name is missing: "Alexander Bell" for "Alexander Fleming"
             if hits:
                 facts_found += 1
             else:
                 missing.append(" ".join(group))
                 n_named_missing += named
                 n_wording_missing += not named
-        found_numbers = [any(numbers_match(n, x) for x in self.a.numbers) for n in required]
+        stated = [x for x in self.a_numbers if not self.echoes_question(x)]
+        none_form = not stated and _NONE_FORM_RE.search(self.a_norm) is not None
+        found_numbers = [
+            any(numbers_match(n, x) for x in stated) or (n.value == 0 and n.unit is None and none_form)
+            for n in required
+        ]
+        last = self.last_number
+        found_numbers += [last is not None and numbers_match(n, last) for n in self.result_numbers]
+        required = [*required, *self.result_numbers]
         missing_numbers = [n for n, found in zip(required, found_numbers, strict=True) if not found]
+        ids_found, ids_missing, _ = self.id_found
+        missing.extend(ids_missing)
+        n_named += len(self.g_ids)
+        n_named_missing += len(ids_missing)
+        groups = groups + [[code] for code, _, _ in self.g_ids]
         n_facts = len(groups) + len(required)
-        n_found = facts_found + sum(found_numbers)
+        n_found = facts_found + sum(found_numbers) + len(ids_found)
         return Coverage(
             groups=groups,
             required=required,
