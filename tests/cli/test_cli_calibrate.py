@@ -40,10 +40,12 @@ def test_the_starter_set_on_the_offline_judge(tmp_path: Path) -> None:
     process = run_cli("calibrate", STARTER, "--out", out)
     assert process.returncode == 0, process.stderr
     report = CalibrationReport.model_validate_json(out.read_text())
-    assert report.pairs == report.scored == len(STARTER.read_text().splitlines())
+    assert report.pairs == report.scored + report.unscored == len(STARTER.read_text().splitlines())
     assert report.agreement is not None and report.tpr is not None and report.tnr is not None
     text = process.stdout
-    assert text.startswith(f"{report.pairs} labelled pairs, {report.scored} scored, 0 unscored; threshold 0.7")
+    assert text.startswith(
+        f"{report.pairs} labelled pairs, {report.scored} scored, {report.unscored} unscored; threshold 0.7"
+    )
     assert f"({report.agreement.successes}/{report.agreement.n}; 95% CI {report.agreement.ci_low:.1%}" in text
     assert f"Cohen's kappa    {report.kappa:6.3f}" in text
     assert f"({report.tpr.successes}/{report.tpr.n};" in text and f"({report.tnr.successes}/{report.tnr.n};" in text
