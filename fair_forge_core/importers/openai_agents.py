@@ -22,7 +22,8 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   differs from the current query, or when its input holds more user messages than any
   earlier generation's did (a new run of the conversation, even with the same words).
 - A generation's `output` (assistant messages, read as `openai_chat` reads them) gives
-  assistant text (its `refusal` when it has no text) and `tool_calls`, which are one step.
+  assistant text (its `refusal` when it has no text) and `tool_calls` (a list, or null),
+  which are one step.
   The answer is the turn's last assistant text (usually its last generation's).
 - A `function` span carries no call id: it answers the first unanswered call of its name
   of the latest generation under the same `agent` span (the SDK starts parallel calls in
@@ -37,7 +38,9 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   agent's name, the agents it handed off to being part of it (said); else `"agent"`.
 - Said in warnings: a triggered `guardrail`, a span with an `error`, spans with no
   conversation content (custom spans other than the SDK's own `task`/`turn`, `mcp_tools`,
-  speech, …), spans whose `parent_id` is not in the input (read as top-level).
+  speech, …; a custom span is the SDK's own when its `data.sdk_span_type` is the text `task`
+  or `turn`, whatever else its `data` holds), spans whose `parent_id` is not in the input
+  (read as top-level).
 - Missing content is an error, never a guess: a `response` span (Responses API, the SDK's
   default) exports only a `response_id`; a generation's `input`/`output` are null when
   `trace_include_sensitive_data` is False. Both are a `TraceError` naming the field.
@@ -235,7 +238,7 @@ class _Reader:
             elif kind == "guardrail":
                 if span.data.get("triggered") is True:
                     self.warn(f"{span.where}: guardrail {name!r} was triggered")
-            elif not (kind == "custom" and (span.data.get("data") or {}).get("sdk_span_type") in _SDK_STRUCTURE):
+            elif not (kind == "custom" and _sdk_span_type(span.data) in _SDK_STRUCTURE):
                 self._skipped[f"custom {name!r}" if kind == "custom" else kind] += 1
             if span.error is not None:
                 self.warn(f"{span.where}.error: the {kind} span failed: {_error_text(span.error)}")
@@ -312,6 +315,8 @@ class _Reader:
                 raise TraceError(where, "a generation's output is assistant messages")
             text, refusal = assistant_text(message, where), message.get("refusal")
             self.builder.assistant(refusal if not text.strip() and isinstance(refusal, str) else text, where)
+            if message.get("tool_calls") is not None and not isinstance(message["tool_calls"], list):
+                raise TraceError(f"{where}.tool_calls", "must be a list of tool calls or null")
             calls += tool_calls(message, where)
         # Results are matched by this importer's own keys: function spans carry no call id.
         keyed = [replace(call, call_id=f"{span.id}#{n}") for n, call in enumerate(calls)]
@@ -349,6 +354,13 @@ class _Reader:
                 del pending[n]
                 return key
         return None
+
+
+def _sdk_span_type(data: dict[str, Any]) -> str | None:
+    """A custom span's `data.sdk_span_type` when it is text (its `data` may be anything)."""
+    custom = data.get("data")
+    kind = custom.get("sdk_span_type") if isinstance(custom, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _error_text(error: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fair_forge_core.importers import TraceError, join_references
+from fair_forge_core.importers import ImportedTurn, TraceError, join_references
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.schemas import Dataset
 
@@ -212,6 +212,24 @@ def test_what_the_importer_cannot_place_is_said() -> None:
     ]
 
 
+@pytest.mark.parametrize("data", [5, ["task"], "turn", None, {"sdk_span_type": []}, {"sdk_span_type": {"a": 1}}])
+def test_a_custom_span_whose_data_is_not_the_sdks_is_skipped_and_said(data: Any) -> None:
+    imported = only(
+        [trace(), agent("a"), span("custom", "x", "a", name="note", data=data), generation("g", "a", ["q"], "a")]
+    )
+    assert (imported.turns, imported.warnings) == (
+        [ImportedTurn("q", "a")],
+        ["items[0]: spans with no conversation content skipped: custom 'note' (1)"],
+    )
+
+
+def test_the_sdks_own_task_and_turn_spans_are_skipped_silently() -> None:
+    task = span("custom", "t", None, name="w", data={"sdk_span_type": "task"})
+    turn = span("custom", "u", "t", name="turn 1", data={"sdk_span_type": "turn"})
+    imported = only([trace(), task, turn, agent("a", parent="u"), generation("g", "a", ["q"], "a")])
+    assert (imported.turns, imported.warnings) == ([ImportedTurn("q", "a")], [])
+
+
 def test_a_group_merges_metadata_keeping_the_earliest_value_and_said() -> None:
     second = "trace_00000000000000000000000000000002"
     imported = only(
@@ -284,6 +302,8 @@ def _broken(change: str) -> Any:
         "output": lambda: g.update(output={"role": "assistant"}) or items,
         "output-role": lambda: g.update(output=[{"role": "user", "content": "x"}]) or items,
         "call-name": lambda: g["output"][0].update(tool_calls=[{"id": "c", "function": {}}]) or items,
+        "tool-calls-number": lambda: g["output"][0].update(tool_calls=5) or items,
+        "tool-calls-object": lambda: g["output"][0].update(tool_calls={"id": "c"}) or items,
         "function-name": lambda: f.update(name="") or items,
         "no-spans": lambda: [items[0]],
         "assistant-id": lambda: [{**items[0], "metadata": {"assistant_id": 7}}, *items[1:]],
@@ -317,6 +337,8 @@ def _broken(change: str) -> Any:
         ("output", "items[2].span_data.output", "must be a list of assistant messages"),
         ("output-role", "items[2].span_data.output[0]", "a generation's output is assistant messages"),
         ("call-name", "items[2].span_data.output[0].tool_calls[0]", "needs the tool's name"),
+        ("tool-calls-number", "items[2].span_data.output[0].tool_calls", "must be a list of tool calls or null"),
+        ("tool-calls-object", "items[2].span_data.output[0].tool_calls", "must be a list of tool calls or null"),
         ("function-name", "items[3].span_data.name", "needs the tool's name"),
         ("no-spans", "items[0]", "has no spans in the input"),
         ("assistant-id", "items[0].metadata.assistant_id", "must be a non-empty string"),
