@@ -49,7 +49,7 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -199,7 +199,8 @@ class _Reader:
         self.builder = TurnBuilder(where)
         self._by_id = {span.id: span for span in spans}
         self._scopes: dict[str, tuple[str | None, bool]] = {}  # span id → (enclosing agent span, inside a tool)
-        self._pending: dict[str | None, list[tuple[str, str]]] = defaultdict(list)  # agent → (name, key) unanswered
+        # agent span → tool name → the keys of its latest generation's unanswered calls of that name, in call order
+        self._pending: dict[str | None, dict[str, deque[str]]] = {}
         self._query: str | None = None
         self._users = 0
         self._agents: list[str] = []
@@ -321,7 +322,10 @@ class _Reader:
         # Results are matched by this importer's own keys: function spans carry no call id.
         keyed = [replace(call, call_id=f"{span.id}#{n}") for n, call in enumerate(calls)]
         self.builder.step(keyed, span.where)
-        self._pending[agent] = [(call.name, str(call.call_id)) for call in keyed]
+        pending: dict[str, deque[str]] = defaultdict(deque)
+        for call in keyed:
+            pending[str(call.name)].append(str(call.call_id))
+        self._pending[agent] = pending
 
     def _function(self, span: _Span, agent: str | None) -> None:
         name, output = span.data.get("name"), span.data.get("output")
@@ -348,12 +352,8 @@ class _Reader:
 
     def _take(self, agent: str | None, name: str | None) -> str | None:
         """The key of the first unanswered call named `name` of `agent`'s latest generation."""
-        pending = self._pending[agent]
-        for n, (called, key) in enumerate(pending):
-            if called == name:
-                del pending[n]
-                return key
-        return None
+        queue = self._pending.get(agent, {}).get(name) if name is not None else None
+        return queue.popleft() if queue else None
 
 
 def _sdk_span_type(data: dict[str, Any]) -> str | None:

@@ -272,6 +272,22 @@ def test_ten_thousand_spans_in_the_exporters_order_import_in_order() -> None:
     assert len(imported.turns) == 1000 and imported.turns[-1].answer == "answer 999"
 
 
+def test_ten_thousand_calls_of_one_name_and_ten_thousand_spans_of_another_are_matched_by_name() -> None:
+    calls = [call(f"c{n}", "a", json.dumps({"n": n})) for n in range(10_000)]
+    items: list[dict[str, Any]] = [trace(), agent("ag"), generation("g", "ag", ["q"], tool_calls=calls)]
+    items += [span("function", f"b{n}", "ag", name="b", input="{}", output="no call") for n in range(10_000)]
+    items += [span("function", f"a{n}", "ag", name="a", input="{}", output=str(n)) for n in range(10_000)]
+    items.append(generation("h", "ag", ["q"], "done"))
+    (turn,) = only(items).turns
+    assert [(c["tool_name"], c["parameters"], c["step"], c["result"]) for c in turn.tools_used[:10_000]] == [
+        ("a", {"n": n}, 1, n) for n in range(10_000)
+    ]
+    assert [(c["tool_name"], c["step"], c["result"]) for c in turn.tools_used[10_000:]] == [
+        ("b", 2 + n, "no call") for n in range(10_000)
+    ]
+    assert turn.answer == "done"
+
+
 # --------------------------------------------------------------------------- errors name their field
 
 
