@@ -19,8 +19,13 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   are that tool's own work: skipped, and said.
 - Turns: a `generation` span's `input` is the chat-completions messages sent to the model;
   its last `user` message is the query. A generation starts a new turn when that text
-  differs from the current query, or when its input holds more user messages than any
-  earlier generation's did (a new run of the conversation, even with the same words).
+  differs from the current query, when its input holds more user messages than any
+  earlier generation's did (a new run of the conversation, even with the same words), or
+  when it is the first generation of its trace (a new `Runner.run` of the group, even
+  without the history and with the same words) and only `system`/`developer` messages
+  follow its last user message. A trace whose first generation's input holds assistant or
+  tool messages after its last user message continues the current turn (a run resumed in
+  a new trace re-sends the answered message and the run's items).
 - A generation's `output` (assistant messages, read as `openai_chat` reads them) gives
   assistant text (its `refusal` when it has no text) and `tool_calls` (a list, or null),
   which are one step.
@@ -57,6 +62,7 @@ from typing import Any
 from fair_forge_core.importers.openai_chat import assistant_text, tool_calls
 from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder, read_text
 
+_CONTEXT_ROLES = frozenset({"system", "developer"})  # instructions: not part of the conversation's turns
 _SDK_STRUCTURE = frozenset({"task", "turn"})  # custom spans the runner makes itself: structure, no content
 _REDACTED = "the SDK leaves it out of the export when trace_include_sensitive_data is False"
 _END = datetime.max.replace(tzinfo=UTC)
@@ -66,6 +72,7 @@ _END = datetime.max.replace(tzinfo=UTC)
 class _Span:
     where: str
     id: str
+    trace_id: str
     parent_id: str | None
     start: datetime
     type: str
@@ -163,7 +170,7 @@ def _span(item: dict[str, Any], where: str) -> tuple[str, _Span]:
     if start is None:
         raise TraceError(f"{where}.started_at", "must be an ISO 8601 time")
     start = start if start.tzinfo else start.replace(tzinfo=UTC)
-    return item["trace_id"], _Span(where, item["id"], parent, start, data["type"], data, error)
+    return item["trace_id"], _Span(where, item["id"], item["trace_id"], parent, start, data["type"], data, error)
 
 
 def _conversation(traces: list[_Trace]) -> ImportedTrace:
@@ -203,6 +210,7 @@ class _Reader:
         self._pending: dict[str | None, dict[str, deque[str]]] = {}
         self._query: str | None = None
         self._users = 0
+        self._traces_read: set[str] = set()  # traces whose first generation has been read
         self._agents: list[str] = []
         self._skipped: Counter[str] = Counter()
         self._inside = self._orphans = 0
@@ -291,15 +299,19 @@ class _Reader:
             raise TraceError(f"{here}.input", f"the messages sent to the model are missing: {_REDACTED}")
         if not isinstance(messages, list):
             raise TraceError(f"{here}.input", "must be a list of chat-completions messages")
-        users, last = 0, None
+        users, last, answered = 0, None, False
         for n, message in enumerate(messages):
             if not isinstance(message, dict) or "role" not in message:
                 raise TraceError(f"{here}.input[{n}]", "a message is an object with a `role`")
             if message["role"] == "user":
-                users, last = users + 1, n
+                users, last, answered = users + 1, n, False
+            elif message["role"] not in _CONTEXT_ROLES:
+                answered = True  # the model already answered the last user message (a run resumed, or a tool's result)
+        first_of_trace = span.trace_id not in self._traces_read
+        self._traces_read.add(span.trace_id)
         if last is not None:
             query = read_text(messages[last].get("content"), f"{here}.input[{last}].content")
-            if query != self._query or users > self._users:
+            if query != self._query or users > self._users or (first_of_trace and not answered):
                 self.builder.user(query)
                 self._query = query
             self._users = max(self._users, users)

@@ -168,6 +168,56 @@ def test_new_turns_at_a_new_user_message_or_more_user_messages_and_steps_restart
     ]
 
 
+SECOND = "trace_00000000000000000000000000000002"
+
+
+def test_each_trace_of_a_group_starts_a_turn_even_with_the_same_words_and_no_history() -> None:
+    imported = only(
+        [
+            trace(TRACE, "thread-1"),
+            trace(SECOND, "thread-1"),
+            agent("a"),
+            generation("g1", "a", ["yes"], "Booked.", tool_calls=[call("c", "book")]),
+            span("function", "f", "a", name="book", input="{}", output="ok"),
+            generation("g2", "a", ["yes"], "Booked the flight."),
+            agent("b", trace_id=SECOND),
+            generation("g3", "b", ["yes"], "Paid.", trace_id=SECOND),
+        ]
+    )
+    assert imported.turns == [
+        ImportedTurn("yes", "Booked the flight.", [{"tool_name": "book", "parameters": {}, "step": 1, "result": "ok"}]),
+        ImportedTurn("yes", "Paid."),
+    ]
+    assert imported.warnings == []
+
+
+def test_a_trace_that_resends_an_answered_user_message_continues_its_turn() -> None:
+    resumed = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Book it"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c", "book")]},
+        {"role": "tool", "tool_call_id": "c", "content": "approved"},
+    ]
+    imported = only(
+        [
+            trace(TRACE, "thread-1"),
+            trace(SECOND, "thread-1"),
+            agent("a"),
+            generation("g1", "a", ["Book it"], tool_calls=[call("c", "book")]),
+            agent("b", trace_id=SECOND),
+            span(
+                "generation",
+                "g2",
+                "b",
+                input=resumed,
+                output=[{"role": "assistant", "content": "Booked."}],
+                trace_id=SECOND,
+            ),
+        ]
+    )
+    assert imported.turns == [ImportedTurn("Book it", "Booked.", [{"tool_name": "book", "parameters": {}, "step": 1}])]
+
+
 def test_spans_inside_a_function_span_are_the_tools_work_and_said() -> None:
     imported = only(
         [
@@ -231,7 +281,7 @@ def test_the_sdks_own_task_and_turn_spans_are_skipped_silently() -> None:
 
 
 def test_a_group_merges_metadata_keeping_the_earliest_value_and_said() -> None:
-    second = "trace_00000000000000000000000000000002"
+    second = SECOND
     imported = only(
         [
             trace(second, "thread-1", {"task": "b", "user": "u1"}),
