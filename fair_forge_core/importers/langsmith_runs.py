@@ -11,12 +11,18 @@ The rules (shared ones in `importers.trace`):
 
 - runs are grouped by trace: `trace_id`, else the run id that starts `dotted_order`
   (`<start>Z<run id>.<child start>Z<child id>…`), else the trace of the parent, else the
-  run's own id (as `Run` does for a root). Within a trace runs are read in `dotted_order`
-  (execution order, parents before children); if a run lacks it, in `start_time` (ISO text)
-  order, said in a warning. The root is the run without a parent in the input;
+  run's own id (as `Run` does for a root); in a `parent_run_id` cycle, the run that closes
+  it. Within a trace runs are read in `dotted_order` (execution order, parents before
+  children); if a run lacks it, in `start_time` order, said in a warning. A `start_time` is
+  an ISO 8601 time compared in UTC: with an offset or `Z`, or without one (then UTC, as
+  LangSmith writes it); equal times keep the input order. If a run it orders has a
+  missing or unreadable `start_time`, nothing is sorted by time: the input order is kept
+  (the root first) and a warning names that run. The root is the run without a parent in
+  the input;
 - a trace is one turn. Traces whose root's `extra.metadata` holds the same `session_id`,
   `thread_id` or `conversation_id` (LangSmith threads, docs.langchain.com/langsmith/threads)
-  are one conversation, whose id is that value; its turns in root `start_time` order.
+  are one conversation, whose id is that value; its turns in root `start_time` order (as
+  above: UTC; a root without a readable one keeps the input order, with a warning).
   (The run field `session_id` is the project, not the thread.) Otherwise the id is the
   trace's. Metadata is the first root's `extra.metadata`; the assistant is its
   `assistant_id`, else the root's `name`;
@@ -47,6 +53,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict, deque
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fair_forge_core.importers.langchain_messages import (
@@ -62,6 +69,7 @@ from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, T
 _THREAD_KEYS = ("session_id", "thread_id", "conversation_id")
 _QUERY_KEYS = ("input", "question", "query")
 _ANSWER_KEYS = ("output", "answer", "response", "result")
+_NEVER = datetime.max.replace(tzinfo=UTC)  # a sort key for what has no time (never used once all are read)
 
 
 @dataclass
@@ -78,19 +86,17 @@ def traces_from_langsmith(data: Any) -> list[ImportedTrace]:
     """The conversations of the runs in `data` (see the module docstring)."""
     runs = _flatten(data if isinstance(data, list) else [data])
     by_id = {run.id: run for run in runs}
+    trace_of = _trace_ids(runs, by_id)
     traces: dict[str, list[_Run]] = defaultdict(list)
     for run in runs:
-        traces[_trace_of(run, by_id)].append(run)
+        traces[trace_of[run.id]].append(run)
     threads: dict[str, list[list[_Run]]] = defaultdict(list)
     for trace_id, members in traces.items():
         root = _root(members, trace_id, by_id)
         metadata = _metadata(root)
         thread = next((str(metadata[k]) for k in _THREAD_KEYS if metadata.get(k) not in (None, "")), trace_id)
         threads[thread].append([root, *(run for run in members if run is not root)])
-    return [
-        _conversation(thread_id, sorted(group, key=lambda t: str(t[0].raw.get("start_time") or "")))
-        for thread_id, group in threads.items()
-    ]
+    return [_conversation(thread_id, group) for thread_id, group in threads.items()]
 
 
 def _flatten(items: list[Any]) -> list[_Run]:
@@ -130,17 +136,42 @@ def _dotted_root(dotted: Any) -> str | None:
     return dotted.split(".", 1)[0][-36:] or None
 
 
-def _trace_of(run: _Run, by_id: dict[str, _Run]) -> str:
-    seen: set[str] = set()
-    while run.trace is None and run.parent in by_id and run.id not in seen:
-        seen.add(run.id)
-        run = by_id[run.parent]
-    return run.trace or run.id
+def _trace_ids(runs: list[_Run], by_id: dict[str, _Run]) -> dict[str, str]:
+    """Each run's trace (run id → trace id): its own `trace`, else its parent's, else its own
+    id. Walked up iteratively and memoised, so each run is visited once; in a parent cycle the
+    run that closes it stands as the trace, for every run that leads into it."""
+    found: dict[str, str] = {}
+    for run in runs:
+        chain: list[_Run] = []
+        on_chain: set[str] = set()
+        node = run
+        while node.id not in found and node.trace is None and node.parent in by_id and node.id not in on_chain:
+            chain.append(node)
+            on_chain.add(node.id)
+            node = by_id[str(node.parent)]
+        trace = found.get(node.id) or node.trace or node.id
+        found[node.id] = trace
+        for member in chain:
+            found[member.id] = trace
+    return found
 
 
 def _root(members: list[_Run], trace_id: str, by_id: dict[str, _Run]) -> _Run:
     tops = [run for run in members if run.id == trace_id or run.parent not in by_id]
     return next((run for run in tops if run.id == trace_id), tops[0] if tops else members[0])
+
+
+def _start_time(run: _Run) -> datetime | None:
+    """A run's `start_time` as a UTC time: ISO 8601 text, with an offset or `Z` (a time without
+    one is UTC, as LangSmith writes it); `None` when missing or not such text."""
+    value = run.raw.get("start_time")
+    if not isinstance(value, str):
+        return None
+    try:
+        start = datetime.fromisoformat(value)
+        return start.astimezone(UTC) if start.tzinfo else start.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _metadata(run: _Run) -> dict[str, Any]:
@@ -150,8 +181,21 @@ def _metadata(run: _Run) -> dict[str, Any]:
 
 
 def _conversation(thread_id: str, traces: list[list[_Run]]) -> ImportedTrace:
+    warnings: list[str] = []
+    if len(traces) > 1:
+        starts = [_start_time(trace[0]) for trace in traces]
+        unread = next((trace[0] for trace, start in zip(traces, starts, strict=True) if start is None), None)
+        if unread is None:
+            order = sorted(range(len(traces)), key=lambda n: starts[n] or _NEVER)
+            traces = [traces[n] for n in order]
+        else:
+            warnings.append(
+                f"{unread.where}.start_time: not an ISO 8601 time; the traces of the thread {thread_id!r} are read"
+                " in input order"
+            )
     first = traces[0][0]
     builder = TurnBuilder(first.where)
+    builder.warnings += warnings
     for trace in traces:
         _turn(trace[0], trace, builder)
     metadata = _metadata(first)
@@ -166,8 +210,18 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
     if all(isinstance(run.raw.get("dotted_order"), str) and run.raw["dotted_order"] for run in members):
         ordered = sorted(members, key=lambda run: str(run.raw["dotted_order"]))
     else:
-        warnings.append(f"{root.where}: runs of this trace lack dotted_order; read in start_time order")
-        ordered = sorted(members, key=lambda run: str(run.raw.get("start_time") or ""))
+        starts = [_start_time(run) for run in members]
+        unread = next((run for run, start in zip(members, starts, strict=True) if start is None), None)
+        if unread is None:
+            warnings.append(f"{root.where}: runs of this trace lack dotted_order; read in start_time order")
+            order = sorted(range(len(members)), key=lambda n: starts[n] or _NEVER)
+            ordered = [members[n] for n in order]
+        else:
+            warnings.append(
+                f"{root.where}: runs of this trace lack dotted_order, and {unread.where}.start_time is not an"
+                " ISO 8601 time; read in input order, the root first"
+            )
+            ordered = members
     builder.user(_query(root, ordered, warnings))
     pending: dict[str, deque[RawCall]] = defaultdict(deque)  # tool name → its unanswered calls, in order
     by_key: dict[str, RawCall] = {}

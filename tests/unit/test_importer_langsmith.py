@@ -214,6 +214,98 @@ def test_threads_join_traces_in_start_order_and_other_traces_stay_apart() -> Non
     assert traces[0].metadata == {"conversation_id": "c1"}
 
 
+def test_a_chain_of_ten_thousand_runs_linked_by_parent_only_is_one_trace() -> None:
+    runs = [
+        {"id": "r0", "run_type": "chain", "name": "agent", "inputs": {"input": "hi"}, "outputs": {"output": "done"}}
+    ]
+    runs += [{"id": f"r{n}", "run_type": "chain", "parent_run_id": f"r{n - 1}"} for n in range(1, 10_000)]
+    (trace,) = traces_from_langsmith(runs[::-1])  # children first: every walk up is long
+    assert (trace.trace_id, trace.turns) == ("r0", [ImportedTurn("hi", "done")])
+    assert trace.warnings == [
+        "runs[9999]: runs of this trace lack dotted_order, and runs[9999].start_time is not an ISO 8601 time;"
+        " read in input order, the root first"
+    ]
+
+
+def test_runs_in_a_parent_cycle_are_one_trace_closed_by_the_first_run_read() -> None:
+    runs = [
+        {"id": "b", "run_type": "chain", "parent_run_id": "a", "inputs": {"input": "q"}, "outputs": {"output": "y"}},
+        {"id": "a", "run_type": "llm", "parent_run_id": "b", "outputs": llm_output(text="x")},
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert (trace.trace_id, trace.turns) == ("b", [ImportedTurn("q", "y")])
+    assert trace.warnings == [
+        "runs[0]: the trace's root run is not in the input; this run stands for it",
+        "runs[0]: runs of this trace lack dotted_order, and runs[0].start_time is not an ISO 8601 time; read in"
+        " input order, the root first",
+    ]
+
+
+def _timed(run_id: str, run_type: str, start: Any, **fields: Any) -> dict[str, Any]:
+    return {"id": run_id, "run_type": run_type, "start_time": start, **fields}
+
+
+def test_start_times_are_compared_as_times_in_utc_not_as_text() -> None:
+    runs = [
+        _timed("t", "chain", "2025-01-01T10:00:00Z", name="agent", inputs={"input": "q"}),
+        _timed("w", "tool", "2025-01-01T10:00:00.5Z", parent_run_id="t", name="f", outputs={"output": 1}),
+        _timed("l", "llm", "2025-01-01T12:00:00.25+02:00", parent_run_id="t", outputs=llm_output(("f", {}, "c"))),
+        _timed("e", "llm", "2025-01-01T10:00:01", parent_run_id="t", outputs=llm_output(text="ok")),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns == [ImportedTurn("q", "ok", [{"tool_name": "f", "parameters": {}, "step": 1, "result": 1}])]
+    assert trace.warnings == ["runs[0]: runs of this trace lack dotted_order; read in start_time order"]
+
+
+def _thread_root(run_id: str, start: Any) -> dict[str, Any]:
+    return _timed(
+        run_id,
+        "chain",
+        start,
+        trace_id=run_id,
+        dotted_order=f"20250101T000000000000Z{run_id}",
+        inputs={"input": run_id},
+        outputs={"output": run_id.upper()},
+        extra={"metadata": {"thread_id": "th"}},
+    )
+
+
+def test_thread_turns_are_ordered_by_root_start_time_in_utc() -> None:
+    runs = [
+        _thread_root("late", "2025-01-01T09:00:00Z"),
+        _thread_root("early", "2025-01-01T10:00:00+02:00"),
+        _thread_root("mid", "2025-01-01T08:30:00.5"),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert [turn.query for turn in trace.turns] == ["early", "mid", "late"]
+    assert trace.warnings == []
+
+
+@pytest.mark.parametrize("start", [None, "yesterday", 1735722000, "2025-13-01T00:00:00Z"])
+def test_a_thread_root_without_a_readable_start_time_keeps_the_input_order_and_says_so(start: Any) -> None:
+    runs = [_thread_root("late", "2025-01-01T09:00:00Z"), _thread_root("early", start)]
+    (trace,) = traces_from_langsmith(runs)
+    assert [turn.query for turn in trace.turns] == ["late", "early"]
+    assert trace.warnings == [
+        "runs[1].start_time: not an ISO 8601 time; the traces of the thread 'th' are read in input order"
+    ]
+
+
+def test_a_run_without_a_readable_start_time_keeps_the_input_order_and_says_so() -> None:
+    runs = [
+        _timed("t", "chain", "2025-01-01T10:00:02Z", name="agent", inputs={"input": "q"}),
+        _timed("l", "llm", "2025-01-01T10:00:03Z", parent_run_id="t", outputs=llm_output(("f", {}, "c"))),
+        _timed("w", "tool", "not a time", parent_run_id="t", name="f", outputs={"output": 1}),
+        _timed("e", "llm", "2025-01-01T10:00:00Z", parent_run_id="t", outputs=llm_output(text="ok")),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns == [ImportedTurn("q", "ok", [{"tool_name": "f", "parameters": {}, "step": 1, "result": 1}])]
+    assert trace.warnings == [
+        "runs[0]: runs of this trace lack dotted_order, and runs[2].start_time is not an ISO 8601 time; read in"
+        " input order, the root first"
+    ]
+
+
 @pytest.mark.parametrize(
     ("runs", "field", "problem"),
     [
