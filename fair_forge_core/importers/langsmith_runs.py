@@ -35,9 +35,14 @@ The rules (shared ones in `importers.trace`):
   shape): its text and its tool calls, parallel calls sharing the step;
 - each `tool` run answers a call: the one whose id is its `extra.tool_call_id` (LangChain
   writes it there), `extra.metadata.tool_call_id`, `inputs.tool_call_id` or its output
-  tool message's `tool_call_id`; else the first unanswered call of its `name` whose
-  arguments equal its `inputs`, else the first unanswered call of its name (LangChain and
+  tool message's `tool_call_id` (several calls with one id, as some providers give, are
+  answered in call order by the tool runs naming it: the first unanswered one each time; a
+  warning, once per id, says when an id is given to a call while an earlier call with it is
+  unanswered); else the first unanswered call of its `name` whose
+  arguments equal its `inputs` (as canonical JSON: keys sorted, JSON text arguments parsed;
+  `1` and `1.0` differ), else the first unanswered call of its name (LangChain and
   LangGraph run tools under another parent than the model, so the parent is not used).
+  Calls are indexed by id, name and (name, arguments): each match is O(1).
   Its result is `outputs.output` (or `outputs`); a tool message's `content` with
   `status: "error"`, or the run's `error` text, is kept with `is_error`. A tool run that
   answers no call is a call of its own step (from its `name` and `inputs`), with a warning;
@@ -223,8 +228,7 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             )
             ordered = members
     builder.user(_query(root, ordered, warnings))
-    pending: dict[str, deque[RawCall]] = defaultdict(deque)  # tool name → its unanswered calls, in order
-    by_key: dict[str, RawCall] = {}
+    pending = _Pending()
     inside_tool: dict[str, str] = {}  # run id → where of the tool run it belongs to
     for run in ordered:
         if run.parent in inside_tool:
@@ -237,13 +241,11 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             text, calls = _llm_output(run, warnings)
             builder.assistant(text, run.where)
             for n, call in enumerate(calls):
-                call.call_id = call.call_id or f"{run.id}#{n}"  # so that a tool run can still answer it
-                pending[str(call.name)].append(call)
-                by_key[call.call_id] = call
+                pending.add(call, f"{run.id}#{n}", warnings)
             builder.step(calls, run.where)
         elif run.run_type == "tool":
             inside_tool[run.id] = run.where
-            _tool_run(run, pending, by_key, builder)
+            _tool_run(run, pending, builder)
         elif run.run_type == "retriever":
             warnings.append(f"{run.where}: a retriever run outside any tool; read as context, not as a tool call")
     answer = _answer(root.raw.get("outputs"), f"{root.where}.outputs")
@@ -316,24 +318,78 @@ def _output_message(outputs: dict[str, Any], where: str) -> tuple[Any, str, int]
     raise TraceError(where, "holds no message (generations, choices, message or messages)")
 
 
-def _tool_run(run: _Run, pending: dict[str, deque[RawCall]], by_key: dict[str, RawCall], builder: TurnBuilder) -> None:
+@dataclass(eq=False)
+class _Call:
+    key: str  # what the `TurnBuilder` knows the call by: `<llm run id>#<n>`, unique even when call ids repeat
+    answered: bool = False
+
+
+class _Pending:
+    """A trace's model tool calls, indexed so that a tool run finds its call in O(1): by call
+    id, by tool name and by (name, canonical arguments); each index a queue in call order from
+    which answered calls are dropped when they reach its head."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, deque[_Call]] = defaultdict(deque)
+        self._by_name: dict[str, deque[_Call]] = defaultdict(deque)
+        self._by_arguments: dict[tuple[str, str], deque[_Call]] = defaultdict(deque)
+        self._repeated: set[str] = set()
+
+    def add(self, raw: RawCall, key: str, warnings: list[str]) -> None:
+        """A call of an llm run; its `call_id` becomes `key` (its own id, if any, is indexed)."""
+        call, name, call_id = _Call(key), str(raw.name), raw.call_id
+        if isinstance(call_id, str) and call_id:
+            queue = self._by_id[call_id]
+            while queue and queue[0].answered:
+                queue.popleft()
+            if queue and call_id not in self._repeated:  # another call with this id is still unanswered
+                self._repeated.add(call_id)
+                warnings.append(
+                    f"{raw.where}: the tool call id {call_id!r} is used by more than one call; tool runs with it"
+                    " answer them in call order"
+                )
+            queue.append(call)
+        self._by_name[name].append(call)
+        arguments = _canonical(raw.arguments, parse=True)
+        if arguments is not None:
+            self._by_arguments[name, arguments].append(call)
+        raw.call_id = key
+
+    def take(self, ids: list[Any], name: str, inputs: Any) -> _Call | None:
+        """The call a tool run answers, marked answered: the first unanswered call with the first of
+        `ids` that has one; else the first unanswered call named `name` whose arguments are `inputs`;
+        else the first unanswered call named `name`; else `None`."""
+        for call_id in ids:
+            if isinstance(call_id, str) and (call := _first(self._by_id.get(call_id))) is not None:
+                return call
+        arguments = _canonical(inputs, parse=False)
+        call = _first(self._by_arguments.get((name, arguments))) if arguments is not None else None
+        return call or _first(self._by_name.get(name))
+
+
+def _first(queue: deque[_Call] | None) -> _Call | None:
+    """The first unanswered call of `queue`, taken out of it and marked answered."""
+    while queue:
+        call = queue.popleft()
+        if not call.answered:
+            call.answered = True
+            return call
+    return None
+
+
+def _tool_run(run: _Run, pending: _Pending, builder: TurnBuilder) -> None:
     raw, inputs = run.raw, run.raw.get("inputs")
     extra = raw.get("extra")
     content, is_error, message_id = _tool_result(raw, f"{run.where}.outputs")
     ids = [extra.get("tool_call_id") if isinstance(extra, dict) else None, _metadata(run).get("tool_call_id")]
     ids += [inputs.get("tool_call_id") if isinstance(inputs, dict) else None, message_id]
-    call = next((by_key[i] for i in ids if isinstance(i, str) and i in by_key), None)
-    if call is None:  # no id: the unanswered call of this tool with these arguments, else the first one
-        queue = pending.get(str(raw.get("name")), deque())
-        call = next((c for c in queue if _same_arguments(c.arguments, inputs)), queue[0] if queue else None)
+    call = pending.take(ids, str(raw.get("name")), inputs)
     if call is None:
         builder.warnings.append(f"{run.where}: a tool run that answers no model tool call; read as a call of its own")
         builder.step([RawCall(raw.get("name"), inputs, run.where, None, content, is_error)], run.where)
         return
-    pending[str(call.name)].remove(call)
-    del by_key[str(call.call_id)]
     if content is not NO_RESULT:
-        builder.result(call.call_id, content, run.where, is_error=is_error)
+        builder.result(call.key, content, run.where, is_error=is_error)
 
 
 def _tool_result(raw: dict[str, Any], where: str) -> tuple[Any, bool, Any]:
@@ -374,11 +430,14 @@ def _first_line(error: Any) -> str:
     return (str(error).splitlines() or [""])[0][:120]
 
 
-def _same_arguments(arguments: Any, inputs: Any) -> bool:
-    """Whether a call's arguments (an object, or JSON text of one) are a tool run's inputs."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return False
-    return bool(arguments == inputs)
+def _canonical(value: Any, *, parse: bool) -> str | None:
+    """`value` as canonical JSON text (keys sorted), what "equal arguments" compares: a call's
+    arguments (`parse`: JSON text is read first) and a tool run's `inputs`. `None` when it is
+    not JSON (text that does not parse, nesting too deep, values JSON cannot hold): then it
+    equals nothing. Numbers compare as JSON text: `1` and `1.0` differ."""
+    try:
+        if parse and isinstance(value, str):
+            value = json.loads(value)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError):
+        return None

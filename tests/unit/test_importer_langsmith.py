@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fair_forge_core.importers import ImportedTurn, TraceError, join_references
-from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
+from fair_forge_core.importers.langsmith_runs import _canonical, traces_from_langsmith
 from fair_forge_core.schemas import Dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,6 +212,106 @@ def test_threads_join_traces_in_start_order_and_other_traces_stay_apart() -> Non
         ("solo", ["alone"]),
     ]
     assert traces[0].metadata == {"conversation_id": "c1"}
+
+
+def test_calls_sharing_an_id_are_answered_in_call_order_and_said() -> None:
+    runs = [
+        ROOT_RUN,
+        run("l", "llm", 1, ROOT_RUN, outputs=llm_output(("a", {"x": 1}, "call_0"), ("a", {"x": 2}, "call_0"))),
+        # the second call's arguments, but the id wins: the first unanswered call with it
+        run(
+            "t1",
+            "tool",
+            2,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 2},
+            outputs={"output": "2"},
+            extra={"tool_call_id": "call_0"},
+        ),
+        run(
+            "t2",
+            "tool",
+            3,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 1},
+            outputs={"output": "1"},
+            extra={"tool_call_id": "call_0"},
+        ),
+        run("t3", "tool", 4, ROOT_RUN, name="a", inputs={}, outputs={"output": "3"}, extra={"tool_call_id": "call_0"}),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns == [
+        ImportedTurn(
+            "q",
+            "a",
+            [
+                {"tool_name": "a", "parameters": {"x": 1}, "step": 1, "result": 2},
+                {"tool_name": "a", "parameters": {"x": 2}, "step": 1, "result": 1},
+                {"tool_name": "a", "parameters": {}, "step": 2, "result": 3},
+            ],
+        )
+    ]
+    assert trace.warnings == [
+        "runs[1].outputs.generations[0][0].message.tool_calls[1]: the tool call id 'call_0' is used by more than"
+        " one call; tool runs with it answer them in call order",
+        "runs[4]: a tool run that answers no model tool call; read as a call of its own",
+    ]
+
+
+def test_an_id_used_again_by_a_later_llm_run_after_its_answer_is_no_warning() -> None:
+    runs = [
+        ROOT_RUN,
+        run("l1", "llm", 1, ROOT_RUN, outputs=llm_output(("a", {"x": 1}, "call_0"))),
+        run(
+            "t1",
+            "tool",
+            2,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 1},
+            outputs={"output": "1"},
+            extra={"tool_call_id": "call_0"},
+        ),
+        run("l2", "llm", 3, ROOT_RUN, outputs=llm_output(("a", {"x": 2}, "call_0"))),
+        run(
+            "t2",
+            "tool",
+            4,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 2},
+            outputs={"output": "2"},
+            extra={"tool_call_id": "call_0"},
+        ),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert [(c["parameters"], c["step"], c["result"]) for c in trace.turns[0].tools_used] == [
+        ({"x": 1}, 1, 1),
+        ({"x": 2}, 2, 2),
+    ]
+    assert trace.warnings == []
+
+
+def test_ten_thousand_tool_runs_without_ids_answering_in_reverse_find_their_calls_by_arguments() -> None:
+    calls = [("a", {"x": n}, f"c{n}") for n in range(10_000)]
+    runs = [ROOT_RUN, run("l", "llm", 1, ROOT_RUN, outputs=llm_output(*calls))]
+    for n in reversed(range(10_000)):
+        runs.append({**run(f"t{n}", "tool", 2, ROOT_RUN, name="a", inputs={"x": n}, outputs={"output": n})})
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "a", "parameters": {"x": n}, "step": 1, "result": n} for n in range(10_000)
+    ]
+    assert trace.warnings == []
+
+
+def test_arguments_that_are_not_json_equal_nothing_even_nested_too_deep() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert _canonical(deep, parse=True) is None
+    assert _canonical("{", parse=True) is None
+    assert _canonical(deep, parse=False) == json.dumps(deep)  # text inputs are text
+    assert _canonical('{"b": 1, "a": [1.0]}', parse=True) == _canonical({"a": [1.0], "b": 1}, parse=False)
 
 
 def test_a_chain_of_ten_thousand_runs_linked_by_parent_only_is_one_trace() -> None:
