@@ -301,8 +301,8 @@ class _Reader:
             raise TraceError(f"{here}.input", "must be a list of chat-completions messages")
         users, last, answered = 0, None, False
         for n, message in enumerate(messages):
-            if not isinstance(message, dict) or "role" not in message:
-                raise TraceError(f"{here}.input[{n}]", "a message is an object with a `role`")
+            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+                raise TraceError(f"{here}.input[{n}]", "a message is an object with a `role` (text)")
             if message["role"] == "user":
                 users, last, answered = users + 1, n, False
             elif message["role"] not in _CONTEXT_ROLES:
