@@ -11,12 +11,18 @@ The rules (shared ones in `importers.trace`):
 
 - runs are grouped by trace: `trace_id`, else the run id that starts `dotted_order`
   (`<start>Z<run id>.<child start>Z<child id>…`), else the trace of the parent, else the
-  run's own id (as `Run` does for a root). Within a trace runs are read in `dotted_order`
-  (execution order, parents before children); if a run lacks it, in `start_time` (ISO text)
-  order, said in a warning. The root is the run without a parent in the input;
+  run's own id (as `Run` does for a root); in a `parent_run_id` cycle, the run that closes
+  it. Within a trace runs are read in `dotted_order` (execution order, parents before
+  children); if a run lacks it, in `start_time` order, said in a warning. A `start_time` is
+  an ISO 8601 time compared in UTC: with an offset or `Z`, or without one (then UTC, as
+  LangSmith writes it); equal times keep the input order. If a run it orders has a
+  missing or unreadable `start_time`, nothing is sorted by time: the input order is kept
+  (the root first) and a warning names that run. The root is the run without a parent in
+  the input;
 - a trace is one turn. Traces whose root's `extra.metadata` holds the same `session_id`,
   `thread_id` or `conversation_id` (LangSmith threads, docs.langchain.com/langsmith/threads)
-  are one conversation, whose id is that value; its turns in root `start_time` order.
+  are one conversation, whose id is that value; its turns in root `start_time` order (as
+  above: UTC; a root without a readable one keeps the input order, with a warning).
   (The run field `session_id` is the project, not the thread.) Otherwise the id is the
   trace's. Metadata is the first root's `extra.metadata`; the assistant is its
   `assistant_id`, else the root's `name`;
@@ -29,9 +35,14 @@ The rules (shared ones in `importers.trace`):
   shape): its text and its tool calls, parallel calls sharing the step;
 - each `tool` run answers a call: the one whose id is its `extra.tool_call_id` (LangChain
   writes it there), `extra.metadata.tool_call_id`, `inputs.tool_call_id` or its output
-  tool message's `tool_call_id`; else the first unanswered call of its `name` whose
-  arguments equal its `inputs`, else the first unanswered call of its name (LangChain and
+  tool message's `tool_call_id` (several calls with one id, as some providers give, are
+  answered in call order by the tool runs naming it: the first unanswered one each time; a
+  warning, once per id, says when an id is given to a call while an earlier call with it is
+  unanswered); else the first unanswered call of its `name` whose
+  arguments equal its `inputs` (as canonical JSON: keys sorted, JSON text arguments parsed;
+  `1` and `1.0` differ), else the first unanswered call of its name (LangChain and
   LangGraph run tools under another parent than the model, so the parent is not used).
+  Calls are indexed by id, name and (name, arguments): each match is O(1).
   Its result is `outputs.output` (or `outputs`); a tool message's `content` with
   `status: "error"`, or the run's `error` text, is kept with `is_error`. A tool run that
   answers no call is a call of its own step (from its `name` and `inputs`), with a warning;
@@ -47,6 +58,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict, deque
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fair_forge_core.importers.langchain_messages import (
@@ -62,6 +74,7 @@ from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, T
 _THREAD_KEYS = ("session_id", "thread_id", "conversation_id")
 _QUERY_KEYS = ("input", "question", "query")
 _ANSWER_KEYS = ("output", "answer", "response", "result")
+_NEVER = datetime.max.replace(tzinfo=UTC)  # a sort key for what has no time (never used once all are read)
 
 
 @dataclass
@@ -78,19 +91,17 @@ def traces_from_langsmith(data: Any) -> list[ImportedTrace]:
     """The conversations of the runs in `data` (see the module docstring)."""
     runs = _flatten(data if isinstance(data, list) else [data])
     by_id = {run.id: run for run in runs}
+    trace_of = _trace_ids(runs, by_id)
     traces: dict[str, list[_Run]] = defaultdict(list)
     for run in runs:
-        traces[_trace_of(run, by_id)].append(run)
+        traces[trace_of[run.id]].append(run)
     threads: dict[str, list[list[_Run]]] = defaultdict(list)
     for trace_id, members in traces.items():
         root = _root(members, trace_id, by_id)
         metadata = _metadata(root)
         thread = next((str(metadata[k]) for k in _THREAD_KEYS if metadata.get(k) not in (None, "")), trace_id)
         threads[thread].append([root, *(run for run in members if run is not root)])
-    return [
-        _conversation(thread_id, sorted(group, key=lambda t: str(t[0].raw.get("start_time") or "")))
-        for thread_id, group in threads.items()
-    ]
+    return [_conversation(thread_id, group) for thread_id, group in threads.items()]
 
 
 def _flatten(items: list[Any]) -> list[_Run]:
@@ -130,17 +141,42 @@ def _dotted_root(dotted: Any) -> str | None:
     return dotted.split(".", 1)[0][-36:] or None
 
 
-def _trace_of(run: _Run, by_id: dict[str, _Run]) -> str:
-    seen: set[str] = set()
-    while run.trace is None and run.parent in by_id and run.id not in seen:
-        seen.add(run.id)
-        run = by_id[run.parent]
-    return run.trace or run.id
+def _trace_ids(runs: list[_Run], by_id: dict[str, _Run]) -> dict[str, str]:
+    """Each run's trace (run id → trace id): its own `trace`, else its parent's, else its own
+    id. Walked up iteratively and memoised, so each run is visited once; in a parent cycle the
+    run that closes it stands as the trace, for every run that leads into it."""
+    found: dict[str, str] = {}
+    for run in runs:
+        chain: list[_Run] = []
+        on_chain: set[str] = set()
+        node = run
+        while node.id not in found and node.trace is None and node.parent in by_id and node.id not in on_chain:
+            chain.append(node)
+            on_chain.add(node.id)
+            node = by_id[str(node.parent)]
+        trace = found.get(node.id) or node.trace or node.id
+        found[node.id] = trace
+        for member in chain:
+            found[member.id] = trace
+    return found
 
 
 def _root(members: list[_Run], trace_id: str, by_id: dict[str, _Run]) -> _Run:
     tops = [run for run in members if run.id == trace_id or run.parent not in by_id]
     return next((run for run in tops if run.id == trace_id), tops[0] if tops else members[0])
+
+
+def _start_time(run: _Run) -> datetime | None:
+    """A run's `start_time` as a UTC time: ISO 8601 text, with an offset or `Z` (a time without
+    one is UTC, as LangSmith writes it); `None` when missing or not such text."""
+    value = run.raw.get("start_time")
+    if not isinstance(value, str):
+        return None
+    try:
+        start = datetime.fromisoformat(value)
+        return start.astimezone(UTC) if start.tzinfo else start.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _metadata(run: _Run) -> dict[str, Any]:
@@ -150,8 +186,21 @@ def _metadata(run: _Run) -> dict[str, Any]:
 
 
 def _conversation(thread_id: str, traces: list[list[_Run]]) -> ImportedTrace:
+    warnings: list[str] = []
+    if len(traces) > 1:
+        starts = [_start_time(trace[0]) for trace in traces]
+        unread = next((trace[0] for trace, start in zip(traces, starts, strict=True) if start is None), None)
+        if unread is None:
+            order = sorted(range(len(traces)), key=lambda n: starts[n] or _NEVER)
+            traces = [traces[n] for n in order]
+        else:
+            warnings.append(
+                f"{unread.where}.start_time: not an ISO 8601 time; the traces of the thread {thread_id!r} are read"
+                " in input order"
+            )
     first = traces[0][0]
     builder = TurnBuilder(first.where)
+    builder.warnings += warnings
     for trace in traces:
         _turn(trace[0], trace, builder)
     metadata = _metadata(first)
@@ -166,11 +215,20 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
     if all(isinstance(run.raw.get("dotted_order"), str) and run.raw["dotted_order"] for run in members):
         ordered = sorted(members, key=lambda run: str(run.raw["dotted_order"]))
     else:
-        warnings.append(f"{root.where}: runs of this trace lack dotted_order; read in start_time order")
-        ordered = sorted(members, key=lambda run: str(run.raw.get("start_time") or ""))
+        starts = [_start_time(run) for run in members]
+        unread = next((run for run, start in zip(members, starts, strict=True) if start is None), None)
+        if unread is None:
+            warnings.append(f"{root.where}: runs of this trace lack dotted_order; read in start_time order")
+            order = sorted(range(len(members)), key=lambda n: starts[n] or _NEVER)
+            ordered = [members[n] for n in order]
+        else:
+            warnings.append(
+                f"{root.where}: runs of this trace lack dotted_order, and {unread.where}.start_time is not an"
+                " ISO 8601 time; read in input order, the root first"
+            )
+            ordered = members
     builder.user(_query(root, ordered, warnings))
-    pending: dict[str, deque[RawCall]] = defaultdict(deque)  # tool name → its unanswered calls, in order
-    by_key: dict[str, RawCall] = {}
+    pending = _Pending()
     inside_tool: dict[str, str] = {}  # run id → where of the tool run it belongs to
     for run in ordered:
         if run.parent in inside_tool:
@@ -183,13 +241,11 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             text, calls = _llm_output(run, warnings)
             builder.assistant(text, run.where)
             for n, call in enumerate(calls):
-                call.call_id = call.call_id or f"{run.id}#{n}"  # so that a tool run can still answer it
-                pending[str(call.name)].append(call)
-                by_key[call.call_id] = call
+                pending.add(call, f"{run.id}#{n}", warnings)
             builder.step(calls, run.where)
         elif run.run_type == "tool":
             inside_tool[run.id] = run.where
-            _tool_run(run, pending, by_key, builder)
+            _tool_run(run, pending, builder)
         elif run.run_type == "retriever":
             warnings.append(f"{run.where}: a retriever run outside any tool; read as context, not as a tool call")
     answer = _answer(root.raw.get("outputs"), f"{root.where}.outputs")
@@ -262,24 +318,78 @@ def _output_message(outputs: dict[str, Any], where: str) -> tuple[Any, str, int]
     raise TraceError(where, "holds no message (generations, choices, message or messages)")
 
 
-def _tool_run(run: _Run, pending: dict[str, deque[RawCall]], by_key: dict[str, RawCall], builder: TurnBuilder) -> None:
+@dataclass(eq=False)
+class _Call:
+    key: str  # what the `TurnBuilder` knows the call by: `<llm run id>#<n>`, unique even when call ids repeat
+    answered: bool = False
+
+
+class _Pending:
+    """A trace's model tool calls, indexed so that a tool run finds its call in O(1): by call
+    id, by tool name and by (name, canonical arguments); each index a queue in call order from
+    which answered calls are dropped when they reach its head."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, deque[_Call]] = defaultdict(deque)
+        self._by_name: dict[str, deque[_Call]] = defaultdict(deque)
+        self._by_arguments: dict[tuple[str, str], deque[_Call]] = defaultdict(deque)
+        self._repeated: set[str] = set()
+
+    def add(self, raw: RawCall, key: str, warnings: list[str]) -> None:
+        """A call of an llm run; its `call_id` becomes `key` (its own id, if any, is indexed)."""
+        call, name, call_id = _Call(key), str(raw.name), raw.call_id
+        if isinstance(call_id, str) and call_id:
+            queue = self._by_id[call_id]
+            while queue and queue[0].answered:
+                queue.popleft()
+            if queue and call_id not in self._repeated:  # another call with this id is still unanswered
+                self._repeated.add(call_id)
+                warnings.append(
+                    f"{raw.where}: the tool call id {call_id!r} is used by more than one call; tool runs with it"
+                    " answer them in call order"
+                )
+            queue.append(call)
+        self._by_name[name].append(call)
+        arguments = _canonical(raw.arguments, parse=True)
+        if arguments is not None:
+            self._by_arguments[name, arguments].append(call)
+        raw.call_id = key
+
+    def take(self, ids: list[Any], name: str, inputs: Any) -> _Call | None:
+        """The call a tool run answers, marked answered: the first unanswered call with the first of
+        `ids` that has one; else the first unanswered call named `name` whose arguments are `inputs`;
+        else the first unanswered call named `name`; else `None`."""
+        for call_id in ids:
+            if isinstance(call_id, str) and (call := _first(self._by_id.get(call_id))) is not None:
+                return call
+        arguments = _canonical(inputs, parse=False)
+        call = _first(self._by_arguments.get((name, arguments))) if arguments is not None else None
+        return call or _first(self._by_name.get(name))
+
+
+def _first(queue: deque[_Call] | None) -> _Call | None:
+    """The first unanswered call of `queue`, taken out of it and marked answered."""
+    while queue:
+        call = queue.popleft()
+        if not call.answered:
+            call.answered = True
+            return call
+    return None
+
+
+def _tool_run(run: _Run, pending: _Pending, builder: TurnBuilder) -> None:
     raw, inputs = run.raw, run.raw.get("inputs")
     extra = raw.get("extra")
     content, is_error, message_id = _tool_result(raw, f"{run.where}.outputs")
     ids = [extra.get("tool_call_id") if isinstance(extra, dict) else None, _metadata(run).get("tool_call_id")]
     ids += [inputs.get("tool_call_id") if isinstance(inputs, dict) else None, message_id]
-    call = next((by_key[i] for i in ids if isinstance(i, str) and i in by_key), None)
-    if call is None:  # no id: the unanswered call of this tool with these arguments, else the first one
-        queue = pending.get(str(raw.get("name")), deque())
-        call = next((c for c in queue if _same_arguments(c.arguments, inputs)), queue[0] if queue else None)
+    call = pending.take(ids, str(raw.get("name")), inputs)
     if call is None:
         builder.warnings.append(f"{run.where}: a tool run that answers no model tool call; read as a call of its own")
         builder.step([RawCall(raw.get("name"), inputs, run.where, None, content, is_error)], run.where)
         return
-    pending[str(call.name)].remove(call)
-    del by_key[str(call.call_id)]
     if content is not NO_RESULT:
-        builder.result(call.call_id, content, run.where, is_error=is_error)
+        builder.result(call.key, content, run.where, is_error=is_error)
 
 
 def _tool_result(raw: dict[str, Any], where: str) -> tuple[Any, bool, Any]:
@@ -320,11 +430,14 @@ def _first_line(error: Any) -> str:
     return (str(error).splitlines() or [""])[0][:120]
 
 
-def _same_arguments(arguments: Any, inputs: Any) -> bool:
-    """Whether a call's arguments (an object, or JSON text of one) are a tool run's inputs."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return False
-    return bool(arguments == inputs)
+def _canonical(value: Any, *, parse: bool) -> str | None:
+    """`value` as canonical JSON text (keys sorted), what "equal arguments" compares: a call's
+    arguments (`parse`: JSON text is read first) and a tool run's `inputs`. `None` when it is
+    not JSON (text that does not parse, nesting too deep, values JSON cannot hold): then it
+    equals nothing. Numbers compare as JSON text: `1` and `1.0` differ."""
+    try:
+        if parse and isinstance(value, str):
+            value = json.loads(value)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError):
+        return None

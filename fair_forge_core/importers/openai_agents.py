@@ -19,10 +19,16 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   are that tool's own work: skipped, and said.
 - Turns: a `generation` span's `input` is the chat-completions messages sent to the model;
   its last `user` message is the query. A generation starts a new turn when that text
-  differs from the current query, or when its input holds more user messages than any
-  earlier generation's did (a new run of the conversation, even with the same words).
+  differs from the current query, when its input holds more user messages than any
+  earlier generation's did (a new run of the conversation, even with the same words), or
+  when it is the first generation of its trace (a new `Runner.run` of the group, even
+  without the history and with the same words) and only `system`/`developer` messages
+  follow its last user message. A trace whose first generation's input holds assistant or
+  tool messages after its last user message continues the current turn (a run resumed in
+  a new trace re-sends the answered message and the run's items).
 - A generation's `output` (assistant messages, read as `openai_chat` reads them) gives
-  assistant text (its `refusal` when it has no text) and `tool_calls`, which are one step.
+  assistant text (its `refusal` when it has no text) and `tool_calls` (a list, or null),
+  which are one step.
   The answer is the turn's last assistant text (usually its last generation's).
 - A `function` span carries no call id: it answers the first unanswered call of its name
   of the latest generation under the same `agent` span (the SDK starts parallel calls in
@@ -37,7 +43,9 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   agent's name, the agents it handed off to being part of it (said); else `"agent"`.
 - Said in warnings: a triggered `guardrail`, a span with an `error`, spans with no
   conversation content (custom spans other than the SDK's own `task`/`turn`, `mcp_tools`,
-  speech, …), spans whose `parent_id` is not in the input (read as top-level).
+  speech, …; a custom span is the SDK's own when its `data.sdk_span_type` is the text `task`
+  or `turn`, whatever else its `data` holds), spans whose `parent_id` is not in the input
+  (read as top-level).
 - Missing content is an error, never a guess: a `response` span (Responses API, the SDK's
   default) exports only a `response_id`; a generation's `input`/`output` are null when
   `trace_include_sensitive_data` is False. Both are a `TraceError` naming the field.
@@ -46,7 +54,7 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -54,6 +62,7 @@ from typing import Any
 from fair_forge_core.importers.openai_chat import assistant_text, tool_calls
 from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder, read_text
 
+_CONTEXT_ROLES = frozenset({"system", "developer"})  # instructions: not part of the conversation's turns
 _SDK_STRUCTURE = frozenset({"task", "turn"})  # custom spans the runner makes itself: structure, no content
 _REDACTED = "the SDK leaves it out of the export when trace_include_sensitive_data is False"
 _END = datetime.max.replace(tzinfo=UTC)
@@ -63,6 +72,7 @@ _END = datetime.max.replace(tzinfo=UTC)
 class _Span:
     where: str
     id: str
+    trace_id: str
     parent_id: str | None
     start: datetime
     type: str
@@ -160,7 +170,7 @@ def _span(item: dict[str, Any], where: str) -> tuple[str, _Span]:
     if start is None:
         raise TraceError(f"{where}.started_at", "must be an ISO 8601 time")
     start = start if start.tzinfo else start.replace(tzinfo=UTC)
-    return item["trace_id"], _Span(where, item["id"], parent, start, data["type"], data, error)
+    return item["trace_id"], _Span(where, item["id"], item["trace_id"], parent, start, data["type"], data, error)
 
 
 def _conversation(traces: list[_Trace]) -> ImportedTrace:
@@ -196,9 +206,11 @@ class _Reader:
         self.builder = TurnBuilder(where)
         self._by_id = {span.id: span for span in spans}
         self._scopes: dict[str, tuple[str | None, bool]] = {}  # span id → (enclosing agent span, inside a tool)
-        self._pending: dict[str | None, list[tuple[str, str]]] = defaultdict(list)  # agent → (name, key) unanswered
+        # agent span → tool name → the keys of its latest generation's unanswered calls of that name, in call order
+        self._pending: dict[str | None, dict[str, deque[str]]] = {}
         self._query: str | None = None
         self._users = 0
+        self._traces_read: set[str] = set()  # traces whose first generation has been read
         self._agents: list[str] = []
         self._skipped: Counter[str] = Counter()
         self._inside = self._orphans = 0
@@ -235,7 +247,7 @@ class _Reader:
             elif kind == "guardrail":
                 if span.data.get("triggered") is True:
                     self.warn(f"{span.where}: guardrail {name!r} was triggered")
-            elif not (kind == "custom" and (span.data.get("data") or {}).get("sdk_span_type") in _SDK_STRUCTURE):
+            elif not (kind == "custom" and _sdk_span_type(span.data) in _SDK_STRUCTURE):
                 self._skipped[f"custom {name!r}" if kind == "custom" else kind] += 1
             if span.error is not None:
                 self.warn(f"{span.where}.error: the {kind} span failed: {_error_text(span.error)}")
@@ -287,15 +299,19 @@ class _Reader:
             raise TraceError(f"{here}.input", f"the messages sent to the model are missing: {_REDACTED}")
         if not isinstance(messages, list):
             raise TraceError(f"{here}.input", "must be a list of chat-completions messages")
-        users, last = 0, None
+        users, last, answered = 0, None, False
         for n, message in enumerate(messages):
-            if not isinstance(message, dict) or "role" not in message:
-                raise TraceError(f"{here}.input[{n}]", "a message is an object with a `role`")
+            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+                raise TraceError(f"{here}.input[{n}]", "a message is an object with a `role` (text)")
             if message["role"] == "user":
-                users, last = users + 1, n
+                users, last, answered = users + 1, n, False
+            elif message["role"] not in _CONTEXT_ROLES:
+                answered = True  # the model already answered the last user message (a run resumed, or a tool's result)
+        first_of_trace = span.trace_id not in self._traces_read
+        self._traces_read.add(span.trace_id)
         if last is not None:
             query = read_text(messages[last].get("content"), f"{here}.input[{last}].content")
-            if query != self._query or users > self._users:
+            if query != self._query or users > self._users or (first_of_trace and not answered):
                 self.builder.user(query)
                 self._query = query
             self._users = max(self._users, users)
@@ -312,11 +328,16 @@ class _Reader:
                 raise TraceError(where, "a generation's output is assistant messages")
             text, refusal = assistant_text(message, where), message.get("refusal")
             self.builder.assistant(refusal if not text.strip() and isinstance(refusal, str) else text, where)
+            if message.get("tool_calls") is not None and not isinstance(message["tool_calls"], list):
+                raise TraceError(f"{where}.tool_calls", "must be a list of tool calls or null")
             calls += tool_calls(message, where)
         # Results are matched by this importer's own keys: function spans carry no call id.
         keyed = [replace(call, call_id=f"{span.id}#{n}") for n, call in enumerate(calls)]
         self.builder.step(keyed, span.where)
-        self._pending[agent] = [(call.name, str(call.call_id)) for call in keyed]
+        pending: dict[str, deque[str]] = defaultdict(deque)
+        for call in keyed:
+            pending[str(call.name)].append(str(call.call_id))
+        self._pending[agent] = pending
 
     def _function(self, span: _Span, agent: str | None) -> None:
         name, output = span.data.get("name"), span.data.get("output")
@@ -343,12 +364,15 @@ class _Reader:
 
     def _take(self, agent: str | None, name: str | None) -> str | None:
         """The key of the first unanswered call named `name` of `agent`'s latest generation."""
-        pending = self._pending[agent]
-        for n, (called, key) in enumerate(pending):
-            if called == name:
-                del pending[n]
-                return key
-        return None
+        queue = self._pending.get(agent, {}).get(name) if name is not None else None
+        return queue.popleft() if queue else None
+
+
+def _sdk_span_type(data: dict[str, Any]) -> str | None:
+    """A custom span's `data.sdk_span_type` when it is text (its `data` may be anything)."""
+    custom = data.get("data")
+    kind = custom.get("sdk_span_type") if isinstance(custom, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _error_text(error: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fair_forge_core.importers import ImportedTurn, TraceError, join_references
-from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
+from fair_forge_core.importers.langsmith_runs import _canonical, traces_from_langsmith
 from fair_forge_core.schemas import Dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,6 +212,198 @@ def test_threads_join_traces_in_start_order_and_other_traces_stay_apart() -> Non
         ("solo", ["alone"]),
     ]
     assert traces[0].metadata == {"conversation_id": "c1"}
+
+
+def test_calls_sharing_an_id_are_answered_in_call_order_and_said() -> None:
+    runs = [
+        ROOT_RUN,
+        run("l", "llm", 1, ROOT_RUN, outputs=llm_output(("a", {"x": 1}, "call_0"), ("a", {"x": 2}, "call_0"))),
+        # the second call's arguments, but the id wins: the first unanswered call with it
+        run(
+            "t1",
+            "tool",
+            2,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 2},
+            outputs={"output": "2"},
+            extra={"tool_call_id": "call_0"},
+        ),
+        run(
+            "t2",
+            "tool",
+            3,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 1},
+            outputs={"output": "1"},
+            extra={"tool_call_id": "call_0"},
+        ),
+        run("t3", "tool", 4, ROOT_RUN, name="a", inputs={}, outputs={"output": "3"}, extra={"tool_call_id": "call_0"}),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns == [
+        ImportedTurn(
+            "q",
+            "a",
+            [
+                {"tool_name": "a", "parameters": {"x": 1}, "step": 1, "result": 2},
+                {"tool_name": "a", "parameters": {"x": 2}, "step": 1, "result": 1},
+                {"tool_name": "a", "parameters": {}, "step": 2, "result": 3},
+            ],
+        )
+    ]
+    assert trace.warnings == [
+        "runs[1].outputs.generations[0][0].message.tool_calls[1]: the tool call id 'call_0' is used by more than"
+        " one call; tool runs with it answer them in call order",
+        "runs[4]: a tool run that answers no model tool call; read as a call of its own",
+    ]
+
+
+def test_an_id_used_again_by_a_later_llm_run_after_its_answer_is_no_warning() -> None:
+    runs = [
+        ROOT_RUN,
+        run("l1", "llm", 1, ROOT_RUN, outputs=llm_output(("a", {"x": 1}, "call_0"))),
+        run(
+            "t1",
+            "tool",
+            2,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 1},
+            outputs={"output": "1"},
+            extra={"tool_call_id": "call_0"},
+        ),
+        run("l2", "llm", 3, ROOT_RUN, outputs=llm_output(("a", {"x": 2}, "call_0"))),
+        run(
+            "t2",
+            "tool",
+            4,
+            ROOT_RUN,
+            name="a",
+            inputs={"x": 2},
+            outputs={"output": "2"},
+            extra={"tool_call_id": "call_0"},
+        ),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert [(c["parameters"], c["step"], c["result"]) for c in trace.turns[0].tools_used] == [
+        ({"x": 1}, 1, 1),
+        ({"x": 2}, 2, 2),
+    ]
+    assert trace.warnings == []
+
+
+def test_ten_thousand_tool_runs_without_ids_answering_in_reverse_find_their_calls_by_arguments() -> None:
+    calls = [("a", {"x": n}, f"c{n}") for n in range(10_000)]
+    runs = [ROOT_RUN, run("l", "llm", 1, ROOT_RUN, outputs=llm_output(*calls))]
+    for n in reversed(range(10_000)):
+        runs.append({**run(f"t{n}", "tool", 2, ROOT_RUN, name="a", inputs={"x": n}, outputs={"output": n})})
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "a", "parameters": {"x": n}, "step": 1, "result": n} for n in range(10_000)
+    ]
+    assert trace.warnings == []
+
+
+def test_arguments_that_are_not_json_equal_nothing_even_nested_too_deep() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert _canonical(deep, parse=True) is None
+    assert _canonical("{", parse=True) is None
+    assert _canonical(deep, parse=False) == json.dumps(deep)  # text inputs are text
+    assert _canonical('{"b": 1, "a": [1.0]}', parse=True) == _canonical({"a": [1.0], "b": 1}, parse=False)
+
+
+def test_a_chain_of_ten_thousand_runs_linked_by_parent_only_is_one_trace() -> None:
+    runs = [
+        {"id": "r0", "run_type": "chain", "name": "agent", "inputs": {"input": "hi"}, "outputs": {"output": "done"}}
+    ]
+    runs += [{"id": f"r{n}", "run_type": "chain", "parent_run_id": f"r{n - 1}"} for n in range(1, 10_000)]
+    (trace,) = traces_from_langsmith(runs[::-1])  # children first: every walk up is long
+    assert (trace.trace_id, trace.turns) == ("r0", [ImportedTurn("hi", "done")])
+    assert trace.warnings == [
+        "runs[9999]: runs of this trace lack dotted_order, and runs[9999].start_time is not an ISO 8601 time;"
+        " read in input order, the root first"
+    ]
+
+
+def test_runs_in_a_parent_cycle_are_one_trace_closed_by_the_first_run_read() -> None:
+    runs = [
+        {"id": "b", "run_type": "chain", "parent_run_id": "a", "inputs": {"input": "q"}, "outputs": {"output": "y"}},
+        {"id": "a", "run_type": "llm", "parent_run_id": "b", "outputs": llm_output(text="x")},
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert (trace.trace_id, trace.turns) == ("b", [ImportedTurn("q", "y")])
+    assert trace.warnings == [
+        "runs[0]: the trace's root run is not in the input; this run stands for it",
+        "runs[0]: runs of this trace lack dotted_order, and runs[0].start_time is not an ISO 8601 time; read in"
+        " input order, the root first",
+    ]
+
+
+def _timed(run_id: str, run_type: str, start: Any, **fields: Any) -> dict[str, Any]:
+    return {"id": run_id, "run_type": run_type, "start_time": start, **fields}
+
+
+def test_start_times_are_compared_as_times_in_utc_not_as_text() -> None:
+    runs = [
+        _timed("t", "chain", "2025-01-01T10:00:00Z", name="agent", inputs={"input": "q"}),
+        _timed("w", "tool", "2025-01-01T10:00:00.5Z", parent_run_id="t", name="f", outputs={"output": 1}),
+        _timed("l", "llm", "2025-01-01T12:00:00.25+02:00", parent_run_id="t", outputs=llm_output(("f", {}, "c"))),
+        _timed("e", "llm", "2025-01-01T10:00:01", parent_run_id="t", outputs=llm_output(text="ok")),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns == [ImportedTurn("q", "ok", [{"tool_name": "f", "parameters": {}, "step": 1, "result": 1}])]
+    assert trace.warnings == ["runs[0]: runs of this trace lack dotted_order; read in start_time order"]
+
+
+def _thread_root(run_id: str, start: Any) -> dict[str, Any]:
+    return _timed(
+        run_id,
+        "chain",
+        start,
+        trace_id=run_id,
+        dotted_order=f"20250101T000000000000Z{run_id}",
+        inputs={"input": run_id},
+        outputs={"output": run_id.upper()},
+        extra={"metadata": {"thread_id": "th"}},
+    )
+
+
+def test_thread_turns_are_ordered_by_root_start_time_in_utc() -> None:
+    runs = [
+        _thread_root("late", "2025-01-01T09:00:00Z"),
+        _thread_root("early", "2025-01-01T10:00:00+02:00"),
+        _thread_root("mid", "2025-01-01T08:30:00.5"),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert [turn.query for turn in trace.turns] == ["early", "mid", "late"]
+    assert trace.warnings == []
+
+
+@pytest.mark.parametrize("start", [None, "yesterday", 1735722000, "2025-13-01T00:00:00Z"])
+def test_a_thread_root_without_a_readable_start_time_keeps_the_input_order_and_says_so(start: Any) -> None:
+    runs = [_thread_root("late", "2025-01-01T09:00:00Z"), _thread_root("early", start)]
+    (trace,) = traces_from_langsmith(runs)
+    assert [turn.query for turn in trace.turns] == ["late", "early"]
+    assert trace.warnings == [
+        "runs[1].start_time: not an ISO 8601 time; the traces of the thread 'th' are read in input order"
+    ]
+
+
+def test_a_run_without_a_readable_start_time_keeps_the_input_order_and_says_so() -> None:
+    runs = [
+        _timed("t", "chain", "2025-01-01T10:00:02Z", name="agent", inputs={"input": "q"}),
+        _timed("l", "llm", "2025-01-01T10:00:03Z", parent_run_id="t", outputs=llm_output(("f", {}, "c"))),
+        _timed("w", "tool", "not a time", parent_run_id="t", name="f", outputs={"output": 1}),
+        _timed("e", "llm", "2025-01-01T10:00:00Z", parent_run_id="t", outputs=llm_output(text="ok")),
+    ]
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns == [ImportedTurn("q", "ok", [{"tool_name": "f", "parameters": {}, "step": 1, "result": 1}])]
+    assert trace.warnings == [
+        "runs[0]: runs of this trace lack dotted_order, and runs[2].start_time is not an ISO 8601 time; read in"
+        " input order, the root first"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fair_forge_core.importers import TraceError, join_references
+from fair_forge_core.importers import ImportedTurn, TraceError, join_references
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.schemas import Dataset
 
@@ -168,6 +168,56 @@ def test_new_turns_at_a_new_user_message_or_more_user_messages_and_steps_restart
     ]
 
 
+SECOND = "trace_00000000000000000000000000000002"
+
+
+def test_each_trace_of_a_group_starts_a_turn_even_with_the_same_words_and_no_history() -> None:
+    imported = only(
+        [
+            trace(TRACE, "thread-1"),
+            trace(SECOND, "thread-1"),
+            agent("a"),
+            generation("g1", "a", ["yes"], "Booked.", tool_calls=[call("c", "book")]),
+            span("function", "f", "a", name="book", input="{}", output="ok"),
+            generation("g2", "a", ["yes"], "Booked the flight."),
+            agent("b", trace_id=SECOND),
+            generation("g3", "b", ["yes"], "Paid.", trace_id=SECOND),
+        ]
+    )
+    assert imported.turns == [
+        ImportedTurn("yes", "Booked the flight.", [{"tool_name": "book", "parameters": {}, "step": 1, "result": "ok"}]),
+        ImportedTurn("yes", "Paid."),
+    ]
+    assert imported.warnings == []
+
+
+def test_a_trace_that_resends_an_answered_user_message_continues_its_turn() -> None:
+    resumed = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Book it"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c", "book")]},
+        {"role": "tool", "tool_call_id": "c", "content": "approved"},
+    ]
+    imported = only(
+        [
+            trace(TRACE, "thread-1"),
+            trace(SECOND, "thread-1"),
+            agent("a"),
+            generation("g1", "a", ["Book it"], tool_calls=[call("c", "book")]),
+            agent("b", trace_id=SECOND),
+            span(
+                "generation",
+                "g2",
+                "b",
+                input=resumed,
+                output=[{"role": "assistant", "content": "Booked."}],
+                trace_id=SECOND,
+            ),
+        ]
+    )
+    assert imported.turns == [ImportedTurn("Book it", "Booked.", [{"tool_name": "book", "parameters": {}, "step": 1}])]
+
+
 def test_spans_inside_a_function_span_are_the_tools_work_and_said() -> None:
     imported = only(
         [
@@ -212,8 +262,26 @@ def test_what_the_importer_cannot_place_is_said() -> None:
     ]
 
 
+@pytest.mark.parametrize("data", [5, ["task"], "turn", None, {"sdk_span_type": []}, {"sdk_span_type": {"a": 1}}])
+def test_a_custom_span_whose_data_is_not_the_sdks_is_skipped_and_said(data: Any) -> None:
+    imported = only(
+        [trace(), agent("a"), span("custom", "x", "a", name="note", data=data), generation("g", "a", ["q"], "a")]
+    )
+    assert (imported.turns, imported.warnings) == (
+        [ImportedTurn("q", "a")],
+        ["items[0]: spans with no conversation content skipped: custom 'note' (1)"],
+    )
+
+
+def test_the_sdks_own_task_and_turn_spans_are_skipped_silently() -> None:
+    task = span("custom", "t", None, name="w", data={"sdk_span_type": "task"})
+    turn = span("custom", "u", "t", name="turn 1", data={"sdk_span_type": "turn"})
+    imported = only([trace(), task, turn, agent("a", parent="u"), generation("g", "a", ["q"], "a")])
+    assert (imported.turns, imported.warnings) == ([ImportedTurn("q", "a")], [])
+
+
 def test_a_group_merges_metadata_keeping_the_earliest_value_and_said() -> None:
-    second = "trace_00000000000000000000000000000002"
+    second = SECOND
     imported = only(
         [
             trace(second, "thread-1", {"task": "b", "user": "u1"}),
@@ -254,6 +322,22 @@ def test_ten_thousand_spans_in_the_exporters_order_import_in_order() -> None:
     assert len(imported.turns) == 1000 and imported.turns[-1].answer == "answer 999"
 
 
+def test_ten_thousand_calls_of_one_name_and_ten_thousand_spans_of_another_are_matched_by_name() -> None:
+    calls = [call(f"c{n}", "a", json.dumps({"n": n})) for n in range(10_000)]
+    items: list[dict[str, Any]] = [trace(), agent("ag"), generation("g", "ag", ["q"], tool_calls=calls)]
+    items += [span("function", f"b{n}", "ag", name="b", input="{}", output="no call") for n in range(10_000)]
+    items += [span("function", f"a{n}", "ag", name="a", input="{}", output=str(n)) for n in range(10_000)]
+    items.append(generation("h", "ag", ["q"], "done"))
+    (turn,) = only(items).turns
+    assert [(c["tool_name"], c["parameters"], c["step"], c["result"]) for c in turn.tools_used[:10_000]] == [
+        ("a", {"n": n}, 1, n) for n in range(10_000)
+    ]
+    assert [(c["tool_name"], c["step"], c["result"]) for c in turn.tools_used[10_000:]] == [
+        ("b", 2 + n, "no call") for n in range(10_000)
+    ]
+    assert turn.answer == "done"
+
+
 # --------------------------------------------------------------------------- errors name their field
 
 
@@ -279,11 +363,14 @@ def _broken(change: str) -> Any:
         "agent-name": lambda: [items[0], {**items[1], "span_data": {"type": "agent"}}, *items[2:]],
         "input": lambda: g.update(input="q") or items,
         "input-message": lambda: g.update(input=["q"]) or items,
+        "input-role": lambda: g.update(input=[{"role": {"name": "user"}, "content": "q"}]) or items,
         "user-content": lambda: g.update(input=[{"role": "user", "content": 3}]) or items,
         "output-missing": lambda: g.update(output=None) or items,
         "output": lambda: g.update(output={"role": "assistant"}) or items,
         "output-role": lambda: g.update(output=[{"role": "user", "content": "x"}]) or items,
         "call-name": lambda: g["output"][0].update(tool_calls=[{"id": "c", "function": {}}]) or items,
+        "tool-calls-number": lambda: g["output"][0].update(tool_calls=5) or items,
+        "tool-calls-object": lambda: g["output"][0].update(tool_calls={"id": "c"}) or items,
         "function-name": lambda: f.update(name="") or items,
         "no-spans": lambda: [items[0]],
         "assistant-id": lambda: [{**items[0], "metadata": {"assistant_id": 7}}, *items[1:]],
@@ -312,11 +399,14 @@ def _broken(change: str) -> Any:
         ("agent-name", "items[1].span_data.name", "needs the agent's name"),
         ("input", "items[2].span_data.input", "must be a list of chat-completions messages"),
         ("input-message", "items[2].span_data.input[0]", "a message is an object with a `role`"),
+        ("input-role", "items[2].span_data.input[0]", "a message is an object with a `role` (text)"),
         ("user-content", "items[2].span_data.input[0].content", "must be a string or a list of content parts"),
         ("output-missing", "items[2].span_data.output", "trace_include_sensitive_data is False"),
         ("output", "items[2].span_data.output", "must be a list of assistant messages"),
         ("output-role", "items[2].span_data.output[0]", "a generation's output is assistant messages"),
         ("call-name", "items[2].span_data.output[0].tool_calls[0]", "needs the tool's name"),
+        ("tool-calls-number", "items[2].span_data.output[0].tool_calls", "must be a list of tool calls or null"),
+        ("tool-calls-object", "items[2].span_data.output[0].tool_calls", "must be a list of tool calls or null"),
         ("function-name", "items[3].span_data.name", "needs the tool's name"),
         ("no-spans", "items[0]", "has no spans in the input"),
         ("assistant-id", "items[0].metadata.assistant_id", "must be a non-empty string"),
