@@ -40,7 +40,14 @@ from __future__ import annotations
 from typing import Any
 
 from fair_forge_core.importers.openai_chat import read_tool_call
-from fair_forge_core.importers.trace import ImportedTrace, RawCall, TraceError, TurnBuilder, read_text
+from fair_forge_core.importers.trace import (
+    ImportedTrace,
+    RawCall,
+    TraceError,
+    TurnBuilder,
+    read_text,
+    traces_of_message_lists,
+)
 
 # Every `type` of `messages_to_dict`, class name of `dumpd`, `role` of an OpenAI-style
 # message, to what it is here.
@@ -59,10 +66,7 @@ _SERVER_BLOCKS = frozenset({"server_tool_use", "server_tool_call"})
 
 def traces_from_langchain(data: Any) -> list[ImportedTrace]:
     """The traces of `data`: a list of traces, or one trace (see the module docstring)."""
-    if isinstance(data, list) and data and is_message(data[0]):  # one trace, a bare list of messages
-        return [_trace(data, "traces", 0)]
-    items = data if isinstance(data, list) else [data]
-    return [_trace(item, f"traces[{index}]", index) for index, item in enumerate(items)]
+    return traces_of_message_lists(data, is_message, read_messages)
 
 
 def is_message(value: Any) -> bool:
@@ -192,28 +196,6 @@ def last_text(messages: Any, where: str, kind: str) -> str | None:
 
 def _is_pair(value: Any) -> bool:
     return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
-
-
-def _trace(item: Any, where: str, index: int) -> ImportedTrace:
-    # A bare list of messages: its messages are named from the list itself (`traces[2]`).
-    messages_where = where if isinstance(item, list) else f"{where}.messages"
-    if isinstance(item, list):
-        item = {"id": f"trace-{index}", "messages": item}
-    if not isinstance(item, dict) or not isinstance(item.get("messages"), list):
-        raise TraceError(where, "a trace is a list of messages or an object with a `messages` list")
-    trace_id = item.get("id", f"trace-{index}")
-    metadata = item.get("metadata") or {}
-    if not isinstance(trace_id, str) or not trace_id:
-        raise TraceError(f"{where}.id", "must be a non-empty string")
-    if not isinstance(metadata, dict):
-        raise TraceError(f"{where}.metadata", "must be an object")
-    assistant_id = item.get("assistant_id") or metadata.get("assistant_id") or "agent"
-    if not isinstance(assistant_id, str):
-        raise TraceError(f"{where}.assistant_id", "must be a string")
-    builder = TurnBuilder(where)
-    read_messages(item["messages"], messages_where, builder)
-    turns = builder.turns()
-    return ImportedTrace(trace_id, assistant_id, turns, metadata, builder.warnings)
 
 
 def _kind(name: Any) -> str | None:

@@ -15,43 +15,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from fair_forge_core.importers.trace import ImportedTrace, RawCall, TraceError, TurnBuilder, read_text
+from fair_forge_core.importers.trace import (
+    ImportedTrace,
+    RawCall,
+    TraceError,
+    TurnBuilder,
+    read_text,
+    traces_of_message_lists,
+)
 
 _CONTEXT_ROLES = frozenset({"system", "developer"})
 
 
 def traces_from_openai(data: Any) -> list[ImportedTrace]:
     """The traces of `data`: a list of traces, or one trace (see the module docstring)."""
-    if isinstance(data, list) and data and _is_message(data[0]):  # one trace, a bare list of messages
-        return [_trace(data, "traces", 0)]
-    items = data if isinstance(data, list) else [data]
-    return [_trace(item, f"traces[{index}]", index) for index, item in enumerate(items)]
+    return traces_of_message_lists(data, _is_message, _read_messages)
 
 
 def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and "role" in value
-
-
-def _trace(item: Any, where: str, index: int) -> ImportedTrace:
-    # A bare list of messages: its messages are named from the list itself (`traces[2]`).
-    messages_where = where if isinstance(item, list) else f"{where}.messages"
-    if isinstance(item, list):
-        item = {"id": f"trace-{index}", "messages": item}
-    if not isinstance(item, dict) or not isinstance(item.get("messages"), list):
-        raise TraceError(where, "a trace is a list of messages or an object with a `messages` list")
-    trace_id = item.get("id", f"trace-{index}")
-    metadata = item.get("metadata") or {}
-    if not isinstance(trace_id, str) or not trace_id:
-        raise TraceError(f"{where}.id", "must be a non-empty string")
-    if not isinstance(metadata, dict):
-        raise TraceError(f"{where}.metadata", "must be an object")
-    assistant_id = item.get("assistant_id") or metadata.get("assistant_id") or "agent"
-    if not isinstance(assistant_id, str):
-        raise TraceError(f"{where}.assistant_id", "must be a string")
-    builder = TurnBuilder(where)
-    _read_messages(item["messages"], messages_where, builder)
-    turns = builder.turns()
-    return ImportedTrace(trace_id, assistant_id, turns, metadata, builder.warnings)
 
 
 def _read_messages(messages: list[Any], where: str, builder: TurnBuilder) -> None:

@@ -21,6 +21,7 @@ rules once for all formats:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,3 +219,44 @@ class TurnBuilder:
         call["result"] = read_result(content)
         if is_error:
             call["is_error"] = True
+
+
+def traces_of_message_lists(
+    data: Any, is_message: Callable[[Any], bool], read_messages: Callable[[list[Any], str, TurnBuilder], None]
+) -> list[ImportedTrace]:
+    """The traces of a file of message lists (the `openai` and `langchain` formats): a list
+    of traces, one trace, or one bare list of messages (`is_message` of its first item).
+
+    A trace is `{"id", "messages", "metadata"?, "assistant_id"?}` or a bare list of messages;
+    its id defaults to `trace-<index>`, its `assistant_id` to `metadata.assistant_id`, then
+    `agent`. Traces are named `traces[i]`, their messages `traces[i].messages[j]` (`traces[i][j]`
+    for a bare list, `traces[j]` when the whole input is one); `read_messages` feeds them to
+    the trace's `TurnBuilder`.
+    """
+    if isinstance(data, list) and data and is_message(data[0]):
+        return [_message_list_trace(data, "traces", 0, read_messages)]
+    items = data if isinstance(data, list) else [data]
+    return [_message_list_trace(item, f"traces[{index}]", index, read_messages) for index, item in enumerate(items)]
+
+
+def _message_list_trace(
+    item: Any, where: str, index: int, read_messages: Callable[[list[Any], str, TurnBuilder], None]
+) -> ImportedTrace:
+    messages_where = where if isinstance(item, list) else f"{where}.messages"
+    if isinstance(item, list):
+        item = {"id": f"trace-{index}", "messages": item}
+    if not isinstance(item, dict) or not isinstance(item.get("messages"), list):
+        raise TraceError(where, "a trace is a list of messages or an object with a `messages` list")
+    trace_id = item.get("id", f"trace-{index}")
+    metadata = item.get("metadata") or {}
+    if not isinstance(trace_id, str) or not trace_id:
+        raise TraceError(f"{where}.id", "must be a non-empty string")
+    if not isinstance(metadata, dict):
+        raise TraceError(f"{where}.metadata", "must be an object")
+    assistant_id = item.get("assistant_id") or metadata.get("assistant_id") or "agent"
+    if not isinstance(assistant_id, str):
+        raise TraceError(f"{where}.assistant_id", "must be a string")
+    builder = TurnBuilder(where)
+    read_messages(item["messages"], messages_where, builder)
+    turns = builder.turns()
+    return ImportedTrace(trace_id, assistant_id, turns, metadata, builder.warnings)
