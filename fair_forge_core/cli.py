@@ -3,6 +3,7 @@ render reports, with no AWS and no server.
 
     fair-forge evaluate request.json [--out result.json] [--html report.html]
         [--fail-under-pass-pow-k X] [--fail-if-lower-bound 'METRIC<X' ...] [--max-unscored N]
+        [--max-cost-usd X] [--judge-cache DIR]
     fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
         [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
     fair-forge report result.json [-o report.html]
@@ -23,6 +24,16 @@ and optionally the HTML report. `--out` and `--html` are checked before the judg
 the key comes from `LLM_API_KEY` — never for a connector whose endpoint the file chooses.
 `FAIR_FORGE_EXTRA_CONNECTORS` extends the allowlist, as for the service. `report` renders
 the HTML report of a saved result (the CLI's output or a `POST /run` response body).
+
+The judge's cost (`fair_forge_core.judges.usage`): the result's `aggregated_metrics.judge_usage`
+holds its tokens and, with a price for its model in `FAIR_FORGE_JUDGE_PRICES`, its cost.
+`--max-cost-usd X` stops starting judge calls once the cost reaches X (calls in flight finish);
+the turns left are unscored with "the cost cap (--max-cost-usd X) was reached". It needs a
+price for the model (else exit 2 naming the flag) and overrides `config.max_cost_usd`.
+`--judge-cache DIR` answers judge requests already judged with the same connector, model,
+sampling, prompt and messages from the directory DIR, and stores new scored verdicts there
+(`fair_forge_core.judges.cache`); without it, `FAIR_FORGE_JUDGE_CACHE` (a directory) is used
+when the request says `config.judge_cache: true`.
 
 Gates of `evaluate` (each failure printed with the gate and by how much; all are checked):
 
@@ -162,6 +173,14 @@ def _number(text: str) -> float:
     return value
 
 
+def _positive_number(text: str) -> float:
+    """A finite number above 0."""
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
 def _threshold(text: str) -> float:
     """A number in [0, 1] (a rate's threshold); argparse names the flag in its error."""
     value = _number(text)
@@ -275,6 +294,21 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_int,
         metavar="N",
         help="exit 1 when more than N conversations are unscored (the judge could not score them)",
+    )
+    evaluate.add_argument(
+        "--max-cost-usd",
+        type=_positive_number,
+        metavar="X",
+        help=(
+            "stop starting judge calls once the judge's cost reaches X USD (calls in flight finish; the rest "
+            "are unscored); needs the model's price in FAIR_FORGE_JUDGE_PRICES"
+        ),
+    )
+    evaluate.add_argument(
+        "--judge-cache",
+        type=Path,
+        metavar="DIR",
+        help="reuse verdicts of identical judge requests stored in DIR, and store new ones there",
     )
     evaluate.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
 
@@ -535,17 +569,60 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
         raise CliError(_validation_message(path, "request (from its traces)", exc)) from None
 
 
+def _ledger(request: RunRequest, model: Any, max_cost_usd: float | None, judge_cache: Path | None) -> Any:
+    """The judge's `JudgeLedger`: prices from `FAIR_FORGE_JUDGE_PRICES`, the cap of
+    `--max-cost-usd` (else `config.max_cost_usd`), the cache of `--judge-cache` (else, when
+    the request opts in, of `FAIR_FORGE_JUDGE_CACHE`). `CliError` (exit 2) for a cap
+    without a price, naming the flag or the field, and for an unusable cache location."""
+    from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
+    from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, open_local_cache
+    from fair_forge_core.judges.usage import JudgeLedger, MissingPrice
+
+    try:
+        environment = JudgeEnvironment.read()
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    cache: JudgeCache | None = None
+    if judge_cache is not None:
+        if judge_cache.exists() and not judge_cache.is_dir():
+            raise CliError(f"--judge-cache {judge_cache}: is not a directory")
+        cache = DirectoryCache(judge_cache)
+    elif request.config.judge_cache and environment.judge_cache:
+        try:
+            cache = open_local_cache(environment.judge_cache)
+        except ValueError as exc:
+            raise CliError(f"FAIR_FORGE_JUDGE_CACHE: {exc}") from None
+    try:
+        return JudgeLedger.for_model(
+            model,
+            request.config,
+            prices=environment.price_table(),
+            cache=cache,
+            max_cost_usd=max_cost_usd,
+            cap_label="--max-cost-usd",
+        )
+    except MissingPrice as exc:
+        raise CliError(str(exc)) from None
+
+
 def _run_evaluation(
-    request: RunRequest, import_warnings: list[str], path: Path, progress: ProgressBar | None
+    request: RunRequest,
+    import_warnings: list[str],
+    path: Path,
+    progress: ProgressBar | None,
+    *,
+    max_cost_usd: float | None = None,
+    judge_cache: Path | None = None,
 ) -> EvaluationResult:
     """Evaluate a validated request as `evaluate` does; exit 3 when it cannot run."""
     judge = _build_judge(request, path)
+    ledger = _ledger(request, judge.model, max_cost_usd, judge_cache)
 
     from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused
 
     try:
-        result = evaluate_sync(request.datasets, judge.model, request.config, on_progress=progress)
+        result = evaluate_sync(request.datasets, judge.model, request.config, on_progress=progress, ledger=ledger)
     except (JudgeProviderRefused, NoConversationScored) as exc:
         raise CliError(
             f"evaluation failed: {_name(path)}: {_redacted(str(exc), sorted(judge.secrets))}", EXIT_EVALUATION_FAILED
@@ -554,6 +631,11 @@ def _run_evaluation(
         if progress is not None:
             progress.finish()
     result.warnings[:0] = import_warnings  # what importing the traces decided comes first, as POST /run does
+    if request.config.judge_cache and ledger.cache is None:
+        result.warnings.append(
+            "config.judge_cache is true but no judge cache is configured "
+            "(--judge-cache or FAIR_FORGE_JUDGE_CACHE): every turn was judged"
+        )
     return result
 
 
@@ -635,6 +717,20 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
     return failures
 
 
+def format_usage(usage: Any) -> str:
+    """One line of `judge_usage`: model, calls, tokens, cost, cache."""
+    parts = [
+        f"{usage.model}, {usage.calls} call(s)",
+        f"{usage.input_tokens} input tokens ({usage.cached_input_tokens} cached), {usage.output_tokens} output tokens",
+    ]
+    if usage.calls_without_usage:
+        parts.append(f"{usage.calls_without_usage} call(s) without usage reported")
+    parts.append("cost unknown (no price)" if usage.cost_usd is None else f"cost ${usage.cost_usd:.6f}")
+    if usage.cache_enabled:
+        parts.append(f"cache {usage.cache_hits} hit(s), {usage.cache_misses} miss(es)")
+    return "; ".join(parts)
+
+
 def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     _check_writable(args.out, "--out")
     _check_writable(args.html, "--html")
@@ -642,7 +738,14 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         raise CliError(f"--out and --html name the same file: {args.out}")
     body = _read_json(args.request, "request file", stdin)
     request, import_warnings = _request_of(body, args.request)
-    result = _run_evaluation(request, import_warnings, args.request, _progress(stderr, args.quiet))
+    result = _run_evaluation(
+        request,
+        import_warnings,
+        args.request,
+        _progress(stderr, args.quiet),
+        max_cost_usd=args.max_cost_usd,
+        judge_cache=args.judge_cache,
+    )
 
     payload = result.model_dump(mode="json")
     _write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
@@ -658,6 +761,8 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
             f"tier: {agg.interpretation} — pass@{k} = {agg.pass_at_k:.3f}, pass^{k} = {agg.pass_pow_k:.3f} "
             f"({agg.fully_correct_conversations}/{agg.total_conversations} conversations fully correct)\n"
         )
+        if agg.judge_usage is not None:
+            stderr.write(f"judge: {format_usage(agg.judge_usage)}\n")
         for warning in result.warnings:
             stderr.write(f"warning: {warning}\n")
         for path in (args.out, args.html):

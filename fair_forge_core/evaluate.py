@@ -28,6 +28,7 @@ from fair_forge_core.judges.llm import (
     RetryPolicy,
 )
 from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.judges.usage import JudgeLedger
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
 from fair_forge_core.schemas import (
     CompareConfig,
@@ -86,13 +87,15 @@ async def evaluate_conversations(
     retry: RetryPolicy | None = None,
     telemetry: JudgeTelemetry | None = None,
     on_progress: ProgressCallback | None = None,
+    ledger: JudgeLedger | None = None,
 ) -> list[ConversationMetrics]:
     """The per-conversation metrics of `datasets`: each distinct turn judged once, tools scored.
 
     The first half of `evaluate`, also what one shard of an asynchronous job computes
     (`sharding`): a list where nothing could be scored is not an error here, and
     per-turn detail is always kept, since `build_result` needs it for its warnings and
-    drops it itself. `JudgeProviderRefused` propagates.
+    drops it itself. `JudgeProviderRefused` propagates. `ledger` (`judges.usage`), when
+    given, counts the judge's tokens and cost, applies the cost cap and the judge cache.
     """
     judge = AnswerJudge(
         model=chat_model,
@@ -100,6 +103,7 @@ async def evaluate_conversations(
         retry=retry or RetryPolicy(),
         deadline=deadline,
         telemetry=telemetry or JudgeTelemetry(),
+        ledger=ledger,
     )
     # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
     # `JudgeRequest` per distinct tuple. The judge sees exactly these six fields.
@@ -134,29 +138,51 @@ async def evaluate(
     retry: RetryPolicy | None = None,
     telemetry: JudgeTelemetry | None = None,
     on_progress: ProgressCallback | None = None,
+    ledger: JudgeLedger | None = None,
 ) -> EvaluationResult:
     """Evaluate `datasets` with `chat_model` as judge.
 
     `deadline` (a `time.monotonic()` instant) stops new judge calls; turns not judged
     by then are reported unscored. `telemetry`, if given, receives the judge's counters.
     `on_progress(done, total)` is called after each distinct judge request.
+    `ledger` (`judges.usage.JudgeLedger`) counts the judge's tokens and cost into
+    `aggregated_metrics.judge_usage`, and applies the cost cap and the judge cache; the
+    service and the CLI always pass one. Without one, `judge_usage` is null, unless
+    `config.max_cost_usd` is set: then `JudgeLedger.for_model(chat_model, config)` applies
+    it (no price table: `MissingPrice` unless the model is the offline judge).
     """
     config = config or EvaluationConfig()
+    if ledger is None and config.max_cost_usd is not None:
+        ledger = JudgeLedger.for_model(chat_model, config)
     conversations = await evaluate_conversations(
-        datasets, chat_model, config, deadline=deadline, retry=retry, telemetry=telemetry, on_progress=on_progress
+        datasets,
+        chat_model,
+        config,
+        deadline=deadline,
+        retry=retry,
+        telemetry=telemetry,
+        on_progress=on_progress,
+        ledger=ledger,
     )
-    return build_result(conversations, config, input_warnings(datasets))
+    return build_result(conversations, config, input_warnings(datasets), ledger=ledger)
 
 
 def build_result(
-    conversations: list[ConversationMetrics], config: EvaluationConfig, warnings_of_input: Sequence[str] = ()
+    conversations: list[ConversationMetrics],
+    config: EvaluationConfig,
+    warnings_of_input: Sequence[str] = (),
+    *,
+    ledger: JudgeLedger | None = None,
 ) -> EvaluationResult:
     """The full result from per-conversation metrics, with warnings for what a reader must know
-    (`warnings_of_input`, from `schemas.input_warnings` of the datasets, first).
+    (`warnings_of_input`, from `schemas.input_warnings` of the datasets, first), and the
+    judge's usage (`aggregated_metrics.judge_usage`) when `ledger` is given.
 
     Raises `NoConversationScored` when none of the conversations was scored.
     """
     aggregated = aggregate(conversations, config)
+    if ledger is not None:
+        aggregated.judge_usage = ledger.summary()
     warnings = list(warnings_of_input)
     if aggregated.unscored_conversations:
         causes = Counter(

@@ -17,6 +17,13 @@ shape the request asked for:
 * `tools` (unless `tool_choice` is "none"): one `tool_calls` entry calling the
   tool forced by `tool_choice`, or the first tool, with the object as arguments.
 
+Token usage: every 200 completion carries a `usage` object. By default its counts are
+rough (4 characters a token, no cached tokens); `usage=` (a function of the request
+returning the usage object, or None to send none) or a reply's own `usage` /
+`omit_usage` make them exact, and `openai_usage(prompt, completion, cached)` builds one
+in OpenAI's shape (`prompt_tokens_details.cached_tokens`, which LangChain reads as
+`input_token_details.cache_read`). What was sent is in `RecordedRequest.usage`.
+
 Faults and latency (`latency_s`, `rate_limit_rps`, `script`,
 `fail_first_attempt_fraction`, `timeout_fraction`/`hang_s`, `garbage_fraction`)
 are set at construction and can be changed while the server runs. Streaming
@@ -54,6 +61,7 @@ __all__ = [
     "Responder",
     "judge_responder",
     "last_user_text",
+    "openai_usage",
 ]
 
 HOST = "127.0.0.1"
@@ -99,6 +107,8 @@ class Reply:
       ("tool_calls" with tool calls, else "stop").
     * `chunked`: send the body in chunks (`Transfer-Encoding: chunked`), with no
       `Content-Length` to say its size in advance.
+    * `usage`: the completion's `usage` object, sent verbatim (see `openai_usage`);
+      `omit_usage`: send no `usage` at all. Both override the server's `usage` setting.
 
     A 200 reply with none of `content`, `data`, `tool_calls` or `raw_body` set
     takes its message from the responder, so `Reply(hang_s=5)` in a script is a
@@ -118,6 +128,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str | None = None
     chunked: bool = False
+    usage: dict[str, Any] | None = None
+    omit_usage: bool = False
 
     def has_message(self) -> bool:
         """Whether this reply already says what the assistant's message is."""
@@ -138,7 +150,8 @@ class RecordedRequest:
 
     `headers` has lower-case names; `body` is the parsed JSON (None when the body
     was not a JSON object); `status` is the HTTP status sent back (None while the
-    request is in flight).
+    request is in flight); `usage` is the `usage` object of the completion sent back
+    (None for an error, a raw body, or a completion sent without one).
     """
 
     path: str
@@ -146,6 +159,7 @@ class RecordedRequest:
     headers: dict[str, str]
     received_at: float
     status: int | None = None
+    usage: dict[str, Any] | None = None
 
     @property
     def authorization(self) -> str | None:
@@ -301,6 +315,21 @@ def _message(request: dict[str, Any], reply: Reply) -> tuple[str | None, list[di
     return f"```json\n{json.dumps(data)}\n```", None
 
 
+def openai_usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> dict[str, Any]:
+    """A chat completion's `usage` object in OpenAI's shape, with exact counts."""
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
+UsageFunction = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+"""The server's `usage` setting: the usage object of a completion for the request, or None to send none."""
+
+
 def _tokens(text: str) -> int:
     """A rough token count (4 characters a token)."""
     return max(1, len(text) // 4)
@@ -310,15 +339,31 @@ _completion_ids = itertools.count(1)
 _request_ids = itertools.count(1)
 
 
-def _completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    """A `chat.completion` object as OpenAI (and Groq) return it."""
+def _completion_body(
+    request: dict[str, Any], reply: Reply, usage_function: UsageFunction | None = None
+) -> dict[str, Any]:
+    """A `chat.completion` object as OpenAI (and Groq) return it; its `usage` is the reply's,
+    else `usage_function`'s, else rough counts (see the module docstring)."""
     content, tool_calls = _message(request, reply)
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    prompt_tokens = _tokens(json.dumps(request.get("messages") or []))
-    completion_tokens = _tokens((content or "") + json.dumps(tool_calls or []))
-    return {
+    usage: dict[str, Any] | None
+    if reply.omit_usage:
+        usage = None
+    elif reply.usage is not None:
+        usage = reply.usage
+    elif usage_function is not None:
+        usage = usage_function(request)
+    else:
+        prompt_tokens = _tokens(json.dumps(request.get("messages") or []))
+        completion_tokens = _tokens((content or "") + json.dumps(tool_calls or []))
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+    body = {
         "id": f"chatcmpl-fake-{next(_completion_ids)}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -332,12 +377,10 @@ def _completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
                 "finish_reason": reply.finish_reason or ("tool_calls" if tool_calls else "stop"),
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
     }
+    if usage is not None:
+        body["usage"] = usage
+    return body
 
 
 def _error_body(reply: Reply) -> dict[str, Any]:
@@ -475,6 +518,7 @@ class FakeLLMServer:
     hang_s = _Config(_check_non_negative)
     seed = _Config()
     responder = _Config()
+    usage = _Config()
 
     def __init__(
         self,
@@ -488,9 +532,11 @@ class FakeLLMServer:
         hang_s: float = 30.0,
         garbage_fraction: float = 0.0,
         seed: int = 0,
+        usage: UsageFunction | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self.responder = responder
+        self.usage = usage
         self.latency_s = latency_s
         self.rate_limit_rps = rate_limit_rps
         self.fail_first_attempt_fraction = fail_first_attempt_fraction
@@ -701,6 +747,8 @@ class FakeLLMServer:
                 status=reply.status if reply.status != 200 else produced.status,
                 headers=reply.headers | produced.headers,
                 finish_reason=reply.finish_reason or produced.finish_reason,
+                usage=reply.usage if reply.usage is not None else produced.usage,
+                omit_usage=reply.omit_usage or produced.omit_usage,
             )
         return self._send(handler, request, reply)
 
@@ -745,7 +793,12 @@ class FakeLLMServer:
         if reply.raw_body is not None:
             raw = reply.raw_body.encode() if isinstance(reply.raw_body, str) else reply.raw_body
             return self._write(handler, reply.status, raw, headers, content_type="text/plain", chunked=reply.chunked)
-        body = _error_body(reply) if reply.status >= 400 else _completion_body(request, reply)
+        if reply.status >= 400:
+            body = _error_body(reply)
+        else:
+            body = _completion_body(request, reply, self.usage)
+            if handler.fake_record is not None:
+                handler.fake_record.usage = body.get("usage")
         return self._write(handler, reply.status, json.dumps(body).encode(), headers, chunked=reply.chunked)
 
     def _send_error_only(self, handler: _Handler, status: int, message: str) -> int:

@@ -3,7 +3,10 @@
 `FAIR_FORGE_EXTRA_CONNECTORS` (comma-separated class paths the allowlist adds),
 `FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS` (CIDR ranges a caller's endpoint may resolve into),
 `FAIR_FORGE_SERVER_KEY_MODELS` and `FAIR_FORGE_SERVER_KEY_MAX_TOKENS` (what the server's key
-may buy), and `LLM_API_KEY` (the server's own key). An empty variable means the default;
+may buy), `FAIR_FORGE_JUDGE_PRICES` (the judge's price table: JSON, or the path of a JSON
+file; `fair_forge_core.judges.prices.read_price_table`), `FAIR_FORGE_JUDGE_CACHE` (the judge
+cache: a directory, or `s3://bucket/prefix` for the service), and `LLM_API_KEY` (the
+server's own key). An empty variable means the default;
 a malformed one is a `SettingsError` naming it, without pydantic's copy of the input (the
 key is a plain string: nothing about it can be malformed, so it never appears).
 `handler.settings.Settings` extends this class with the service's own settings.
@@ -12,12 +15,15 @@ key is a plain string: nothing about it can be malformed, so it never appears).
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from fair_forge_core.connectors.rules import EndpointPolicy
+
+if TYPE_CHECKING:
+    from fair_forge_core.judges.prices import PriceTable
 
 ENV_PREFIX = "FAIR_FORGE_"
 
@@ -44,6 +50,9 @@ class JudgeEnvironment(BaseSettings):
     server_key_models: CommaList = ()
     server_key_max_tokens: int = 1024
     server_api_key_env: str | None = unprefixed("LLM_API_KEY")
+    # The raw value; `price_table()` reads it (checked here, so a bad table fails at start).
+    judge_prices: str | None = None
+    judge_cache: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -65,6 +74,34 @@ class JudgeEnvironment(BaseSettings):
     def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         """CIDR ranges, normalised; a malformed one is refused here, not on some later request."""
         return tuple(str(ipaddress.ip_network(item, strict=False)) for item in value)
+
+    @field_validator("judge_prices")
+    @classmethod
+    def _price_table(cls, value: str | None) -> str | None:
+        """The table must read (JSON, or a readable JSON file) now, not on some later request."""
+        if value is not None:
+            from fair_forge_core.judges.prices import read_price_table
+
+            read_price_table(value)
+        return value
+
+    @field_validator("judge_cache")
+    @classmethod
+    def _cache_location(cls, value: str | None) -> str | None:
+        """A directory path, or `s3://<bucket>/<prefix>` (the prefix may be empty)."""
+        if value is not None and value.startswith("s3://"):
+            bucket = value.removeprefix("s3://").split("/", 1)[0]
+            if not bucket:
+                raise ValueError("an S3 judge cache is s3://<bucket>/<prefix>")
+        return value
+
+    def price_table(self) -> PriceTable | None:
+        """The judge's price table (`FAIR_FORGE_JUDGE_PRICES`), or None when unset."""
+        if self.judge_prices is None:
+            return None
+        from fair_forge_core.judges.prices import read_price_table
+
+        return read_price_table(self.judge_prices)
 
     def endpoint_policy(self, also_allowed: tuple[str, ...] = ()) -> EndpointPolicy:
         """The endpoint policy of these settings; `also_allowed` networks on top (the CLI's loopback)."""

@@ -38,6 +38,7 @@ from langchain_core.messages import BaseMessage
 from fair_forge_core.judges.errors import ErrorKind, classify_error, describe_error, retry_after_s, status_code_of
 from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
 from fair_forge_core.judges.verdict import VERDICT_SCHEMA, Verdict, VerdictParseError, compact, parse_verdict
 from fair_forge_core.schemas import EvaluationConfig
 
@@ -110,6 +111,8 @@ class AnswerJudge:
     deadline: float | None = None
     telemetry: JudgeTelemetry = field(default_factory=JudgeTelemetry)
     rng: random.Random = field(default_factory=random.Random)
+    ledger: JudgeLedger | None = None
+    """Tokens, cost, the cost cap and the judge cache of this evaluation (`judges.usage`)."""
 
     def __post_init__(self) -> None:
         self.limiter = AdaptiveLimiter(self.config.max_concurrency)
@@ -136,10 +139,19 @@ class AnswerJudge:
             for text in (request.query, request.answer, request.ground_truth, request.context, request.observation)
             if text
         )
+        cache_key = None
+        if self.ledger is not None and self.ledger.cache is not None:
+            cache_key = self.ledger.cache_key(messages)
+            cached = await self.ledger.lookup(cache_key)
+            if cached is not None:
+                return cached
         attempts = parse_failures = rate_limited = 0
         while True:
             try:
-                return await self._attempt(messages, caller_text)
+                verdict = await self._attempt(messages, caller_text)
+                if cache_key is not None and self.ledger is not None:
+                    await self.ledger.store(cache_key, verdict)  # scored verdicts only: errors raise above
+                return verdict
             except JudgeCallError:
                 raise
             except VerdictParseError as exc:
@@ -190,8 +202,14 @@ class AnswerJudge:
         pause_s = 0.0
         try:
             timeout = self._time_left()
+            callbacks: dict[str, Any] = {}
+            if self.ledger is not None:
+                if self.ledger.cap_reached():
+                    self.ledger.turns_stopped_by_cap += 1
+                    raise self._turn_error(self.ledger.cap_message())
+                callbacks = {"callbacks": [UsageCapture(self.ledger)]}
             self.telemetry.calls += 1
-            raw = await asyncio.wait_for(self._runnable.ainvoke(messages), timeout)
+            raw = await asyncio.wait_for(self._runnable.ainvoke(messages, config=callbacks or None), timeout)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
             return parse_verdict(

@@ -241,6 +241,12 @@ class EvaluationConfig(_Request):
     max_concurrency: int = Field(8, ge=1, le=64)
     include_interactions: bool = True
     compare: CompareConfig | None = None
+    judge_cache: bool = False
+    """Opt in to the operator's judge cache (`FAIR_FORGE_JUDGE_CACHE`): verdicts of identical judge
+    requests (same connector, model, sampling, prompt and messages) are reused, never judged again."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Stop starting judge calls once the judge's cost reaches this many USD (needs a price for the
+    model in `FAIR_FORGE_JUDGE_PRICES`); the turns left are unscored, with the reason."""
 
     @field_validator("statistical_mode", mode="before")
     @classmethod

@@ -103,6 +103,38 @@ class PerTaskMetrics(_Result):
     pass_pow_k: float | None
 
 
+class JudgeUsage(_Result):
+    """What the judge used in one evaluation (`fair_forge_core.judges.usage`), and what judged.
+
+    `model` and `prompt_hash` pin the judge: its configured model name, and sha256 of the
+    rubric version and the prompt's template. `calls` counts provider calls that returned a
+    reply (a retried, unparseable reply included; failed calls and cache hits not);
+    `calls_without_usage` those whose reply carried no token usage. Tokens are summed from
+    LangChain's `usage_metadata`; `cached_input_tokens` (the provider's prompt cache) are a
+    part of `input_tokens`. `cost_usd` is (input − cached) × input price + cached × cached
+    price + output × output price, per million tokens, from the price named by
+    `price_source`; null without a price, and a lower bound when calls lacked usage.
+    `max_cost_usd` is the cap in force (null: none) and `turns_stopped_by_cap` the judge
+    requests it left unscored. `cache_hits` / `cache_misses` count distinct judge requests
+    answered from / not found in the judge cache (both 0 when `cache_enabled` is false).
+    """
+
+    model: str
+    prompt_hash: str
+    calls: int
+    calls_without_usage: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    cost_usd: float | None
+    price_source: str | None
+    max_cost_usd: float | None = None
+    turns_stopped_by_cap: int = 0
+    cache_enabled: bool = False
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+
 class AggregatedMetrics(_Result):
     """Across conversations: n = scored conversations, c = fully correct ones."""
 
@@ -129,6 +161,7 @@ class AggregatedMetrics(_Result):
     per_task: PerTaskMetrics | None = None
     by_assistant: dict[str, AggregatedMetrics] | None = None
     comparison: Comparison | None = None
+    judge_usage: JudgeUsage | None = None
 
 
 class EvaluationResult(_Result):

@@ -88,7 +88,9 @@ def run() -> Response:
 def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: list[str]) -> Response:
     from fair_forge_core.evaluate import NoConversationScored, evaluate, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+    from handler.judge_cache import ledger_for_request
 
+    ledger, ledger_warnings = ledger_for_request(request.config, model, settings)  # 400: a cap without a price
     turns = sum(len(d.conversation) for d in request.datasets)
     logger.info(
         "evaluation started",
@@ -109,9 +111,11 @@ def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: lis
                 deadline=deadline(settings, router.lambda_context),
                 retry=settings.retry_policy(),
                 telemetry=telemetry,
+                ledger=ledger,
             )
         )
         result.warnings[:0] = import_warnings  # what importing the traces decided comes first
+        result.warnings.extend(ledger_warnings)
     except (JudgeProviderRefused, NoConversationScored) as exc:
         logger.error("evaluation failed", extra={"reason": str(exc)})
         return error_response(502, f"Agentic evaluation failed: {exc}", request_id(router))
@@ -121,6 +125,8 @@ def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: lis
         metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
         metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
         metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
+        metrics.add_metric(name="JudgeInputTokens", unit=MetricUnit.Count, value=ledger.input_tokens)
+        metrics.add_metric(name="JudgeOutputTokens", unit=MetricUnit.Count, value=ledger.output_tokens)
         metrics.add_metric(name="EvaluationDuration", unit=MetricUnit.Milliseconds, value=elapsed * 1000)
     response = _result_response(result, settings)
     aggregated = result.aggregated_metrics
@@ -135,6 +141,14 @@ def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: lis
             "judge_retries": telemetry.retries,
             "judge_rate_limited": telemetry.rate_limited,
             "judge_errors": telemetry.errors,
+            "judge_model": ledger.model_name,
+            "judge_input_tokens": ledger.input_tokens,
+            "judge_output_tokens": ledger.output_tokens,
+            "judge_cached_input_tokens": ledger.cached_input_tokens,
+            "judge_calls_without_usage": ledger.calls_without_usage,
+            "judge_cost_usd": ledger.cost,
+            "judge_cache_hits": ledger.cache_hits,
+            "judge_cache_misses": ledger.cache_misses,
             "scored_conversations": aggregated.total_conversations,
             "unscored_conversations": aggregated.unscored_conversations,
             "interpretation": aggregated.interpretation,

@@ -205,7 +205,10 @@ def test_jobs_resources() -> None:
     }
     assert all(bucket["PublicAccessBlockConfiguration"].values())
     assert len(bucket["PublicAccessBlockConfiguration"]) == 4
-    [rule] = bucket["LifecycleConfiguration"]["Rules"]
+    rule, cache_rule = bucket["LifecycleConfiguration"]["Rules"]
+    assert cache_rule["Prefix"] == "judge-cache/" and cache_rule["ExpirationInDays"] == {
+        "Ref": "JudgeCacheRetentionDays"
+    }
     assert rule["Status"] == "Enabled" and rule["ExpirationInDays"] == {"Ref": "JobRetentionDays"}
     assert resources["JobsKey"]["Properties"]["EnableKeyRotation"] is True
 

@@ -1,0 +1,367 @@
+"""The judge's cost ledger: tokens and money per evaluation, the cost cap, and the judge cache's key.
+
+One `JudgeLedger` per evaluation. `AnswerJudge` feeds it:
+
+- Tokens. Every judge call that returns a reply is counted in `calls`. Its usage is the
+  `usage_metadata` LangChain puts on the reply's `AIMessage` (read by a callback, so
+  structured output, whose runnable returns a parsed object, is counted too):
+  `input_tokens`, `output_tokens`, and `input_token_details.cache_read` as cached input
+  tokens (a part of the input tokens, as OpenAI and LangChain count them). A reply
+  without `usage_metadata` adds to `calls_without_usage` and to no token count. Calls
+  that fail (an HTTP error, a timeout) are not counted: providers do not bill them.
+  Replies that do not parse are counted: they were billed.
+- Money. With a `ModelPrice` (USD per million tokens) for the judge's model, one call
+  costs `(input - cached) × input + cached × cached_input + output × output`, divided by
+  10^6 (`cost_usd`); `cached_input` defaults to the input price. Without a price the
+  cost is None. Calls without usage cost nothing here, so the cost is then a lower bound.
+- Prices come from the operator (`FAIR_FORGE_JUDGE_PRICES`, read by
+  `connectors.environment.JudgeEnvironment` with `read_price_table`); the offline
+  `ReferenceJudge` ("fair-forge-reference") has a built-in price of zero, which a table
+  entry of that name overrides. It reports no token usage (it is not a language model),
+  so its calls all count in `calls_without_usage`, at a known cost of 0.
+- The cap. With `max_cost_usd`, no judge call starts once the cost spent reaches it;
+  calls in flight finish (and are counted). The turns it stops are unscored with
+  `cap_message()`. A cap needs a price: `JudgeLedger.for_model` raises `MissingPrice`.
+- Pinning. `model_name` and `prompt_hash` (sha256 of `RUBRIC_VERSION` and of the judge
+  prompt's template, see `prompt_hash`) are in every result's `judge_usage`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
+
+from fair_forge_core.judges.cache import decode_entry, encode_entry
+from fair_forge_core.judges.prices import PRICES_VARIABLE, ModelPrice, PriceTable
+from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_core.judges.verdict import Verdict
+from fair_forge_core.schemas import EvaluationConfig
+from fair_forge_core.schemas.result import JudgeUsage
+
+if TYPE_CHECKING:
+    from fair_forge_core.judges.cache import JudgeCache
+
+logger = logging.getLogger(__name__)
+
+RUBRIC_VERSION = "1"
+"""The version of the judge's rubric, hashed into `prompt_hash` with the prompt's template.
+Any change of the prompt's wording changes the hash by itself; bump this when what a score
+means changes without the wording changing (a new parser, new bands read elsewhere)."""
+
+OFFLINE_MODEL_NAME = "fair-forge-reference"
+OFFLINE_PRICE_SOURCE = "built-in: the offline judge costs nothing"
+
+SAMPLING_FIELDS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "max_tokens",
+    "max_completion_tokens",
+    "n",
+    "seed",
+    "stop",
+    "frequency_penalty",
+    "presence_penalty",
+    "reasoning_effort",
+    "logit_bias",
+)
+"""The model attributes (and `model_kwargs` keys) that are sampling parameters: the only
+ones read into the cache key. Anything else (api keys, headers, endpoints, clients) never is."""
+
+
+class MissingPrice(ValueError):
+    """A cost cap was asked for a model with no price; the message names the cap."""
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """The tokens of one judge call. `cached_input_tokens` is a part of `input_tokens`."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+
+
+def usage_of(message: Any) -> TokenUsage | None:
+    """The usage LangChain reports on a reply message (`usage_metadata`), or None."""
+    metadata = getattr(message, "usage_metadata", None)
+    if not metadata:
+        return None
+    details = metadata.get("input_token_details") or {}
+    return TokenUsage(
+        input_tokens=int(metadata.get("input_tokens") or 0),
+        output_tokens=int(metadata.get("output_tokens") or 0),
+        cached_input_tokens=int(details.get("cache_read") or 0),
+    )
+
+
+def cost_usd(usage: TokenUsage, price: ModelPrice) -> float:
+    """What `usage` costs at `price` (see the module docstring for the rule)."""
+    cached = min(usage.cached_input_tokens, usage.input_tokens)
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    return (
+        (usage.input_tokens - cached) * price.input + cached * cached_price + usage.output_tokens * price.output
+    ) / 1e6
+
+
+def judge_model_name(model: BaseChatModel) -> str:
+    """The model name a chat model was configured with (`model_name`, else `model`, else
+    LangChain's `ls_model_name`), else its class name."""
+    for attribute in ("model_name", "model", "deployment_name"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    try:
+        name = model._get_ls_params().get("ls_model_name")
+    except Exception:
+        name = None
+    return name if isinstance(name, str) and name else type(model).__name__
+
+
+def class_path_of(model: BaseChatModel) -> str:
+    return f"{type(model).__module__}.{type(model).__qualname__}"
+
+
+def sampling_parameters(model: BaseChatModel) -> dict[str, Any]:
+    """The model's sampling parameters that are set: `SAMPLING_FIELDS` read as attributes,
+    then from `model_kwargs` (which wins, as it does in the request). Nothing else."""
+    found: dict[str, Any] = {}
+    for name in SAMPLING_FIELDS:
+        value = getattr(model, name, None)
+        if value is not None and not callable(value):
+            found[name] = value
+    extra = getattr(model, "model_kwargs", None)
+    if isinstance(extra, Mapping):
+        found.update({name: extra[name] for name in SAMPLING_FIELDS if extra.get(name) is not None})
+    return found
+
+
+def prompt_hash(rubric_version: str | None = None) -> str:
+    """sha256 (hex) of the rubric version and the judge prompt's template: the messages
+    `build_judge_messages` makes for a placeholder turn, in marker mode (default markers)
+    and in structured mode. It changes with any wording of the prompt or the rubric."""
+    version = RUBRIC_VERSION if rubric_version is None else rubric_version
+    placeholder = JudgeRequest(
+        query="{query}",
+        answer="{answer}",
+        ground_truth="{ground_truth}",
+        context="{context}",
+        language="{language}",
+        observation="{observation}",
+    )
+    parts = [f"rubric_version={version}"]
+    for structured in (False, True):
+        parts += [f"{m.type}:{m.content}" for m in build_judge_messages(placeholder, structured=structured)]
+    return hashlib.sha256("\n\x00\n".join(parts).encode()).hexdigest()
+
+
+def messages_for_key(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The messages sent, as the cache key reads them: role and content, in order."""
+    return [{"role": m.type, "content": m.content} for m in messages]
+
+
+class UsageCapture(BaseCallbackHandler):
+    """A LangChain callback of one judge call: hands the reply's usage (or None) to `ledger`."""
+
+    run_inline = True  # on the event loop's thread, in order: no executor, no lock
+
+    def __init__(self, ledger: JudgeLedger) -> None:
+        self.ledger = ledger
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> Any:
+        message = None
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                break
+            break
+        self.ledger.record(usage_of(message))
+
+
+@dataclass
+class JudgeLedger:
+    """The judge's usage and cost over one evaluation (see the module docstring).
+
+    `cache` is the verdict store when the cache is on for this evaluation (`judges.cache`),
+    `cache_identity` what the key holds besides the messages (`cache_key`).
+    """
+
+    model_name: str
+    prompt_hash: str
+    price: ModelPrice | None = None
+    price_source: str | None = None
+    max_cost_usd: float | None = None
+    cap_label: str = "config.max_cost_usd"
+    cache: JudgeCache | None = None
+    cache_identity: dict[str, Any] = field(default_factory=dict)
+    calls: int = 0
+    calls_without_usage: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    spent_usd: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_errors: int = 0
+    turns_stopped_by_cap: int = 0
+
+    @classmethod
+    def for_model(
+        cls,
+        model: BaseChatModel,
+        config: EvaluationConfig,
+        *,
+        prices: PriceTable | None = None,
+        cache: JudgeCache | None = None,
+        max_cost_usd: float | None = None,
+        cap_label: str | None = None,
+    ) -> JudgeLedger:
+        """The ledger of an evaluation of `config` judged by `model`.
+
+        The cap is `max_cost_usd` (labelled `cap_label`, e.g. "--max-cost-usd"), else
+        `config.max_cost_usd` (labelled "config.max_cost_usd"). A cap without a price for
+        the model raises `MissingPrice` naming the label. The price is the table's entry for
+        the model name, else the offline judge's built-in zero, else None.
+        """
+        name = judge_model_name(model)
+        price: ModelPrice | None = None
+        source: str | None = None
+        if prices is not None and name in prices.models:
+            price, source = prices.models[name], prices.source
+        elif name == OFFLINE_MODEL_NAME:
+            price, source = ModelPrice(input=0.0, output=0.0), OFFLINE_PRICE_SOURCE
+        label = "config.max_cost_usd"
+        cap = config.max_cost_usd
+        if max_cost_usd is not None:
+            cap, label = max_cost_usd, cap_label or "max_cost_usd"
+        if cap is not None and price is None:
+            raise MissingPrice(
+                f"{label} needs the price of the judge model {name!r}: add it to {PRICES_VARIABLE} "
+                '(e.g. {"' + name + '": {"input": 0.15, "output": 0.6}}, USD per million tokens)'
+            )
+        digest = prompt_hash()
+        identity = {
+            "key_format": 1,
+            "class_path": class_path_of(model),
+            "model": name,
+            "sampling": sampling_parameters(model),
+            "output_mode": {
+                "structured": config.use_structured_output,
+                "method": config.structured_output_method,
+            },
+            "prompt_hash": digest,
+        }
+        return cls(
+            model_name=name,
+            prompt_hash=digest,
+            price=price,
+            price_source=source,
+            max_cost_usd=cap,
+            cap_label=label,
+            cache=cache,
+            cache_identity=identity,
+        )
+
+    def record(self, usage: TokenUsage | None) -> None:
+        """Count one call that returned a reply, with its usage (None: not reported)."""
+        self.calls += 1
+        if usage is None:
+            self.calls_without_usage += 1
+            return
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cached_input_tokens += usage.cached_input_tokens
+        if self.price is not None:
+            self.spent_usd += cost_usd(usage, self.price)
+
+    @property
+    def cost(self) -> float | None:
+        """The cost so far, in USD; None without a price. Summed from the token totals in
+        one step, so that it is exactly the module docstring's rule applied to `judge_usage`."""
+        if self.price is None:
+            return None
+        totals = TokenUsage(self.input_tokens, self.output_tokens, self.cached_input_tokens)
+        return cost_usd(totals, self.price)
+
+    def cap_reached(self) -> bool:
+        """Whether a cap is set and the cost spent has reached it."""
+        return self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd
+
+    def cap_message(self) -> str:
+        """Why a turn the cap stopped is unscored."""
+        return f"the cost cap ({self.cap_label} {self.max_cost_usd:g}) was reached"
+
+    def cache_key(self, messages: Sequence[BaseMessage]) -> str:
+        """sha256 (hex) of the canonical JSON (sorted keys, no spaces) of `cache_identity`
+        (key format, connector class path, model name, sampling parameters, output mode,
+        prompt hash) and the exact messages sent (role and content of each)."""
+        payload = {**self.cache_identity, "messages": messages_for_key(messages)}
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    async def lookup(self, key: str) -> Verdict | None:
+        """The cached verdict under `key` (a hit), or None (a miss: no entry, an entry that
+        is not a verdict, or a store that failed; the last two are logged)."""
+        if self.cache is None:
+            return None
+        try:
+            data = await asyncio.to_thread(self.cache.get, key)
+        except Exception as exc:
+            self.cache_errors += 1
+            logger.warning("judge cache read failed; judging", extra={"key": key[:12], "error": _safe(exc)})
+            data = None
+        verdict = None if data is None else decode_entry(data)
+        if data is not None and verdict is None:
+            logger.warning("judge cache entry is not a verdict; judging again", extra={"key": key[:12]})
+        if verdict is None:
+            self.cache_misses += 1
+            return None
+        self.cache_hits += 1
+        return verdict
+
+    async def store(self, key: str, verdict: Verdict) -> None:
+        """Store a scored verdict under `key`; a store that fails is logged, never an error."""
+        if self.cache is None:
+            return
+        try:
+            await asyncio.to_thread(self.cache.put, key, encode_entry(verdict))
+        except Exception as exc:
+            self.cache_errors += 1
+            logger.warning("judge cache write failed", extra={"key": key[:12], "error": _safe(exc)})
+
+    def summary(self) -> JudgeUsage:
+        """The `aggregated_metrics.judge_usage` of this evaluation."""
+        cost = self.cost
+        return JudgeUsage(
+            model=self.model_name,
+            prompt_hash=self.prompt_hash,
+            calls=self.calls,
+            calls_without_usage=self.calls_without_usage,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_input_tokens=self.cached_input_tokens,
+            cost_usd=None if cost is None or not math.isfinite(cost) else cost,
+            price_source=self.price_source,
+            max_cost_usd=self.max_cost_usd,
+            turns_stopped_by_cap=self.turns_stopped_by_cap,
+            cache_enabled=self.cache is not None,
+            cache_hits=self.cache_hits,
+            cache_misses=self.cache_misses,
+        )
+
+
+def _safe(exc: BaseException) -> str:
+    """A store's exception for a log line: its type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
