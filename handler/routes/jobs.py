@@ -92,6 +92,10 @@ def submit_job() -> Response:
         }
     )
     request = parse_run_request(body, limits)
+    for option, value in (("max_cost_usd", request.config.max_cost_usd), ("judge_cache", request.config.judge_cache)):
+        if value:  # the shards run apart: no shared ledger or cache yet, and ignoring them silently would mislead
+            message = "is not supported by POST /jobs yet: use POST /run or fair-forge evaluate"
+            raise RequestError(400, f"config.{option} {message}", [{"field": f"config.{option}", "message": message}])
     # The connector is checked now, as /run does, not found wrong by every worker later.
     judge = judge_for_request(request.connector, settings)
     with secrets_masked(judge.secrets):

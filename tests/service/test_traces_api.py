@@ -199,3 +199,15 @@ def test_json_nested_inside_a_string_is_not_a_500() -> None:
     response = call_handler(body)
     assert response.status == 200, response.body
     assert any("arguments are not a JSON object" in w for w in response.body["warnings"])
+
+
+@pytest.mark.parametrize(("option", "value"), [("max_cost_usd", 1.0), ("judge_cache", True)])
+def test_jobs_refuse_the_options_they_cannot_honour(monkeypatch: pytest.MonkeyPatch, option: str, value: Any) -> None:
+    monkeypatch.setenv("JOBS_BUCKET", "no-such-bucket")
+    monkeypatch.setenv("JOBS_STATE_MACHINE_ARN", "arn:aws:states:us-east-1:000000000000:stateMachine:none")
+    body = json.loads((ROOT / "examples" / "calculator.json").read_text())
+    body["connector"] = REFERENCE
+    body.setdefault("config", {})[option] = value
+    response = call_handler(body, path="/jobs")
+    assert response.status == 400
+    assert response.body["details"][0]["field"] == f"config.{option}"
