@@ -81,10 +81,13 @@ def test_the_offline_judge_on_the_starter_set() -> None:
     assert response.status == 200, response.body
     body = response.body
     assert body["success"] is True and body["request_id"]
-    assert (body["pairs"], body["scored"], body["unscored"]) == (len(STARTER), len(STARTER), 0)
+    assert body["pairs"] == body["scored"] + body["unscored"] == len(STARTER)
+    # Pairs the offline judge abstains on are listed apart and counted in no cell.
+    abstained = {u["index"] for u in body["unscored_pairs"]}
+    assert all(u["error"] == "the offline judge cannot decide this turn" for u in body["unscored_pairs"])
     cells = body["confusion"]
-    assert sum(cells.values()) == len(STARTER)
-    assert body["tpr"]["n"] == sum(p["label"] == "pass" for p in STARTER)
+    assert sum(cells.values()) == body["scored"]
+    assert body["tpr"]["n"] == sum(p["label"] == "pass" for n, p in enumerate(STARTER) if n not in abstained)
     assert body["agreement"]["successes"] == cells["judge_pass_human_pass"] + cells["judge_fail_human_fail"]
     assert [r["index"] for r in body["results"]] == list(range(len(STARTER)))
     assert body["best_threshold"]["rule"].startswith("candidates: the configured threshold")
@@ -191,7 +194,7 @@ def assert_error(response: HandlerResponse, status: int, message: str, field: st
         assert field in {d["field"] for d in response.body["details"]}
 
 
-PAIR = {"query": "q", "answer": "a", "ground_truth": "g", "label": "pass"}
+PAIR = {"query": "What is 2 + 2?", "answer": "4", "ground_truth": "4", "label": "pass"}
 
 
 @pytest.mark.parametrize(
