@@ -128,6 +128,20 @@ def mean(values: Iterable[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def judge_fact(usage: Mapping[str, Any]) -> str:
+    """The judge and what it used, in one line: `judge gpt-4o-mini (prompt 1a2b3c4d): 12 calls,
+    3,400 + 600 tokens, $0.0009` — the cost only when priced ("no price" otherwise), cache hits
+    when the cache was on."""
+    cost = "no price" if usage.get("cost_usd") is None else f"${usage['cost_usd']:.4f}"
+    line = (
+        f"judge {usage['model']} (prompt {str(usage['prompt_hash'])[:8]}): {plural(usage['calls'], 'call')}, "
+        f"{usage['input_tokens']:,} + {usage['output_tokens']:,} tokens, {cost}"
+    )
+    if usage.get("cache_enabled"):
+        line += f", cache {usage['cache_hits']} hit(s) / {usage['cache_misses']} miss(es)"
+    return line
+
+
 @dataclass(frozen=True)
 class Value:
     """One value of the result and where it is in the JSON (`data-field` / `data-value` in the
@@ -521,6 +535,9 @@ class Report:
             f"k = {self.agg['k']}",
             mode,
         ]
+        usage = self.agg.get("judge_usage")
+        if usage:
+            facts.append(judge_fact(usage))
         if self.request_id:
             facts.append(f"request {self.request_id}")
         return facts

@@ -183,3 +183,16 @@ def test_the_template_engine_is_imported_only_for_an_html_report() -> None:
     assert (json_status, after_json) == (200, []), "a JSON response loads the template engine"
     # and the probe does see it once a report is rendered
     assert (html_status, after_html) == (200, ["jinja2", "markupsafe"])
+
+
+def test_the_report_names_the_judge_and_what_it_used() -> None:
+    data = json.loads(invoke(CALCULATOR)["body"])
+    page = invoke(CALCULATOR, query={"format": "html"})["body"]
+    usage = data["aggregated_metrics"]["judge_usage"]
+    cost = "no price" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+    calls = f"{usage['calls']} call{'s' if usage['calls'] != 1 else ''}"
+    expected = (
+        f"judge {usage['model']} (prompt {usage['prompt_hash'][:8]}): {calls}, "
+        f"{usage['input_tokens']:,} + {usage['output_tokens']:,} tokens, {cost}"
+    )
+    assert expected in page
