@@ -23,6 +23,7 @@ BENCHMARKS = (
     "benchmarks.bench_import",
     "benchmarks.bench_compare",
     "benchmarks.bench_offline_judge",
+    "benchmarks.bench_cascade",
 )
 
 

@@ -12,14 +12,16 @@ reason it is not.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from fair_forge_core.judges.cascade import CascadeJudge
 from fair_forge_core.judges.llm import (
     AnswerJudge,
     JudgeCallError,
@@ -29,6 +31,7 @@ from fair_forge_core.judges.llm import (
 )
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import JudgeLedger
+from fair_forge_core.judges.verdict import Verdict
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
 from fair_forge_core.schemas import (
     CompareConfig,
@@ -48,12 +51,19 @@ class NoConversationScored(Exception):
     """Every conversation has an unscored turn; the message lists the causes."""
 
 
+class Judge(Protocol):
+    """What `judge_all` calls: an `AnswerJudge` or a `CascadeJudge`."""
+
+    async def judge(self, request: JudgeRequest) -> Verdict: ...
+
+
 async def judge_all(
-    requests: Iterable[JudgeRequest], judge: AnswerJudge, on_progress: ProgressCallback | None = None
+    requests: Iterable[JudgeRequest], judge: Judge, on_progress: ProgressCallback | None = None
 ) -> dict[JudgeRequest, TurnJudgement]:
     """One judgement per distinct request, judged concurrently.
 
-    A `JudgeProviderRefused` from any call cancels the others and propagates.
+    A `JudgeProviderRefused` from any call cancels the others and propagates. With a
+    `CascadeJudge`, each judgement says which judge decided it (`TurnJudgement.judged_by`).
     """
     unique = list(dict.fromkeys(requests))
     done = 0
@@ -65,6 +75,8 @@ async def judge_all(
             judgement = TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)
         except JudgeCallError as exc:
             judgement = TurnJudgement(score=None, error=str(exc))
+        if isinstance(judge, CascadeJudge):
+            judgement = dataclasses.replace(judgement, judged_by=judge.judged_by(request))
         done += 1
         if on_progress is not None:
             on_progress(done, len(unique))
@@ -96,6 +108,9 @@ async def evaluate_conversations(
     per-turn detail is always kept, since `build_result` needs it for its warnings and
     drops it itself. `JudgeProviderRefused` propagates. `ledger` (`judges.usage`), when
     given, counts the judge's tokens and cost, applies the cost cap and the judge cache.
+    With `config.judge_cascade` (and a judge other than the offline one) the offline judge
+    settles the turns it is sure of first (`judges.cascade`); `ledger` then also gets the
+    cascade's counts, and counts only the connector's calls.
     """
     judge = AnswerJudge(
         model=chat_model,
@@ -118,8 +133,12 @@ async def evaluate_conversations(
     for dataset in datasets:
         for batch in dataset.conversation:
             tool_scorer.score_batch(batch)
+    cascade = _cascade(judge, config, retry, deadline)
     started = time.perf_counter()
-    judged = await judge_all(distinct.values(), judge, on_progress)
+    judged = await judge_all(distinct.values(), cascade or judge, on_progress)
+    if cascade is not None and ledger is not None:
+        ledger.cascade_settled_offline = cascade.settled_offline
+        ledger.cascade_sent_to_llm = cascade.sent_to_llm
     judge.telemetry.judging_ended_at = time.perf_counter()
     judge.telemetry.judging_s += judge.telemetry.judging_ended_at - started
     judgements = {key: judged[request] for key, request in distinct.items()}
@@ -127,6 +146,21 @@ async def evaluate_conversations(
         conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)
         for dataset, turns in zip(datasets, keys, strict=True)
     ]
+
+
+def _cascade(
+    llm: AnswerJudge, config: EvaluationConfig, retry: RetryPolicy | None, deadline: float | None
+) -> CascadeJudge | None:
+    """The `CascadeJudge` of `config.judge_cascade`: None when it is off, or when `llm`'s model
+    is itself the offline judge (the cascade would ask the same judge twice: a no-op)."""
+    if not config.judge_cascade:
+        return None
+    from fair_forge_core.judges.reference import ReferenceJudge
+
+    if isinstance(llm.model, ReferenceJudge):
+        return None
+    offline = AnswerJudge(model=ReferenceJudge(), config=config, retry=retry or RetryPolicy(), deadline=deadline)
+    return CascadeJudge(offline=offline, llm=llm)
 
 
 async def evaluate(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Literal
 
 from fair_forge_core import stats, tiers
 from fair_forge_core.schemas import (
@@ -34,6 +35,8 @@ class TurnJudgement:
     score: float | None
     reasoning: str | None = None
     error: str | None = None
+    judged_by: Literal["offline", "llm"] | None = None
+    """Under `config.judge_cascade`, the judge that decided the turn (`judges.cascade`); else None."""
 
     def __post_init__(self) -> None:
         score = self.score
@@ -69,6 +72,7 @@ def score_turn(
         judge_reasoning=judgement.reasoning,
         error=judgement.error,
         observation=batch.observation,
+        judged_by=judgement.judged_by,
     )
     return interaction, tool_score
 

@@ -216,6 +216,9 @@ class JudgeLedger:
     cache_misses: int = 0
     cache_errors: int = 0
     turns_stopped_by_cap: int = 0
+    cascade_settled_offline: int | None = None
+    """Set by `evaluate` under `config.judge_cascade` (`judges.cascade`); None otherwise."""
+    cascade_sent_to_llm: int | None = None
 
     @classmethod
     def for_model(
@@ -359,6 +362,8 @@ class JudgeLedger:
             cache_enabled=self.cache is not None,
             cache_hits=self.cache_hits,
             cache_misses=self.cache_misses,
+            cascade_settled_offline=self.cascade_settled_offline,
+            cascade_sent_to_llm=self.cascade_sent_to_llm,
         )
 
 

@@ -247,6 +247,10 @@ class EvaluationConfig(_Request):
     max_cost_usd: float | None = Field(None, gt=0)
     """Stop starting judge calls once the judge's cost reaches this many USD (needs a price for the
     model in `FAIR_FORGE_JUDGE_PRICES`); the turns left are unscored, with the reason."""
+    judge_cascade: bool = False
+    """Let the offline judge settle the turns it is sure of (it scored them, ≥ 0.9 or ≤ 0.2) and
+    send only the rest to the connector (`fair_forge_core.judges.cascade`); a no-op when the
+    connector is the offline judge."""
 
     @field_validator("statistical_mode", mode="before")
     @classmethod

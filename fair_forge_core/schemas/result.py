@@ -29,7 +29,9 @@ class ToolCorrectnessScore(_Result):
 
 class InteractionResult(_Result):
     """Per-turn detail. `answer_score` is None when the judge could not score the turn.
-    `observation` is the turn's own (what the agent saw), echoed for the report."""
+    `observation` is the turn's own (what the agent saw), echoed for the report. `judged_by`
+    says which judge decided the answer under `config.judge_cascade` ("offline": settled by the
+    offline judge; "llm": sent to the connector, scored or not); null when the cascade is off."""
 
     qa_id: str
     answer_score: float | None
@@ -39,6 +41,7 @@ class InteractionResult(_Result):
     judge_reasoning: str | None
     error: str | None
     observation: str | None = None
+    judged_by: Literal["offline", "llm"] | None = None
 
 
 class RateEstimate(_Result):
@@ -117,6 +120,10 @@ class JudgeUsage(_Result):
     `max_cost_usd` is the cap in force (null: none) and `turns_stopped_by_cap` the judge
     requests it left unscored. `cache_hits` / `cache_misses` count distinct judge requests
     answered from / not found in the judge cache (both 0 when `cache_enabled` is false).
+    `cascade_settled_offline` / `cascade_sent_to_llm` count distinct judge requests the offline
+    judge settled / handed to the connector under `config.judge_cascade` (null when the cascade
+    is off or a no-op, the connector being the offline judge; the other counts here are the
+    connector's alone).
     """
 
     model: str
@@ -133,6 +140,8 @@ class JudgeUsage(_Result):
     cache_enabled: bool = False
     cache_hits: int = 0
     cache_misses: int = 0
+    cascade_settled_offline: int | None = None
+    cascade_sent_to_llm: int | None = None
 
 
 class AggregatedMetrics(_Result):

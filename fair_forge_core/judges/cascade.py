@@ -1,0 +1,71 @@
+"""The judge cascade (`config.judge_cascade`): the offline judge settles the turns it is sure of,
+the request's LLM judge scores the rest.
+
+Rule, per distinct judge request: the offline judge (`ReferenceJudge`, through an `AnswerJudge`
+of its own, so its verdict is exactly the one it gives as a connector) scores the turn first.
+The turn is **settled offline** when that judge scored it (did not abstain, no other
+`JudgeCallError`) and the score is decisive: ≥ `PASS_AT` (0.9) or ≤ `FAIL_AT` (0.2). Every
+other turn (an abstention, a score strictly between 0.2 and 0.9) is **sent to the LLM** judge,
+whose verdict or error is the turn's. The bounds: on the held-out labelled pairs
+(`tests/data/judge_labels`) the offline judge's scores ≥ 0.9 agree with the human label on
+46 of 47 turns (one false pass), its scores ≤ 0.2 on 39 of 46 (seven false fails), while its
+scores in between are the partial-credit bands and caps (typos, hedges, missing facts), where it
+is least reliable, and an abstention is no verdict at all.
+
+When the request's judge is itself the offline judge the cascade is not built (`evaluate`):
+both stages would be the same judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError
+from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.judges.verdict import Verdict
+
+PASS_AT = 0.9
+"""An offline score ≥ this is a decisive pass."""
+FAIL_AT = 0.2
+"""An offline score ≤ this is a decisive fail."""
+
+JudgedBy = Literal["offline", "llm"]
+
+
+def is_decisive(score: float) -> bool:
+    """Whether an offline score settles the turn: ≥ `PASS_AT` or ≤ `FAIL_AT`."""
+    return score >= PASS_AT or score <= FAIL_AT
+
+
+@dataclass
+class CascadeJudge:
+    """`offline` first, `llm` for every turn `offline` does not settle (module docstring).
+
+    `settled_offline` and `sent_to_llm` count distinct judge requests; `judged_by(request)`
+    says which judge gave a request its verdict (or its error).
+    """
+
+    offline: AnswerJudge
+    llm: AnswerJudge
+    settled_offline: int = 0
+    sent_to_llm: int = 0
+    _judged_by: dict[JudgeRequest, JudgedBy] = field(default_factory=dict)
+
+    async def judge(self, request: JudgeRequest) -> Verdict:
+        """The offline verdict when decisive, else the LLM judge's (its errors propagate)."""
+        try:
+            verdict: Verdict | None = await self.offline.judge(request)
+        except JudgeCallError:
+            verdict = None
+        if verdict is not None and is_decisive(verdict.score):
+            self.settled_offline += 1
+            self._judged_by[request] = "offline"
+            return verdict
+        self.sent_to_llm += 1
+        self._judged_by[request] = "llm"
+        return await self.llm.judge(request)
+
+    def judged_by(self, request: JudgeRequest) -> JudgedBy | None:
+        """Which judge decided `request` (None: not judged yet)."""
+        return self._judged_by.get(request)
