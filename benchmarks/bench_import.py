@@ -20,12 +20,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.common import ROOT, header, line, verdict
-from examples.run_local import TRACE_EXAMPLES
+from benchmarks.common import header, line, verdict
+from examples.run_local import trace_requests
 from fair_forge_core.importers import IMPORTERS, datasets_from_traces
 
 TARGET_S = 3.0
-TRACES = ROOT / "examples" / "traces"
 
 _UUID = re.compile(r"(?<=[0-9a-f]{8}-)[0-9a-f]{4}(?=-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")  # its 2nd group
 _HEX = re.compile(r"(?<![0-9a-f-])(?:[0-9a-f]{32}|[0-9a-f]{24}|[0-9a-f]{16})(?![0-9a-f-])")  # trace, span ids
@@ -57,10 +56,8 @@ UNITS: dict[str, Callable[[list[Any]], int]] = {
 """Units of a list of items of each format (what "10,000 spans" counts)."""
 
 
-def scaled(name: str, trace_format: str, units: int) -> tuple[list[Any], int]:
-    """Copies of the example as one list of items with at least `units` units, and their count."""
-    data = json.loads((TRACES / name).read_text(encoding="utf-8"))
-    items = data if isinstance(data, list) else [data]
+def scaled(items: list[Any], trace_format: str, units: int) -> tuple[list[Any], int]:
+    """Copies of an example's items as one list with at least `units` units, and their count."""
     compact = json.dumps(items, separators=(",", ":"), ensure_ascii=False)
     copies = math.ceil(units / UNITS[trace_format](items))
     scaled_items = [item for n in range(copies) for item in fresh_copy(compact, n)]
@@ -80,13 +77,9 @@ def main() -> None:
     args = parser.parse_args()
     header(f"importers: ≥ {args.units:,} units of each format, copied from examples/traces/")
     worst = 0.0
-    for name, (trace_format, task_key) in TRACE_EXAMPLES.items():
-        items, units = scaled(name, trace_format, args.units)
-        references = [
-            json.loads(text)
-            for text in (TRACES / name).with_suffix(".references.jsonl").read_text(encoding="utf-8").splitlines()
-            if text.strip()
-        ]
+    for _, body in trace_requests():  # the bodies `make run` sends: each example's items and references
+        trace_format, task_key, references = body["traces"]["format"], body["task_key"], body["references"]
+        items, units = scaled(body["traces"]["items"], trace_format, args.units)
         importer = IMPORTERS[trace_format]
         traces = importer(items)
         datasets, _, _ = datasets_from_traces(trace_format, items, references, task_key=task_key)

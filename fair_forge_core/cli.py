@@ -549,16 +549,14 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     except ValidationError as exc:
         raise CliError(_validation_message(path, "traces request", exc)) from None
 
-    from fair_forge_core.importers import TraceError, datasets_from_traces
+    from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
 
     try:
         datasets, warnings, _ = datasets_from_traces(
             traced.traces.format, traced.traces.items, traced.references, task_key=traced.task_key
         )
     except TraceError as exc:
-        where = exc.field.replace("traces[", "traces.items[", 1) if exc.field.startswith("traces[") else exc.field
-        problem = str(exc).removeprefix(f"{exc.field}: ")
-        raise CliError(f"{_name(path)}: {where}: {problem}") from None
+        raise CliError(f"{_name(path)}: {request_field(exc.field)}: {exc.problem}") from None
     if not datasets:
         details = "".join(f"\n  {warning}" for warning in warnings)
         raise CliError(f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}")

@@ -204,16 +204,17 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
         request = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
         raise _invalid_request(exc) from None
-    from fair_forge_core.importers import TraceError, datasets_from_traces
+    from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
 
     try:
         datasets, warnings, _ = datasets_from_traces(
             request.traces.format, request.traces.items, request.references, task_key=request.task_key
         )
     except TraceError as exc:
-        where = _traces_field(exc.field)
-        problem = str(exc).removeprefix(f"{exc.field}: ")
-        raise RequestError(400, f"Invalid traces: {where}: {problem}", [{"field": where, "message": problem}]) from None
+        where = request_field(exc.field)
+        raise RequestError(
+            400, f"Invalid traces: {where}: {exc.problem}", [{"field": where, "message": exc.problem}]
+        ) from None
     if not datasets:
         raise RequestError(
             400,
@@ -227,16 +228,6 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
         ]
     expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
     return expanded, warnings
-
-
-def _traces_field(field: str) -> str:
-    """An importer's field path in the body: each importer names the items of its input by
-    what they are (`traces[i]`, `runs[i]`, `requests[i]`, `items[i]`…, or that name alone
-    for the whole list), which in a request are `traces.items[i]` (`traces.items`)."""
-    root, bracket, rest = field.partition("[")
-    if not root.isalpha() or root == "references" or "." in root:
-        return field
-    return f"traces.items[{rest}" if bracket else "traces.items"
 
 
 def validation_details(error: ValidationError) -> list[dict[str, str]]:

@@ -12,7 +12,7 @@ Every problem is a `TraceError` naming the trace and the field (`traces[2].messa
 `warnings`.
 """
 
-from fair_forge_core.importers.formats import IMPORTERS, datasets_from_traces
+from fair_forge_core.importers.formats import IMPORTERS, datasets_from_traces, request_field
 from fair_forge_core.importers.langchain_messages import traces_from_langchain
 from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
@@ -29,6 +29,7 @@ __all__ = [
     "TraceError",
     "datasets_from_traces",
     "join_references",
+    "request_field",
     "traces_from_langchain",
     "traces_from_langsmith",
     "traces_from_openai",

@@ -47,3 +47,14 @@ def datasets_from_traces(
     datasets, report = join_references(imported, references, task_key=task_key)
     warnings = [warning for trace in imported for warning in trace.warnings] + report.problems()
     return datasets, warnings, len(imported)
+
+
+def request_field(field: str) -> str:
+    """A `TraceError`'s field as a path in a request's traces form: each importer names the
+    items of its input by what they are (`traces[i]`, `runs[i]`, `requests[i]`, `items[i]`…,
+    or that name alone for the whole list), which in a request are `traces.items[i]`
+    (`traces.items`); `references[i]…` and other fields are already request paths."""
+    root, bracket, rest = field.partition("[")
+    if not root.isalpha() or root == "references" or "." in root:
+        return field
+    return f"traces.items[{rest}" if bracket else "traces.items"
