@@ -495,9 +495,10 @@ def _redacted(message: str, secrets: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- commands
 
 
-def _build_judge(request: Any, path: Path) -> Any:
-    """The judge model of a validated request, under the service's allowlist and key rules
-    and the operator's environment as the service reads it (`JudgeEnvironment`)."""
+def _build_judge(spec: Any, path: Path, where: str = "connector") -> Any:
+    """The judge model of a validated connector (`where` in the request file: `connector`, or
+    `connector[i]` in an ensemble), under the service's allowlist and key rules and the
+    operator's environment as the service reads it (`JudgeEnvironment`)."""
     from fair_forge_core import connectors
     from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
 
@@ -505,11 +506,11 @@ def _build_judge(request: Any, path: Path) -> Any:
         environment = JudgeEnvironment.read()
     except SettingsError as exc:
         raise CliError(str(exc)) from None
-    params = request.connector.params
+    params = spec.params
     secrets = [*connectors.secret_values(params), environment.server_api_key_env or ""]
     try:
         return connectors.build_chat_model(
-            request.connector.class_path,
+            spec.class_path,
             params,
             extra_connectors=environment.extra_connectors,
             server_key=lambda: environment.server_api_key_env,
@@ -519,10 +520,18 @@ def _build_judge(request: Any, path: Path) -> Any:
     except connectors.ConnectorNotAllowed as exc:
         allowed = ", ".join(sorted(set(connectors.allowed_connectors(environment.extra_connectors).values())))
         raise CliError(
-            f"{_name(path)}: connector.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}"
+            f"{_name(path)}: {where}.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}"
         ) from None
     except connectors.ConnectorError as exc:
-        raise CliError(f"{_name(path)}: connector: {connectors.REFUSAL_PREFIX}{_redacted(str(exc), secrets)}") from None
+        raise CliError(f"{_name(path)}: {where}: {connectors.REFUSAL_PREFIX}{_redacted(str(exc), secrets)}") from None
+
+
+def _build_judges(request: RunRequest, path: Path) -> list[Any]:
+    """`_build_judge` for each connector of a request, in order (an ensemble's: `connector[i]`)."""
+    specs = request.connectors
+    if len(specs) == 1:
+        return [_build_judge(specs[0], path)]
+    return [_build_judge(spec, path, f"connector[{i}]") for i, spec in enumerate(specs)]
 
 
 def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:
@@ -567,7 +576,7 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
         raise CliError(_validation_message(path, "request (from its traces)", exc)) from None
 
 
-def _ledger(request: RunRequest, model: Any, max_cost_usd: float | None, judge_cache: Path | None) -> Any:
+def _ledger(request: RunRequest, models: list[Any], max_cost_usd: float | None, judge_cache: Path | None) -> Any:
     """The judge's `JudgeLedger`: prices from `FAIR_FORGE_JUDGE_PRICES`, the cap of
     `--max-cost-usd` (else `config.max_cost_usd`), the cache of `--judge-cache` (else, when
     the request opts in, of `FAIR_FORGE_JUDGE_CACHE`). `CliError` (exit 2) for a cap
@@ -591,8 +600,8 @@ def _ledger(request: RunRequest, model: Any, max_cost_usd: float | None, judge_c
         except ValueError as exc:
             raise CliError(f"FAIR_FORGE_JUDGE_CACHE: {exc}") from None
     try:
-        return JudgeLedger.for_model(
-            model,
+        return JudgeLedger.for_models(
+            models,
             request.config,
             prices=environment.price_table(),
             cache=cache,
@@ -613,17 +622,19 @@ def _run_evaluation(
     judge_cache: Path | None = None,
 ) -> EvaluationResult:
     """Evaluate a validated request as `evaluate` does; exit 3 when it cannot run."""
-    judge = _build_judge(request, path)
-    ledger = _ledger(request, judge.model, max_cost_usd, judge_cache)
+    judges = _build_judges(request, path)
+    models = [judge.model for judge in judges]
+    secrets = sorted(set().union(*(judge.secrets for judge in judges)))
+    ledger = _ledger(request, models, max_cost_usd, judge_cache)
 
     from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused
 
     try:
-        result = evaluate_sync(request.datasets, judge.model, request.config, on_progress=progress, ledger=ledger)
+        result = evaluate_sync(request.datasets, models, request.config, on_progress=progress, ledger=ledger)
     except (JudgeProviderRefused, NoConversationScored) as exc:
         raise CliError(
-            f"evaluation failed: {_name(path)}: {_redacted(str(exc), sorted(judge.secrets))}", EXIT_EVALUATION_FAILED
+            f"evaluation failed: {_name(path)}: {_redacted(str(exc), secrets)}", EXIT_EVALUATION_FAILED
         ) from None
     finally:
         if progress is not None:
@@ -716,7 +727,7 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
 
 
 def format_usage(usage: Any) -> str:
-    """One line of `judge_usage`: model, calls, tokens, cost, cache."""
+    """One line of `judge_usage`: model, calls, tokens, cost, cache, cascade."""
     parts = [
         f"{usage.model}, {usage.calls} call(s)",
         f"{usage.input_tokens} input tokens ({usage.cached_input_tokens} cached), {usage.output_tokens} output tokens",
@@ -726,6 +737,11 @@ def format_usage(usage: Any) -> str:
     parts.append("cost unknown (no price)" if usage.cost_usd is None else f"cost ${usage.cost_usd:.6f}")
     if usage.cache_enabled:
         parts.append(f"cache {usage.cache_hits} hit(s), {usage.cache_misses} miss(es)")
+    if usage.cascade_settled_offline is not None:
+        parts.append(
+            f"cascade: {usage.cascade_settled_offline} turn(s) settled offline, "
+            f"{usage.cascade_sent_to_llm} sent to the connector"
+        )
     return "; ".join(parts)
 
 
@@ -761,6 +777,10 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         )
         if agg.judge_usage is not None:
             stderr.write(f"judge: {format_usage(agg.judge_usage)}\n")
+        if agg.judge_consensus is not None:
+            from fair_forge_core.report.view import consensus_fact
+
+            stderr.write(f"{consensus_fact(agg.judge_consensus.model_dump())}\n")
         for warning in result.warnings:
             stderr.write(f"warning: {warning}\n")
         for path in (args.out, args.html):
@@ -1155,7 +1175,7 @@ def cmd_calibrate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stder
     write the `CalibrationReport` JSON to `--out`; exit 3 when the judge could not run."""
     _check_writable(args.out, "--out")
     request, connector_path = _calibration_request(args, stdin)
-    judge = _build_judge(request, connector_path)
+    judge = _build_judge(request.connector, connector_path)
 
     from fair_forge_core.calibration import NoPairScored, calibrate_sync, format_report
     from fair_forge_core.judges.llm import JudgeProviderRefused

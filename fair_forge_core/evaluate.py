@@ -2,8 +2,9 @@
 
 The only module that runs the judge. Identical turns (the same `JudgeRequest`:
 query, answer, ground truth, the turn's observation, and the conversation's context
-and language the judge also sees) are judged once per evaluation. All judge calls run concurrently under
-the judge's cap. If the provider refuses (bad key), the evaluation stops and raises
+and language the judge also sees) are judged once per evaluation (`config.judge_samples`
+times by each connector of the request, when it asks for more: `judges.panel`). All judge
+calls run concurrently under each judge's cap. If a provider refuses (bad key), the evaluation stops and raises
 `JudgeProviderRefused`; if no conversation could be scored, it raises
 `NoConversationScored`. Otherwise every turn is in the result, scored or with the
 reason it is not.
@@ -12,26 +13,19 @@ reason it is not.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from fair_forge_core.judges.cascade import CascadeJudge
-from fair_forge_core.judges.llm import (
-    AnswerJudge,
-    JudgeCallError,
-    JudgeProviderRefused,
-    JudgeTelemetry,
-    RetryPolicy,
-)
+from fair_forge_core.judges.cascade import CascadeJudge, TurnJudge
+from fair_forge_core.judges.llm import AnswerJudge, JudgeProviderRefused, JudgeTelemetry, RetryPolicy
+from fair_forge_core.judges.panel import JudgePanel, Member, consensus
 from fair_forge_core.judges.prompt import JudgeRequest
-from fair_forge_core.judges.usage import JudgeLedger
-from fair_forge_core.judges.verdict import Verdict
+from fair_forge_core.judges.usage import JudgeLedger, judge_model_name
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
 from fair_forge_core.schemas import (
     CompareConfig,
@@ -51,32 +45,20 @@ class NoConversationScored(Exception):
     """Every conversation has an unscored turn; the message lists the causes."""
 
 
-class Judge(Protocol):
-    """What `judge_all` calls: an `AnswerJudge` or a `CascadeJudge`."""
-
-    async def judge(self, request: JudgeRequest) -> Verdict: ...
-
-
 async def judge_all(
-    requests: Iterable[JudgeRequest], judge: Judge, on_progress: ProgressCallback | None = None
+    requests: Iterable[JudgeRequest], judge: TurnJudge, on_progress: ProgressCallback | None = None
 ) -> dict[JudgeRequest, TurnJudgement]:
-    """One judgement per distinct request, judged concurrently.
+    """One judgement per distinct request, judged concurrently by `judge` (an `AnswerJudge`,
+    a `JudgePanel` or a `CascadeJudge`).
 
-    A `JudgeProviderRefused` from any call cancels the others and propagates. With a
-    `CascadeJudge`, each judgement says which judge decided it (`TurnJudgement.judged_by`).
+    A `JudgeProviderRefused` from any call cancels the others and propagates.
     """
     unique = list(dict.fromkeys(requests))
     done = 0
 
     async def judge_one(request: JudgeRequest) -> TurnJudgement:
         nonlocal done
-        try:
-            verdict = await judge.judge(request)
-            judgement = TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)
-        except JudgeCallError as exc:
-            judgement = TurnJudgement(score=None, error=str(exc))
-        if isinstance(judge, CascadeJudge):
-            judgement = dataclasses.replace(judgement, judged_by=judge.judged_by(request))
+        judgement = await judge.judge_turn(request)
         done += 1
         if on_progress is not None:
             on_progress(done, len(unique))
@@ -90,9 +72,14 @@ async def judge_all(
     return {request: task.result() for request, task in zip(unique, tasks, strict=True)}
 
 
+def chat_models(judge: BaseChatModel | Sequence[BaseChatModel]) -> list[BaseChatModel]:
+    """The judge models of an evaluation: one, or an ensemble's in request order."""
+    return [judge] if isinstance(judge, BaseChatModel) else list(judge)
+
+
 async def evaluate_conversations(
     datasets: list[Dataset],
-    chat_model: BaseChatModel,
+    chat_model: BaseChatModel | Sequence[BaseChatModel],
     config: EvaluationConfig,
     *,
     deadline: float | None = None,
@@ -101,25 +88,42 @@ async def evaluate_conversations(
     on_progress: ProgressCallback | None = None,
     ledger: JudgeLedger | None = None,
 ) -> list[ConversationMetrics]:
-    """The per-conversation metrics of `datasets`: each distinct turn judged once, tools scored.
+    """The per-conversation metrics of `datasets`: each distinct turn judged, tools scored.
 
     The first half of `evaluate`, also what one shard of an asynchronous job computes
     (`sharding`): a list where nothing could be scored is not an error here, and
     per-turn detail is always kept, since `build_result` needs it for its warnings and
     drops it itself. `JudgeProviderRefused` propagates. `ledger` (`judges.usage`), when
-    given, counts the judge's tokens and cost, applies the cost cap and the judge cache.
+    given, counts the judge's tokens and cost, applies the cost cap and the judge cache
+    (for an ensemble, `JudgeLedger.for_models`: one member ledger per model).
+    `chat_model` is one judge, or an ensemble's (a list): with several, or with
+    `config.judge_samples` > 1, each turn is judged by a `judges.panel.JudgePanel`.
     With `config.judge_cascade` (and a judge other than the offline one) the offline judge
     settles the turns it is sure of first (`judges.cascade`); `ledger` then also gets the
     cascade's counts, and counts only the connector's calls.
     """
-    judge = AnswerJudge(
-        model=chat_model,
-        config=config,
-        retry=retry or RetryPolicy(),
-        deadline=deadline,
-        telemetry=telemetry or JudgeTelemetry(),
-        ledger=ledger,
-    )
+    models = chat_models(chat_model)
+    member_ledgers: list[JudgeLedger | None] = [None] * len(models)
+    if ledger is not None:
+        member_ledgers = list(ledger.members or [ledger])
+        if len(member_ledgers) != len(models):
+            raise ValueError(f"a ledger of {len(member_ledgers)} judge(s) for {len(models)} judge model(s)")
+    telemetry = telemetry or JudgeTelemetry()
+    judges = [
+        AnswerJudge(
+            model=model,
+            config=config,
+            retry=retry or RetryPolicy(),
+            deadline=deadline,
+            telemetry=telemetry,
+            ledger=member_ledger,
+        )
+        for model, member_ledger in zip(models, member_ledgers, strict=True)
+    ]
+    llm: TurnJudge = judges[0]
+    if len(judges) > 1 or config.judge_samples > 1:
+        members = [Member(judge=judge, model=judge_model_name(judge.model)) for judge in judges]
+        llm = JudgePanel.for_config(members, config)
     # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
     # `JudgeRequest` per distinct tuple. The judge sees exactly these six fields.
     keys = [
@@ -133,14 +137,14 @@ async def evaluate_conversations(
     for dataset in datasets:
         for batch in dataset.conversation:
             tool_scorer.score_batch(batch)
-    cascade = _cascade(judge, config, retry, deadline)
+    cascade = _cascade(models, llm, config, retry, deadline)
     started = time.perf_counter()
-    judged = await judge_all(distinct.values(), cascade or judge, on_progress)
+    judged = await judge_all(distinct.values(), cascade or llm, on_progress)
     if cascade is not None and ledger is not None:
         ledger.cascade_settled_offline = cascade.settled_offline
         ledger.cascade_sent_to_llm = cascade.sent_to_llm
-    judge.telemetry.judging_ended_at = time.perf_counter()
-    judge.telemetry.judging_s += judge.telemetry.judging_ended_at - started
+    telemetry.judging_ended_at = time.perf_counter()
+    telemetry.judging_s += telemetry.judging_ended_at - started
     judgements = {key: judged[request] for key, request in distinct.items()}
     return [
         conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)
@@ -149,15 +153,19 @@ async def evaluate_conversations(
 
 
 def _cascade(
-    llm: AnswerJudge, config: EvaluationConfig, retry: RetryPolicy | None, deadline: float | None
+    models: list[BaseChatModel],
+    llm: TurnJudge,
+    config: EvaluationConfig,
+    retry: RetryPolicy | None,
+    deadline: float | None,
 ) -> CascadeJudge | None:
-    """The `CascadeJudge` of `config.judge_cascade`: None when it is off, or when `llm`'s model
-    is itself the offline judge (the cascade would ask the same judge twice: a no-op)."""
+    """The `CascadeJudge` of `config.judge_cascade`: None when it is off, or when the only
+    judge model is itself the offline judge (the cascade would ask the same judge twice: a no-op)."""
     if not config.judge_cascade:
         return None
     from fair_forge_core.judges.reference import ReferenceJudge
 
-    if isinstance(llm.model, ReferenceJudge):
+    if len(models) == 1 and isinstance(models[0], ReferenceJudge):
         return None
     offline = AnswerJudge(model=ReferenceJudge(), config=config, retry=retry or RetryPolicy(), deadline=deadline)
     return CascadeJudge(offline=offline, llm=llm)
@@ -165,7 +173,7 @@ def _cascade(
 
 async def evaluate(
     datasets: list[Dataset],
-    chat_model: BaseChatModel,
+    chat_model: BaseChatModel | Sequence[BaseChatModel],
     config: EvaluationConfig | None = None,
     *,
     deadline: float | None = None,
@@ -174,7 +182,7 @@ async def evaluate(
     on_progress: ProgressCallback | None = None,
     ledger: JudgeLedger | None = None,
 ) -> EvaluationResult:
-    """Evaluate `datasets` with `chat_model` as judge.
+    """Evaluate `datasets` with `chat_model` as judge (a list: an ensemble, `judges.panel`).
 
     `deadline` (a `time.monotonic()` instant) stops new judge calls; turns not judged
     by then are reported unscored. `telemetry`, if given, receives the judge's counters.
@@ -182,12 +190,12 @@ async def evaluate(
     `ledger` (`judges.usage.JudgeLedger`) counts the judge's tokens and cost into
     `aggregated_metrics.judge_usage`, and applies the cost cap and the judge cache; the
     service and the CLI always pass one. Without one, `judge_usage` is null, unless
-    `config.max_cost_usd` is set: then `JudgeLedger.for_model(chat_model, config)` applies
-    it (no price table: `MissingPrice` unless the model is the offline judge).
+    `config.max_cost_usd` is set: then `JudgeLedger.for_models(chat_models(chat_model), config)`
+    applies it (no price table: `MissingPrice` unless the models are the offline judge).
     """
     config = config or EvaluationConfig()
     if ledger is None and config.max_cost_usd is not None:
-        ledger = JudgeLedger.for_model(chat_model, config)
+        ledger = JudgeLedger.for_models(chat_models(chat_model), config)
     conversations = await evaluate_conversations(
         datasets,
         chat_model,
@@ -209,14 +217,16 @@ def build_result(
     ledger: JudgeLedger | None = None,
 ) -> EvaluationResult:
     """The full result from per-conversation metrics, with warnings for what a reader must know
-    (`warnings_of_input`, from `schemas.input_warnings` of the datasets, first), and the
-    judge's usage (`aggregated_metrics.judge_usage`) when `ledger` is given.
+    (`warnings_of_input`, from `schemas.input_warnings` of the datasets, first), the
+    judge's usage (`aggregated_metrics.judge_usage`) when `ledger` is given, and how far the
+    judgements of turns judged several times agreed (`judge_consensus`, `judges.panel.consensus`).
 
     Raises `NoConversationScored` when none of the conversations was scored.
     """
     aggregated = aggregate(conversations, config)
     if ledger is not None:
         aggregated.judge_usage = ledger.summary()
+    aggregated.judge_consensus = consensus(conversations, config)
     warnings = list(warnings_of_input)
     if aggregated.unscored_conversations:
         causes = Counter(
@@ -288,7 +298,10 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def evaluate_sync(
-    datasets: list[Dataset], chat_model: BaseChatModel, config: EvaluationConfig | None = None, **kwargs: Any
+    datasets: list[Dataset],
+    chat_model: BaseChatModel | Sequence[BaseChatModel],
+    config: EvaluationConfig | None = None,
+    **kwargs: Any,
 ) -> EvaluationResult:
     """`evaluate` for callers without an event loop (see `run_sync`)."""
     return run_sync(evaluate(datasets, chat_model, config, **kwargs))

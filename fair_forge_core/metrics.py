@@ -18,6 +18,7 @@ from fair_forge_core.schemas import (
     Dataset,
     EvaluationConfig,
     InteractionResult,
+    JudgeVote,
     PerTaskMetrics,
     ToolCorrectnessScore,
 )
@@ -37,6 +38,10 @@ class TurnJudgement:
     error: str | None = None
     judged_by: Literal["offline", "llm"] | None = None
     """Under `config.judge_cascade`, the judge that decided the turn (`judges.cascade`); else None."""
+    votes: tuple[JudgeVote, ...] | None = None
+    """When the turn was judged more than once (`judges.panel`): each connector's judgements."""
+    agreement: float | None = None
+    """The share of those judgements on the side of the threshold `score` is on (None: unscored)."""
 
     def __post_init__(self) -> None:
         score = self.score
@@ -73,6 +78,8 @@ def score_turn(
         error=judgement.error,
         observation=batch.observation,
         judged_by=judgement.judged_by,
+        judge_votes=None if judgement.votes is None else list(judgement.votes),
+        judge_agreement=judgement.agreement,
     )
     return interaction, tool_score
 

@@ -25,6 +25,7 @@ __all__ = [
     "allowed_connectors",
     "build_judge",
     "judge_for_request",
+    "judges_for_request",
     "server_api_key",
 ]
 
@@ -105,13 +106,31 @@ def build_judge(class_path: str, params: dict[str, Any], settings: Settings) -> 
         raise ConnectorNotAllowed(f"{exc}; {_SEE_HEALTH}") from None
 
 
-def judge_for_request(connector: ConnectorSpec, settings: Settings) -> Judge:
+def judge_for_request(connector: ConnectorSpec, settings: Settings, *, where: str = "connector") -> Judge:
     """`build_judge` for an HTTP request: a refusal is logged and becomes the source's 400
-    "Failed to create LLM connector: …" (`POST /run` and `POST /jobs` alike)."""
+    "Failed to create LLM connector: …" (`POST /run`, `POST /jobs`, `POST /calibrate`).
+    `where` is the connector's place in the body (`connector[1]` in an ensemble), which
+    the message and the field then name."""
     try:
         with secrets_masked(param_secrets(connector.params)):
             return build_judge(connector.class_path, connector.params, settings)
     except ConnectorError as exc:
-        logger.warning("connector refused", extra={"class_path": connector.class_path[:200]})
-        details = [{"field": exc.field, "message": str(exc)}] if exc.field else []
-        raise RequestError(400, f"{core.REFUSAL_PREFIX}{exc}", details) from None
+        logger.warning("connector refused", extra={"class_path": connector.class_path[:200], "connector": where})
+        message = _placed(str(exc), where)
+        details = [{"field": _placed(exc.field, where), "message": message}] if exc.field else []
+        raise RequestError(400, f"{core.REFUSAL_PREFIX}{message}", details) from None
+
+
+def judges_for_request(connectors: list[ConnectorSpec], settings: Settings) -> list[Judge]:
+    """`judge_for_request` for each connector of a request, in order (an ensemble's are named
+    `connector[i]`); the first refusal is the 400."""
+    if len(connectors) == 1:
+        return [judge_for_request(connectors[0], settings)]
+    return [judge_for_request(spec, settings, where=f"connector[{i}]") for i, spec in enumerate(connectors)]
+
+
+def _placed(text: str, where: str) -> str:
+    """A refusal's text about `connector…` said of the connector at `where`."""
+    if where == "connector":
+        return text
+    return where + text.removeprefix("connector") if text.startswith("connector.") else f"{where}: {text}"

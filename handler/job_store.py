@@ -251,10 +251,12 @@ def create_job(
     turn_counts = [len(d.conversation) for d in request.datasets]
     tool_call_counts = [sum(batch.tool_call_count() for batch in d.conversation) for d in request.datasets]
     # A shard scores at most as many tool calls as one /run may: its deterministic work is bounded alike.
+    # With judge_samples each turn costs that many judge calls: shards shrink so a shard's calls do not grow.
+    samples = request.config.judge_samples
     shards = plan_shards(
         turn_counts,
-        settings.shard_size,
-        settings.shard_max_turns,
+        max(1, settings.shard_size // samples),
+        max(1, settings.shard_max_turns // samples),
         tool_call_counts=tool_call_counts,
         max_tool_calls_per_shard=settings.max_tool_calls,
     )
@@ -264,8 +266,8 @@ def create_job(
         "request_id": request_id,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "connector": {
-            "class_path": request.connector.class_path,
-            "params_ciphertext": encrypt_params(request.connector.params, job_id, settings.jobs_kms_key_id),
+            "class_path": request.connectors[0].class_path,
+            "params_ciphertext": encrypt_params(request.connectors[0].params, job_id, settings.jobs_kms_key_id),
         },
         "config": body.get("config") or {},
         "warnings": input_warnings(request.datasets),

@@ -77,11 +77,12 @@ def open_cache(location: str) -> JudgeCache:
     return DirectoryCache(location)
 
 
-def ledger_for_request(config: Any, model: Any, settings: Settings) -> tuple[Any, list[str]]:
-    """The `JudgeLedger` of one request (prices of the settings, the cache when the request
-    opts in and one is configured, `config.max_cost_usd`), and the warnings to add.
+def ledger_for_request(config: Any, models: list[Any], settings: Settings) -> tuple[Any, list[str]]:
+    """The `JudgeLedger` of one request judged by `models` (one, or an ensemble's: prices of
+    the settings, the cache when the request opts in and one is configured,
+    `config.max_cost_usd`), and the warnings to add.
 
-    `RequestError` 400 when `config.max_cost_usd` is set and the model has no price.
+    `RequestError` 400 when `config.max_cost_usd` is set and a model has no price.
     """
     from fair_forge_core.judges.usage import JudgeLedger, MissingPrice
 
@@ -93,7 +94,7 @@ def ledger_for_request(config: Any, model: Any, settings: Settings) -> tuple[Any
         else:
             warnings.append(NO_CACHE_WARNING)
     try:
-        ledger = JudgeLedger.for_model(model, config, prices=settings.price_table(), cache=cache)
+        ledger = JudgeLedger.for_models(models, config, prices=settings.price_table(), cache=cache)
     except MissingPrice as exc:
         raise RequestError(400, str(exc)) from None
     return ledger, warnings

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 # The request model and the error paths are the core's, shared with the CLI.
 from fair_forge_core.schemas import (
+    MAX_CONNECTORS,
     ConnectorSpec,
     RunRequest,
     TracesRunRequest,
@@ -74,14 +75,27 @@ def decode_body(body: str | None, is_base64: bool, settings: Settings) -> dict[s
     return parsed
 
 
-def check_connector(body: dict[str, Any]) -> None:
+def check_connector(body: dict[str, Any], *, ensemble: bool = True) -> None:
+    """The source's first checks of `connector`: present, an object with a class path; or,
+    where an `ensemble` is taken (`POST /run`), a list of up to `MAX_CONNECTORS` of them."""
     connector = body.get("connector")
-    if connector is None or connector == {}:
+    if connector is None or connector == {} or connector == []:
         raise RequestError(400, "No connector configuration provided")
+    if ensemble and isinstance(connector, list):
+        if len(connector) > MAX_CONNECTORS:
+            message = f"an ensemble has at most {MAX_CONNECTORS} connectors, got {len(connector)}"
+            raise RequestError(400, f"connector: {message}", [{"field": "connector", "message": message}])
+        for i, item in enumerate(connector):
+            _check_one_connector(item, f"connector[{i}]", "an object")
+        return
+    _check_one_connector(connector, "connector", "an object or a list of objects" if ensemble else "an object")
+
+
+def _check_one_connector(connector: Any, where: str, expected: str) -> None:
     if not isinstance(connector, dict):
-        raise RequestError(400, "connector must be an object", [{"field": "connector", "message": "not an object"}])
+        raise RequestError(400, f"{where} must be {expected}", [{"field": where, "message": f"not {expected}"}])
     if not connector.get("class_path"):
-        raise RequestError(400, "connector.class_path is required")
+        raise RequestError(400, f"{where}.class_path is required")
 
 
 def _check_presence(body: dict[str, Any]) -> None:

@@ -13,24 +13,25 @@ scores in between are the partial-credit bands and caps (typos, hedges, missing 
 is least reliable, and an abstention is no verdict at all.
 
 When the request's judge is itself the offline judge the cascade is not built (`evaluate`):
-both stages would be the same judge.
+both stages would be the same judge. The LLM stage may be a panel (`judges.panel`: samples,
+an ensemble); the offline stage judges once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+import dataclasses
+from dataclasses import dataclass
+from typing import Protocol
 
 from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.verdict import Verdict
+from fair_forge_core.metrics import TurnJudgement
 
 PASS_AT = 0.9
 """An offline score ≥ this is a decisive pass."""
 FAIL_AT = 0.2
 """An offline score ≤ this is a decisive fail."""
-
-JudgedBy = Literal["offline", "llm"]
 
 
 def is_decisive(score: float) -> bool:
@@ -38,34 +39,33 @@ def is_decisive(score: float) -> bool:
     return score >= PASS_AT or score <= FAIL_AT
 
 
+class TurnJudge(Protocol):
+    """A judge of whole turns: an `AnswerJudge`, a `judges.panel.JudgePanel`, a `CascadeJudge`."""
+
+    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement: ...
+
+
 @dataclass
 class CascadeJudge:
     """`offline` first, `llm` for every turn `offline` does not settle (module docstring).
 
-    `settled_offline` and `sent_to_llm` count distinct judge requests; `judged_by(request)`
-    says which judge gave a request its verdict (or its error).
+    `settled_offline` and `sent_to_llm` count distinct judge requests; each judgement says
+    which judge decided it (`TurnJudgement.judged_by`).
     """
 
     offline: AnswerJudge
-    llm: AnswerJudge
+    llm: TurnJudge
     settled_offline: int = 0
     sent_to_llm: int = 0
-    _judged_by: dict[JudgeRequest, JudgedBy] = field(default_factory=dict)
 
-    async def judge(self, request: JudgeRequest) -> Verdict:
-        """The offline verdict when decisive, else the LLM judge's (its errors propagate)."""
+    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
+        """The offline verdict when decisive, else the LLM judge's judgement (scored or not)."""
         try:
             verdict: Verdict | None = await self.offline.judge(request)
         except JudgeCallError:
             verdict = None
         if verdict is not None and is_decisive(verdict.score):
             self.settled_offline += 1
-            self._judged_by[request] = "offline"
-            return verdict
+            return TurnJudgement(score=verdict.score, reasoning=verdict.reasoning, judged_by="offline")
         self.sent_to_llm += 1
-        self._judged_by[request] = "llm"
-        return await self.llm.judge(request)
-
-    def judged_by(self, request: JudgeRequest) -> JudgedBy | None:
-        """Which judge decided `request` (None: not judged yet)."""
-        return self._judged_by.get(request)
+        return dataclasses.replace(await self.llm.judge_turn(request), judged_by="llm")

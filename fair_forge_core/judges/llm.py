@@ -40,6 +40,7 @@ from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
 from fair_forge_core.judges.verdict import VERDICT_SCHEMA, Verdict, VerdictParseError, compact, parse_verdict
+from fair_forge_core.metrics import TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
 
 
@@ -125,8 +126,22 @@ class AnswerJudge:
         else:
             self._runnable = self.model
 
-    async def judge(self, request: JudgeRequest) -> Verdict:
-        """The verdict on one turn, after retries. See the module docstring for the errors."""
+    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
+        """`judge(request)` as a `TurnJudgement`: the verdict, or unscored with the
+        `JudgeCallError`'s message. `JudgeProviderRefused` propagates."""
+        try:
+            verdict = await self.judge(request)
+        except JudgeCallError as exc:
+            return TurnJudgement(score=None, error=str(exc))
+        return TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)
+
+    async def judge(self, request: JudgeRequest, sample: int = 0) -> Verdict:
+        """The verdict on one turn, after retries. See the module docstring for the errors.
+
+        `sample` numbers repeated judgements of one request (`config.judge_samples`,
+        `judges.panel`): each has a judge cache entry of its own, so that a cached run
+        repeats every sample rather than one sample N times; sample 0 is a single judgement's.
+        """
         messages = build_judge_messages(
             request,
             structured=self.config.use_structured_output,
@@ -141,7 +156,7 @@ class AnswerJudge:
         )
         cache_key = None
         if self.ledger is not None and self.ledger.cache is not None:
-            cache_key = self.ledger.cache_key(messages)
+            cache_key = self.ledger.cache_key(messages, sample)
             cached = await self.ledger.lookup(cache_key)
             if cached is not None:
                 return cached

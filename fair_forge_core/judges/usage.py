@@ -24,6 +24,10 @@ One `JudgeLedger` per evaluation. `AnswerJudge` feeds it:
   `cap_message()`. A cap needs a price: `JudgeLedger.for_model` raises `MissingPrice`.
 - Pinning. `model_name` and `prompt_hash` (sha256 of `RUBRIC_VERSION` and of the judge
   prompt's template, see `prompt_hash`) are in every result's `judge_usage`.
+- Ensembles (`connector` as a list, `judges.panel`): `JudgeLedger.for_models` gives each
+  connector a ledger of its own (its price, its cache identity), under one ledger that adds
+  them up in `judge_usage` (each member's in `judge_usage.members`) and holds the cap, which
+  applies to what the members spent together and needs a price for each.
 """
 
 from __future__ import annotations
@@ -219,6 +223,46 @@ class JudgeLedger:
     cascade_settled_offline: int | None = None
     """Set by `evaluate` under `config.judge_cascade` (`judges.cascade`); None otherwise."""
     cascade_sent_to_llm: int | None = None
+    members: list[JudgeLedger] | None = None
+    """An ensemble's ledgers, one per connector (`for_models`); this one then only adds them up."""
+    ensemble: JudgeLedger | None = None
+    """A member's ensemble ledger, whose cap counts what every member spent."""
+
+    @classmethod
+    def for_models(
+        cls,
+        models: Sequence[BaseChatModel],
+        config: EvaluationConfig,
+        *,
+        prices: PriceTable | None = None,
+        cache: JudgeCache | None = None,
+        max_cost_usd: float | None = None,
+        cap_label: str | None = None,
+    ) -> JudgeLedger:
+        """The ledger of an evaluation judged by `models` (one, or an ensemble's in request
+        order): `for_model`'s for one model; for several, a ledger over one `for_model` ledger
+        per member (`members`), whose cap applies to what they spent together. `MissingPrice`
+        when a cap is set and any member's model has no price."""
+        if len(models) == 1:
+            return cls.for_model(
+                models[0], config, prices=prices, cache=cache, max_cost_usd=max_cost_usd, cap_label=cap_label
+            )
+        members = [
+            cls.for_model(model, config, prices=prices, cache=cache, max_cost_usd=max_cost_usd, cap_label=cap_label)
+            for model in models
+        ]
+        lead = members[0]
+        ensemble = cls(
+            model_name=" + ".join(member.model_name for member in members),
+            prompt_hash=lead.prompt_hash,
+            max_cost_usd=lead.max_cost_usd,
+            cap_label=lead.cap_label,
+            cache=cache,
+            members=members,
+        )
+        for member in members:
+            member.ensemble = ensemble
+        return ensemble
 
     @classmethod
     def for_model(
@@ -292,25 +336,37 @@ class JudgeLedger:
     @property
     def cost(self) -> float | None:
         """The cost so far, in USD; None without a price. Summed from the token totals in
-        one step, so that it is exactly the module docstring's rule applied to `judge_usage`."""
+        one step, so that it is exactly the module docstring's rule applied to `judge_usage`.
+        An ensemble's: its members' summed, None unless each has a price."""
+        if self.members:
+            costs = [member.cost for member in self.members]
+            return None if None in costs else sum(cost for cost in costs if cost is not None)
         if self.price is None:
             return None
         totals = TokenUsage(self.input_tokens, self.output_tokens, self.cached_input_tokens)
         return cost_usd(totals, self.price)
 
     def cap_reached(self) -> bool:
-        """Whether a cap is set and the cost spent has reached it."""
-        return self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd
+        """Whether a cap is set and the cost spent has reached it (an ensemble's members: the
+        cost all of them spent)."""
+        if self.ensemble is not None:
+            return self.ensemble.cap_reached()
+        spent = sum(member.spent_usd for member in self.members) if self.members else self.spent_usd
+        return self.max_cost_usd is not None and spent >= self.max_cost_usd
 
     def cap_message(self) -> str:
         """Why a turn the cap stopped is unscored."""
         return f"the cost cap ({self.cap_label} {self.max_cost_usd:g}) was reached"
 
-    def cache_key(self, messages: Sequence[BaseMessage]) -> str:
+    def cache_key(self, messages: Sequence[BaseMessage], sample: int = 0) -> str:
         """sha256 (hex) of the canonical JSON (sorted keys, no spaces) of `cache_identity`
         (key format, connector class path, model name, sampling parameters, output mode,
-        prompt hash) and the exact messages sent (role and content of each)."""
-        payload = {**self.cache_identity, "messages": messages_for_key(messages)}
+        prompt hash) and the exact messages sent (role and content of each), and, for the
+        repeated judgements of `config.judge_samples`, the sample's number when it is not 0
+        (so sample 0 shares the entry of a single judgement)."""
+        payload: dict[str, Any] = {**self.cache_identity, "messages": messages_for_key(messages)}
+        if sample:
+            payload["sample"] = sample
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -345,7 +401,10 @@ class JudgeLedger:
             logger.warning("judge cache write failed", extra={"key": key[:12], "error": _safe(exc)})
 
     def summary(self) -> JudgeUsage:
-        """The `aggregated_metrics.judge_usage` of this evaluation."""
+        """The `aggregated_metrics.judge_usage` of this evaluation (an ensemble's: its members'
+        totals, and each member's own in `members`)."""
+        if self.members:
+            return self._ensemble_summary()
         cost = self.cost
         return JudgeUsage(
             model=self.model_name,
@@ -364,6 +423,30 @@ class JudgeLedger:
             cache_misses=self.cache_misses,
             cascade_settled_offline=self.cascade_settled_offline,
             cascade_sent_to_llm=self.cascade_sent_to_llm,
+        )
+
+    def _ensemble_summary(self) -> JudgeUsage:
+        parts = [member.summary() for member in self.members or []]
+        cost = self.cost
+        sources = [part.price_source for part in parts if part.price_source]
+        return JudgeUsage(
+            model=self.model_name,
+            prompt_hash=self.prompt_hash,
+            calls=sum(part.calls for part in parts),
+            calls_without_usage=sum(part.calls_without_usage for part in parts),
+            input_tokens=sum(part.input_tokens for part in parts),
+            output_tokens=sum(part.output_tokens for part in parts),
+            cached_input_tokens=sum(part.cached_input_tokens for part in parts),
+            cost_usd=None if cost is None or not math.isfinite(cost) else cost,
+            price_source="; ".join(dict.fromkeys(sources)) or None,
+            max_cost_usd=self.max_cost_usd,
+            turns_stopped_by_cap=sum(part.turns_stopped_by_cap for part in parts),
+            cache_enabled=self.cache is not None,
+            cache_hits=sum(part.cache_hits for part in parts),
+            cache_misses=sum(part.cache_misses for part in parts),
+            cascade_settled_offline=self.cascade_settled_offline,
+            cascade_sent_to_llm=self.cascade_sent_to_llm,
+            members=parts,
         )
 
 

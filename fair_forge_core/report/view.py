@@ -139,7 +139,34 @@ def judge_fact(usage: Mapping[str, Any]) -> str:
     )
     if usage.get("cache_enabled"):
         line += f", cache {usage['cache_hits']} hit(s) / {usage['cache_misses']} miss(es)"
+    if usage.get("cascade_settled_offline") is not None:
+        line += (
+            f", cascade {usage['cascade_settled_offline']} settled offline / "
+            f"{usage['cascade_sent_to_llm']} sent to the connector"
+        )
     return line
+
+
+def consensus_fact(consensus: Mapping[str, Any]) -> str:
+    """How often each turn was judged and how far the judgements agreed, in one line:
+    `judge panel: 2 connectors × 3 samples, majority; 40/40 turns scored; samples unanimous on
+    95.0 %; connectors unanimous on 90.0 %; mean agreement 97.5 %` — the unscored turns and the
+    connectors whose judgements failed when there are any."""
+    parts = [
+        f"judge panel: {plural(len(consensus['members']), 'connector')} × "
+        f"{plural(consensus['samples'], 'sample')}, {consensus['vote']}",
+        f"{consensus['scored_turns']}/{consensus['turns']} turns scored",
+    ]
+    rates = (
+        ("samples unanimous on", "consistency_rate"),
+        ("connectors unanimous on", "agreement_rate"),
+        ("mean agreement", "mean_agreement"),
+    )
+    parts += [f"{label} {consensus[key]:.1%}" for label, key in rates if consensus.get(key) is not None]
+    if consensus["unscored_turns"]:
+        failed = ", ".join(f"connector[{i}] {n}" for i, n in enumerate(consensus["unscored_by_member"]) if n)
+        parts.append(f"{plural(consensus['unscored_turns'], 'turn')} unscored by a failed judgement ({failed})")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -538,6 +565,9 @@ class Report:
         usage = self.agg.get("judge_usage")
         if usage:
             facts.append(judge_fact(usage))
+        consensus = self.agg.get("judge_consensus")
+        if consensus:
+            facts.append(consensus_fact(consensus))
         if self.request_id:
             facts.append(f"request {self.request_id}")
         return facts

@@ -41,6 +41,8 @@ from fair_forge_core.schemas.json_input import (
     loads_json,
 )
 from fair_forge_core.schemas.request import (
+    MAX_CONNECTORS,
+    MAX_JUDGE_SAMPLES,
     MAX_K,
     ORIGINAL_TURN_FIELDS,
     PRIOR_RANGE,
@@ -71,6 +73,8 @@ from fair_forge_core.schemas.result import (
     CurvePoint,
     EvaluationResult,
     InteractionResult,
+    JudgeConsensus,
+    JudgeVote,
     McNemarTest,
     MetricComparison,
     PerTaskMetrics,
@@ -80,6 +84,8 @@ from fair_forge_core.schemas.result import (
 
 __all__ = [
     "CALIBRATION_CONFIDENCE",
+    "MAX_CONNECTORS",
+    "MAX_JUDGE_SAMPLES",
     "MAX_K",
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
@@ -105,6 +111,8 @@ __all__ = [
     "ExpectedToolCall",
     "GroundTruthAgentic",
     "InteractionResult",
+    "JudgeConsensus",
+    "JudgeVote",
     "LabelledPair",
     "LoneSurrogate",
     "McNemarTest",

@@ -76,9 +76,19 @@ def describe_json_error(error: ValueError) -> str:
     return str(error) if isinstance(error, NonFiniteNumber | LoneSurrogate) else "not valid JSON"
 
 
+ONE_CONNECTOR = "one connector"
+CONNECTOR_LIST = "connector list"
+UNION_TAGS = frozenset({ONE_CONNECTOR, CONNECTOR_LIST})
+"""The tags of the request's tagged unions (`schemas.request.Connectors`). Pydantic puts a
+union's tag in an error's location; it names no field, so `field_path` leaves it out."""
+
+
 def field_path(location: tuple[int | str, ...]) -> str:
-    """A pydantic error location as a path: `("datasets", 0, "conversation")` → `"datasets[0].conversation"`."""
+    """A pydantic error location as a path: `("datasets", 0, "conversation")` → `"datasets[0].conversation"`;
+    the tags of `UNION_TAGS` are left out (`connector[1].class_path`)."""
     path = ""
     for part in location:
+        if part in UNION_TAGS:
+            continue
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     return path

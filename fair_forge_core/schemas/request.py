@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR
 from fair_forge_core.trace_formats import TraceFormat
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
@@ -218,6 +219,10 @@ class CompareConfig(_Request):
 
 
 MAX_K = 1000
+MAX_JUDGE_SAMPLES = 10
+"""The most judgements of one turn by one connector (`config.judge_samples`)."""
+MAX_CONNECTORS = 3
+"""The most connectors of an ensemble (`connector` as a list)."""
 """The largest k: the curve has max(k, 10) points per aggregate (and per assistant)."""
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
@@ -251,6 +256,12 @@ class EvaluationConfig(_Request):
     """Let the offline judge settle the turns it is sure of (it scored them, ≥ 0.9 or ≤ 0.2) and
     send only the rest to the connector (`fair_forge_core.judges.cascade`); a no-op when the
     connector is the offline judge."""
+    judge_samples: int = Field(1, ge=1, le=MAX_JUDGE_SAMPLES)
+    """Judge each distinct turn this many times with each connector (self-consistency,
+    `fair_forge_core.judges.panel`); the turn's score combines them by `judge_vote`."""
+    judge_vote: Literal["majority", "mean"] = "majority"
+    """How several judgements of a turn (`judge_samples`, a list of connectors) become its score:
+    "majority" (the lower median: passes when a strict majority passes) or "mean"."""
 
     @field_validator("statistical_mode", mode="before")
     @classmethod
@@ -266,10 +277,45 @@ class ConnectorSpec(_Request):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class RunRequest(_Request):
+def _connector_shape(value: Any) -> str:
+    return CONNECTOR_LIST if isinstance(value, list) else ONE_CONNECTOR
+
+
+Connectors = Annotated[
+    Annotated[ConnectorSpec, Tag(ONE_CONNECTOR)]
+    | Annotated[list[ConnectorSpec], Tag(CONNECTOR_LIST), Field(min_length=1, max_length=MAX_CONNECTORS)],
+    Discriminator(_connector_shape),
+]
+"""`connector`: one judge, or an ensemble of up to `MAX_CONNECTORS` (`fair_forge_core.judges.panel`)."""
+
+
+class _Judged(_Request):
+    """A request whose `connector` is one judge or a list of them (an ensemble)."""
+
+    connector: Connectors
+
+    @field_validator("connector")
+    @classmethod
+    def _distinct_connectors(cls, value: ConnectorSpec | list[ConnectorSpec]) -> ConnectorSpec | list[ConnectorSpec]:
+        if isinstance(value, list):
+            for i, spec in enumerate(value):
+                for j in range(i):
+                    if spec == value[j]:
+                        raise ValueError(
+                            f"connector[{i}] repeats connector[{j}]: to judge each turn several times "
+                            "with one judge, set config.judge_samples"
+                        )
+        return value
+
+    @property
+    def connectors(self) -> list[ConnectorSpec]:
+        """The judges, in request order: one, or the ensemble's."""
+        return self.connector if isinstance(self.connector, list) else [self.connector]
+
+
+class RunRequest(_Judged):
     """A whole evaluation request: the body of `POST /run`, and the file `python -m fair_forge_core evaluate` reads."""
 
-    connector: ConnectorSpec
     datasets: list[Dataset] = Field(min_length=1)
     config: EvaluationConfig = Field(default_factory=EvaluationConfig)
 
@@ -299,12 +345,11 @@ class TraceSource(_Request):
     items: list[Any] = Field(min_length=1)
 
 
-class TracesRunRequest(_Request):
+class TracesRunRequest(_Judged):
     """`POST /run` with traces in place of `datasets`: the traces are imported, joined
     with `references` (matched by `task_key`: none for the trace id, `metadata.<name>`,
     or `first_user_message`), and evaluated as the datasets they give."""
 
-    connector: ConnectorSpec
     traces: TraceSource
     references: list[Reference] = Field(min_length=1)
     task_key: str | None = None

@@ -27,11 +27,28 @@ class ToolCorrectnessScore(_Result):
     result_in_answer: bool | None
 
 
+class JudgeVote(_Result):
+    """What one connector of the request said of one turn (`fair_forge_core.judges.panel`):
+    the score of each of its `config.judge_samples` judgements (null: that judgement failed),
+    their combination by `config.judge_vote` (`score`, null when any failed), and the first
+    failure's reason (`error`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    scores: list[float | None]
+    score: float | None
+    error: str | None = None
+
+
 class InteractionResult(_Result):
     """Per-turn detail. `answer_score` is None when the judge could not score the turn.
     `observation` is the turn's own (what the agent saw), echoed for the report. `judged_by`
     says which judge decided the answer under `config.judge_cascade` ("offline": settled by the
-    offline judge; "llm": sent to the connector, scored or not); null when the cascade is off."""
+    offline judge; "llm": sent to the connector, scored or not); null when the cascade is off.
+    `judge_votes` (one per connector, in request order) and `judge_agreement` (the share of the
+    turn's judgements on the side of the threshold its score is on; null when unscored) are
+    set when the turn was judged more than once (`config.judge_samples` > 1, an ensemble)."""
 
     qa_id: str
     answer_score: float | None
@@ -42,6 +59,8 @@ class InteractionResult(_Result):
     error: str | None
     observation: str | None = None
     judged_by: Literal["offline", "llm"] | None = None
+    judge_votes: list[JudgeVote] | None = None
+    judge_agreement: float | None = None
 
 
 class RateEstimate(_Result):
@@ -142,6 +161,39 @@ class JudgeUsage(_Result):
     cache_misses: int = 0
     cascade_settled_offline: int | None = None
     cascade_sent_to_llm: int | None = None
+    members: list[JudgeUsage] | None = None
+    """An ensemble's usage, one entry per connector in request order; the fields above are then
+    their totals (`model` joins their names with " + "; `cost_usd` is null unless every member
+    has a price; the cap applies to the total)."""
+
+
+class JudgeConsensus(_Result):
+    """How far a turn's several judgements agreed (`fair_forge_core.judges.panel`): present when
+    turns are judged more than once (`config.judge_samples` > 1, or an ensemble).
+
+    Counted over the turns of the result that carry `judge_votes` (a turn the cascade settled
+    offline carries none). A judgement *passes* when its score is ≥ the threshold.
+    `unscored_by_member[i]`: turns where a judgement of connector i failed (the turn is then
+    unscored: no failed judgement is left out to reach a verdict). Over the scored turns:
+    `consistency_rate` (samples > 1) is the share where each connector's samples all pass or
+    all fail, `member_consistency[i]` that share for connector i alone, over the turns it
+    scored; `agreement_rate` (an
+    ensemble) the share where the connectors' combined scores all pass or all fail;
+    `mean_agreement` the mean of the turns' `judge_agreement`. A rate is null without a turn
+    to count, or when its question does not apply.
+    """
+
+    members: list[str]
+    samples: int
+    vote: Literal["majority", "mean"]
+    turns: int
+    scored_turns: int
+    unscored_turns: int
+    unscored_by_member: list[int]
+    consistency_rate: float | None
+    member_consistency: list[float | None] | None
+    agreement_rate: float | None
+    mean_agreement: float | None
 
 
 class AggregatedMetrics(_Result):
@@ -171,6 +223,7 @@ class AggregatedMetrics(_Result):
     by_assistant: dict[str, AggregatedMetrics] | None = None
     comparison: Comparison | None = None
     judge_usage: JudgeUsage | None = None
+    judge_consensus: JudgeConsensus | None = None
 
 
 class EvaluationResult(_Result):

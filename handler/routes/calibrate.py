@@ -49,7 +49,7 @@ class CalibrationResponse(CalibrationReport):
 
 def parse_calibration_request(body: dict[str, Any], settings: Settings) -> CalibrationRequest:
     """A validated `CalibrationRequest`, or a `RequestError` (the module docstring gives the order)."""
-    check_connector(body)
+    check_connector(body, ensemble=False)
     pairs = body.get("pairs")
     if pairs is None or pairs == []:
         raise RequestError(400, "No pairs provided")

@@ -92,12 +92,15 @@ def submit_job() -> Response:
         }
     )
     request = parse_run_request(body, limits)
+    if len(request.connectors) > 1:  # each worker builds one judge from the stored connector
+        message = "an ensemble (a list of connectors) is not supported by POST /jobs yet: use POST /run"
+        raise RequestError(400, f"connector: {message}", [{"field": "connector", "message": message}])
     for option, value in (("max_cost_usd", request.config.max_cost_usd), ("judge_cache", request.config.judge_cache)):
         if value:  # the shards run apart: no shared ledger or cache yet, and ignoring them silently would mislead
             message = "is not supported by POST /jobs yet: use POST /run or fair-forge evaluate"
             raise RequestError(400, f"config.{option} {message}", [{"field": f"config.{option}", "message": message}])
     # The connector is checked now, as /run does, not found wrong by every worker later.
-    judge = judge_for_request(request.connector, settings)
+    judge = judge_for_request(request.connectors[0], settings)
     with secrets_masked(judge.secrets):
         job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router))
     metrics.add_metric(name="Jobs", unit=MetricUnit.Count, value=1)

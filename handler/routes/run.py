@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
-from handler.connectors import allowed_connectors, judge_for_request
+from handler.connectors import allowed_connectors, judges_for_request
 from handler.invocation import deadline
 from handler.observability import log_level, logger, metrics, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
@@ -80,24 +80,25 @@ def run() -> Response:
     request = parse_run_request(body, settings)
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):
-        judge = judge_for_request(request.connector, settings)
-        with secrets_masked(judge.secrets):
-            return _evaluate(request, judge.model, settings, import_warnings)
+        judges = judges_for_request(request.connectors, settings)
+        with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
+            return _evaluate(request, [judge.model for judge in judges], settings, import_warnings)
 
 
-def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: list[str]) -> Response:
+def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnings: list[str]) -> Response:
     from fair_forge_core.evaluate import NoConversationScored, evaluate, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
     from handler.judge_cache import ledger_for_request
 
-    ledger, ledger_warnings = ledger_for_request(request.config, model, settings)  # 400: a cap without a price
+    ledger, ledger_warnings = ledger_for_request(request.config, models, settings)  # 400: a cap without a price
     turns = sum(len(d.conversation) for d in request.datasets)
     logger.info(
         "evaluation started",
         extra={
             "conversations": len(request.datasets),
             "turns": turns,
-            "class_path": request.connector.class_path,
+            "class_path": ", ".join(spec.class_path for spec in request.connectors),
+            "judge_samples": request.config.judge_samples,
         },
     )
     telemetry = JudgeTelemetry()
@@ -106,7 +107,7 @@ def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: lis
         result = run_sync(  # not asyncio.run: one loop per process keeps the providers' HTTP pools usable
             evaluate(
                 request.datasets,
-                model,
+                models,
                 request.config,
                 deadline=deadline(settings, router.lambda_context),
                 retry=settings.retry_policy(),
@@ -125,8 +126,12 @@ def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: lis
         metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
         metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
         metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
-        metrics.add_metric(name="JudgeInputTokens", unit=MetricUnit.Count, value=ledger.input_tokens)
-        metrics.add_metric(name="JudgeOutputTokens", unit=MetricUnit.Count, value=ledger.output_tokens)
+        usage = ledger.summary()
+        metrics.add_metric(name="JudgeInputTokens", unit=MetricUnit.Count, value=usage.input_tokens)
+        metrics.add_metric(name="JudgeOutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
+        if usage.cascade_settled_offline is not None:
+            metrics.add_metric(name="CascadeSettledOffline", unit=MetricUnit.Count, value=usage.cascade_settled_offline)
+            metrics.add_metric(name="CascadeSentToLLM", unit=MetricUnit.Count, value=usage.cascade_sent_to_llm or 0)
         metrics.add_metric(name="EvaluationDuration", unit=MetricUnit.Milliseconds, value=elapsed * 1000)
     response = _result_response(result, settings)
     aggregated = result.aggregated_metrics
@@ -141,14 +146,17 @@ def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: lis
             "judge_retries": telemetry.retries,
             "judge_rate_limited": telemetry.rate_limited,
             "judge_errors": telemetry.errors,
-            "judge_model": ledger.model_name,
-            "judge_input_tokens": ledger.input_tokens,
-            "judge_output_tokens": ledger.output_tokens,
-            "judge_cached_input_tokens": ledger.cached_input_tokens,
-            "judge_calls_without_usage": ledger.calls_without_usage,
-            "judge_cost_usd": ledger.cost,
-            "judge_cache_hits": ledger.cache_hits,
-            "judge_cache_misses": ledger.cache_misses,
+            "judge_model": usage.model,
+            "judge_input_tokens": usage.input_tokens,
+            "judge_output_tokens": usage.output_tokens,
+            "judge_cached_input_tokens": usage.cached_input_tokens,
+            "judge_calls_without_usage": usage.calls_without_usage,
+            "judge_cost_usd": usage.cost_usd,
+            "judge_cache_hits": usage.cache_hits,
+            "judge_cache_misses": usage.cache_misses,
+            "cascade_settled_offline": usage.cascade_settled_offline,
+            "cascade_sent_to_llm": usage.cascade_sent_to_llm,
+            **_consensus_fields(aggregated.judge_consensus),
             "scored_conversations": aggregated.total_conversations,
             "unscored_conversations": aggregated.unscored_conversations,
             "interpretation": aggregated.interpretation,
@@ -156,6 +164,19 @@ def _evaluate(request: Any, model: Any, settings: Settings, import_warnings: lis
     )
     _log_verbose_detail(result.per_conversation_metrics)
     return response
+
+
+def _consensus_fields(consensus: Any) -> dict[str, Any]:
+    """The log fields of `judge_consensus` (none when turns were judged once)."""
+    if consensus is None:
+        return {}
+    return {
+        "judge_samples": consensus.samples,
+        "judge_members": len(consensus.members),
+        "judge_consistency_rate": consensus.consistency_rate,
+        "judge_agreement_rate": consensus.agreement_rate,
+        "judge_panel_unscored_turns": consensus.unscored_turns,
+    }
 
 
 VERBOSE_LOG_CONVERSATIONS = 100

@@ -5,6 +5,7 @@ against moto's S3, KMS and Step Functions in-process (jobs_harness.py). The stat
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import boto3
@@ -95,6 +96,12 @@ def test_post_jobs_takes_more_than_run_does(aws: JobsAWS, monkeypatch: pytest.Mo
     monkeypatch.setenv("FAIR_FORGE_JOBS_MAX_CONVERSATIONS", "8")
     refused = aws.submit(body)
     assert (refused.status, refused.body["error"]) == (413, "Too many conversations: 9 (limit 8 per request)")
+
+
+def test_judge_samples_shrink_the_shards(aws: JobsAWS) -> None:
+    # shard_size 4: 9 conversations are 3 shards; judged twice each, a shard takes 4 // 2 = 2 of them.
+    submitted = aws.submit(body_of(varied_conversations(9), judge_samples=2))
+    assert (submitted.status, submitted.body["shards"]) == (202, math.ceil(9 / (4 // 2)))
 
 
 def test_post_jobs_stores_the_request_in_shards_and_starts_the_execution(aws: JobsAWS) -> None:

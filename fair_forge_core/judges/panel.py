@@ -1,0 +1,165 @@
+"""Several judgements of one turn: self-consistency (`config.judge_samples`) and ensembles
+(`connector` as a list of up to three connectors).
+
+Rule, per distinct judge request, with N = `config.judge_samples` and the connectors in
+request order (the members):
+
+- Each member judges the turn N times, concurrently (sample i > 0 has a judge cache entry
+  of its own: `AnswerJudge.judge`).
+- A member's score combines its N scores by `config.judge_vote`: "majority" takes the lower
+  median, `sorted(scores)[(N - 1) // 2]`, which is ≥ the threshold exactly when a strict
+  majority of the scores are (a tie fails); "mean" takes their mean.
+- The turn's score combines the members' scores by the same rule. So under "majority" each
+  member has one vote however many samples it drew, and two members that disagree fail
+  the turn; under "mean" it is the mean of every judgement.
+- Unscored stays unscored: when any judgement of any member fails (an error, an abstention
+  of the offline judge, the deadline, the cost cap), the turn is unscored. Its error names
+  each member that failed and the first reason; its votes still show every score that was
+  given. No judgement is left out to reach a verdict.
+- Agreement: the share of the turn's judgements (members × samples) that pass when the
+  turn's score passes, or fail when it fails (None when the turn is unscored).
+- Reasoning: that of the first judgement (member order, then sample order) whose score is
+  nearest the turn's, prefixed with its model's name when there are several members.
+
+`consensus` summarises the votes of a whole result (`aggregated_metrics.judge_consensus`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError
+from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.metrics import TurnJudgement
+from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig, JudgeConsensus, JudgeVote
+
+Vote = Literal["majority", "mean"]
+
+
+def combine(scores: Sequence[float], vote: Vote) -> float:
+    """`scores` (at least one) as one score: their lower median ("majority") or mean."""
+    if vote == "mean":
+        return statistics.fmean(scores)
+    return sorted(scores)[(len(scores) - 1) // 2]
+
+
+@dataclass(frozen=True)
+class Member:
+    """One connector of the panel: its judge and the model name its votes carry."""
+
+    judge: AnswerJudge
+    model: str
+
+
+@dataclass
+class JudgePanel:
+    """Judges each turn `samples` times with each of `members` (module docstring)."""
+
+    members: Sequence[Member]
+    samples: int
+    vote: Vote
+    threshold: float
+
+    @classmethod
+    def for_config(cls, members: Sequence[Member], config: EvaluationConfig) -> JudgePanel:
+        return cls(members=members, samples=config.judge_samples, vote=config.judge_vote, threshold=config.threshold)
+
+    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
+        """The turn's combined judgement, with every member's vote. `JudgeProviderRefused`
+        from any call propagates (the evaluation stops)."""
+        async with asyncio.TaskGroup() as group:
+            tasks = [
+                [group.create_task(self._sample(member, request, i)) for i in range(self.samples)]
+                for member in self.members
+            ]
+        outcomes = [[task.result() for task in member_tasks] for member_tasks in tasks]
+        votes = tuple(
+            self._member_vote(member, results) for member, results in zip(self.members, outcomes, strict=True)
+        )
+        failed = [(i, vote) for i, vote in enumerate(votes) if vote.score is None]
+        if failed:
+            where = "; ".join(f"connector[{i}] ({vote.model}): {vote.error}" for i, vote in failed)
+            return TurnJudgement(score=None, error=f"a judgement of the panel failed: {where}", votes=votes)
+        score = combine([vote.score for vote in votes if vote.score is not None], self.vote)
+        passed = score >= self.threshold
+        judgements = [
+            (i, s, reasoning) for i, results in enumerate(outcomes) for s, reasoning in results if s is not None
+        ]
+        agreeing = sum(1 for _, s, _ in judgements if (s >= self.threshold) == passed)
+        nearest, _, reasoning = min(judgements, key=lambda j: abs(j[1] - score))
+        if len(self.members) > 1:
+            reasoning = f"[{self.members[nearest].model}] {reasoning}"
+        return TurnJudgement(score=score, reasoning=reasoning, votes=votes, agreement=agreeing / len(judgements))
+
+    async def _sample(self, member: Member, request: JudgeRequest, sample: int) -> tuple[float | None, str]:
+        """One judgement: (score, reasoning), or (None, the reason it failed)."""
+        try:
+            verdict = await member.judge.judge(request, sample)
+        except JudgeCallError as exc:
+            return None, str(exc)
+        return verdict.score, verdict.reasoning
+
+    def _member_vote(self, member: Member, results: list[tuple[float | None, str]]) -> JudgeVote:
+        scores = [score for score, _ in results]
+        error = next((text for score, text in results if score is None), None)
+        combined = None if error is not None else combine([s for s in scores if s is not None], self.vote)
+        return JudgeVote(model=member.model, scores=scores, score=combined, error=error)
+
+
+def consensus(conversations: Sequence[ConversationMetrics], config: EvaluationConfig) -> JudgeConsensus | None:
+    """`aggregated_metrics.judge_consensus` of a result: its turns' `judge_votes` summarised
+    (`JudgeConsensus` states every count). None when no turn carries votes."""
+    turns = [
+        turn
+        for conversation in conversations
+        for turn in conversation.interactions or []
+        if turn.judge_votes is not None
+    ]
+    if not turns:
+        return None
+    threshold = config.threshold
+    members = [vote.model for vote in turns[0].judge_votes or []]
+    scored = [turn for turn in turns if turn.answer_score is not None]
+
+    def unanimous(scores: Sequence[float | None]) -> bool:
+        return len({score is not None and score >= threshold for score in scores}) == 1
+
+    def share(count: int, total: int) -> float | None:
+        return count / total if total else None
+
+    several_samples = config.judge_samples > 1
+    member_consistency: list[float | None] | None = None
+    if several_samples:
+        member_consistency = []
+        for i in range(len(members)):
+            scored_by_member = [t.judge_votes[i] for t in turns if t.judge_votes and t.judge_votes[i].score is not None]
+            member_consistency.append(share(sum(unanimous(v.scores) for v in scored_by_member), len(scored_by_member)))
+    agreements = [turn.judge_agreement for turn in scored if turn.judge_agreement is not None]
+    return JudgeConsensus(
+        members=members,
+        samples=config.judge_samples,
+        vote=config.judge_vote,
+        turns=len(turns),
+        scored_turns=len(scored),
+        unscored_turns=len(turns) - len(scored),
+        unscored_by_member=[
+            sum(1 for turn in turns if turn.judge_votes and turn.judge_votes[i].score is None)
+            for i in range(len(members))
+        ],
+        consistency_rate=share(
+            sum(all(unanimous(vote.scores) for vote in turn.judge_votes or []) for turn in scored), len(scored)
+        )
+        if several_samples
+        else None,
+        member_consistency=member_consistency,
+        agreement_rate=share(
+            sum(unanimous([vote.score for vote in turn.judge_votes or []]) for turn in scored), len(scored)
+        )
+        if len(members) > 1
+        else None,
+        mean_agreement=statistics.fmean(agreements) if agreements else None,
+    )
