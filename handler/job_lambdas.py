@@ -76,18 +76,20 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         return {"job_id": job_id, "shard_key": shard, "conversations": None, "skipped": True}
     # No pause of garbage collection here (unlike the reduce): a worker waits on the
     # network for minutes, and every retried call leaves a reference cycle.
-    return _evaluate_shard(settings, bucket, keys, keys.shard(index), target, context)
+    return _evaluate_shard(settings, bucket, keys, index, target, context)
 
 
 def _evaluate_shard(
-    settings: Settings, bucket: str, keys: JobKeys, shard: str, target: str, context: Any
+    settings: Settings, bucket: str, keys: JobKeys, index: int, target: str, context: Any
 ) -> dict[str, Any]:
     from fair_forge_core.evaluate import evaluate_conversations, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+    from fair_forge_core.judges.usage import JudgeLedger
     from fair_forge_core.schemas import Dataset, EvaluationConfig
     from fair_forge_core.sharding import dump_conversations
 
     job_id = keys.job_id
+    shard = keys.shard(index)
     stored = store.get_json(bucket, keys.request)
     params = store.decrypt_params(stored["connector"].get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
     try:
@@ -104,6 +106,8 @@ def _evaluate_shard(
         if remaining is not None:
             deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
         telemetry = JudgeTelemetry()
+        # Tokens and cost only: POST /jobs refuses a cap and the cache (the shards run apart).
+        ledger = JudgeLedger.for_model(judge.model, config, prices=settings.price_table())
         started = time.perf_counter()
         try:
             conversations = run_sync(
@@ -114,10 +118,13 @@ def _evaluate_shard(
                     deadline=deadline,
                     retry=settings.retry_policy(),
                     telemetry=telemetry,
+                    ledger=ledger,
                 )
             )
         except JudgeProviderRefused as exc:
             raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
+        usage = ledger.summary()
+        store.put(bucket, keys.shard_usage(index), usage.model_dump_json().encode())  # before the result: its mark
         store.put(bucket, target, dump_conversations(conversations))
     unscored = sum(1 for c in conversations if not c.is_scored)
     turns = sum(len(d.conversation) for d in datasets)
@@ -133,6 +140,9 @@ def _evaluate_shard(
             "unscored_conversations": unscored,
             "judge_calls": telemetry.calls,
             "judge_errors": telemetry.errors,
+            "judge_input_tokens": usage.input_tokens,
+            "judge_output_tokens": usage.output_tokens,
+            "judge_cost_usd": usage.cost_usd,
             "duration_ms": round((time.perf_counter() - started) * 1000),
         },
     )
@@ -142,13 +152,16 @@ def _evaluate_shard(
 @logger.inject_lambda_context(clear_state=True)
 def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """`{"job_id"}` in: every shard's result, in manifest order, combined into the /run response
-    (`fair_forge_core.sharding.reduce_shards`) and written to `result.json`.
+    (`fair_forge_core.sharding.reduce_shards`) and written to `result.json`; the shards' judge
+    usage added up into its `judge_usage` (`judges.usage.total_usage`).
 
     The response carries the `request_id` of the POST /jobs that started it and the `job_id`.
     If no conversation could be scored, the job fails (`JobFailed`) with /run's 502 message.
     """
     from fair_forge_core.evaluate import NoConversationScored
+    from fair_forge_core.judges.usage import total_usage
     from fair_forge_core.schemas import EvaluationConfig
+    from fair_forge_core.schemas.result import JudgeUsage
     from fair_forge_core.sharding import load_conversations, reduce_shards
 
     bucket = _job_bucket(Settings.from_env())
@@ -159,8 +172,18 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     with gc_paused():
         stored = store.get_json(bucket, keys.request)
         manifest = store.get_json(bucket, keys.manifest)
-        results = [keys.shard_result(keys.shard_index(item["shard_key"])) for item in manifest]
+        indices = [keys.shard_index(item["shard_key"]) for item in manifest]
+        results = [keys.shard_result(index) for index in indices]
         config = EvaluationConfig.model_validate(stored["config"])
+
+        def fetch_usage(index: int) -> JudgeUsage | None:
+            """A shard's judge usage; None for a shard a worker of an older version evaluated."""
+            try:
+                return JudgeUsage.model_validate_json(store.get(bucket, keys.shard_usage(index)))
+            except Exception as exc:
+                if store.is_missing(exc):
+                    return None
+                raise
 
         def fetch(key: str) -> bytes:
             try:
@@ -184,6 +207,9 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                 )
             except NoConversationScored as exc:
                 raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
+            usages = list(pool.map(fetch_usage, indices))
+        if usages and all(usage is not None for usage in usages):
+            result.aggregated_metrics.judge_usage = total_usage([usage for usage in usages if usage is not None])
         body = JobResult.of(result, stored.get("request_id"), job_id=job_id).model_dump_json()
         store.put(bucket, keys.result, body)
     conversations = len(result.per_conversation_metrics)

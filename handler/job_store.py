@@ -83,6 +83,10 @@ class JobKeys:
     def shard_result(self, index: int) -> str:
         return f"{self.results_prefix}{index:05d}.json"
 
+    def shard_usage(self, index: int) -> str:
+        """The judge usage of shard `index` (`JudgeUsage` JSON), written before its result."""
+        return f"{self.prefix}usage/{index:05d}.json"
+
     def shard_index(self, key: Any) -> int:
         """The index of shard `key`; `JobFailed` if it is not a shard of this job (a worker
         must never read or write outside its own job)."""

@@ -427,27 +427,50 @@ class JudgeLedger:
 
     def _ensemble_summary(self) -> JudgeUsage:
         parts = [member.summary() for member in self.members or []]
-        cost = self.cost
-        sources = [part.price_source for part in parts if part.price_source]
-        return JudgeUsage(
-            model=self.model_name,
-            prompt_hash=self.prompt_hash,
-            calls=sum(part.calls for part in parts),
-            calls_without_usage=sum(part.calls_without_usage for part in parts),
-            input_tokens=sum(part.input_tokens for part in parts),
-            output_tokens=sum(part.output_tokens for part in parts),
-            cached_input_tokens=sum(part.cached_input_tokens for part in parts),
-            cost_usd=None if cost is None or not math.isfinite(cost) else cost,
-            price_source="; ".join(dict.fromkeys(sources)) or None,
-            max_cost_usd=self.max_cost_usd,
-            turns_stopped_by_cap=sum(part.turns_stopped_by_cap for part in parts),
-            cache_enabled=self.cache is not None,
-            cache_hits=sum(part.cache_hits for part in parts),
-            cache_misses=sum(part.cache_misses for part in parts),
-            cascade_settled_offline=self.cascade_settled_offline,
-            cascade_sent_to_llm=self.cascade_sent_to_llm,
-            members=parts,
+        total = total_usage(parts)
+        return total.model_copy(
+            update={
+                "model": self.model_name,
+                "max_cost_usd": self.max_cost_usd,
+                "cache_enabled": self.cache is not None,
+                "cascade_settled_offline": self.cascade_settled_offline,
+                "cascade_sent_to_llm": self.cascade_sent_to_llm,
+                "members": parts,
+            }
         )
+
+
+def total_usage(parts: Sequence[JudgeUsage]) -> JudgeUsage:
+    """The usage of several parts of one evaluation added up (an ensemble's members, the shards
+    of a job): every count summed; `cost_usd` the sum when every part has one, else null;
+    `model` and `prompt_hash` the first part's (each part names its own); `price_source` the
+    parts' distinct sources joined by "; "; `max_cost_usd` the first part's; the cascade's
+    counts summed over the parts that have them (null when none has); `cache_enabled` when
+    any part had the cache. `ValueError` for no parts."""
+    if not parts:
+        raise ValueError("no judge usage to add up")
+    costs = [part.cost_usd for part in parts]
+    sources = [part.price_source for part in parts if part.price_source]
+    settled = [part.cascade_settled_offline for part in parts if part.cascade_settled_offline is not None]
+    sent = [part.cascade_sent_to_llm for part in parts if part.cascade_sent_to_llm is not None]
+    return JudgeUsage(
+        model=parts[0].model,
+        prompt_hash=parts[0].prompt_hash,
+        calls=sum(part.calls for part in parts),
+        calls_without_usage=sum(part.calls_without_usage for part in parts),
+        input_tokens=sum(part.input_tokens for part in parts),
+        output_tokens=sum(part.output_tokens for part in parts),
+        cached_input_tokens=sum(part.cached_input_tokens for part in parts),
+        cost_usd=None if None in costs else sum(cost for cost in costs if cost is not None),
+        price_source="; ".join(dict.fromkeys(sources)) or None,
+        max_cost_usd=parts[0].max_cost_usd,
+        turns_stopped_by_cap=sum(part.turns_stopped_by_cap for part in parts),
+        cache_enabled=any(part.cache_enabled for part in parts),
+        cache_hits=sum(part.cache_hits for part in parts),
+        cache_misses=sum(part.cache_misses for part in parts),
+        cascade_settled_offline=sum(settled) if settled else None,
+        cascade_sent_to_llm=sum(sent) if sent else None,
+    )
 
 
 def _safe(exc: BaseException) -> str:

@@ -276,11 +276,33 @@ def test_worker_and_reduce_by_hand_give_the_run_response(aws: JobsAWS) -> None:
     assert reduce(job_id) == {"job_id": job_id, "result_key": f"jobs/{job_id}/result.json", "conversations": 10}
     result = json.loads(aws.objects()[f"jobs/{job_id}/result.json"])
     expected = call_handler(body).body
-    # /run reports the judge's usage; a job does not (yet): README, "Judge cost and cache".
-    assert expected["aggregated_metrics"].pop("judge_usage") is not None
-    assert result["aggregated_metrics"].get("judge_usage") is None
-    result["aggregated_metrics"].pop("judge_usage", None)
+    # The judge's usage: the shards' added up. Each shard judges its own distinct turns once
+    # (/run, all of them at once), so the calls are counted per shard of 4, 4 and 2 conversations.
+    usage, run_usage = (
+        result["aggregated_metrics"].pop("judge_usage"),
+        expected["aggregated_metrics"].pop("judge_usage"),
+    )
+    shards = [body["datasets"][0:4], body["datasets"][4:8], body["datasets"][8:10]]
+    distinct_per_shard = [len({judged_fields(c, t) for c in shard for t in c["conversation"]}) for shard in shards]
+    assert usage["calls"] == usage["calls_without_usage"] == sum(distinct_per_shard)  # the offline judge: no tokens
+    assert (usage["model"], usage["prompt_hash"], usage["cost_usd"]) == (
+        run_usage["model"],
+        run_usage["prompt_hash"],
+        0.0,
+    )
     assert {k: v for k, v in result.items() if k != "job_id"} == {**expected, "request_id": result["request_id"]}
+
+
+def judged_fields(conversation: dict[str, Any], turn: dict[str, Any]) -> tuple[Any, ...]:
+    """What the judge sees of a turn (identical ones are judged once)."""
+    return (
+        turn["query"],
+        turn["assistant"],
+        turn["ground_truth_assistant"],
+        conversation.get("context", ""),
+        conversation.get("language") or "english",
+        turn.get("observation"),
+    )
 
 
 def test_worker_is_idempotent(aws: JobsAWS) -> None:
@@ -339,8 +361,14 @@ def test_unscored_conversations_are_left_out_of_n_as_run_does(aws: JobsAWS, monk
     expected = call_handler(body).body
     assert result["aggregated_metrics"]["unscored_conversations"] == 1
     assert result["warnings"] and result["warnings"] == expected["warnings"]
-    expected["aggregated_metrics"].pop("judge_usage")  # /run reports it; a job does not (yet)
-    assert result["aggregated_metrics"].pop("judge_usage", None) is None
+    usage, run_usage = (
+        result["aggregated_metrics"].pop("judge_usage"),
+        expected["aggregated_metrics"].pop("judge_usage"),
+    )
+    shards = [conversations[0:4], conversations[4:8]]
+    distinct_per_shard = [len({judged_fields(c, t) for c in shard for t in c["conversation"]}) for shard in shards]
+    # At least one call a distinct turn of each shard (this judge garbles some replies: those are retried).
+    assert usage["calls"] >= sum(distinct_per_shard) and usage["model"] == run_usage["model"]
     assert {k: v for k, v in result.items() if k != "job_id"} == {**expected, "request_id": result["request_id"]}
 
 

@@ -46,8 +46,8 @@ def job_result(aws: JobsAWS, final: dict[str, Any]) -> dict[str, Any]:
 
 
 def without_ids(body: dict[str, Any]) -> dict[str, Any]:
-    """The body without its ids, and without the judge's usage, which /run reports and a job does not
-    (yet: README, "Judge cost and cache")."""
+    """The body without its ids, and without the judge's usage: a job's shards each judge their own
+    distinct turns, /run all of them at once (test_jobs.py checks the job's usage)."""
     aggregated = {k: v for k, v in body["aggregated_metrics"].items() if k != "judge_usage"}
     return {k: v for k, v in body.items() if k not in ("request_id", "job_id")} | {"aggregated_metrics": aggregated}
 
