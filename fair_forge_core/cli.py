@@ -527,11 +527,18 @@ def _build_judge(spec: Any, path: Path, where: str = "connector") -> Any:
 
 
 def _build_judges(request: RunRequest, path: Path) -> list[Any]:
-    """`_build_judge` for each connector of a request, in order (an ensemble's: `connector[i]`)."""
-    specs = request.connectors
-    if len(specs) == 1:
-        return [_build_judge(specs[0], path)]
-    return [_build_judge(spec, path, f"connector[{i}]") for i, spec in enumerate(specs)]
+    """`_build_judge` for each connector of a request, in order (a list's: `connector[i]`);
+    exit 2 for an ensemble `judges.panel.check_panel` refuses, naming its field."""
+    from fair_forge_core.judges.panel import PanelError, check_panel
+
+    if not isinstance(request.connector, list):
+        return [_build_judge(request.connector, path)]
+    judges = [_build_judge(spec, path, f"connector[{i}]") for i, spec in enumerate(request.connector)]
+    try:
+        check_panel([judge.model for judge in judges], request.config)
+    except PanelError as exc:
+        raise CliError(f"{_name(path)}: {exc.field}: {exc}") from None
+    return judges
 
 
 def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:

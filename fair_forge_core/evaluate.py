@@ -23,7 +23,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from fair_forge_core.judges.cascade import CascadeJudge, TurnJudge
 from fair_forge_core.judges.llm import AnswerJudge, JudgeProviderRefused, JudgeTelemetry, RetryPolicy
-from fair_forge_core.judges.panel import JudgePanel, Member, consensus
+from fair_forge_core.judges.panel import JudgePanel, Member, check_panel, consensus
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import JudgeLedger, judge_model_name
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
@@ -97,12 +97,14 @@ async def evaluate_conversations(
     given, counts the judge's tokens and cost, applies the cost cap and the judge cache
     (for an ensemble, `JudgeLedger.for_models`: one member ledger per model).
     `chat_model` is one judge, or an ensemble's (a list): with several, or with
-    `config.judge_samples` > 1, each turn is judged by a `judges.panel.JudgePanel`.
+    `config.judge_samples` > 1, each turn is judged by a `judges.panel.JudgePanel`
+    (`judges.panel.PanelError`, a ValueError, for a panel `check_panel` refuses).
     With `config.judge_cascade` (and a judge other than the offline one) the offline judge
     settles the turns it is sure of first (`judges.cascade`); `ledger` then also gets the
     cascade's counts, and counts only the connector's calls.
     """
     models = chat_models(chat_model)
+    check_panel(models, config)
     member_ledgers: list[JudgeLedger | None] = [None] * len(models)
     if ledger is not None:
         member_ledgers = list(ledger.members or [ledger])

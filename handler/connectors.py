@@ -121,12 +121,12 @@ def judge_for_request(connector: ConnectorSpec, settings: Settings, *, where: st
         raise RequestError(400, f"{core.REFUSAL_PREFIX}{message}", details) from None
 
 
-def judges_for_request(connectors: list[ConnectorSpec], settings: Settings) -> list[Judge]:
-    """`judge_for_request` for each connector of a request, in order (an ensemble's are named
-    `connector[i]`); the first refusal is the 400."""
-    if len(connectors) == 1:
-        return [judge_for_request(connectors[0], settings)]
-    return [judge_for_request(spec, settings, where=f"connector[{i}]") for i, spec in enumerate(connectors)]
+def judges_for_request(connector: ConnectorSpec | list[ConnectorSpec], settings: Settings) -> list[Judge]:
+    """`judge_for_request` for a request's `connector`: one, or each of a list (an ensemble),
+    whose refusals name `connector[i]`; the first refusal is the 400."""
+    if not isinstance(connector, list):
+        return [judge_for_request(connector, settings)]
+    return [judge_for_request(spec, settings, where=f"connector[{i}]") for i, spec in enumerate(connector)]
 
 
 def _placed(text: str, where: str) -> str:

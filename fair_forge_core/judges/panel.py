@@ -8,10 +8,11 @@ request order (the members):
   of its own: `AnswerJudge.judge`).
 - A member's score combines its N scores by `config.judge_vote`: "majority" takes the lower
   median, `sorted(scores)[(N - 1) // 2]`, which is ≥ the threshold exactly when a strict
-  majority of the scores are (a tie fails); "mean" takes their mean.
-- The turn's score combines the members' scores by the same rule. So under "majority" each
-  member has one vote however many samples it drew, and two members that disagree fail
-  the turn; under "mean" it is the mean of every judgement.
+  majority of the scores are (a tie fails); "mean" takes their mean, computed exactly (the
+  mean of three 0.7s is 0.7, not 0.6999…, so it passes a threshold of 0.7).
+- The turn's score: under "majority", the lower median of the members' scores, so each member
+  has one vote however many samples it drew, and two members that disagree fail the turn;
+  under "mean", the exact mean of every judgement of every member.
 - Unscored stays unscored: when any judgement of any member fails (an error, an abstention
   of the offline judge, the deadline, the cost cap), the turn is unscored. Its error names
   each member that failed and the first reason; its votes still show every score that was
@@ -21,6 +22,9 @@ request order (the members):
 - Reasoning: that of the first judgement (member order, then sample order) whose score is
   nearest the turn's, prefixed with its model's name when there are several members.
 
+At most `config.max_concurrency` turns are judged by the panel at once (each member's calls
+are capped by its own limiter too), so that a large evaluation does not start every turn's
+judgements together. `check_panel` refuses the panels that cannot judge as asked.
 `consensus` summarises the votes of a whole result (`aggregated_metrics.judge_consensus`).
 """
 
@@ -29,11 +33,15 @@ from __future__ import annotations
 import asyncio
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Literal
 
-from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError, JudgeProviderRefused
 from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.judges.usage import judge_identity
 from fair_forge_core.metrics import TurnJudgement
 from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig, JudgeConsensus, JudgeVote
 
@@ -41,10 +49,46 @@ Vote = Literal["majority", "mean"]
 
 
 def combine(scores: Sequence[float], vote: Vote) -> float:
-    """`scores` (at least one) as one score: their lower median ("majority") or mean."""
+    """`scores` (at least one) as one score: their lower median ("majority"), or their mean
+    ("mean") computed exactly and rounded once, so equal scores give that score."""
     if vote == "mean":
-        return statistics.fmean(scores)
+        return float(sum(map(Fraction, scores)) / len(scores))
     return sorted(scores)[(len(scores) - 1) // 2]
+
+
+class PanelError(ValueError):
+    """A panel that cannot judge as asked; `field` names the request field at fault."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def check_panel(models: Sequence[BaseChatModel], config: EvaluationConfig) -> None:
+    """`PanelError` for an ensemble that is not what it says: two connectors that are the same
+    judge (the same `judge_identity`: class, model, sampling parameters, endpoint; a key does
+    not make another judge), or the offline judge in an ensemble under `config.judge_cascade`
+    (the cascade sends the panel exactly the turns the offline judge could not settle, on which
+    it would abstain or hedge again, leaving them unscored or half-judged)."""
+    if len(models) < 2:
+        return
+    identities = [judge_identity(model, config) for model in models]
+    for i, identity in enumerate(identities):
+        if identity in identities[:i]:
+            j = identities.index(identity)
+            raise PanelError(
+                f"connector[{i}] is the same judge as connector[{j}] (class, model, sampling parameters and "
+                "endpoint): to judge each turn several times with one judge, set config.judge_samples",
+                "connector",
+            )
+    from fair_forge_core.judges.reference import ReferenceJudge
+
+    if config.judge_cascade and any(isinstance(model, ReferenceJudge) for model in models):
+        raise PanelError(
+            "config.judge_cascade asks the offline judge first and sends the connectors only the turns it "
+            "cannot settle: leave the offline judge out of the connectors, or set config.judge_cascade to false",
+            "config.judge_cascade",
+        )
 
 
 @dataclass(frozen=True)
@@ -63,19 +107,34 @@ class JudgePanel:
     samples: int
     vote: Vote
     threshold: float
+    turns_at_once: int = 8
+    _turns: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._turns = asyncio.Semaphore(self.turns_at_once)
 
     @classmethod
     def for_config(cls, members: Sequence[Member], config: EvaluationConfig) -> JudgePanel:
-        return cls(members=members, samples=config.judge_samples, vote=config.judge_vote, threshold=config.threshold)
+        return cls(
+            members=members,
+            samples=config.judge_samples,
+            vote=config.judge_vote,
+            threshold=config.threshold,
+            turns_at_once=config.max_concurrency,
+        )
 
     async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
         """The turn's combined judgement, with every member's vote. `JudgeProviderRefused`
-        from any call propagates (the evaluation stops)."""
-        async with asyncio.TaskGroup() as group:
-            tasks = [
-                [group.create_task(self._sample(member, request, i)) for i in range(self.samples)]
-                for member in self.members
-            ]
+        from any call propagates (the evaluation stops), as itself, not in an exception group."""
+        async with self._turns:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    tasks = [
+                        [group.create_task(self._sample(member, request, i)) for i in range(self.samples)]
+                        for member in self.members
+                    ]
+            except* JudgeProviderRefused as refused:
+                raise refused.exceptions[0] from None
         outcomes = [[task.result() for task in member_tasks] for member_tasks in tasks]
         votes = tuple(
             self._member_vote(member, results) for member, results in zip(self.members, outcomes, strict=True)
@@ -84,11 +143,14 @@ class JudgePanel:
         if failed:
             where = "; ".join(f"connector[{i}] ({vote.model}): {vote.error}" for i, vote in failed)
             return TurnJudgement(score=None, error=f"a judgement of the panel failed: {where}", votes=votes)
-        score = combine([vote.score for vote in votes if vote.score is not None], self.vote)
-        passed = score >= self.threshold
         judgements = [
             (i, s, reasoning) for i, results in enumerate(outcomes) for s, reasoning in results if s is not None
         ]
+        if self.vote == "mean":
+            score = combine([s for _, s, _ in judgements], "mean")
+        else:
+            score = combine([vote.score for vote in votes if vote.score is not None], "majority")
+        passed = score >= self.threshold
         agreeing = sum(1 for _, s, _ in judgements if (s >= self.threshold) == passed)
         nearest, _, reasoning = min(judgements, key=lambda j: abs(j[1] - score))
         if len(self.members) > 1:

@@ -47,6 +47,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
+from fair_forge_core.connectors.rules import ENDPOINT_PARAMS
 from fair_forge_core.judges.cache import decode_entry, encode_entry
 from fair_forge_core.judges.prices import PRICES_VARIABLE, ModelPrice, PriceTable
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
@@ -136,6 +137,44 @@ def judge_model_name(model: BaseChatModel) -> str:
 
 def class_path_of(model: BaseChatModel) -> str:
     return f"{type(model).__module__}.{type(model).__qualname__}"
+
+
+ENDPOINT_FIELDS = tuple(sorted(name for name in ENDPOINT_PARAMS if "proxy" not in name))
+"""The model attributes that may hold the endpoint a chat model calls: the connector rules'
+endpoint parameters, less the proxies (which change the route, not the judge)."""
+
+
+def endpoint_of(model: BaseChatModel) -> str | None:
+    """The endpoint a chat model calls when it says (the first `ENDPOINT_FIELDS` attribute set
+    to a text), else None (the provider's default)."""
+    for name in ENDPOINT_FIELDS:
+        value = getattr(model, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def judge_identity(model: BaseChatModel, config: EvaluationConfig) -> dict[str, Any]:
+    """Everything that decides a judge's verdicts besides the messages: the key format, the
+    connector's class path, the model name, its sampling parameters, its endpoint when it sets
+    one (`endpoint_of`: two servers that serve a model of one name are two judges), the output
+    mode and the prompt hash. Never an API key or a header. What the judge cache's key holds
+    (`JudgeLedger.cache_key`), and how an ensemble's connectors are told apart (`judges.panel`)."""
+    identity: dict[str, Any] = {
+        "key_format": 1,
+        "class_path": class_path_of(model),
+        "model": judge_model_name(model),
+        "sampling": sampling_parameters(model),
+        "output_mode": {
+            "structured": config.use_structured_output,
+            "method": config.structured_output_method,
+        },
+        "prompt_hash": prompt_hash(),
+    }
+    endpoint = endpoint_of(model)
+    if endpoint is not None:  # only when set, so that the keys of a provider's default endpoint stay the same
+        identity["endpoint"] = endpoint
+    return identity
 
 
 def sampling_parameters(model: BaseChatModel) -> dict[str, Any]:
@@ -298,21 +337,10 @@ class JudgeLedger:
                 f"{label} needs the price of the judge model {name!r}: add it to {PRICES_VARIABLE} "
                 '(e.g. {"' + name + '": {"input": 0.15, "output": 0.6}}, USD per million tokens)'
             )
-        digest = prompt_hash()
-        identity = {
-            "key_format": 1,
-            "class_path": class_path_of(model),
-            "model": name,
-            "sampling": sampling_parameters(model),
-            "output_mode": {
-                "structured": config.use_structured_output,
-                "method": config.structured_output_method,
-            },
-            "prompt_hash": digest,
-        }
+        identity = judge_identity(model, config)
         return cls(
             model_name=name,
-            prompt_hash=digest,
+            prompt_hash=identity["prompt_hash"],
             price=price,
             price_source=source,
             max_cost_usd=cap,
@@ -360,8 +388,8 @@ class JudgeLedger:
 
     def cache_key(self, messages: Sequence[BaseMessage], sample: int = 0) -> str:
         """sha256 (hex) of the canonical JSON (sorted keys, no spaces) of `cache_identity`
-        (key format, connector class path, model name, sampling parameters, output mode,
-        prompt hash) and the exact messages sent (role and content of each), and, for the
+        (`judge_identity`: key format, connector class path, model name, sampling parameters,
+        endpoint when set, output mode, prompt hash) and the exact messages sent (role and content of each), and, for the
         repeated judgements of `config.judge_samples`, the sample's number when it is not 0
         (so sample 0 shares the entry of a single judgement)."""
         payload: dict[str, Any] = {**self.cache_identity, "messages": messages_for_key(messages)}

@@ -150,7 +150,7 @@ def judge_fact(usage: Mapping[str, Any]) -> str:
 def consensus_fact(consensus: Mapping[str, Any]) -> str:
     """How often each turn was judged and how far the judgements agreed, in one line:
     `judge panel: 2 connectors × 3 samples, majority; 40/40 turns scored; samples unanimous on
-    95.0 %; connectors unanimous on 90.0 %; mean agreement 97.5 %` — the unscored turns and the
+    95.0%; connectors unanimous on 90.0%; mean agreement 97.5%` — the unscored turns and the
     connectors whose judgements failed when there are any."""
     parts = [
         f"judge panel: {plural(len(consensus['members']), 'connector')} × "

@@ -218,11 +218,11 @@ class CompareConfig(_Request):
         return self
 
 
-MAX_K = 1000
 MAX_JUDGE_SAMPLES = 10
 """The most judgements of one turn by one connector (`config.judge_samples`)."""
 MAX_CONNECTORS = 3
 """The most connectors of an ensemble (`connector` as a list)."""
+MAX_K = 1000
 """The largest k: the curve has max(k, 10) points per aggregate (and per assistant)."""
 
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
@@ -290,22 +290,10 @@ Connectors = Annotated[
 
 
 class _Judged(_Request):
-    """A request whose `connector` is one judge or a list of them (an ensemble)."""
+    """A request whose `connector` is one judge or a list of them (an ensemble; two that are the
+    same judge are refused once built: `judges.panel.check_panel`)."""
 
     connector: Connectors
-
-    @field_validator("connector")
-    @classmethod
-    def _distinct_connectors(cls, value: ConnectorSpec | list[ConnectorSpec]) -> ConnectorSpec | list[ConnectorSpec]:
-        if isinstance(value, list):
-            for i, spec in enumerate(value):
-                for j in range(i):
-                    if spec == value[j]:
-                        raise ValueError(
-                            f"connector[{i}] repeats connector[{j}]: to judge each turn several times "
-                            "with one judge, set config.judge_samples"
-                        )
-        return value
 
     @property
     def connectors(self) -> list[ConnectorSpec]:

@@ -136,9 +136,11 @@ class JudgeUsage(_Result):
     part of `input_tokens`. `cost_usd` is (input − cached) × input price + cached × cached
     price + output × output price, per million tokens, from the price named by
     `price_source`; null without a price, and a lower bound when calls lacked usage.
-    `max_cost_usd` is the cap in force (null: none) and `turns_stopped_by_cap` the judge
-    requests it left unscored. `cache_hits` / `cache_misses` count distinct judge requests
-    answered from / not found in the judge cache (both 0 when `cache_enabled` is false).
+    `max_cost_usd` is the cap in force (null: none) and `turns_stopped_by_cap` the judgements
+    it stopped. `cache_hits` / `cache_misses` count judgements answered from / not found in the
+    judge cache (both 0 when `cache_enabled` is false). A judgement is one distinct judge
+    request judged once: with `config.judge_samples` N and an ensemble of M connectors, a turn
+    is up to N × M judgements.
     `cascade_settled_offline` / `cascade_sent_to_llm` count distinct judge requests the offline
     judge settled / handed to the connector under `config.judge_cascade` (null when the cascade
     is off or a no-op, the connector being the offline judge; the other counts here are the

@@ -80,9 +80,23 @@ def run() -> Response:
     request = parse_run_request(body, settings)
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):
-        judges = judges_for_request(request.connectors, settings)
+        judges = judges_for_request(request.connector, settings)
         with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
-            return _evaluate(request, [judge.model for judge in judges], settings, import_warnings)
+            models = [judge.model for judge in judges]
+            _check_panel(models, request.config)
+            return _evaluate(request, models, settings, import_warnings)
+
+
+def _check_panel(models: list[Any], config: Any) -> None:
+    """A 400 naming the field for an ensemble `judges.panel.check_panel` refuses."""
+    from fair_forge_core.judges.panel import PanelError, check_panel
+
+    try:
+        check_panel(models, config)
+    except PanelError as exc:
+        raise RequestError(
+            400, f"Invalid request: {exc.field}: {exc}", [{"field": exc.field, "message": str(exc)}]
+        ) from None
 
 
 def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnings: list[str]) -> Response:

@@ -31,7 +31,7 @@ from fair_forge_core.judges.prompt import parse_judge_request
 from fair_forge_core.judges.usage import JudgeLedger
 from fair_forge_core.schemas import EvaluationConfig, EvaluationResult, InteractionResult
 from fair_forge_testing.builders import conversation, datasets, turn
-from fair_forge_testing.fake_llm_server import FakeLLMServer, last_user_text, openai_usage
+from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply, last_user_text, openai_usage
 from fair_forge_testing.handler_client import call_handler, run_in_subprocess
 
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05, call_timeout_s=5.0)
@@ -353,7 +353,6 @@ def test_the_service_judges_with_an_ensemble(three_servers: list[FakeLLMServer])
     ("connector", "config", "field", "says"),
     [
         ([{"class_path": OPENAI}] * 4, {}, "connector", "at most 3 connectors"),
-        ([{"class_path": OPENAI, "params": {"model": "m"}}] * 2, {}, "connector", "config.judge_samples"),
         ([{"class_path": OPENAI}, 7], {}, "connector[1]", "must be an object"),
         ([{"class_path": OPENAI}, {"params": {}}], {}, None, "connector[1].class_path is required"),
         ({"class_path": OPENAI}, {"judge_samples": 11}, "config.judge_samples", "less than or equal to 10"),
@@ -367,6 +366,88 @@ def test_a_bad_panel_is_a_400_naming_the_field(connector: Any, config: Any, fiel
     assert says in text
     if field is not None:
         assert field in {d["field"] for d in response.body.get("details", [])}, response.body
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        {"class_path": OPENAI},  # the same spec
+        {"class_path": "langchain_openai.ChatOpenAI"},  # another spelling of the class
+        {"class_path": OPENAI, "params": {"api_key": "sk-another-key-0123456789abcdef"}},  # another key
+    ],
+)
+def test_two_connectors_that_are_one_judge_are_a_400(three_servers: list[FakeLLMServer], second: Any) -> None:
+    first = openai_connector(three_servers[0], "judge-a")
+    twin = {"class_path": second["class_path"], "params": {**first["params"], **second.get("params", {})}}
+    response = call_handler(body([first, twin]))
+    assert response.status == 400, response.body
+    assert response.body["details"][0]["field"] == "connector"
+    assert "connector[1] is the same judge as connector[0]" in response.body["error"]
+    assert "config.judge_samples" in response.body["error"]
+    assert three_servers[0].call_count == 0
+
+
+def test_one_server_per_member_keeps_the_members_apart_in_the_cache(tmp_path: Path) -> None:
+    # Two servers serving a model of one name are two judges: neither may answer from the other's entries.
+    yes = FakeLLMServer(ScriptedScores({"alpha": [1.0], "beta": [1.0], "gamma": [1.0]}))
+    no = FakeLLMServer(ScriptedScores({"alpha": [0.0], "beta": [0.0], "gamma": [0.0]}))
+    cache = DirectoryCache(tmp_path)
+    with yes, no:
+        models = [chat(yes, "llama"), chat(no, "llama")]
+        config = EvaluationConfig(judge_cache=True)
+        runs = [
+            evaluate_sync(
+                three_answers(),
+                models,
+                config,
+                retry=FAST_RETRY,
+                ledger=JudgeLedger.for_models(models, config, cache=cache),
+            )
+            for _ in range(2)
+        ]
+        assert (yes.call_count, no.call_count) == (3, 3)  # the second run: all from the cache
+    for result in runs:
+        assert [v.score for v in turns_by_answer(result)["alpha"].judge_votes or []] == [1.0, 0.0]
+
+
+def test_the_offline_judge_in_an_ensemble_under_the_cascade_is_a_400(three_servers: list[FakeLLMServer]) -> None:
+    connectors = [
+        {"class_path": "fair_forge_core.judges.ReferenceJudge"},
+        openai_connector(three_servers[0], "judge-a"),
+    ]
+    response = call_handler(body(connectors, judge_cascade=True))
+    assert response.status == 400
+    assert response.body["details"][0]["field"] == "config.judge_cascade"
+    assert call_handler(body(connectors)).status == 200  # without the cascade it is a fine ensemble
+
+
+def test_a_list_of_one_names_its_item(three_servers: list[FakeLLMServer]) -> None:
+    response = call_handler(body([openai_connector(three_servers[0], "judge-a", temprature=0)]))
+    assert response.status == 400
+    assert response.body["details"][0]["field"] == "connector[0].params.temprature"
+
+
+def test_mean_of_equal_scores_is_that_score() -> None:
+    with FakeLLMServer(ScriptedScores({"alpha": [0.7], "beta": [0.7], "gamma": [0.7]})) as server:
+        config = EvaluationConfig(judge_samples=3, judge_vote="mean", threshold=0.7)
+        result = evaluate_sync(three_answers(), chat(server), config, retry=FAST_RETRY)
+    alpha = turns_by_answer(result)["alpha"]
+    assert alpha.answer_score == 0.7 and alpha.answer_correct is True and alpha.judge_agreement == 1.0
+
+
+def test_a_member_refused_by_its_provider_stops_the_evaluation_with_a_502(tmp_path: Path) -> None:
+    good, refusing = FakeLLMServer(), FakeLLMServer(script=[Reply(status=401)] * 20)
+    with good, refusing:
+        connectors = [openai_connector(good, "judge-good"), openai_connector(refusing, "judge-refused")]
+        response = call_handler(body(connectors, judge_samples=2))
+        assert response.status == 502, response.body
+        assert response.body["error"].startswith("Agentic evaluation failed: the judge provider refused")
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps(body(connectors, judge_samples=2)))
+        stdout, stderr = io.StringIO(), io.StringIO()
+        assert main(["evaluate", str(path)], stdout, stderr) == 3
+        assert "evaluation failed" in stderr.getvalue() and "Traceback" not in stderr.getvalue()
+    assert API_KEY not in response.raw + stderr.getvalue()
 
 
 def test_a_refused_member_is_named(three_servers: list[FakeLLMServer]) -> None:
