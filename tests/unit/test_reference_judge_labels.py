@@ -66,7 +66,7 @@ def test_heldout_figures_stay_above_their_floors() -> None:
 # --------------------------------------------------------------------------- abstention
 
 
-UNDECIDABLE = ("Are whales fish?", "Whales are mammals.", "No")
+UNDECIDABLE = ("Did the package arrive?", "The package is still in transit.", "Yes")
 
 
 def test_an_undecidable_turn_abstains() -> None:
@@ -181,13 +181,15 @@ def test_near_miss_names_and_identifiers_are_not_typos(
 @pytest.mark.parametrize(
     ("query", "answer", "ground_truth", "expected"),
     [
-        ("Is the Sun a star?", "The Sun is a planet.", "Yes", None),
+        ("Is the Sun a star?", "The Sun is a planet.", "Yes", False),  # a swapped claim reads as "no"
         (
             "Is Mount Everest the tallest mountain above sea level?",
             "K2 is the tallest mountain above sea level.",
             "Yes",
-            None,
+            False,
         ),
+        ("Are whales fish?", "Whales are mammals.", "No", True),
+        ("Did the package arrive?", "The package is still in transit.", "Yes", None),  # undecided: abstains
         ("Is the shop open on Sundays?", "The shop is closed on Sundays.", "Yes", False),
         ("Is 17 a prime number?", "17 is prime.", "Yes", True),
         ("Is 21 a prime number?", "21 is prime.", "No", False),
