@@ -36,10 +36,12 @@ THRESHOLD = 0.7
 # 1 hedge worded "could also be" and 1 date written 7/4/1776); the held-out last 38 rows (the last 21
 # of the first 105, then 17 typo/hedge/number rows added with the typo and number-hedge rules) agree
 # 34/38. The floor leaves room for small rule changes without hiding a real regression.
-AGREEMENT_FLOOR = 0.85
 # Since #16 the judge abstains (an unscored turn) where its rules cannot decide: agreement is on the
-# scored turns. Measured after the #16 rules (not tuned to this set): 101/109 scored, 13 abstentions.
-OLD_SET_MAX_ABSTENTIONS = 16
+# scored turns. Measured after the #16 rules (not tuned to this set): 101/109 scored, 13 abstentions;
+# after the abstention rules (this set used in their tuning, with the tuning split): 104/111 = 93.7 %,
+# 11 abstentions. Floors a little under that.
+AGREEMENT_FLOOR = 0.91
+OLD_SET_MAX_ABSTENTIONS = 13
 
 
 class Verdict(BaseModel):
