@@ -523,6 +523,8 @@ def _score(query: str, answer: str, ground_truth: str) -> float | None:
         ("Is the Moon a planet?", "The Moon is a natural satellite.", "No", rules.SWAP_DENIES),
         ("Is Lyon the capital of France?", "Paris is the capital of France.", "No", rules.SWAP_DENIES),
         ("Is copper a metal?", "Copper is a gas.", "Yes", rules.SWAP_CONTRADICTS),
+        # a rule's score is final: an extra claim beside the swap is not checked, as beside an explicit "No"
+        ("Is the Earth flat?", "The Earth is a sphere, as shown in 1522.", "No", rules.SWAP_DENIES),
     ],
 )
 def test_a_swapped_claim_reads_as_no_but_not_decisively(

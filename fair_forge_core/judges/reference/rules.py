@@ -350,7 +350,9 @@ def swapped_claim(turn: Turn) -> Grade | None:
     mountain above sea level." for "Is Mount Everest the tallest mountain above sea level?"), the
     answer reads as "no": 0.8 when the ground truth reads as "no", 0.3 when it reads as "yes".
     Neither score is decisive (a swap for a hyponym or a description, "A tomato is a berry." for
-    "Is a tomato a fruit?", is no denial): both pass or fail, and the cascade asks its LLM."""
+    "Is a tomato a fruit?", is no denial): both pass or fail, and the cascade asks its LLM. As a
+    rule's score is final, extra claims beside the swap are not checked (`extra_claim`), as for an
+    explicit yes/no: "The Earth is a sphere, as shown in 1522." passes for "Is the Earth flat?" - "No"."""
     if turn.coverage.n_facts or turn.a_stance is not None or turn.claim_swap is None:
         return None
     claimed, said = (" ".join(words) for words in turn.claim_swap)
@@ -375,7 +377,8 @@ def denied_claim(turn: Turn) -> Grade | None:
     claim's words ("The transfer failed." for "Did the transfer go through?"): 0.8 when the ground
     truth reads as "no", 0.3 when it reads as "yes". Not decisive, like `swapped_claim`: what is
     denied may be another part of the claim ("Alcohol should be avoided." for "Does the drug
-    interact with alcohol?" reads as "no")."""
+    interact with alcohol?" reads as "no"). Extra claims beside it are not checked, as for
+    `swapped_claim`."""
     if turn.coverage.n_facts or turn.a_verdict is not None or turn.denial is None:
         return None
     if _polarity(turn.g_verdict, turn.g) == "no":
