@@ -1,14 +1,15 @@
 """Offline judge: agreement of `ReferenceJudge` with human labels, per split and per category.
 
-Two labelled sets: `tests/data/judge_labels/pairs.jsonl` (287 pairs for the failure classes
-of issue #16, split by hash before tuning: `tuning` and `heldout`) and the older
-`tests/data/judge_agreement.jsonl` (122 pairs). A turn passes at score >= 0.7; an
+Three labelled sets: `tests/data/judge_labels/pairs.jsonl` (287 pairs for the failure classes
+of issue #16, split by hash before tuning: `tuning` and `heldout`), `tests/data/judge_labels/
+fresh.jsonl` (118 pairs of the same classes written before the abstention rules were tuned, a
+second held-out set) and the older `tests/data/judge_agreement.jsonl` (122 pairs). A turn passes at score >= 0.7; an
 abstention (score None: the turn would be unscored) is counted apart and left out of
 agreement, as an unscored turn is left out of n and c. Figures: agreement on the scored
 turns, Cohen's κ, TPR (right answers passed), TNR (wrong answers failed), the false-pass
 rate (wrong answers passed, over all wrong answers, abstentions included in the
 denominator) and the abstention rate, with Wilson 95 % intervals; and the time a turn.
-Targets (held-out): agreement >= 90 %, false passes <= 5 %, abstentions <= 10 %.
+Targets (held-out and fresh): agreement >= 90 %, false passes <= 5 %, abstentions <= 10 %.
 
     python -m benchmarks.bench_offline_judge [--by-category]
 """
@@ -27,6 +28,7 @@ from fair_forge_core.judges.reference import score_answer
 from fair_forge_core.stats import wilson_interval
 
 LABELS = ROOT / "tests" / "data" / "judge_labels" / "pairs.jsonl"
+FRESH = ROOT / "tests" / "data" / "judge_labels" / "fresh.jsonl"
 OLD_SET = ROOT / "tests" / "data" / "judge_agreement.jsonl"
 THRESHOLD = 0.7
 
@@ -99,6 +101,16 @@ def load(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def targets(name: str, tally: Tally) -> None:
+    """The three targets of #16 for one held-out set."""
+    print(
+        "   "
+        + verdict(tally.scored > 0 and tally.agreed / tally.scored >= 0.90, f"{name} agreement >= 90 % on scored turns")
+    )
+    print("   " + verdict(tally.n("fail", "pass") <= 0.05 * tally.n("fail"), f"{name} false passes <= 5 %"))
+    print("   " + verdict(tally.n(judged="abstain") <= 0.10 * tally.n(), f"{name} abstentions <= 10 %"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--by-category", action="store_true", help="also print each category")
@@ -106,21 +118,21 @@ def main() -> None:
 
     header("offline judge: agreement with human labels (pass at >= 0.7; abstentions apart)")
     tallies, per_turn = judge(load(LABELS))
+    fresh, _ = judge(load(FRESH))
     held = tallies["split:heldout"]
     for split in ("heldout", "tuning"):
         print(report(f"judge_labels {split}", tallies[f"split:{split}"]))
+    print(report(f"judge_labels fresh ({fresh['all'].n()} pairs, second held-out set)", fresh["all"]))
     old, _ = judge(load(OLD_SET))
     print(report("judge_agreement (122 pairs, older set)", old["all"]))
     if args.by_category:
         for group in sorted(g for g in tallies if g.startswith("category:")):
             print(report(group.removeprefix("category:") + " (both splits)", tallies[group]))
+        for group in sorted(g for g in fresh if g.startswith("category:")):
+            print(report(group.removeprefix("category:") + " (fresh)", fresh[group]))
     print(f"   time: {1000 * per_turn:.3f} ms a turn (mean over {tallies['all'].n()} pairs)")
-    print(
-        "   "
-        + verdict(held.scored > 0 and held.agreed / held.scored >= 0.90, "held-out agreement >= 90 % on scored turns")
-    )
-    print("   " + verdict(held.n("fail", "pass") <= 0.05 * held.n("fail"), "held-out false passes <= 5 %"))
-    print("   " + verdict(held.n(judged="abstain") <= 0.10 * held.n(), "held-out abstentions <= 10 %"))
+    targets("held-out", held)
+    targets("fresh", fresh["all"])
 
 
 if __name__ == "__main__":

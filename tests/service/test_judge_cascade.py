@@ -33,7 +33,7 @@ DECISIVE = {  # answer -> the offline judge's rule: exact matches and a wrong nu
 }
 UNDECIDED = {  # answer -> why the offline judge is not sure
     "It pumps blood around the body.": "a paraphrase: partial coverage (0.45)",
-    "Whales are mammals.": "no yes/no: abstains",
+    "The package is still in transit.": "no yes/no: abstains",
     "Maybe sunny and warm.": "a hedge: capped at 0.6",
 }
 
@@ -51,7 +51,7 @@ def mixed_turns() -> list[Any]:
             "b",
             [
                 turn("q3", "What is 10 * 2?", "It is 12.", "20"),
-                turn("q4", "Are whales fish?", "Whales are mammals.", "No"),
+                turn("q4", "Did the package arrive?", "The package is still in transit.", "Yes"),
             ],
         ),
         conversation(

@@ -28,6 +28,7 @@ from fair_forge_core.judges.prompt import (
     read_judge_prompt,
 )
 from fair_forge_core.judges.reference import ReferenceJudge, lexicon, model, numbers, rules, score_answer, turn
+from fair_forge_core.judges.reference import text as text_module
 
 AGREEMENT_DATA = Path(__file__).resolve().parents[1] / "data" / "judge_agreement.jsonl"
 THRESHOLD = 0.7
@@ -35,10 +36,12 @@ THRESHOLD = 0.7
 # 1 hedge worded "could also be" and 1 date written 7/4/1776); the held-out last 38 rows (the last 21
 # of the first 105, then 17 typo/hedge/number rows added with the typo and number-hedge rules) agree
 # 34/38. The floor leaves room for small rule changes without hiding a real regression.
-AGREEMENT_FLOOR = 0.85
 # Since #16 the judge abstains (an unscored turn) where its rules cannot decide: agreement is on the
-# scored turns. Measured after the #16 rules (not tuned to this set): 101/109 scored, 13 abstentions.
-OLD_SET_MAX_ABSTENTIONS = 16
+# scored turns. Measured after the #16 rules (not tuned to this set): 101/109 scored, 13 abstentions;
+# after the abstention rules (this set used in their tuning, with the tuning split): 104/111 = 93.7 %,
+# 11 abstentions. Floors a little under that.
+AGREEMENT_FLOOR = 0.91
+OLD_SET_MAX_ABSTENTIONS = 13
 
 
 class Verdict(BaseModel):
@@ -503,6 +506,187 @@ def test_agreement_with_human_labels() -> None:
     detail = "\n".join(f"  {c} (human {lab}, judge {s:.2f}): {a!r} - {r}" for c, lab, s, a, r in disagreements)
     assert rate >= AGREEMENT_FLOOR, f"agreement {rate:.3f} < {AGREEMENT_FLOOR}:\n{detail}"
     assert abstentions <= OLD_SET_MAX_ABSTENTIONS
+
+
+# --------------------------------------------------------------------------- fewer abstentions (#16)
+# Each rule below decides turns the judge used to abstain on (or got wrong); each case failed before it.
+
+
+def _score(query: str, answer: str, ground_truth: str) -> float | None:
+    return score_answer(query, answer, ground_truth)[0]
+
+
+@pytest.mark.parametrize(
+    ("query", "answer", "ground_truth", "expected"),
+    [
+        ("Are bats birds?", "Bats are mammals.", "No", rules.SWAP_DENIES),
+        ("Is the Moon a planet?", "The Moon is a natural satellite.", "No", rules.SWAP_DENIES),
+        ("Is Lyon the capital of France?", "Paris is the capital of France.", "No", rules.SWAP_DENIES),
+        ("Is copper a metal?", "Copper is a gas.", "Yes", rules.SWAP_CONTRADICTS),
+        # a rule's score is final: an extra claim beside the swap is not checked, as beside an explicit "No"
+        ("Is the Earth flat?", "The Earth is a sphere, as shown in 1522.", "No", rules.SWAP_DENIES),
+    ],
+)
+def test_a_swapped_claim_reads_as_no_but_not_decisively(
+    query: str, answer: str, ground_truth: str, expected: float
+) -> None:
+    assert _score(query, answer, ground_truth) == expected
+    assert rules.SWAP_CONTRADICTS < THRESHOLD <= rules.SWAP_DENIES < 0.9  # the cascade asks its LLM
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("Is the museum open on Mondays?", "The museum is open on Tuesdays."),  # another adjunct denies nothing
+        ("Is the bank open on Sundays?", "The bank is not open on Saturdays."),  # a negated clause is no swap
+        ("Is a dolphin a fish?", "A dolphin swims fast in the sea."),  # more than a swap: adds and drops
+    ],
+)
+def test_what_is_not_a_swapped_claim(query: str, answer: str) -> None:
+    assert turn.swapped_claim(turn.Text.of(query), turn.Text.of(answer)) is None
+
+
+def test_swapped_claim_names_the_swapped_words() -> None:
+    q = turn.Text.of("Is Mount Kenya the highest mountain in Africa?")
+    assert turn.swapped_claim(q, turn.Text.of("Kilimanjaro is the highest mountain in Africa.")) == (
+        ["mount", "kenya"],
+        ["kilimanjaro"],
+    )
+
+
+def test_one_word_swapped_is_not_all_but_one_word_affirmed() -> None:
+    # Three claim words, two stated: dropping one still affirms, swapping one does not.
+    assert _score("Is Paris the capital of Germany?", "Paris is the capital of France.", "No") is None
+    q = turn.Text.of("Is Paris the capital of Germany?")
+    assert turn.claim_stance(q, turn.Text.of("Paris is the capital of France.")) is None
+    assert turn.claim_stance(q, turn.Text.of("Paris is the capital.")) == "yes"
+
+
+@pytest.mark.parametrize(
+    ("query", "answer", "ground_truth", "expected"),
+    [
+        ("Was the concert held?", "The concert was postponed to next year.", "No", rules.SWAP_DENIES),
+        ("Was my loan approved?", "Your loan application was rejected.", "No", rules.SWAP_DENIES),
+        ("Did the transfer go through?", "The transfer failed.", "Yes", rules.SWAP_CONTRADICTS),
+    ],
+)
+def test_a_denying_participle_reads_as_no(query: str, answer: str, ground_truth: str, expected: float) -> None:
+    assert _score(query, answer, ground_truth) == expected
+
+
+def test_a_denying_participle_the_question_itself_asks_about_restates_it() -> None:
+    q = turn.Text.of("Was the flight cancelled?")
+    assert turn.denial_word(q, turn.Text.of("The flight was cancelled this morning.")) is None
+    assert turn.denial_word(q, turn.Text.of("The flight was not cancelled.")) is None
+    assert turn.denial_word(turn.Text.of("Was the show held?"), turn.Text.of("The show was cancelled.")) == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("query", "answer", "ground_truth", "passes"),
+    [
+        ("Is 9 a prime number?", "9 is composite.", "No", True),
+        ("Is 9 a prime number?", "9 is composite.", "Yes", False),
+        ("Is the voucher still valid?", "The voucher expired in June.", "No, the voucher is no longer valid.", True),
+        ("Is the voucher still valid?", "It has not expired.", "No, the voucher is no longer valid.", None),
+        ("Is my visa valid?", "It expired.", "Yes, it is valid until 2030.", False),
+        ("Is my visa valid?", "It has not expired.", "Yes, it is valid.", None),  # no double negation
+    ],
+)
+def test_antonyms_count_only_when_neither_side_is_negated(
+    query: str, answer: str, ground_truth: str, passes: bool | None
+) -> None:
+    score = _score(query, answer, ground_truth)
+    assert (None if score is None else score >= THRESHOLD) is passes
+
+
+def test_a_preposition_right_after_a_negator_stays_negated() -> None:
+    tokens = ["the", "sofa", "is", "not", "in", "stock"]
+    assert text_module.negated(tokens, tokens.index("stock"))
+    tokens = ["it", "is", "not", "solid", "at", "room", "temperature"]
+    assert not text_module.negated(tokens, tokens.index("temperature"))
+    assert _score("Is the sofa in stock?", "The sofa is out of stock.", "No, it is not available.") >= THRESHOLD
+
+
+def test_not_available_after_a_verdict_is_an_answer_not_a_refusal() -> None:
+    truth = "No, it is not available."
+    assert _score("Is the blue model in stock?", "The blue model is not in stock.", truth) >= THRESHOLD
+    assert _score("Is the blue model in stock?", "Yes, we have it.", truth) < 0.3
+    assert _score("What is the CEO's salary?", "It is $1M.", "That is not disclosed.") == rules.REFUSAL
+
+
+def test_after_no_the_negated_words_of_the_truth_restate_the_verdict() -> None:
+    t = turn.Turn("Was the race run?", "The race was called off.", "No, the race did not take place.")
+    assert t.key_facts == ([], [])
+    t = turn.Turn("Was the race run?", "No.", "No, it did not take place; it moved to Sunday.")
+    assert "moved" in t.key_facts[1]
+    assert _score("Was the race run?", "The race was cancelled.", "No, the race did not take place.") >= THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("query", "answer", "ground_truth", "abstains"),
+    [
+        ("Is 35 a prime number?", "35 = 5 × 7, so it is not prime.", "No", False),  # true arithmetic
+        ("Is 35 a prime number?", "35 = 5 × 8, so it is not prime.", "No", True),  # false arithmetic
+        ("How many minutes is the film?", "90 minutes, i.e. 60 + 30 = 90.", "90 minutes", False),
+    ],
+)
+def test_numbers_of_a_true_equation_are_no_extra_claim(
+    query: str, answer: str, ground_truth: str, abstains: bool
+) -> None:
+    assert (_score(query, answer, ground_truth) is None) is abstains
+
+
+def test_true_equations_reads_both_orders_and_word_operators() -> None:
+    for text, confirmed in (
+        ("21 = 3 × 7", 3),
+        ("3 times 7 is 21", 3),
+        ("10 - 4 = 6", 3),
+        ("12 / 4 = 3", 3),
+        ("10 - 4 = 7", 0),
+        ("3 and 7 make 21", 0),
+        ("1 / 0 = 0", 0),
+    ):
+        norm = text_module.normalise(text)
+        assert len(numbers.true_equations(norm, numbers.read_numbers(norm))) == confirmed, text
+
+
+def test_the_unit_of_a_matching_number_is_no_extra_claim() -> None:
+    score = _score("How hot is the oven?", "It is at 392 degrees Fahrenheit.", "200 °C")
+    assert score is not None and score >= THRESHOLD
+    assert _score("How hot is the oven?", "About 200 °C, as Gordon says.", "200 °C") is None  # a name still is
+
+
+@pytest.mark.parametrize(
+    ("answer", "abstains"),
+    [
+        ("The card expired last month.", False),
+        ("The card expired on the first Monday of May.", False),
+        ("The card expired; it was the last card of its kind.", True),  # "last" is a claim here
+    ],
+)
+def test_last_or_first_before_a_time_unit_is_a_time_reference(answer: str, abstains: bool) -> None:
+    score = _score("Is the card still valid?", answer, "No, the card has expired.")
+    assert (score is None) is abstains
+
+
+def test_could_also_be_is_a_hedge() -> None:
+    score = _score("What is 8 times 8?", "I think 64, but it could also be 65.", "64")
+    assert score is not None and score <= rules.HEDGE_CAP
+
+
+@pytest.mark.parametrize(
+    ("query", "answer", "ground_truth", "passes"),
+    [
+        ("Which is heavier, gold or silver?", "Silver is heavier than gold.", "Gold", False),
+        ("Which is heavier, gold or silver?", "Gold is heavier than silver.", "Gold", True),
+        ("Which is lighter, gold or silver?", "Silver is heavier than gold.", "Silver", False),
+        ("Which is lighter, gold or silver?", "Gold is heavier than silver.", "Silver", True),
+        ("Which is heavier, gold or silver?", "Nothing here is heavier than gold.", "Gold", True),
+    ],
+)
+def test_a_reversed_comparison_is_a_contradiction(query: str, answer: str, ground_truth: str, passes: bool) -> None:
+    score = _score(query, answer, ground_truth)
+    assert score is not None and (score >= THRESHOLD) is passes
 
 
 # --------------------------------------------------------------------------- the chat model

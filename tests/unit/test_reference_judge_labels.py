@@ -1,5 +1,5 @@
-"""The offline judge on the #16 labelled pairs: held-out floors, abstention through the real
-evaluation path, and one test per failure class (pairs from the TUNING split only)."""
+"""The offline judge on the #16 labelled pairs: held-out and fresh-set floors, abstention through the
+real evaluation path, and one test per failure class (pairs from the TUNING split only)."""
 
 from __future__ import annotations
 
@@ -19,16 +19,27 @@ from fair_forge_core.judges.reference.model import ABSTAIN_MESSAGE
 from fair_forge_core.schemas import Dataset, EvaluationConfig
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "judge_labels" / "pairs.jsonl"
+FRESH = LABELS.with_name("fresh.jsonl")
 THRESHOLD = 0.7
-# Held-out part, measured once after tuning (benchmarks/bench_offline_judge.py): agreement 88/97 scored
-# = 90.7 %, false passes 1/50 wrong answers, abstentions 11/108. Floors a little under that.
-HELDOUT_AGREEMENT_FLOOR = 0.87
+# Held-out part (benchmarks/bench_offline_judge.py), after the abstention rules (tuned on the tuning
+# part only; this part measured a third time): agreement 90/99 scored = 90.9 %, false passes 1/50
+# wrong answers, abstentions 9/108. Floors a little under that, so a regression fails.
+HELDOUT_AGREEMENT_FLOOR = 0.88
 HELDOUT_MAX_FALSE_PASSES = 3
-HELDOUT_MAX_ABSTENTIONS = 14
+HELDOUT_MAX_ABSTENTIONS = 11
+# The fresh set (written before those rules, measured once after them): agreement 88/101 scored =
+# 87.1 %, false passes 2/57 wrong answers, abstentions 17/118. Floors a little under that.
+FRESH_AGREEMENT_FLOOR = 0.85
+FRESH_MAX_FALSE_PASSES = 3
+FRESH_MAX_ABSTENTIONS = 19
+
+
+def _load(path: Path) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _rows() -> list[dict[str, str]]:
-    return [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _load(LABELS)
 
 
 def _split(row: dict[str, str]) -> str:
@@ -47,10 +58,10 @@ def test_labels_are_well_formed_and_split_by_the_hash_rule() -> None:
     assert 0.3 <= held / len(rows) <= 0.5
 
 
-def test_heldout_figures_stay_above_their_floors() -> None:
-    held = [r for r in _rows() if r["split"] == "heldout"]
+def _figures(rows: list[dict[str, str]]) -> tuple[float, int, int]:
+    """(agreement on the scored turns, false passes, abstentions) of the judge on labelled rows."""
     agreed = scored = false_passes = abstentions = 0
-    for row in held:
+    for row in rows:
         score, _ = score_answer(row["query"], row["answer"], row["ground_truth"])
         if score is None:
             abstentions += 1
@@ -58,15 +69,39 @@ def test_heldout_figures_stay_above_their_floors() -> None:
         scored += 1
         agreed += (score >= THRESHOLD) == (row["label"] == "pass")
         false_passes += score >= THRESHOLD and row["label"] == "fail"
-    assert agreed / scored >= HELDOUT_AGREEMENT_FLOOR
+    return agreed / scored, false_passes, abstentions
+
+
+def test_heldout_figures_stay_above_their_floors() -> None:
+    agreement, false_passes, abstentions = _figures([r for r in _rows() if r["split"] == "heldout"])
+    assert agreement >= HELDOUT_AGREEMENT_FLOOR
     assert false_passes <= HELDOUT_MAX_FALSE_PASSES
     assert abstentions <= HELDOUT_MAX_ABSTENTIONS
+
+
+def test_fresh_set_is_well_formed_and_apart_from_the_tuned_pairs() -> None:
+    fresh = _load(FRESH)
+    assert len(fresh) >= 100
+    keys = {(r["query"], r["answer"], r["ground_truth"]) for r in fresh}
+    assert len(keys) == len(fresh)
+    assert not keys & {(r["query"], r["answer"], r["ground_truth"]) for r in _rows()}
+    for row in fresh:
+        assert row["label"] in ("pass", "fail") and row["language"] and row["split"] == "fresh"
+    assert {r["category"] for r in fresh} == {r["category"] for r in _rows()}
+    assert 0.4 <= sum(r["label"] == "pass" for r in fresh) / len(fresh) <= 0.6
+
+
+def test_fresh_figures_stay_above_their_floors() -> None:
+    agreement, false_passes, abstentions = _figures(_load(FRESH))
+    assert agreement >= FRESH_AGREEMENT_FLOOR
+    assert false_passes <= FRESH_MAX_FALSE_PASSES
+    assert abstentions <= FRESH_MAX_ABSTENTIONS
 
 
 # --------------------------------------------------------------------------- abstention
 
 
-UNDECIDABLE = ("Are whales fish?", "Whales are mammals.", "No")
+UNDECIDABLE = ("Did the package arrive?", "The package is still in transit.", "Yes")
 
 
 def test_an_undecidable_turn_abstains() -> None:
@@ -181,13 +216,15 @@ def test_near_miss_names_and_identifiers_are_not_typos(
 @pytest.mark.parametrize(
     ("query", "answer", "ground_truth", "expected"),
     [
-        ("Is the Sun a star?", "The Sun is a planet.", "Yes", None),
+        ("Is the Sun a star?", "The Sun is a planet.", "Yes", False),  # a swapped claim reads as "no"
         (
             "Is Mount Everest the tallest mountain above sea level?",
             "K2 is the tallest mountain above sea level.",
             "Yes",
-            None,
+            False,
         ),
+        ("Are whales fish?", "Whales are mammals.", "No", True),
+        ("Did the package arrive?", "The package is still in transit.", "Yes", None),  # undecided: abstains
         ("Is the shop open on Sundays?", "The shop is closed on Sundays.", "Yes", False),
         ("Is 17 a prime number?", "17 is prime.", "Yes", True),
         ("Is 21 a prime number?", "21 is prime.", "No", False),

@@ -28,41 +28,50 @@ abstention (the turn is then unscored: see "Abstention").
 1. `empty_answer` - nothing to grade -> 0.0.
 2. `empty_ground_truth` - nothing to grade against -> 0.0.
 3. `normalised_match` - same words once normalised -> 1.0.
-4. `expected_refusal` - the ground truth itself refuses or says it cannot be known: a
-   refusal -> 0.9, an answer -> 0.1.
+4. `expected_refusal` - the ground truth itself refuses or says it cannot be known (not a
+   "not available" after a leading yes/no): a refusal -> 0.9, an answer -> 0.1.
 5. `refusal` - a refusal that does not state the ground truth -> 0.1.
 6. `wrong_identifier` - an identifier of the ground truth missing, another one given -> 0.1.
 7. `wrong_number` - a required number replaced by a comparable other one (or, when the
    answer is a number the question also has, the answer ending with another) -> 0.15.
 8. `yes_no_contradiction` - the answer opens with the opposite yes/no -> 0.1.
 9. `negation` - a shared term negated in one text only -> 0.1.
-10. `antonym` - the antonym of a ground-truth term -> 0.1.
-11. `polarity_contradiction` - no key fact, and the answer's stance is the other polarity -> 0.1.
-12. `undecided_verdict` - no key fact, and the answer neither says yes/no nor affirms or
-    denies the question's claim -> abstain.
-13. `nothing_found` - none of the key facts, no matching yes/no -> 0.1.
+10. `antonym` - the antonym of a ground-truth term, neither negated -> 0.1.
+11. `reversed_comparison` - a key term on the wrong side of the question's comparative
+    ("The Earth is larger than the Sun." for "Which is larger?" - "The Sun") -> 0.1.
+12. `denied_claim` - no key fact, no leading yes/no, and a denying participle ("cancelled",
+    "avoided", "failed") next to the question's claim: reads as "no" -> 0.8 or 0.3.
+13. `polarity_contradiction` - no key fact, and the answer's stance is the other polarity -> 0.1.
+14. `swapped_claim` - no key fact, stance undecided, and the answer restates the copular
+    question's claim with one part swapped ("Whales are mammals." for "Are whales fish?"):
+    reads as "no" -> 0.8 or 0.3 (pass or fail, not decisive: the cascade asks its LLM).
+15. `undecided_verdict` - no key fact, and the answer neither says yes/no nor affirms,
+    denies or swaps the question's claim -> abstain.
+16. `nothing_found` - none of the key facts, no matching yes/no -> 0.1.
 
 Bands (`BANDS`): else the first that applies gives the score before caps.
 
-14. `same_verdict` - no key fact, same leading yes/no -> 0.95.
-15. `restated_claim` - no key fact, shared terms restated with the same polarity -> 0.9.
-16. `same_polarity` - no key fact, same stance -> 0.9.
-17. `verdict_with_missing_facts` - same yes/no or stance, supporting facts missing -> 0.8 + 0.15 x coverage.
-18. `minor_flaw` - every number and name present, a few plain words missing -> 0.7-0.9.
-19. `partial` - some key facts missing -> 0.3 + 0.3 x coverage.
-20. `complete` - every key fact found -> 0.95.
+17. `same_verdict` - no key fact, same leading yes/no -> 0.95.
+18. `restated_claim` - no key fact, shared terms restated with the same polarity -> 0.9.
+19. `same_polarity` - no key fact, same stance -> 0.9.
+20. `verdict_with_missing_facts` - same yes/no or stance, supporting facts missing -> 0.8 + 0.15 x coverage.
+21. `minor_flaw` - every number and name present, a few plain words missing -> 0.7-0.9.
+22. `partial` - some key facts missing -> 0.3 + 0.3 x coverage.
+23. `complete` - every key fact found -> 0.95.
 
 Caps (`CAPS`): each may lower the band's score, in this order.
 
-21. `typo_cap` - one misspelt key term caps at 0.7, two or more at 0.5.
-22. `hedge_cap` - a hedge ("maybe", "not sure", ...) the ground truth lacks caps at 0.6.
-23. `number_hedge_cap` - alternatives around a required number ("41 or 42") cap at 0.6.
-24. `refusal_hedge_cap` - a hard refusal phrase next to all the facts caps at 0.5.
+24. `typo_cap` - one misspelt key term caps at 0.7, two or more at 0.5.
+25. `hedge_cap` - a hedge ("maybe", "not sure", "could also be", ...) the ground truth lacks caps at 0.6.
+26. `number_hedge_cap` - alternatives around a required number ("41 or 42") cap at 0.6.
+27. `refusal_hedge_cap` - a hard refusal phrase next to all the facts caps at 0.5.
 
 Checks (`CHECKS`): may turn a pass into an abstention.
 
-25. `extra_claim` - a passing answer adds a number, a name or a superlative/"also" claim
-    the question and the ground truth cannot confirm -> abstain.
+28. `extra_claim` - a passing answer adds a number, a name or a superlative/"also" claim
+    the question and the ground truth cannot confirm -> abstain (not: the numbers of a true
+    equation, "21 = 3 × 7"; the unit of a matching number, "212 degrees Fahrenheit"; "last
+    month").
 
 Abstention
 ----------
@@ -80,8 +89,10 @@ Known limits: no real paraphrase understanding (synonyms beyond the small list a
 missed: "how hot or cold" for "temperature" fails), a wrong extra claim next to the
 right fact is only caught (by abstaining) when it brings a number, a name or a
 superlative ("roughly the speed of sound" passes), a one-word surname one letter away
-passes as a typo ("Johnston" for "Johnson"), a reversed comparison or order is not
-detected ("the Earth is larger than the Sun" contains "Sun"), and a wrong entity one
+passes as a typo ("Johnston" for "Johnson"), a reversed comparison is detected only
+against a key term of the ground truth ("Is the Earth larger than the Sun?" - "The Sun is
+larger than the Earth." - "No" reads as "yes"), a swap for a hyponym reads as "no" ("A
+tomato is a berry." for "Is a tomato a fruit?"), and a wrong entity one
 letter away from the right one ("Venus"/"Venue") passes as a typo. Terms of four letters or fewer get no
 typo tolerance, so "Iran"/"Iraq" is a wrong fact, not a typo (and "Marrs" is not found
 for "Mars"); a dropped final "s" reads as a singular ("Pari" for "Paris" passes). A hedge

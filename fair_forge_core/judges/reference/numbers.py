@@ -46,7 +46,7 @@ import bisect
 import functools
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fair_forge_core.judges.reference.text import wordlist
@@ -452,6 +452,52 @@ def alternative_pairs(norm: str, numbers: Sequence[Num]) -> list[tuple[Num, Num]
             if len(pairs) >= MAX_ALTERNATIVES:
                 break
     return pairs
+
+
+_OPERATOR_GAP_RE = re.compile(r"\s*([-+*/\u00d7\u00f7x:]|times|plus|minus|divided by|multiplied by)\s*")
+_EQUALS_GAP_RE = re.compile(r"\s*(?:=|equals|is|makes|gives)\s*")
+_OPERATIONS: dict[str, Callable[[float, float], float | None]] = {
+    "+": lambda x, y: x + y,
+    "plus": lambda x, y: x + y,
+    "-": lambda x, y: x - y,
+    "minus": lambda x, y: x - y,
+    "*": lambda x, y: x * y,
+    "\u00d7": lambda x, y: x * y,
+    "x": lambda x, y: x * y,
+    "times": lambda x, y: x * y,
+    "multiplied by": lambda x, y: x * y,
+    "/": lambda x, y: x / y if y else None,
+    "\u00f7": lambda x, y: x / y if y else None,
+    ":": lambda x, y: x / y if y else None,
+    "divided by": lambda x, y: x / y if y else None,
+}
+MAX_EQUATIONS = 50  # number triples checked as equations
+
+
+def _operation(norm: str, x: Num, y: Num) -> Callable[[float, float], float | None] | None:
+    """The arithmetic operation written between consecutive numbers `x` and `y`, if any."""
+    gap = _OPERATOR_GAP_RE.fullmatch(norm, x.end, y.start)
+    return None if gap is None else _OPERATIONS[gap.group(1)]
+
+
+def true_equations(norm: str, numbers: Sequence[Num]) -> set[int]:
+    """The start positions of the numbers of normalised text `norm` (all its numbers, in order) that
+    take part in a true equation of three consecutive numbers: "x op y = z" or "z = x op y", op one of
+    + - * x × / ÷ : or its word ("times", "divided by"), "=" also "equals", "is", "makes", "gives";
+    true when z is x op y within a millionth ("21 = 3 × 7", "10 - 5 = 5 apples"). Units are not read
+    ("3 kg × 2 = 6" is true). Such numbers are checked arithmetic, not claims needing a source. The
+    first MAX_EQUATIONS triples only; chains ("2 × 3 × 4 = 24") are not read."""
+    confirmed: set[int] = set()
+    for x, y, z in itertools.islice(zip(numbers, numbers[1:], numbers[2:], strict=False), MAX_EQUATIONS):
+        if _EQUALS_GAP_RE.fullmatch(norm, y.end, z.start) and (op := _operation(norm, x, y)):
+            result, value = op(x.value, y.value), z.value
+        elif _EQUALS_GAP_RE.fullmatch(norm, x.end, y.start) and (op := _operation(norm, y, z)):
+            result, value = op(y.value, z.value), x.value
+        else:
+            continue
+        if result is not None and abs(result - value) <= 1e-6 * max(1.0, abs(value)):
+            confirmed.update((x.start, y.start, z.start))
+    return confirmed
 
 
 class _Spans:

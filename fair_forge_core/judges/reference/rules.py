@@ -20,8 +20,23 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fair_forge_core.judges.reference.numbers import CALENDAR_WORDS, Num, alternative_pairs, numbers_match
-from fair_forge_core.judges.reference.text import ANTONYMS, NEGATORS, STOPWORDS, TOKEN_RE, plain_words, stem
+from fair_forge_core.judges.reference.numbers import (
+    CALENDAR_WORDS,
+    Num,
+    alternative_pairs,
+    numbers_match,
+    true_equations,
+)
+from fair_forge_core.judges.reference.text import (
+    ANTONYMS,
+    NEGATORS,
+    STOPWORDS,
+    TOKEN_RE,
+    comparisons,
+    plain_words,
+    said_plainly,
+    stem,
+)
 from fair_forge_core.judges.reference.turn import Text, Turn
 
 # Score of each band the rules produce.
@@ -41,6 +56,10 @@ REFUSAL = 0.1
 NOTHING_FOUND = 0.1
 WRONG_IDENTIFIER = 0.1
 EXPECTED_REFUSAL = 0.9
+# A swapped or denied claim (`swapped_claim`, `denied_claim`) passes or fails, but not decisively:
+# the cascade sends such turns to its LLM (it settles offline only scores >= 0.9 or <= 0.2).
+SWAP_DENIES = 0.8
+SWAP_CONTRADICTS = 0.3
 PASS = 0.7  # the threshold `CHECKS` guard
 ABSTAIN = None  # the score of an abstention
 
@@ -71,7 +90,7 @@ _REFUSAL_ANY = re.compile(
 )
 _HEDGES = re.compile(
     r"\bnot (?:entirely |completely |totally |100 percent )?(?:sure|certain|positive)\b|\bi guess\b"
-    r"|\bmaybe\b|\bperhaps\b|\bpossibly\b|\bmight be\b|\bcould be\b|\beither\b|\bif i recall\b"
+    r"|\bmaybe\b|\bperhaps\b|\bpossibly\b|\bmight (?:also )?be\b|\bcould (?:also )?be\b|\beither\b|\bif i recall\b"
     r"|\bhard to say\b|\bi am not confident\b|\bunsure\b"
 )
 
@@ -119,8 +138,11 @@ def _polarity(verdict: str | None, text: Text) -> str:
 
 
 def _refusal_truth(turn: Turn) -> bool:
-    """Whether the ground truth is itself a refusal or says the answer cannot be known."""
-    return _REFUSAL_TRUTH.search(turn.g_norm) is not None
+    """Whether the ground truth is itself a refusal or says the answer cannot be known. A "not
+    available" or "not disclosed" after a leading yes/no is the answer to a yes/no question, not a
+    refusal ("Is the item in stock?" - "No, it is not available.")."""
+    found = _REFUSAL_TRUTH.search(turn.g_norm)
+    return found is not None and not (turn.g_verdict is not None and found.group().startswith("not "))
 
 
 # --------------------------------------------------------------------------- decisive rules
@@ -254,8 +276,10 @@ def negation(turn: Turn) -> Grade | None:
 
 def antonym(turn: Turn) -> Grade | None:
     """0.1 when the answer uses the antonym of a ground-truth content word (true/false,
-    increase/decrease, before/after, ...) that the answer does not contain (by stem) and whose
-    antonym the ground truth does not contain either. The first such ground-truth word is named."""
+    increase/decrease, before/after, valid/expired, ...), neither of them negated ("it has not
+    expired" does not contradict "valid", nor "it expired" "no longer valid"), that the answer does
+    not contain (by stem) and whose antonym the ground truth does not contain either. The first
+    such ground-truth word is named."""
     lexicon = turn.lexicon
     g_stems = {stem(w) for w in turn.g.words}
     for term in turn.g.content:
@@ -265,11 +289,41 @@ def antonym(turn: Turn) -> Grade | None:
             and stem(term) not in lexicon.by_stem
             and opposite in lexicon.order
             and stem(opposite) not in g_stems
+            and said_plainly(turn.g.clauses, term)
+            and said_plainly(turn.a.clauses, opposite)
         ):
             return Grade(
                 CONTRADICTION,
                 f'The answer says "{opposite}" where the ground truth says "{term}" (rule: contradiction).',
             )
+    return None
+
+
+def reversed_comparison(turn: Turn) -> Grade | None:
+    """0.1 when the answer compares with the question's comparative and puts a key term of the ground
+    truth on the wrong side: after "than" with the same comparative ("The Earth is larger than the
+    Sun." for "Which is larger, the Sun or the Earth?" - "The Sun"), or before it with its antonym
+    ("The Sun is smaller than the Earth."), and not on the other side too (`text.comparisons`; a
+    negated comparison, "Nothing is larger than the Sun", is not read)."""
+    key_terms = turn.key_facts[1]
+    if not key_terms or "than" not in turn.a.clauses:
+        return None
+    q_stems = {stem(w) for w in turn.q.words}
+    opposites = {ANTONYMS[w] for w in turn.q.words if w in ANTONYMS}
+    for comparative, before, after in comparisons(turn.a.clauses):
+        if stem(comparative) in q_stems:
+            wrong_side, right_side = after, before
+        elif comparative in opposites or stem(ANTONYMS.get(comparative, "")) in q_stems:
+            wrong_side, right_side = before, after
+        else:
+            continue
+        wrong_stems, right_stems = {stem(w) for w in wrong_side}, {stem(w) for w in right_side}
+        for term in key_terms:
+            if stem(term) in wrong_stems and stem(term) not in right_stems:
+                return Grade(
+                    CONTRADICTION,
+                    f'The answer puts "{term}" on the wrong side of "{comparative} than" (rule: reversed comparison).',
+                )
     return None
 
 
@@ -286,6 +340,57 @@ def polarity_contradiction(turn: Turn) -> Grade | None:
     return Grade(
         CONTRADICTION,
         f'The answer reads as "{a_polarity}" where the ground truth says "{g_polarity}" (rule: contradiction).',
+    )
+
+
+def swapped_claim(turn: Turn) -> Grade | None:
+    """When the ground truth has no key fact (a yes/no), the answer's stance is undecided, and the
+    answer restates the claim of the copular yes/no question with one part swapped for another
+    (`Turn.claim_swap`: "Whales are mammals." for "Are whales fish?", "K2 is the tallest
+    mountain above sea level." for "Is Mount Everest the tallest mountain above sea level?"), the
+    answer reads as "no": 0.8 when the ground truth reads as "no", 0.3 when it reads as "yes".
+    Neither score is decisive (a swap for a hyponym or a description, "A tomato is a berry." for
+    "Is a tomato a fruit?", is no denial): both pass or fail, and the cascade asks its LLM. As a
+    rule's score is final, extra claims beside the swap are not checked (`extra_claim`), as for an
+    explicit yes/no: "The Earth is a sphere, as shown in 1522." passes for "Is the Earth flat?" - "No"."""
+    if turn.coverage.n_facts or turn.a_stance is not None or turn.claim_swap is None:
+        return None
+    claimed, said = (" ".join(words) for words in turn.claim_swap)
+    if _polarity(turn.g_verdict, turn.g) == "no":
+        return Grade(
+            SWAP_DENIES,
+            f'The answer says "{said}" where the question asks about "{claimed}": a "no", like the ground '
+            "truth (rule: swapped claim).",
+        )
+    return Grade(
+        SWAP_CONTRADICTS,
+        f'The answer says "{said}" where the question asks about "{claimed}": a "no" where the ground truth '
+        'says "yes" (rule: swapped claim).',
+    )
+
+
+def denied_claim(turn: Turn) -> Grade | None:
+    """When the ground truth has no key fact (a yes/no), the answer opens with no yes/no, and it says
+    a denying participle ("cancelled", "avoided", "rejected", "failed", "expired", ...) next to the
+    claim of the yes/no question (`Turn.denial`: "It should be avoided during pregnancy." for "Is
+    the medication safe during pregnancy?"), the answer reads as "no" - even when it restates the
+    claim's words ("The transfer failed." for "Did the transfer go through?"): 0.8 when the ground
+    truth reads as "no", 0.3 when it reads as "yes". Not decisive, like `swapped_claim`: what is
+    denied may be another part of the claim ("Alcohol should be avoided." for "Does the drug
+    interact with alcohol?" reads as "no"). Extra claims beside it are not checked, as for
+    `swapped_claim`."""
+    if turn.coverage.n_facts or turn.a_verdict is not None or turn.denial is None:
+        return None
+    if _polarity(turn.g_verdict, turn.g) == "no":
+        return Grade(
+            SWAP_DENIES,
+            f'The answer says "{turn.denial}" of the question\'s claim: a "no", like the ground truth '
+            "(rule: denied claim).",
+        )
+    return Grade(
+        SWAP_CONTRADICTS,
+        f'The answer says "{turn.denial}" of the question\'s claim: a "no" where the ground truth says "yes" '
+        "(rule: denied claim).",
     )
 
 
@@ -416,8 +521,8 @@ def typo_cap(turn: Turn, grade: Grade) -> Grade:
 
 
 def hedge_cap(turn: Turn, grade: Grade) -> Grade:
-    """A hedge in the answer ("not sure", "maybe", "perhaps", "either", "could be", ...) that the
-    ground truth does not also use caps the score at 0.6."""
+    """A hedge in the answer ("not sure", "maybe", "perhaps", "either", "could (also) be", ...) that
+    the ground truth does not also use caps the score at 0.6."""
     hedge = _HEDGES.search(turn.a.norm)
     if not hedge or _HEDGES.search(turn.g.norm) or _band_score(grade) <= HEDGE_CAP:
         return grade
@@ -486,6 +591,11 @@ _SUPERLATIVES = frozenset(
         "also",
     ]
 )
+# "last" or "first" before one of these is a time reference ("it expired last month"), not a superlative.
+_TIME_REFERENCE_WORDS = frozenset(["last", "first"])
+_TIME_UNITS = CALENDAR_WORDS | frozenset(
+    ["night", "day", "week", "weekend", "month", "year", "morning", "evening", "afternoon", "quarter"]
+)
 _CAPITALISED_RE = re.compile(r"(?<![\w.@-])([A-Z][A-Za-z]+)")
 _SENTENCE_END_RE = re.compile(r"[.!?:;\n]\s*$|^\s*$")
 MAX_CLAIM_WORDS = 2000  # answer words an extra claim is looked for among
@@ -497,19 +607,33 @@ def _known(turn: Turn) -> set[str]:
     return {stem(w) for w in words} | {w[:4] for w in words if len(w) >= 4}
 
 
+def _matched_unit_words(turn: Turn) -> set[str]:
+    """The words of each answer number that matches a ground-truth number: its unit words ("212
+    degrees Fahrenheit" for "100 °C" gives "212", "degrees", "fahrenheit")."""
+    return {
+        word
+        for number in turn.a_numbers
+        if any(numbers_match(n, number) for n in turn.g.numbers)
+        for word in TOKEN_RE.findall(number.describe(turn.a.norm))
+    }
+
+
 def extra_claim(turn: Turn, grade: Grade) -> Grade:
     """Abstain instead of passing when the answer adds a claim that neither the question nor the
     ground truth can confirm, so that a wrong extra claim beside the right fact is not passed:
 
-    - a number that is not weak, repeats no question number and matches no ground-truth number,
-      when the ground truth has no number ("Leonardo da Vinci painted it in 1889") or has one in
-      the same unit ("It freezes at 10 °C" beside "100 °C"; a rate or another currency beside a
-      conversion is not a claim of that kind);
+    - a number that is not weak, repeats no question number, matches no ground-truth number and
+      is not part of a true equation (`numbers.true_equations`: "21 = 3 × 7" is checked
+      arithmetic), when the ground truth has no number ("Leonardo da Vinci painted it in 1889")
+      or has one in the same unit ("It freezes at 10 °C" beside "100 °C"; a rate or another
+      currency beside a conversion is not a claim of that kind);
     - a capitalised word, not at a sentence start, not an all-capitals acronym of up to four
-      letters nor a month or weekday, that the question and the ground truth lack (by stem or
+      letters, a month or weekday, nor the unit of a number that matches the ground truth ("212
+      degrees Fahrenheit" for "100 °C"), that the question and the ground truth lack (by stem or
       first four letters: "Japanese" for "Japan" is known) ("She also wrote 'Jane Eyre'");
     - a superlative, "only", "first" or "also" the question and the ground truth lack ("Mercury,
-      also the largest planet").
+      also the largest planet"), except a "last" or "first" before a time unit or a weekday ("it
+      expired last month": a time reference, like "yesterday").
 
     Looked for among the answer's first MAX_CLAIM_WORDS words. A true extra claim abstains too:
     the judge cannot tell it from a false one. Not checked when the ground truth is a bare yes/no
@@ -521,10 +645,12 @@ def extra_claim(turn: Turn, grade: Grade) -> Grade:
         return grade  # a yes/no question answered with an explicit yes/no: the verdict is what is graded
     known = _known(turn)
     g_units = {n.unit for n in turn.g.numbers}
+    checked = true_equations(turn.a.norm, turn.a.all_numbers)
     for number in turn.a_numbers:
         comparable = not turn.g.numbers or (number.unit is not None and number.unit in g_units)
         if (
             comparable
+            and number.start not in checked
             and not number.weak
             and not turn.echoes_question(number)
             and not any(numbers_match(n, number) or numbers_match(number, n) for n in turn.g.numbers)
@@ -534,6 +660,7 @@ def extra_claim(turn: Turn, grade: Grade) -> Grade:
                 f'The answer adds "{number.describe(turn.a.norm)}", which the ground truth cannot confirm '
                 "(rule: extra claim).",
             )
+    unit_words: set[str] | None = None  # computed on first need
     raw = turn.answer[: MAX_CLAIM_WORDS * 12]
     for match in _CAPITALISED_RE.finditer(raw):
         word = match.group(1)
@@ -544,8 +671,15 @@ def extra_claim(turn: Turn, grade: Grade) -> Grade:
         norm = word.casefold()
         if norm in STOPWORDS or norm in CALENDAR_WORDS or stem(norm) in known or norm[:4] in known:
             continue
+        if unit_words is None:
+            unit_words = _matched_unit_words(turn)
+        if norm in unit_words:
+            continue
         return Grade(ABSTAIN, f'The answer adds "{word}", which the ground truth cannot confirm (rule: extra claim).')
-    for word in turn.a.words[:MAX_CLAIM_WORDS]:
+    words = turn.a.words[:MAX_CLAIM_WORDS]
+    for i, word in enumerate(words):
+        if word in _TIME_REFERENCE_WORDS and i + 1 < len(words) and words[i + 1] in _TIME_UNITS:
+            continue  # "last month", "first week": when, not a superlative
         if word in _SUPERLATIVES and stem(word) not in known:
             return Grade(
                 ABSTAIN, f'The answer adds a "{word}" claim the ground truth cannot confirm (rule: extra claim).'
@@ -564,7 +698,10 @@ RULES: tuple[Rule, ...] = (
     yes_no_contradiction,
     negation,
     antonym,
+    reversed_comparison,
+    denied_claim,
     polarity_contradiction,
+    swapped_claim,
     undecided_verdict,
     nothing_found,
 )

@@ -165,7 +165,7 @@ _CLAUSE_RE = re.compile(r"[a-z0-9]+|[.,;:!?()\[\]]|--|-\s|\s-")
 ARTICLES = frozenset({"a", "an", "the"})
 _CLAUSE_WORDS = frozenset({"but", "however", "although", "though", "whereas", "while", "yet"})
 BOUNDARY = "|"
-_PREPOSITIONS = frozenset(
+PREPOSITIONS = frozenset(
     wordlist(
         "at in on from of to with for by into onto over under about between among through throughout "
         "during after before since until within without near across along toward towards via per"
@@ -232,6 +232,11 @@ for _a, _b in (
     ("more", "less"),
     ("larger", "smaller"),
     ("bigger", "smaller"),
+    ("heavier", "lighter"),
+    ("older", "younger"),
+    ("faster", "slower"),
+    ("longer", "shorter"),
+    ("earlier", "later"),
     ("before", "after"),
     ("north", "south"),
     ("east", "west"),
@@ -248,6 +253,8 @@ for _a, _b in (
     ("win", "lose"),
     ("won", "lost"),
     ("open", "shut"),
+    ("prime", "composite"),
+    ("valid", "expired"),
 ):
     ANTONYMS[_a], ANTONYMS[_b] = _b, _a
 
@@ -292,14 +299,58 @@ def clause_tokens(text: str) -> list[str]:
 
 def negated(tokens: list[str], at: int, window: int = 4) -> bool:
     """Whether the word at `at` is negated: an odd number of negators among the `window` words before
-    it, looking back no further than a clause boundary or a preposition ("not solid at room ...")."""
+    it, looking back no further than a clause boundary or a preposition ("not solid at room ..."),
+    except a preposition right after a negator, which the negator governs ("not in stock", "not for
+    sale")."""
     flips = 0
     for k in range(at - 1, max(-1, at - 1 - window), -1):
-        if tokens[k] == BOUNDARY or tokens[k] in _PREPOSITIONS:
+        if tokens[k] == BOUNDARY:
+            break
+        if tokens[k] in PREPOSITIONS and not (k > 0 and tokens[k - 1] in NEGATORS):
             break
         if tokens[k] in NEGATORS:
             flips += 1
     return flips % 2 == 1
+
+
+def said_plainly(tokens: list[str], word: str) -> bool:
+    """Whether clause tokens have `word` at least once not negated (`negated`): "not expired" does
+    not say "expired"."""
+    return any(token == word and not negated(tokens, i) for i, token in enumerate(tokens))
+
+
+MAX_COMPARISONS = 20  # "than" comparisons read from a text
+
+
+def comparisons(tokens: list[str]) -> list[tuple[str, list[str], list[str]]]:
+    """(comparative, words before it, words after "than") of each "X <comparative> than Y" of clause
+    tokens, both sides within the clause and without stopwords ("The Earth is larger than the Sun."
+    gives ("larger", ["earth"], ["sun"]); "more massive than" gives "massive"). A clause with a
+    negator before the comparative ("Nothing is larger than the Sun") is left out: its order says
+    the opposite. The first MAX_COMPARISONS."""
+    out: list[tuple[str, list[str], list[str]]] = []
+    for i, token in enumerate(tokens):
+        if token != "than" or i == 0 or tokens[i - 1] == BOUNDARY:
+            continue
+        start = i - 1
+        while start > 0 and tokens[start - 1] != BOUNDARY:
+            start -= 1
+        end = i + 1
+        while end < len(tokens) and tokens[end] != BOUNDARY:
+            end += 1
+        before = tokens[start : i - 1]
+        if any(t in NEGATORS for t in before):
+            continue
+        out.append(
+            (
+                tokens[i - 1],
+                [t for t in before if t not in STOPWORDS],
+                [t for t in tokens[i + 1 : end] if t not in STOPWORDS],
+            )
+        )
+        if len(out) >= MAX_COMPARISONS:
+            break
+    return out
 
 
 def leading_verdict(tokens: list[str]) -> str | None:
