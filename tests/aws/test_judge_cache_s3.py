@@ -70,6 +70,7 @@ def test_a_rerun_through_s3_makes_no_judge_call(s3: Any) -> None:
         conversation("a", [turn("q1", "What is 5 + 3?", "The result is 8.", "8")]),
         conversation("b", [turn("q2", "What is 10 * 2?", "It is 12.", "20")]),
     )
+    # One server throughout: its endpoint is a part of the judge's identity, so of the cache key.
     with FakeLLMServer() as server:
         results = []
         for _ in range(2):
@@ -77,21 +78,22 @@ def test_a_rerun_through_s3_makes_no_judge_call(s3: Any) -> None:
             ledger = JudgeLedger.for_model(model, EvaluationConfig(), cache=open_cache(f"s3://{BUCKET}/judge-cache"))
             results.append(evaluate_sync(data, model, retry=FAST_RETRY, ledger=ledger))
         assert server.call_count == 2
-    first, second = results
-    assert second.per_conversation_metrics == first.per_conversation_metrics
-    assert (second.aggregated_metrics.judge_usage.cache_hits, second.aggregated_metrics.judge_usage.calls) == (2, 0)
-    stored = objects(s3)
-    assert len(stored) == 2 and all(key.startswith("judge-cache/") for key in stored)
-    assert all(SECRET.encode() not in body and SECRET not in key for key, body in stored.items())
+        first, second = results
+        assert second.per_conversation_metrics == first.per_conversation_metrics
+        usage = second.aggregated_metrics.judge_usage
+        assert usage is not None and (usage.cache_hits, usage.calls) == (2, 0)
+        stored = objects(s3)
+        assert len(stored) == 2 and all(key.startswith("judge-cache/") for key in stored)
+        assert all(SECRET.encode() not in body and SECRET not in key for key, body in stored.items())
 
-    for key in stored:  # corrupt every entry: misses, judged again, never an error
-        s3.put_object(Bucket=BUCKET, Key=key, Body=b"garbage")
-    with FakeLLMServer() as server:
+        for key in stored:  # corrupt every entry: misses, judged again, never an error
+            s3.put_object(Bucket=BUCKET, Key=key, Body=b"garbage")
         model = ChatOpenAI(model="judge", base_url=server.base_url, api_key=SECRET, max_retries=0)
         ledger = JudgeLedger.for_model(model, EvaluationConfig(), cache=open_cache(f"s3://{BUCKET}/judge-cache"))
         third = evaluate_sync(data, model, retry=FAST_RETRY, ledger=ledger)
-        assert server.call_count == 2
+        assert server.call_count == 4
     assert third.per_conversation_metrics == first.per_conversation_metrics
+    assert set(objects(s3)) == set(stored)
     assert all(json.loads(body)["format"] == 1 for body in objects(s3).values())
 
 
