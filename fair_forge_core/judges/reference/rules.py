@@ -356,17 +356,7 @@ def swapped_claim(turn: Turn) -> Grade | None:
     if turn.coverage.n_facts or turn.a_stance is not None or turn.claim_swap is None:
         return None
     claimed, said = (" ".join(words) for words in turn.claim_swap)
-    if _polarity(turn.g_verdict, turn.g) == "no":
-        return Grade(
-            SWAP_DENIES,
-            f'The answer says "{said}" where the question asks about "{claimed}": a "no", like the ground '
-            "truth (rule: swapped claim).",
-        )
-    return Grade(
-        SWAP_CONTRADICTS,
-        f'The answer says "{said}" where the question asks about "{claimed}": a "no" where the ground truth '
-        'says "yes" (rule: swapped claim).',
-    )
+    return _implied_no(turn, f'The answer says "{said}" where the question asks about "{claimed}"', "swapped claim")
 
 
 def denied_claim(turn: Turn) -> Grade | None:
@@ -381,17 +371,15 @@ def denied_claim(turn: Turn) -> Grade | None:
     `swapped_claim`."""
     if turn.coverage.n_facts or turn.a_verdict is not None or turn.denial is None:
         return None
+    return _implied_no(turn, f'The answer says "{turn.denial}" of the question\'s claim', "denied claim")
+
+
+def _implied_no(turn: Turn, what: str, rule: str) -> Grade:
+    """An answer that reads as "no" without saying it (`swapped_claim`, `denied_claim`): 0.8 when
+    the ground truth reads as "no", 0.3 when it reads as "yes"."""
     if _polarity(turn.g_verdict, turn.g) == "no":
-        return Grade(
-            SWAP_DENIES,
-            f'The answer says "{turn.denial}" of the question\'s claim: a "no", like the ground truth '
-            "(rule: denied claim).",
-        )
-    return Grade(
-        SWAP_CONTRADICTS,
-        f'The answer says "{turn.denial}" of the question\'s claim: a "no" where the ground truth says "yes" '
-        "(rule: denied claim).",
-    )
+        return Grade(SWAP_DENIES, f'{what}: a "no", like the ground truth (rule: {rule}).')
+    return Grade(SWAP_CONTRADICTS, f'{what}: a "no" where the ground truth says "yes" (rule: {rule}).')
 
 
 def undecided_verdict(turn: Turn) -> Grade | None:
