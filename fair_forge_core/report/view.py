@@ -341,6 +341,27 @@ class Turn:
     interaction: Mapping[str, Any]
     tool: Mapping[str, Any] | None
 
+    @property
+    def votes(self) -> str | None:
+        """The turn's `judge_votes` in one line, when it was judged several times:
+        `gpt-4o-mini 0.900, 0.850, 0.300 → 0.850; llama 1.000, 1.000 → 1.000 (agreement 83.3%)`; a failed
+        judgement is "failed", a connector that failed "unscored"."""
+        votes = self.interaction.get("judge_votes")
+        if not votes:
+            return None
+
+        def score(value: float | None) -> str:
+            return "failed" if value is None else format_number(value)
+
+        parts = [
+            f"{vote['model']} {', '.join(score(s) for s in vote['scores'])} → "
+            f"{'unscored' if vote['score'] is None else format_number(vote['score'])}"
+            for vote in votes
+        ]
+        agreement = self.interaction.get("judge_agreement")
+        line = "; ".join(parts)
+        return line if agreement is None else f"{line} (agreement {agreement:.1%})"
+
 
 @dataclass(frozen=True)
 class ConversationRow:

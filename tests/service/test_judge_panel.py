@@ -525,3 +525,17 @@ def test_reasoning_comes_from_the_judgement_nearest_the_turns_score() -> None:
         result = evaluate_sync(three_answers(), chat(server), EvaluationConfig(judge_samples=3), retry=FAST_RETRY)
     alpha = turns_by_answer(result)["alpha"]
     assert alpha.answer_score == 0.8 and alpha.judge_reasoning == "alpha scored 0.8"
+
+
+def test_the_html_report_shows_the_votes_and_the_panel(three_servers: list[FakeLLMServer]) -> None:
+    from fair_forge_core.report import render_html
+
+    models = [chat(server, f"judge-{name}") for server, name in zip(three_servers, "abc", strict=True)]
+    config = EvaluationConfig(judge_samples=2, threshold=THRESHOLD)
+    page = render_html(evaluate_sync(three_answers(), models, config, retry=FAST_RETRY))
+    # alpha: 1.0 twice, 0.0 twice, 1.0 twice; the turn 1.0 (2 of 3 connectors), 4 of 6 judgements agree.
+    assert (
+        "<b>Votes:</b> judge-a 1.000, 1.000 → 1.000; judge-b 0.000, 0.000 → 0.000; judge-c 1.000, 1.000 → 1.000 (agreement 66.7%)"
+        in page
+    )
+    assert "judge panel: 3 connectors × 2 samples, majority; 3/3 turns scored" in page
