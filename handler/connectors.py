@@ -24,6 +24,7 @@ __all__ = [
     "ServerKeyUnavailable",
     "allowed_connectors",
     "build_judge",
+    "check_judges",
     "judge_for_request",
     "judges_for_request",
     "server_api_key",
@@ -127,6 +128,19 @@ def judges_for_request(connector: ConnectorSpec | list[ConnectorSpec], settings:
     if not isinstance(connector, list):
         return [judge_for_request(connector, settings)]
     return [judge_for_request(spec, settings, where=f"connector[{i}]") for i, spec in enumerate(connector)]
+
+
+def check_judges(models: list[Any], config: Any) -> None:
+    """A 400 naming the field for an ensemble `fair_forge_core.judges.panel.check_panel` refuses
+    (two connectors that are one judge; the offline judge in one under the cascade)."""
+    from fair_forge_core.judges.panel import PanelError, check_panel
+
+    try:
+        check_panel(models, config)
+    except PanelError as exc:
+        raise RequestError(
+            400, f"Invalid request: {exc.field}: {exc}", [{"field": exc.field, "message": str(exc)}]
+        ) from None
 
 
 def _placed(text: str, where: str) -> str:

@@ -91,14 +91,17 @@ def _evaluate_shard(
     job_id = keys.job_id
     shard = keys.shard(index)
     stored = store.get_json(bucket, keys.request)
-    params = store.decrypt_params(stored["connector"].get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
-    try:
-        judge = build_judge(stored["connector"]["class_path"], params, settings)
-    except ServerKeyUnavailable:
-        raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
-    except ConnectorError as exc:  # its message is safe to show (the core redacts it)
-        raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
-    with secrets_masked(judge.secrets):
+    judges = []
+    for connector in stored.get("connectors") or [stored["connector"]]:  # "connector": a job of an older version
+        params = store.decrypt_params(connector.get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
+        try:
+            judges.append(build_judge(connector["class_path"], params, settings))
+        except ServerKeyUnavailable:
+            raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
+        except ConnectorError as exc:  # its message is safe to show (the core redacts it)
+            raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
+    models = [judge.model for judge in judges]
+    with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
         datasets = [Dataset.model_validate(d) for d in store.get_json(bucket, shard)]
         config = EvaluationConfig.model_validate(stored["config"])
         remaining = _remaining_s(context)
@@ -107,13 +110,13 @@ def _evaluate_shard(
             deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
         telemetry = JudgeTelemetry()
         # Tokens and cost only: POST /jobs refuses a cap and the cache (the shards run apart).
-        ledger = JudgeLedger.for_model(judge.model, config, prices=settings.price_table())
+        ledger = JudgeLedger.for_models(models, config, prices=settings.price_table())
         started = time.perf_counter()
         try:
             conversations = run_sync(
                 evaluate_conversations(
                     datasets,
-                    judge.model,
+                    models,
                     config,
                     deadline=deadline,
                     retry=settings.retry_policy(),

@@ -255,12 +255,12 @@ def create_job(
     turn_counts = [len(d.conversation) for d in request.datasets]
     tool_call_counts = [sum(batch.tool_call_count() for batch in d.conversation) for d in request.datasets]
     # A shard scores at most as many tool calls as one /run may: its deterministic work is bounded alike.
-    # With judge_samples each turn costs that many judge calls: shards shrink so a shard's calls do not grow.
-    samples = request.config.judge_samples
+    # A turn costs judge_samples calls of each connector: shards shrink so that a shard's calls do not grow.
+    calls_per_turn = request.config.judge_samples * len(request.connectors)
     shards = plan_shards(
         turn_counts,
-        max(1, settings.shard_size // samples),
-        max(1, settings.shard_max_turns // samples),
+        max(1, settings.shard_size // calls_per_turn),
+        max(1, settings.shard_max_turns // calls_per_turn),
         tool_call_counts=tool_call_counts,
         max_tool_calls_per_shard=settings.max_tool_calls,
     )
@@ -269,10 +269,13 @@ def create_job(
         "job_id": job_id,
         "request_id": request_id,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "connector": {
-            "class_path": request.connectors[0].class_path,
-            "params_ciphertext": encrypt_params(request.connectors[0].params, job_id, settings.jobs_kms_key_id),
-        },
+        "connectors": [  # one, or an ensemble's in request order
+            {
+                "class_path": spec.class_path,
+                "params_ciphertext": encrypt_params(spec.params, job_id, settings.jobs_kms_key_id),
+            }
+            for spec in request.connectors
+        ],
         "config": body.get("config") or {},
         "warnings": input_warnings(request.datasets),
         "conversations": len(turn_counts),

@@ -474,7 +474,8 @@ def total_usage(parts: Sequence[JudgeUsage]) -> JudgeUsage:
     `model` and `prompt_hash` the first part's (each part names its own); `price_source` the
     parts' distinct sources joined by "; "; `max_cost_usd` the first part's; the cascade's
     counts summed over the parts that have them (null when none has); `cache_enabled` when
-    any part had the cache. `ValueError` for no parts."""
+    any part had the cache; `members`, when every part has the same number of them (the shards
+    of one ensemble's job), each member's totals over the parts. `ValueError` for no parts."""
     if not parts:
         raise ValueError("no judge usage to add up")
     costs = [part.cost_usd for part in parts]
@@ -498,7 +499,15 @@ def total_usage(parts: Sequence[JudgeUsage]) -> JudgeUsage:
         cache_misses=sum(part.cache_misses for part in parts),
         cascade_settled_offline=sum(settled) if settled else None,
         cascade_sent_to_llm=sum(sent) if sent else None,
+        members=_members_added_up(parts),
     )
+
+
+def _members_added_up(parts: Sequence[JudgeUsage]) -> list[JudgeUsage] | None:
+    members = [part.members for part in parts]
+    if not all(members) or len({len(m or []) for m in members}) != 1:
+        return None
+    return [total_usage([(m or [])[i] for m in members]) for i in range(len(members[0] or []))]
 
 
 def _safe(exc: BaseException) -> str:

@@ -26,7 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from fair_forge_core.redact import redact
 from handler import job_store as store
-from handler.connectors import judge_for_request
+from handler.connectors import check_judges, judges_for_request
 from handler.observability import current_secrets, metrics, secrets_masked
 from handler.responses import request_id
 from handler.settings import Settings
@@ -92,16 +92,14 @@ def submit_job() -> Response:
         }
     )
     request = parse_run_request(body, limits)
-    if len(request.connectors) > 1:  # each worker builds one judge from the stored connector
-        message = "an ensemble (a list of connectors) is not supported by POST /jobs yet: use POST /run"
-        raise RequestError(400, f"connector: {message}", [{"field": "connector", "message": message}])
     for option, value in (("max_cost_usd", request.config.max_cost_usd), ("judge_cache", request.config.judge_cache)):
         if value:  # the shards run apart: no shared ledger or cache yet, and ignoring them silently would mislead
             message = "is not supported by POST /jobs yet: use POST /run or fair-forge evaluate"
             raise RequestError(400, f"config.{option} {message}", [{"field": f"config.{option}", "message": message}])
     # The connector is checked now, as /run does, not found wrong by every worker later.
-    judge = judge_for_request(request.connectors[0], settings)
-    with secrets_masked(judge.secrets):
+    judges = judges_for_request(request.connector, settings)
+    with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
+        check_judges([judge.model for judge in judges], request.config)
         job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router))
     metrics.add_metric(name="Jobs", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job["job_id"])

@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
-from handler.connectors import allowed_connectors, judges_for_request
+from handler.connectors import allowed_connectors, check_judges, judges_for_request
 from handler.invocation import deadline
 from handler.observability import log_level, logger, metrics, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
@@ -83,20 +83,8 @@ def run() -> Response:
         judges = judges_for_request(request.connector, settings)
         with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
             models = [judge.model for judge in judges]
-            _check_panel(models, request.config)
+            check_judges(models, request.config)
             return _evaluate(request, models, settings, import_warnings)
-
-
-def _check_panel(models: list[Any], config: Any) -> None:
-    """A 400 naming the field for an ensemble `judges.panel.check_panel` refuses."""
-    from fair_forge_core.judges.panel import PanelError, check_panel
-
-    try:
-        check_panel(models, config)
-    except PanelError as exc:
-        raise RequestError(
-            400, f"Invalid request: {exc.field}: {exc}", [{"field": exc.field, "message": str(exc)}]
-        ) from None
 
 
 def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnings: list[str]) -> Response:

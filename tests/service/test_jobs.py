@@ -132,7 +132,7 @@ def test_post_jobs_stores_the_request_in_shards_and_starts_the_execution(aws: Jo
     assert [len(s) for s in shards] == [4, 4, 2]
     assert [c for s in shards for c in s] == conversations  # in order, exactly as sent
     request = json.loads(stored[prefix + "request.json"])
-    assert request["connector"] == {"class_path": REFERENCE, "params_ciphertext": None}  # no params, nothing to hide
+    assert request["connectors"] == [{"class_path": REFERENCE, "params_ciphertext": None}]  # no params, nothing to hide
     assert request["config"] == {"k": 2}
     assert request["request_id"] == response.body["request_id"]
 
@@ -216,7 +216,7 @@ def test_connector_params_are_encrypted_and_bound_to_their_job(aws: JobsAWS) -> 
     job_id = submit(aws, body)
     stored = aws.objects()
     assert not any(key.encode() in content for content in stored.values())
-    ciphertext = json.loads(stored[f"jobs/{job_id}/request.json"])["connector"]["params_ciphertext"]
+    ciphertext = json.loads(stored[f"jobs/{job_id}/request.json"])["connectors"][0]["params_ciphertext"]
     assert store.decrypt_params(ciphertext, job_id, aws.key_arn) == body["connector"]["params"]
     with pytest.raises(ClientError, match="InvalidCiphertext"):  # moved to another job, it cannot be read
         store.decrypt_params(ciphertext, "f" * 32, aws.key_arn)
@@ -303,6 +303,51 @@ def judged_fields(conversation: dict[str, Any], turn: dict[str, Any]) -> tuple[A
         conversation.get("language") or "english",
         turn.get("observation"),
     )
+
+
+def test_an_ensemble_job_gives_the_run_response(aws: JobsAWS) -> None:
+    body = body_of(varied_conversations(6), judge_samples=2)
+    body["connector"] = [{"class_path": REFERENCE}, {"class_path": REFERENCE, "params": {"model": "second-opinion"}}]
+    submitted = aws.submit(body)
+    # shard_size 4, and each turn costs 2 samples × 2 connectors: one conversation a shard.
+    assert (submitted.status, submitted.body["shards"]) == (202, 6), submitted.body
+    job_id = submitted.body["job_id"]
+    for n in range(6):
+        worker(aws, job_id, n)
+    reduce(job_id)
+    result = json.loads(aws.objects()[f"jobs/{job_id}/result.json"])
+    expected = call_handler(body).body
+    usage, run_usage = (
+        result["aggregated_metrics"].pop("judge_usage"),
+        expected["aggregated_metrics"].pop("judge_usage"),
+    )
+    distinct = sum(len({judged_fields(c, t) for t in c["conversation"]}) for c in body["datasets"])
+    assert [m["calls"] for m in usage["members"]] == [2 * distinct, 2 * distinct]  # 2 samples, per shard
+    assert [m["model"] for m in usage["members"]] == [m["model"] for m in run_usage["members"]]
+    assert result["aggregated_metrics"]["judge_consensus"]["members"] == ["fair-forge-reference", "second-opinion"]
+    assert {k: v for k, v in result.items() if k != "job_id"} == {**expected, "request_id": result["request_id"]}
+
+
+def test_a_worker_reads_a_job_stored_by_the_version_before_ensembles(aws: JobsAWS) -> None:
+    job_id = submit(aws, body_of(varied_conversations(3)))
+    key = f"jobs/{job_id}/request.json"
+    stored = json.loads(aws.objects()[key])
+    stored["connector"] = stored.pop("connectors")[0]  # the one connector, as jobs were stored before
+    store.put(aws.bucket, key, json.dumps(stored))
+    assert worker(aws, job_id, 0)["conversations"] == 3
+
+
+def test_an_ensemble_of_one_judge_twice_is_refused_by_jobs_as_by_run(aws: JobsAWS) -> None:
+    body = body_of(varied_conversations(2))
+    body["connector"] = [{"class_path": REFERENCE}, {"class_path": REFERENCE}]
+    as_run, as_job = call_handler(body), call_handler(body, path="/jobs")
+    assert as_job.status == as_run.status == 400
+    assert (
+        as_job.body["details"]
+        == as_run.body["details"]
+        == [{"field": "connector", "message": as_run.body["details"][0]["message"]}]
+    )
+    assert aws.objects() == {}
 
 
 def test_worker_is_idempotent(aws: JobsAWS) -> None:

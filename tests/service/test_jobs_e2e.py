@@ -142,8 +142,8 @@ def test_a_caller_key_reaches_the_provider_but_never_s3_in_clear(monkeypatch: py
     assert len(job_result(aws, final.body)["per_conversation_metrics"]) == 25
     assert stored and not any(CALLER_KEY.encode() in content for content in stored.values())
     request = json.loads(stored[f"jobs/{submitted.body['job_id']}/request.json"])
-    assert request["connector"]["params_ciphertext"]  # the params travel encrypted (KMS, context job_id)
-    assert "params" not in request["connector"] and "base_url" not in json.dumps(request)
+    assert request["connectors"][0]["params_ciphertext"]  # the params travel encrypted (KMS, context job_id)
+    assert "params" not in request["connectors"][0] and "base_url" not in json.dumps(request)
     assert CALLER_KEY not in final.raw and CALLER_KEY not in submitted.raw
 
 

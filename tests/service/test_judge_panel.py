@@ -462,20 +462,6 @@ def test_a_refused_member_is_named(three_servers: list[FakeLLMServer]) -> None:
     assert sum(s.call_count for s in three_servers) == 0
 
 
-def test_jobs_refuse_an_ensemble(three_servers: list[FakeLLMServer], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JOBS_BUCKET", "jobs-bucket")
-    monkeypatch.setenv("JOBS_STATE_MACHINE_ARN", "arn:aws:states:us-east-1:123456789012:stateMachine:j")
-    connectors = [openai_connector(three_servers[0], "judge-a"), openai_connector(three_servers[1], "judge-b")]
-    response = call_handler(body(connectors), path="/jobs")
-    assert response.status == 400
-    assert response.body["details"] == [
-        {
-            "field": "connector",
-            "message": "an ensemble (a list of connectors) is not supported by POST /jobs yet: use POST /run",
-        }
-    ]
-
-
 def test_the_log_line_counts_the_cascade_and_the_panel() -> None:
     with FakeLLMServer(ScriptedScores({HEDGE: [1.0, 0.0]})) as server:
         request = body(openai_connector(server, "judge-a"), judge_cascade=True, judge_samples=2)
