@@ -203,8 +203,9 @@ def recorded_failure(bucket: str, job_id: str) -> str | None:
 # --------------------------------------------------------------------------- the connector's params
 
 
-def encrypt_params(params: dict[str, Any], job_id: str, key_id: str | None) -> str | None:
-    """`params` as base64 KMS ciphertext bound to the job (encryption context), or None if empty."""
+def encrypt_params(params: dict[str, Any], job_id: str, key_id: str | None, where: str = "connector") -> str | None:
+    """`params` as base64 KMS ciphertext bound to the job (encryption context), or None if empty;
+    `where` names the connector in the body when its parameters are too large (`connector[1]`)."""
     if not params:
         return None
     if not key_id:
@@ -213,7 +214,7 @@ def encrypt_params(params: dict[str, Any], job_id: str, key_id: str | None) -> s
     if len(plaintext) > KMS_MAX_PLAINTEXT_BYTES:
         raise RequestError(
             413,
-            f"connector.params too large for a job: {len(plaintext)} bytes as JSON (limit {KMS_MAX_PLAINTEXT_BYTES})",
+            f"{where}.params too large for a job: {len(plaintext)} bytes as JSON (limit {KMS_MAX_PLAINTEXT_BYTES})",
         )
     with aws("kms:Encrypt"):
         blob = client("kms").encrypt(KeyId=key_id, Plaintext=plaintext, EncryptionContext={"job_id": job_id})
@@ -257,6 +258,7 @@ def create_job(
     # A shard scores at most as many tool calls as one /run may: its deterministic work is bounded alike.
     # A turn costs judge_samples calls of each connector: shards shrink so that a shard's calls do not grow.
     calls_per_turn = request.config.judge_samples * len(request.connectors)
+    ensemble = isinstance(request.connector, list)
     shards = plan_shards(
         turn_counts,
         max(1, settings.shard_size // calls_per_turn),
@@ -272,9 +274,11 @@ def create_job(
         "connectors": [  # one, or an ensemble's in request order
             {
                 "class_path": spec.class_path,
-                "params_ciphertext": encrypt_params(spec.params, job_id, settings.jobs_kms_key_id),
+                "params_ciphertext": encrypt_params(
+                    spec.params, job_id, settings.jobs_kms_key_id, f"connector[{i}]" if ensemble else "connector"
+                ),
             }
-            for spec in request.connectors
+            for i, spec in enumerate(request.connectors)
         ],
         "config": body.get("config") or {},
         "warnings": input_warnings(request.datasets),

@@ -328,6 +328,17 @@ def test_an_ensemble_job_gives_the_run_response(aws: JobsAWS) -> None:
     assert {k: v for k, v in result.items() if k != "job_id"} == {**expected, "request_id": result["request_id"]}
 
 
+def test_an_ensemble_members_params_too_large_for_a_job_are_named(aws: JobsAWS) -> None:
+    body = body_of(varied_conversations(2))
+    huge = {"model": "m2", "api_key": "sk-x", "default_headers": {"X-Pad": "p" * (store.KMS_MAX_PLAINTEXT_BYTES + 1)}}
+    body["connector"] = [
+        {"class_path": "langchain_openai.chat_models.ChatOpenAI", "params": {"model": "m", "api_key": "sk-x"}},
+        {"class_path": "langchain_openai.chat_models.ChatOpenAI", "params": huge},
+    ]
+    response = aws.submit(body)
+    assert response.status == 413 and response.body["error"].startswith("connector[1].params too large for a job")
+
+
 def test_a_worker_reads_a_job_stored_by_the_version_before_ensembles(aws: JobsAWS) -> None:
     job_id = submit(aws, body_of(varied_conversations(3)))
     key = f"jobs/{job_id}/request.json"
