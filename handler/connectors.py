@@ -117,9 +117,9 @@ def judge_for_request(connector: ConnectorSpec, settings: Settings, *, where: st
             return build_judge(connector.class_path, connector.params, settings)
     except ConnectorError as exc:
         logger.warning("connector refused", extra={"class_path": connector.class_path[:200], "connector": where})
-        message = _placed(str(exc), where)
-        details = [{"field": _placed(exc.field, where), "message": message}] if exc.field else []
-        raise RequestError(400, f"{core.REFUSAL_PREFIX}{message}", details) from None
+        placed = exc.placed(where)
+        details = [{"field": placed.field, "message": str(placed)}] if placed.field else []
+        raise RequestError(400, f"{core.REFUSAL_PREFIX}{placed}", details) from None
 
 
 def judges_for_request(connector: ConnectorSpec | list[ConnectorSpec], settings: Settings) -> list[Judge]:
@@ -141,10 +141,3 @@ def check_judges(models: list[Any], config: Any) -> None:
         raise RequestError(
             400, f"Invalid request: {exc.field}: {exc}", [{"field": exc.field, "message": str(exc)}]
         ) from None
-
-
-def _placed(text: str, where: str) -> str:
-    """A refusal's text about `connector…` said of the connector at `where`."""
-    if where == "connector":
-        return text
-    return where + text.removeprefix("connector") if text.startswith("connector.") else f"{where}: {text}"

@@ -33,6 +33,20 @@ ENDPOINT_PARAMS = frozenset(
         "anthropic_api_url",
     }
 )
+SAMPLING_PARAMS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "max_tokens",
+    "max_completion_tokens",
+    "n",
+    "seed",
+    "stop",
+    "frequency_penalty",
+    "presence_penalty",
+    "reasoning_effort",
+)
+"""The constructor parameters that choose how a model samples its reply."""
 # With no key of the caller's, the server's key is attached only if every parameter
 # is one of these: they choose a model and its sampling, never where a request goes
 # or what it carries (endpoints, proxies, headers, client options are all absent).
@@ -44,17 +58,7 @@ SERVER_KEY_SAFE_PARAMS = frozenset(
         "deployment_name",
         "api_version",
         "openai_api_version",
-        "temperature",
-        "top_p",
-        "top_k",
-        "max_tokens",
-        "max_completion_tokens",
-        "n",
-        "seed",
-        "stop",
-        "frequency_penalty",
-        "presence_penalty",
-        "reasoning_effort",
+        *SAMPLING_PARAMS,
         "service_tier",
         "timeout",
         "request_timeout",
@@ -140,6 +144,19 @@ class ConnectorError(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+    def placed(self, where: str) -> ConnectorError:
+        """The same refusal said of the connector at `where` in the request (`connector[1]` in an
+        ensemble): `connector.params.x` becomes `connector[1].params.x`, in the message and the
+        field; a message not about a `connector.` field is prefixed with `where`."""
+        if where == "connector":
+            return self
+        message = str(self)
+        message = (
+            where + message.removeprefix("connector") if message.startswith("connector.") else f"{where}: {message}"
+        )
+        field = None if self.field is None else where + self.field.removeprefix("connector")
+        return type(self)(message, field)
 
 
 class ConnectorNotAllowed(ConnectorError):

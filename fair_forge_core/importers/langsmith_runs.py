@@ -188,14 +188,12 @@ def _metadata(run: _Run) -> dict[str, Any]:
 def _conversation(thread_id: str, traces: list[list[_Run]]) -> ImportedTrace:
     warnings: list[str] = []
     if len(traces) > 1:
-        starts = [_start_time(trace[0]) for trace in traces]
-        unread = next((trace[0] for trace, start in zip(traces, starts, strict=True) if start is None), None)
-        if unread is None:
-            order = sorted(range(len(traces)), key=lambda n: starts[n] or _NEVER)
+        order = _start_order([trace[0] for trace in traces])
+        if isinstance(order, list):
             traces = [traces[n] for n in order]
         else:
             warnings.append(
-                f"{unread.where}.start_time: not an ISO 8601 time; the traces of the thread {thread_id!r} are read"
+                f"{order.where}.start_time: not an ISO 8601 time; the traces of the thread {thread_id!r} are read"
                 " in input order"
             )
     first = traces[0][0]
@@ -208,6 +206,16 @@ def _conversation(thread_id: str, traces: list[list[_Run]]) -> ImportedTrace:
     return ImportedTrace(thread_id, str(assistant_id), builder.turns(), dict(metadata), builder.warnings)
 
 
+def _start_order(runs: list[_Run]) -> list[int] | _Run:
+    """The indices of `runs` in `start_time` order (a stable sort), or the first run whose
+    `start_time` is not an ISO 8601 time."""
+    starts = [_start_time(run) for run in runs]
+    unread = next((run for run, start in zip(runs, starts, strict=True) if start is None), None)
+    if unread is not None:
+        return unread
+    return sorted(range(len(runs)), key=lambda n: starts[n] or _NEVER)
+
+
 def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
     warnings = builder.warnings
     if root.parent is not None:
@@ -215,15 +223,13 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
     if all(isinstance(run.raw.get("dotted_order"), str) and run.raw["dotted_order"] for run in members):
         ordered = sorted(members, key=lambda run: str(run.raw["dotted_order"]))
     else:
-        starts = [_start_time(run) for run in members]
-        unread = next((run for run, start in zip(members, starts, strict=True) if start is None), None)
-        if unread is None:
+        order = _start_order(members)
+        if isinstance(order, list):
             warnings.append(f"{root.where}: runs of this trace lack dotted_order; read in start_time order")
-            order = sorted(range(len(members)), key=lambda n: starts[n] or _NEVER)
             ordered = [members[n] for n in order]
         else:
             warnings.append(
-                f"{root.where}: runs of this trace lack dotted_order, and {unread.where}.start_time is not an"
+                f"{root.where}: runs of this trace lack dotted_order, and {order.where}.start_time is not an"
                 " ISO 8601 time; read in input order, the root first"
             )
             ordered = members

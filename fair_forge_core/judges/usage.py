@@ -47,7 +47,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from fair_forge_core.connectors.rules import ENDPOINT_PARAMS
+from fair_forge_core.connectors.rules import ENDPOINT_PARAMS, SAMPLING_PARAMS
 from fair_forge_core.judges.cache import decode_entry, encode_entry
 from fair_forge_core.judges.prices import PRICES_VARIABLE, ModelPrice, PriceTable
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
@@ -68,22 +68,11 @@ means changes without the wording changing (a new parser, new bands read elsewhe
 OFFLINE_MODEL_NAME = "fair-forge-reference"
 OFFLINE_PRICE_SOURCE = "built-in: the offline judge costs nothing"
 
-SAMPLING_FIELDS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "max_tokens",
-    "max_completion_tokens",
-    "n",
-    "seed",
-    "stop",
-    "frequency_penalty",
-    "presence_penalty",
-    "reasoning_effort",
-    "logit_bias",
-)
-"""The model attributes (and `model_kwargs` keys) that are sampling parameters: the only
-ones read into the cache key. Anything else (api keys, headers, endpoints, clients) never is."""
+SAMPLING_FIELDS = (*SAMPLING_PARAMS, "logit_bias")
+"""The model attributes (and `model_kwargs` keys) that are sampling parameters: the connector
+rules' (`SAMPLING_PARAMS`), and `logit_bias`, which also decides a verdict though the server's
+key is not lent with it. The only ones read into the cache key as sampling; api keys, headers
+and clients never are (an endpoint is, apart: `judge_identity`)."""
 
 
 class MissingPrice(ValueError):

@@ -675,6 +675,16 @@ def _halves(numbers: list[Num], text: str) -> list[Num]:
     return merged
 
 
+_DE_TENS = {
+    "zwanzig": 20,
+    "dreissig": 30,
+    "vierzig": 40,
+    "funfzig": 50,
+    "sechzig": 60,
+    "siebzig": 70,
+    "achtzig": 80,
+    "neunzig": 90,
+}
 _FOREIGN_UNITS = {
     # French
     "zero": 0,
@@ -769,29 +779,12 @@ _FOREIGN_UNITS = {
     "siebzehn": 17,
     "achtzehn": 18,
     "neunzehn": 19,
-    "zwanzig": 20,
-    "dreissig": 30,
-    "vierzig": 40,
-    "funfzig": 50,
-    "sechzig": 60,
-    "siebzig": 70,
-    "achtzig": 80,
-    "neunzig": 90,
+    **_DE_TENS,
 }
 _FOREIGN_HUNDREDS = {"cent": 100, "cents": 100, "cien": 100, "ciento": 100, "cem": 100, "cento": 100, "hundert": 100}
 _FOREIGN_THOUSANDS = {"mille": 1000, "mil": 1000, "tausend": 1000}
 _FOREIGN_LINKS = frozenset({"et", "y", "e", "und"})
 _DE_ONES = {"ein": 1, "zwei": 2, "drei": 3, "vier": 4, "funf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9}
-_DE_TENS = {
-    "zwanzig": 20,
-    "dreissig": 30,
-    "vierzig": 40,
-    "funfzig": 50,
-    "sechzig": 60,
-    "siebzig": 70,
-    "achtzig": 80,
-    "neunzig": 90,
-}
 _ES_VEINTI = {
     "veintiuno": 21,
     "veintiun": 21,
