@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -228,13 +228,51 @@ class AggregatedMetrics(_Result):
     judge_consensus: JudgeConsensus | None = None
 
 
+class JudgeProvenance(_Result):
+    """One judge of an evaluation, as its result records it: the connector's class path, the
+    model name, and `identity`, the sha256 (hex) of everything that decides its verdicts
+    besides the messages (`judges.usage.judge_identity`: class path, model, sampling
+    parameters, endpoint when set, output mode, prompt hash). Two judges with one identity
+    give the same verdicts on the same turns; the identity never holds a key or a header."""
+
+    class_path: str
+    model: str
+    identity: str
+
+
+class Provenance(_Result):
+    """What produced a result, so that two results can be checked to be comparable
+    (`fair-forge compare --require-same-judge`): the package version, the judges (one, or an
+    ensemble's in request order), the prompt hash, every setting that decides a verdict or a
+    figure (thresholds, floor, weights as given, `require_tool_correctness`, k, the statistical
+    mode, samples, vote and cascade), and `datasets_hash`, the sha256 (hex) of the datasets'
+    canonical JSON (sorted keys, no spaces): equal datasets, equal hash."""
+
+    version: str
+    judges: list[JudgeProvenance]
+    prompt_hash: str
+    threshold: float
+    tool_threshold: float
+    tool_dimension_floor: float
+    tool_weights: dict[str, float]
+    require_tool_correctness: bool
+    k: int
+    statistical_mode: dict[str, Any]
+    judge_samples: int
+    judge_vote: str
+    judge_cascade: bool
+    datasets_hash: str
+
+
 class EvaluationResult(_Result):
-    """The whole answer of one evaluation."""
+    """The whole answer of one evaluation. `provenance` says what produced it (None in results
+    written before it existed, and in results computed without it)."""
 
     success: Literal[True] = True
     per_conversation_metrics: list[ConversationMetrics]
     aggregated_metrics: AggregatedMetrics
     warnings: list[str] = Field(default_factory=list)
+    provenance: Provenance | None = None
 
     def without_interactions(self, reason: str) -> Self:
         """The same result without per-turn detail, and the warning `per-turn detail left out:
