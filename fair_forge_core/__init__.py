@@ -13,6 +13,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+__version__ = "0.1.0"
+"""The package's version: the one place it is written (pyproject.toml reads it from here)."""
+
 _EXPORTS = {
     "Agentic": "fair_forge_core.compat",
     "BayesianMode": "fair_forge_core.compat",

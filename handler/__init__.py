@@ -1,3 +1,5 @@
 """The Lambda face of Fair-Forge Agentic: HTTP, AWS, and nothing of statistics."""
 
-__version__ = "0.1.0"
+from fair_forge_core import __version__
+
+__all__ = ["__version__"]
