@@ -3,7 +3,7 @@ render reports, with no AWS and no server.
 
     fair-forge evaluate request.json [--out result.json] [--html report.html]
         [--fail-under-pass-pow-k X] [--fail-if-lower-bound 'METRIC<X' ...] [--max-unscored N]
-        [--max-cost-usd X] [--judge-cache DIR]
+        [--allow-unscored] [--max-cost-usd X] [--judge-cache DIR]
     fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
         [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
     fair-forge report result.json [-o report.html]
@@ -35,17 +35,23 @@ sampling, prompt and messages from the directory DIR, and stores new scored verd
 (`fair_forge_core.judges.cache`); without it, `FAIR_FORGE_JUDGE_CACHE` (a directory) is used
 when the request says `config.judge_cache: true`.
 
-Gates of `evaluate` (each failure printed with the gate and by how much; all are checked):
+Gates of `evaluate` (each failure printed with the gate, the figure it read and by how much;
+all are checked). The figures are the readiness basis's (`aggregated_metrics.readiness.basis`):
+per task (τ-bench: attempts of one task are not independent draws) when the conversations have
+task ids and some task has k scored attempts, else over scored conversations. A gate whose
+figure was not measured fails.
 
-- `--fail-under-pass-pow-k X`: the aggregated `pass_pow_k` (the point estimate: the
-  posterior mean in Bayesian mode) is below X;
+- readiness "insufficient_evidence" (more than `config.max_unscored_share`, default 0.10, of
+  the conversations unscored) fails unless `--allow-unscored`;
+- `--fail-under-pass-pow-k X`: pass^k is below X (per task: `per_task.pass_pow_k`; over
+  conversations: the point estimate, the posterior mean in Bayesian mode);
 - `--fail-if-lower-bound METRIC<X` (METRIC `pass_at_k` or `pass_pow_k`, repeatable): the
-  lower bound of the aggregated two-sided interval at the request's
-  `config.statistical_mode.ci_level` (default 0.95) is below X. Bayesian mode: the credible
-  bound the result carries (`pass_at_k_ci_low`, `pass_pow_k_ci_low`). Frequentist mode:
-  the Wilson score bound L of the conversation success rate c/n (`stats.wilson_interval`)
-  pushed through the metric, which is increasing in p: pass^k ≥ L^k and
-  pass@k ≥ 1 − (1 − L)^k;
+  lower bound of the two-sided interval at the request's `config.statistical_mode.ci_level`
+  (default 0.95) is below X. Per task: the Wilson bound over tasks `per_task` carries. Over
+  conversations, Bayesian mode: the credible bound the result carries (`pass_at_k_ci_low`,
+  `pass_pow_k_ci_low`); frequentist mode: the Wilson score bound L of the conversation
+  success rate c/n (`stats.wilson_interval`) pushed through the metric, which is increasing
+  in p: pass^k ≥ L^k and pass@k ≥ 1 − (1 − L)^k;
 - `--max-unscored N`: more than N conversations are unscored.
 
 `compare` answers "is the candidate better than the baseline?" with
@@ -60,7 +66,8 @@ inconclusive, how many tasks would settle it; tasks only one side scored and uns
 conversations are `warning:` lines on stderr. `--out` writes the `Comparison` JSON.
 
 Exit codes: 0 done (every gate met; compare: improved, or no significant change); 1 a
-gate of `evaluate` failed (the outputs are written first), or compare's verdict is
+gate of `evaluate` failed, readiness "insufficient_evidence" included (the outputs are written
+first), or compare's verdict is
 `regressed`; 2 bad input: a message naming the file and the field, or the flag, no stack
 trace; 3 the evaluation could not run (the judge provider refused, or no conversation
 could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`.
@@ -90,7 +97,7 @@ EXIT_REGRESSED = EXIT_THRESHOLD
 """`compare`'s exit code for a `regressed` verdict: a failed gate, like `evaluate`'s."""
 
 EPILOG = (
-    "Exit codes: 0 ok; 1 a gate of evaluate failed, or compare's verdict is 'regressed'; "
+    "Exit codes: 0 ok; 1 a gate of evaluate failed (readiness insufficient_evidence included), or compare's verdict is 'regressed'; "
     "2 bad input; 3 evaluation failed; 4 compare's verdict is 'inconclusive' under --require-conclusive."
 )
 
@@ -273,7 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-under-pass-pow-k",
         type=_threshold,
         metavar="X",
-        help="exit 1 when the aggregated pass_pow_k (the posterior mean in Bayesian mode) is below X, in [0, 1]",
+        help=(
+            "exit 1 when pass_pow_k is below X, in [0, 1]: the per-task figure when readiness is per task, "
+            "else the aggregate over conversations (the posterior mean in Bayesian mode)"
+        ),
     )
     evaluate.add_argument(
         "--fail-if-lower-bound",
@@ -282,11 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METRIC<X",
         help=(
-            "exit 1 when the lower bound of the aggregated METRIC (pass_at_k or pass_pow_k) is below X "
+            "exit 1 when the lower bound of METRIC (pass_at_k or pass_pow_k) is below X "
             "(quote it: 'pass_pow_k<0.5'; repeatable). The bound is two-sided at the request's "
-            "statistical_mode.ci_level (default 0.95): in Bayesian mode the credible bound the result "
-            "carries; in frequentist mode the Wilson bound L of the conversation success rate c/n, "
-            "as L^k for pass_pow_k and 1-(1-L)^k for pass_at_k"
+            "statistical_mode.ci_level (default 0.95): when readiness is per task, the Wilson bound over "
+            "tasks; else, in Bayesian mode the credible bound the result carries, in frequentist mode the "
+            "Wilson bound L of the conversation success rate c/n, as L^k for pass_pow_k and 1-(1-L)^k for pass_at_k"
         ),
     )
     evaluate.add_argument(
@@ -309,6 +319,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="reuse verdicts of identical judge requests stored in DIR, and store new ones there",
+    )
+    evaluate.add_argument(
+        "--allow-unscored",
+        action="store_true",
+        help=(
+            "do not fail when readiness is insufficient_evidence (more than config.max_unscored_share, "
+            "default 0.10, of the conversations unscored); --max-unscored still applies"
+        ),
     )
     evaluate.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
 
@@ -687,39 +705,80 @@ def _level(level: float) -> str:
     return f"{level:.0%}" if round(level * 100, 6).is_integer() else f"{level:g}"
 
 
-def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level: float, stderr: TextIO) -> list[str]:
-    """Every gate's failure as a line (`FAILED: …`, with the gate and by how much); the
-    passed gates are printed as `gate met:` lines unless `--quiet`."""
+@dataclass(frozen=True)
+class GateFigure:
+    """What a gate reads of `metric`: the point and its lower bound (None where not measured),
+    the figure's name (`pass^3`, `per-task pass^3`), what it is computed over, and how the bound is."""
+
+    point: float | None
+    bound: float | None
+    label: str
+    scope: str
+    bound_method: str
+
+
+def _gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> GateFigure:
+    """`metric` as the gates read it: the per-task figures when readiness is decided per task
+    (their Wilson bound over tasks), else the figures over scored conversations (`lower_bound`)."""
     k = aggregated.k
+    symbol = _metric_symbol(metric, k)
+    readiness, per_task = aggregated.readiness, aggregated.per_task
+    if readiness is not None and readiness.basis == "per_task" and per_task is not None:
+        tasks = f"{per_task.tasks_with_k_attempts} task(s) with {k} or more attempts"
+        return GateFigure(
+            point=per_task.pass_at_k if metric == "pass_at_k" else per_task.pass_pow_k,
+            bound=per_task.pass_at_k_ci_low if metric == "pass_at_k" else per_task.pass_pow_k_ci_low,
+            label=f"per-task {symbol}",
+            scope=f"τ-bench, {tasks}",
+            bound_method=f"{_level(per_task.ci_level or level)} Wilson bound over {tasks}",
+        )
+    n, c = aggregated.total_conversations, aggregated.fully_correct_conversations
+    return GateFigure(
+        point=aggregated.pass_at_k if metric == "pass_at_k" else aggregated.pass_pow_k,
+        bound=lower_bound(aggregated, metric, level),
+        label=symbol,
+        scope=f"over {n} scored conversation(s)",
+        bound_method=f"{_level(level)} credible bound"
+        if aggregated.statistical_mode == "bayesian"
+        else f"from the {_level(level)} Wilson bound of {c}/{n} conversations",
+    )
+
+
+def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level: float, stderr: TextIO) -> list[str]:
+    """Every gate's failure as a line (`FAILED: …`, with the gate, the figure it read and by how
+    much); the passed gates are printed as `gate met:` lines unless `--quiet`. A gate whose
+    figure was not measured (nothing scored, no task with k attempts) fails: what was not
+    measured never reads as a pass. Readiness "insufficient_evidence" fails unless
+    `--allow-unscored`."""
     failures: list[str] = []
     passed: list[str] = []
     threshold = args.fail_under_pass_pow_k
-    if threshold is not None and aggregated.pass_pow_k is not None:
-        point = aggregated.pass_pow_k
-        line = f"pass^{k} = {point:.4f}"
-        if point < threshold:
-            failures.append(f"{line} is below --fail-under-pass-pow-k {threshold:g} by {threshold - point:.4f}")
+    if threshold is not None:
+        figure = _gate_figure(aggregated, "pass_pow_k", level)
+        gate = f"--fail-under-pass-pow-k {threshold:g}"
+        line = f"{figure.label} = {figure.point:.4f} ({figure.scope})" if figure.point is not None else ""
+        if figure.point is None:
+            failures.append(f"{figure.label} ({figure.scope}) was not measured: {gate} cannot be met")
+        elif figure.point < threshold:
+            failures.append(f"{line} is below {gate} by {threshold - figure.point:.4f}")
         else:
-            passed.append(f"{line} ≥ --fail-under-pass-pow-k {threshold:g}")
-    for gate in args.fail_if_lower_bound:
-        bound = lower_bound(aggregated, gate.metric, level)
-        if bound is None:
-            continue
-        n, c = aggregated.total_conversations, aggregated.fully_correct_conversations
-        how = (
-            f"{_level(level)} credible bound"
-            if aggregated.statistical_mode == "bayesian"
-            else f"from the {_level(level)} Wilson bound of {c}/{n} conversations"
-        )
-        line = f"lower bound of {_metric_symbol(gate.metric, k)} = {bound:.4f} ({how})"
-        if bound < gate.threshold:
+            passed.append(f"{line} ≥ {gate}")
+    for lower_gate in args.fail_if_lower_bound:
+        figure = _gate_figure(aggregated, lower_gate.metric, level)
+        flag = f"--fail-if-lower-bound {lower_gate}"
+        line = f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method})" if figure.bound is not None else ""
+        if figure.bound is None:
             failures.append(
-                f"{line} is below {gate.threshold:g} by {gate.threshold - bound:.4f} (--fail-if-lower-bound {gate})"
+                f"the lower bound of {figure.label} ({figure.scope}) was not measured: {flag} cannot be met"
+            )
+        elif figure.bound < lower_gate.threshold:
+            failures.append(
+                f"{line} is below {lower_gate.threshold:g} by {lower_gate.threshold - figure.bound:.4f} ({flag})"
             )
         else:
-            passed.append(f"{line} ≥ {gate.threshold:g} (--fail-if-lower-bound {gate})")
+            passed.append(f"{line} ≥ {lower_gate.threshold:g} ({flag})")
+    unscored = aggregated.unscored_conversations
     if args.max_unscored is not None:
-        unscored = aggregated.unscored_conversations
         if unscored > args.max_unscored:
             failures.append(
                 f"{unscored} conversation(s) unscored, more than --max-unscored {args.max_unscored} "
@@ -727,6 +786,17 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
             )
         else:
             passed.append(f"{unscored} conversation(s) unscored, at most --max-unscored {args.max_unscored}")
+    readiness = aggregated.readiness
+    if readiness is not None and readiness.status == "insufficient_evidence":
+        if args.allow_unscored:
+            passed.append(
+                f"readiness is insufficient_evidence ({unscored} conversation(s) unscored), allowed by --allow-unscored"
+            )
+        else:
+            failures.append(
+                f"not enough evidence: {unscored} of {readiness.total} conversation(s) unscored, more than "
+                "config.max_unscored_share allows (pass --allow-unscored to accept a result with unscored data)"
+            )
     if not args.quiet:
         for line in passed:
             stderr.write(f"gate met: {line}\n")
@@ -776,12 +846,11 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         _write(render_html(result), args.html, stdout)
 
     agg = result.aggregated_metrics
-    k = agg.k
     if not args.quiet:
-        stderr.write(
-            f"tier: {agg.interpretation} — pass@{k} = {agg.pass_at_k:.3f}, pass^{k} = {agg.pass_pow_k:.3f} "
-            f"({agg.fully_correct_conversations}/{agg.total_conversations} conversations fully correct)\n"
-        )
+        from fair_forge_core.headline import headline_lines
+
+        for line in headline_lines(agg):
+            stderr.write(f"{line}\n")
         if agg.judge_usage is not None:
             stderr.write(f"judge: {format_usage(agg.judge_usage)}\n")
         if agg.judge_consensus is not None:
@@ -793,7 +862,6 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         for path in (args.out, args.html):
             if path is not None:
                 stderr.write(f"wrote {path}\n")
-    # evaluate() raises when nothing was scored, so the rates are numbers here
     failures = _check_gates(args, agg, request.config.statistical_mode.ci_level, stderr)
     for failure in failures:
         stderr.write(f"FAILED: {failure}\n")

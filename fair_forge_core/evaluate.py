@@ -5,8 +5,9 @@ query, answer, ground truth, the turn's observation, and the conversation's cont
 and language the judge also sees) are judged once per evaluation (`config.judge_samples`
 times by each connector of the request, when it asks for more: `judges.panel`). All judge
 calls run concurrently under each judge's cap. If a provider refuses (bad key), the evaluation stops and raises
-`JudgeProviderRefused`; if no conversation could be scored, it raises
-`NoConversationScored`. Otherwise every turn is in the result, scored or with the
+`JudgeProviderRefused`; if no conversation could be scored because the judge failed, it raises
+`NoConversationScored` (not when it abstained, or the cost cap or the deadline stopped it: that
+result stands, with readiness "insufficient_evidence"). Otherwise every turn is in the result, scored or with the
 reason it is not.
 """
 
@@ -26,7 +27,8 @@ from fair_forge_core.judges.llm import AnswerJudge, JudgeProviderRefused, JudgeT
 from fair_forge_core.judges.panel import JudgePanel, Member, check_panel, consensus
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import JudgeLedger, judge_model_name
-from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics
+from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics, unscored_causes
+from fair_forge_core.provenance import provenance_of
 from fair_forge_core.schemas import (
     CompareConfig,
     Comparison,
@@ -194,6 +196,7 @@ async def evaluate(
     service and the CLI always pass one. Without one, `judge_usage` is null, unless
     `config.max_cost_usd` is set: then `JudgeLedger.for_models(chat_models(chat_model), config)`
     applies it (no price table: `MissingPrice` unless the models are the offline judge).
+    The result's `provenance` records the judges, the settings and the datasets (`provenance`).
     """
     config = config or EvaluationConfig()
     if ledger is None and config.max_cost_usd is not None:
@@ -208,7 +211,9 @@ async def evaluate(
         on_progress=on_progress,
         ledger=ledger,
     )
-    return build_result(conversations, config, input_warnings(datasets), ledger=ledger)
+    result = build_result(conversations, config, input_warnings(datasets), ledger=ledger)
+    result.provenance = provenance_of(chat_models(chat_model), config, datasets)
+    return result
 
 
 def build_result(
@@ -223,7 +228,10 @@ def build_result(
     judge's usage (`aggregated_metrics.judge_usage`) when `ledger` is given, and how far the
     judgements of turns judged several times agreed (`judge_consensus`, `judges.panel.consensus`).
 
-    Raises `NoConversationScored` when none of the conversations was scored.
+    Raises `NoConversationScored` when none of the conversations was scored and some turn
+    failed for the judge (`metrics.unscored_cause` "judge_error": a provider failing after its
+    retries, a reply that never parsed). When every unscored turn was an abstention, the cost
+    cap or the deadline, the result stands: every rate null, readiness "insufficient_evidence".
     """
     aggregated = aggregate(conversations, config)
     if ledger is not None:
@@ -236,7 +244,7 @@ def build_result(
         )
         summary = "; ".join(f"{count}× {cause}" for cause, count in causes.most_common(3))
         message = f"{aggregated.unscored_conversations} conversation(s) unscored and left out of n and c"
-        if aggregated.total_conversations == 0:
+        if aggregated.total_conversations == 0 and unscored_causes(conversations)["judge_error"]:
             raise NoConversationScored(f"no conversation could be scored: {summary or 'judge errors'}")
         warnings.append(f"{message}: {summary}" if summary else message)
     if config.k > aggregated.total_conversations:

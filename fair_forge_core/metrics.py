@@ -6,8 +6,10 @@ computed in pieces (shards) combine into exactly the numbers of one evaluation.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 from fair_forge_core import stats, tiers
@@ -20,9 +22,46 @@ from fair_forge_core.schemas import (
     InteractionResult,
     JudgeVote,
     PerTaskMetrics,
+    Readiness,
     ToolCorrectnessScore,
 )
 from fair_forge_core.tools import ToolScorer
+
+ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
+"""The error of a turn the offline judge abstained on (`judges.reference`)."""
+DEADLINE_PHRASE = "time budget exhausted"
+"""How every error of a turn the deadline stopped begins (`judges.llm`)."""
+COST_CAP_PHRASE = "the cost cap ("
+"""How the error of a judgement the cost cap stopped begins (`judges.usage`)."""
+
+UnscoredCause = Literal["abstained", "cost_cap", "deadline", "judge_error"]
+
+
+def unscored_cause(error: str) -> UnscoredCause:
+    """Why a turn is unscored, read from its error: "deadline" when the time budget stopped it,
+    "cost_cap" when the cost cap did, "abstained" when the offline judge abstained, else
+    "judge_error" (a provider that failed after its retries, a reply that never parsed). Read in
+    that order, so that a panel's error, which quotes each failed judgement's, is classified by
+    the first of these it holds."""
+    if DEADLINE_PHRASE in error:
+        return "deadline"
+    if COST_CAP_PHRASE in error:
+        return "cost_cap"
+    if ABSTAIN_MESSAGE in error:
+        return "abstained"
+    return "judge_error"
+
+
+def unscored_causes(conversations: list[ConversationMetrics]) -> Counter[UnscoredCause]:
+    """How many unscored turns each `unscored_cause` accounts for (turns of results that keep
+    per-turn detail; a result without it counts none)."""
+    return Counter(
+        unscored_cause(i.error)
+        for m in conversations
+        if not m.is_scored and m.interactions
+        for i in m.interactions
+        if i.error is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -132,25 +171,69 @@ def conversation_metrics(
     )
 
 
-def per_task_metrics(conversations: list[ConversationMetrics], k: int) -> PerTaskMetrics:
-    """τ-bench pass@k / pass^k: per task, the unbiased estimators over its scored attempts,
-    averaged over the tasks with at least k attempts (None if there are none).
+def task_outcomes(conversations: list[ConversationMetrics], k: int) -> Counter[tuple[int, int]]:
+    """How many tasks have each (n, c), n scored attempts of which c fully correct, over the
+    tasks with at least k scored attempts (the tasks `per_task` averages over).
 
     A conversation without a `task_id` is a task of its own, even if another shares its session_id.
+    Unscored conversations are not attempts.
     """
     attempts: dict[str | int, list[bool]] = defaultdict(list)
     for index, conversation in enumerate(conversations):
+        if not conversation.is_scored:
+            continue
         # Keyed by position when there is no task_id: session ids need not be unique.
         key = conversation.task_id if conversation.task_id is not None else index
         attempts[key].append(bool(conversation.is_fully_correct))
-    eligible = [outcomes for outcomes in attempts.values() if len(outcomes) >= k]
-    at_k = [stats.pass_at_k_unbiased(len(o), sum(o), k) for o in eligible]
-    pow_k = [stats.pass_pow_k_unbiased(len(o), sum(o), k) for o in eligible]
-    return PerTaskMetrics(
-        tasks=len(attempts),
-        tasks_with_k_attempts=len(eligible),
-        pass_at_k=sum(at_k) / len(at_k) if eligible else None,  # type: ignore[arg-type]
-        pass_pow_k=sum(pow_k) / len(pow_k) if eligible else None,  # type: ignore[arg-type]
+    return Counter((len(o), sum(o)) for o in attempts.values() if len(o) >= k)
+
+
+def per_task_exact(outcomes: Counter[tuple[int, int]], k: int) -> tuple[Fraction, Fraction] | None:
+    """The per-task (pass@k, pass^k) of `task_outcomes` as exact fractions, for the readiness
+    tier: the mean over tasks of 1 − C(n−c, k)/C(n, k) and of C(c, k)/C(n, k). None without tasks."""
+    tasks = sum(outcomes.values())
+    if not tasks:
+        return None
+    at_k = sum(count * (1 - Fraction(math.comb(n - c, k), math.comb(n, k))) for (n, c), count in outcomes.items())
+    pow_k = sum(count * Fraction(math.comb(c, k), math.comb(n, k)) for (n, c), count in outcomes.items())
+    return Fraction(at_k) / tasks, Fraction(pow_k) / tasks
+
+
+def per_task_metrics(conversations: list[ConversationMetrics], k: int, ci_level: float = 0.95) -> PerTaskMetrics:
+    """τ-bench pass@k / pass^k: per task, the unbiased estimators over its scored attempts,
+    averaged over the tasks with at least k scored attempts (None if there are none), reported
+    as the exact mean (`per_task_exact`) correctly rounded.
+
+    Interval (`interval_method` "task_wilson"): the tasks are the sample and the per-task
+    values, each in [0, 1], their observations; the bounds are
+    `stats.wilson_interval_of_mean(mean, tasks, ci_level)`, conservative because a value in
+    [0, 1] varies at most as a 0/1 value of the same mean does. Unlike a bootstrap it never
+    collapses to a point when every task scored alike (5 tasks all 3 of 3: pass^3's bounds
+    are [0.566, 1] at 95 %). Coverage is measured in `benchmarks/bench_per_task.py`.
+    """
+    tasks = {m.task_id if m.task_id is not None else index for index, m in enumerate(conversations)}
+    outcomes = task_outcomes(conversations, k)
+    eligible = sum(outcomes.values())
+    fields: dict[str, object] = {"tasks": len(tasks), "tasks_with_k_attempts": eligible}
+    if not eligible:
+        return PerTaskMetrics.model_validate({**fields, "pass_at_k": None, "pass_pow_k": None})
+    exact = per_task_exact(outcomes, k)
+    assert exact is not None  # there are eligible tasks
+    at_k, pow_k = float(exact[0]), float(exact[1])  # the exact means, correctly rounded
+    at_low, at_high = stats.wilson_interval_of_mean(at_k, eligible, ci_level)
+    pow_low, pow_high = stats.wilson_interval_of_mean(pow_k, eligible, ci_level)
+    return PerTaskMetrics.model_validate(
+        {
+            **fields,
+            "pass_at_k": at_k,
+            "pass_pow_k": pow_k,
+            "pass_at_k_ci_low": at_low,
+            "pass_at_k_ci_high": at_high,
+            "pass_pow_k_ci_low": pow_low,
+            "pass_pow_k_ci_high": pow_high,
+            "ci_level": ci_level,
+            "interval_method": "task_wilson",
+        }
     )
 
 
@@ -208,11 +291,42 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
                 tiers.on_boundary(rates.pass_at_k_ci_low),  # type: ignore[arg-type]
                 tiers.on_boundary(rates.pass_pow_k_ci_low),  # type: ignore[arg-type]
             )
+    per_task = None
     if any(m.task_id is not None for m in conversations):
-        fields["per_task"] = per_task_metrics(scored, k)
+        per_task = fields["per_task"] = per_task_metrics(scored, k, mode.ci_level)
+    fields["readiness"] = _readiness(conversations, fields, per_task, config)
     assistants = sorted({m.assistant_id for m in conversations})
     if len(assistants) > 1:
         fields["by_assistant"] = {
             name: aggregate([m for m in conversations if m.assistant_id == name], config) for name in assistants
         }
     return AggregatedMetrics.model_validate(fields)
+
+
+def _readiness(
+    conversations: list[ConversationMetrics],
+    fields: dict[str, object],
+    per_task: PerTaskMetrics | None,
+    config: EvaluationConfig,
+) -> Readiness:
+    """`tiers.readiness` of an aggregate: per task when some task has k scored attempts (the
+    tier of the exact per-task figures), else over conversations (`interpretation`)."""
+    scored = [m for m in conversations if m.is_scored]
+    causes = unscored_causes(conversations)
+    tier: tiers.Tier | None = fields["interpretation"]  # type: ignore[assignment]
+    basis: Literal["per_task", "conversations"] = "conversations"
+    sample = len(scored)
+    if per_task is not None and per_task.tasks_with_k_attempts:
+        exact = per_task_exact(task_outcomes(scored, config.k), config.k)
+        assert exact is not None  # some task has k attempts
+        tier, basis, sample = tiers.interpret(*exact), "per_task", per_task.tasks_with_k_attempts
+    return tiers.readiness(
+        tier=tier,
+        basis=basis,
+        scored=len(scored),
+        total=len(conversations),
+        sample=sample,
+        max_unscored_share=config.max_unscored_share,
+        k=config.k,
+        unscored_because=causes.most_common(1)[0][0] if causes else None,
+    )

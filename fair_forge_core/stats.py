@@ -159,18 +159,33 @@ def wilson_interval(n: int, c: int, level: float) -> tuple[float, float]:
     is 0 at c = 0 and the high bound 1 at c = n, exactly). Same checks on n and c as
     `pass_at_k`; ValueError unless 0 < level < 1. Pure standard library.
     """
+    _check_counts(n, c, 1)
+    return wilson_interval_of_mean(c / n, n, level)
+
+
+def wilson_interval_of_mean(mean: float, n: int, level: float) -> tuple[float, float]:
+    """`wilson_interval` with p̂ = `mean`, the mean of n values in [0, 1] (not only 0s and 1s).
+
+    A value in [0, 1] with mean μ has variance at most μ(1 − μ), the variance of a 0/1 value
+    with that mean, so the interval is Wilson's for a proportion, and conservative when the
+    values vary less than 0s and 1s would. The low bound is 0 at mean 0 and the high bound 1
+    at mean 1, exactly. ValueError unless n ≥ 1, 0 ≤ mean ≤ 1 and 0 < level < 1.
+    """
     import statistics
 
-    _check_counts(n, c, 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int of at least 1, got {n!r}")
+    if not 0.0 <= mean <= 1.0:
+        raise ValueError(f"mean must be between 0 and 1, got {mean}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be between 0 and 1, got {level}")
     z = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0)
-    p = c / n
+    p = mean
     centre = p + z * z / (2 * n)
     spread = z * math.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n))
     denominator = 1.0 + z * z / n
-    low = 0.0 if c == 0 else max(0.0, (centre - spread) / denominator)
-    high = 1.0 if c == n else min(1.0, (centre + spread) / denominator)
+    low = 0.0 if p == 0.0 else max(0.0, (centre - spread) / denominator)
+    high = 1.0 if p == 1.0 else min(1.0, (centre + spread) / denominator)
     return low, high
 
 

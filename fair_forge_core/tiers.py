@@ -1,9 +1,12 @@
-"""Readiness tiers from pass@k and pass^k (DESIGN.md §7). Pure functions."""
+"""Readiness tiers from pass@k and pass^k, and the readiness headline (docs: README "Readiness
+tiers" and "Gate your CI"). Pure functions."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Literal
+
+from fair_forge_core.schemas import Readiness, ReadinessStatus
 
 Tier = Literal["reliable", "inconsistent", "functional", "needs_improvement"]
 
@@ -87,3 +90,60 @@ def sample_size_warning(n: int, *, bayesian: bool = False) -> str | None:
         else "collect more, or use statistical_mode 'bayesian' for credible intervals."
     )
     return f"Only {n} scored conversation(s): estimates from fewer than {MIN_RELIABLE_SAMPLE} are unreliable; {advice}"
+
+
+UNSCORED_CAUSES = {
+    "abstained": "the judge abstained",
+    "cost_cap": "the cost cap was reached",
+    "deadline": "the time budget ran out",
+    "judge_error": "judge errors",
+}
+"""How a readiness summary names why conversations are unscored (`metrics.unscored_cause`)."""
+
+
+def readiness(
+    *,
+    tier: Tier | None,
+    basis: Literal["per_task", "conversations"],
+    scored: int,
+    total: int,
+    sample: int,
+    max_unscored_share: float,
+    k: int,
+    unscored_because: str | None = None,
+) -> Readiness:
+    """The headline of an evaluation: `tier` (decided by the caller on the figures of `basis`),
+    with the status the evidence supports.
+
+    - ``insufficient_evidence`` when the unscored share (total − scored) / total is above
+      `max_unscored_share`, compared exactly (3 unscored of 30 is not above 0.10);
+    - else ``preliminary`` when `sample`, what the tier rests on (scored conversations, or
+      tasks with k scored attempts under the per-task basis), is below `MIN_RELIABLE_SAMPLE`;
+    - else ``sufficient``.
+
+    `unscored_because` (a key of `UNSCORED_CAUSES`) names the main reason for the unscored
+    conversations in the summary, e.g. "reliable on 24 of 36 conversations; 12 unscored (the
+    judge abstained) — not enough evidence (more than 10% unscored)".
+    """
+    unscored = total - scored
+    if total and Fraction(unscored, total) > Fraction(repr(float(max_unscored_share))):
+        status: ReadinessStatus = "insufficient_evidence"
+    elif sample < MIN_RELIABLE_SAMPLE:
+        status = "preliminary"
+    else:
+        status = "sufficient"
+    if tier is None:
+        summary = f"no conversation scored of {total}"
+    elif basis == "per_task":
+        summary = f"{tier} per task over {sample} task(s) with {k} or more attempts ({scored} of {total} conversations scored)"
+    else:
+        summary = f"{tier} on {scored} of {total} conversations"
+    if unscored:
+        cause = UNSCORED_CAUSES.get(unscored_because or "", "")
+        summary += f"; {unscored} unscored" + (f" ({cause})" if cause else "")
+    if status == "insufficient_evidence":
+        summary += f" — not enough evidence (more than {max_unscored_share * 100:g}% unscored)"
+    elif status == "preliminary":
+        what = "tasks with k attempts" if basis == "per_task" else "scored conversations"
+        summary += f" — preliminary: fewer than {MIN_RELIABLE_SAMPLE} {what}"
+    return Readiness(tier=tier, basis=basis, scored=scored, total=total, status=status, summary=summary)

@@ -163,7 +163,7 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     """
     from fair_forge_core.evaluate import NoConversationScored
     from fair_forge_core.judges.usage import total_usage
-    from fair_forge_core.schemas import EvaluationConfig
+    from fair_forge_core.schemas import EvaluationConfig, Provenance
     from fair_forge_core.schemas.result import JudgeUsage
     from fair_forge_core.sharding import load_conversations, reduce_shards
 
@@ -213,6 +213,8 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             usages = list(pool.map(fetch_usage, indices))
         if usages and all(usage is not None for usage in usages):
             result.aggregated_metrics.judge_usage = total_usage([usage for usage in usages if usage is not None])
+        if stored.get("provenance"):  # None for a job stored by an older version
+            result.provenance = Provenance.model_validate(stored["provenance"])
         body = JobResult.of(result, stored.get("request_id"), job_id=job_id).model_dump_json()
         store.put(bucket, keys.result, body)
     conversations = len(result.per_conversation_metrics)

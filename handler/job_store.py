@@ -247,8 +247,11 @@ def create_job(
     bucket: str,
     state_machine_arn: str,
     request_id: str | None,
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write the job's request, shards and manifest to S3 and start its execution; its summary."""
+    """Write the job's request, shards and manifest to S3 and start its execution; its summary.
+    `provenance` (`fair_forge_core.provenance.provenance_of`, as JSON) is stored for the reduce
+    to put into the result: the workers build the judges, the reduce does not."""
     from fair_forge_core.sharding import plan_shards
 
     job_id = uuid.uuid4().hex
@@ -282,6 +285,7 @@ def create_job(
         ],
         "config": body.get("config") or {},
         "warnings": input_warnings(request.datasets),
+        "provenance": provenance,
         "conversations": len(turn_counts),
         "turns": sum(turn_counts),
         "shards": len(shards),

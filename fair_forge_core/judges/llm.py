@@ -40,7 +40,7 @@ from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
 from fair_forge_core.judges.verdict import VERDICT_SCHEMA, Verdict, VerdictParseError, compact, parse_verdict
-from fair_forge_core.metrics import TurnJudgement
+from fair_forge_core.metrics import DEADLINE_PHRASE, TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
 
 
@@ -204,9 +204,7 @@ class AnswerJudge:
             delay = self._backoff_s(attempts, retry_after_s(error))
             if self.deadline is not None and time.monotonic() + delay >= self.deadline:
                 # Waiting would end past the deadline, where no call may start anyway.
-                raise self._turn_error(
-                    f"time budget exhausted while retrying the judge provider: {describe_error(error)}"
-                )
+                raise self._turn_error(f"{DEADLINE_PHRASE} while retrying the judge provider: {describe_error(error)}")
             self.telemetry.retries += 1
             await asyncio.sleep(delay)
 
@@ -246,7 +244,7 @@ class AnswerJudge:
             async with asyncio.timeout(max(0.0, self.deadline - time.monotonic())):
                 return await self.limiter.acquire()
         except TimeoutError:
-            raise self._turn_error("time budget exhausted before this turn could be judged") from None
+            raise self._turn_error(f"{DEADLINE_PHRASE} before this turn could be judged") from None
 
     def _time_left(self) -> float:
         """Timeout of the next call: the per-call limit, cut to the deadline; raises if none is left."""
@@ -254,7 +252,7 @@ class AnswerJudge:
             return self.retry.call_timeout_s
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise self._turn_error("time budget exhausted before this turn could be judged")
+            raise self._turn_error(f"{DEADLINE_PHRASE} before this turn could be judged")
         return min(self.retry.call_timeout_s, left)
 
     def _rate_limit_pause_s(self, exc: BaseException) -> float:

@@ -52,6 +52,7 @@ from fair_forge_core.judges.cache import decode_entry, encode_entry
 from fair_forge_core.judges.prices import PRICES_VARIABLE, ModelPrice, PriceTable
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
 from fair_forge_core.judges.verdict import Verdict
+from fair_forge_core.metrics import COST_CAP_PHRASE
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_core.schemas.result import JudgeUsage
 
@@ -373,7 +374,7 @@ class JudgeLedger:
 
     def cap_message(self) -> str:
         """Why a turn the cap stopped is unscored."""
-        return f"the cost cap ({self.cap_label} {self.max_cost_usd:g}) was reached"
+        return f"{COST_CAP_PHRASE}{self.cap_label} {self.max_cost_usd:g}) was reached"
 
     def cache_key(self, messages: Sequence[BaseMessage], sample: int = 0) -> str:
         """sha256 (hex) of the canonical JSON (sorted keys, no spaces) of `cache_identity`

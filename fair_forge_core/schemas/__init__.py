@@ -81,6 +81,8 @@ from fair_forge_core.schemas.result import (
     PerTaskMetrics,
     Provenance,
     RateEstimate,
+    Readiness,
+    ReadinessStatus,
     ToolCorrectnessScore,
 )
 
@@ -126,6 +128,8 @@ __all__ = [
     "Proportion",
     "Provenance",
     "RateEstimate",
+    "Readiness",
+    "ReadinessStatus",
     "Reference",
     "RunRequest",
     "StatisticalMode",

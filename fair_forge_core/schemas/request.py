@@ -245,6 +245,9 @@ class EvaluationConfig(_Request):
     require_tool_correctness: bool = True
     max_concurrency: int = Field(8, ge=1, le=64)
     include_interactions: bool = True
+    max_unscored_share: float = Field(0.10, ge=0, le=1)
+    """The readiness status is "insufficient_evidence" when more than this share of the
+    conversations is unscored (`tiers.readiness`)."""
     compare: CompareConfig | None = None
     judge_cache: bool = False
     """Opt in to the operator's judge cache (`FAIR_FORGE_JUDGE_CACHE`): verdicts of identical judge

@@ -117,12 +117,46 @@ class CurvePoint(_Result):
 
 
 class PerTaskMetrics(_Result):
-    """τ-bench style: unbiased estimators per task, averaged over tasks with ≥ k attempts."""
+    """τ-bench style: unbiased estimators per task, averaged over tasks with ≥ k attempts.
+
+    The interval bounds (`interval_method` "task_wilson", `metrics.per_task_metrics`) are
+    Wilson's score interval at `ci_level` (the request's `statistical_mode.ci_level`) with
+    the tasks as the sample and the per-task mean as the proportion; None when no task has k
+    attempts."""
 
     tasks: int
     tasks_with_k_attempts: int
     pass_at_k: float | None
     pass_pow_k: float | None
+    pass_at_k_ci_low: float | None = None
+    pass_at_k_ci_high: float | None = None
+    pass_pow_k_ci_low: float | None = None
+    pass_pow_k_ci_high: float | None = None
+    ci_level: float | None = None
+    interval_method: Literal["task_wilson"] | None = None
+
+
+ReadinessStatus = Literal["sufficient", "insufficient_evidence", "preliminary"]
+
+
+class Readiness(_Result):
+    """The headline a person or a CI reads (`tiers.readiness`): the tier the evidence supports,
+    on which figures (`basis`), and whether there is enough evidence to act on it.
+
+    `basis` is "per_task" when conversations have task ids and some task has k scored attempts
+    (the tier is then decided on `per_task` pass@k / pass^k), else "conversations" (the tier is
+    `interpretation`). `scored` / `total` count conversations. `status`: "insufficient_evidence"
+    when the unscored share (total − scored) / total is above `config.max_unscored_share`;
+    else "preliminary" when the tier rests on fewer than 30 scored conversations (or, per task,
+    fewer than 30 tasks with k attempts); else "sufficient". `tier` is None when nothing was
+    scored. `summary` says all of it in one sentence."""
+
+    tier: str | None
+    basis: Literal["per_task", "conversations"]
+    scored: int
+    total: int
+    status: ReadinessStatus
+    summary: str
 
 
 class JudgeUsage(_Result):
@@ -222,6 +256,7 @@ class AggregatedMetrics(_Result):
     sample_size_warning: str | None
     curve: list[CurvePoint]
     per_task: PerTaskMetrics | None = None
+    readiness: Readiness | None = None
     by_assistant: dict[str, AggregatedMetrics] | None = None
     comparison: Comparison | None = None
     judge_usage: JudgeUsage | None = None

@@ -99,8 +99,12 @@ def submit_job() -> Response:
     # The connector is checked now, as /run does, not found wrong by every worker later.
     judges = judges_for_request(request.connector, settings)
     with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
-        check_judges([judge.model for judge in judges], request.config)
-        job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router))
+        models = [judge.model for judge in judges]
+        check_judges(models, request.config)
+        from fair_forge_core.provenance import provenance_of
+
+        provenance = provenance_of(models, request.config, request.datasets).model_dump(mode="json")
+        job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router), provenance)
     metrics.add_metric(name="Jobs", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job["job_id"])
     payload = {

@@ -161,11 +161,11 @@ def test_max_unscored_fails_above_n_unscored_conversations(tmp_path: Path) -> No
         }
         request = tmp_path / "r.json"
         request.write_text(json.dumps(body))
-        ungated = run_cli("evaluate", request, "--quiet")
-        over = run_cli("evaluate", request, "--quiet", "--max-unscored", "3")
-        at = run_cli("evaluate", request, "--max-unscored", "4", "--out", tmp_path / "o.json")
-    assert json.loads(ungated.stdout)["aggregated_metrics"]["unscored_conversations"] == 4
-    assert ungated.returncode == 0  # without the gate, as before
+        allowed = run_cli("evaluate", request, "--quiet", "--allow-unscored")
+        over = run_cli("evaluate", request, "--quiet", "--allow-unscored", "--max-unscored", "3")
+        at = run_cli("evaluate", request, "--allow-unscored", "--max-unscored", "4", "--out", tmp_path / "o.json")
+    assert json.loads(allowed.stdout)["aggregated_metrics"]["unscored_conversations"] == 4
+    assert allowed.returncode == 0  # 4 of 16 unscored is allowed, and no other gate
     assert over.returncode == 1, over.stderr
     assert "FAILED: 4 conversation(s) unscored, more than --max-unscored 3 by 1\n" in over.stderr
     assert at.returncode == 0, at.stderr

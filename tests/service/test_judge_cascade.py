@@ -145,7 +145,10 @@ def test_the_cascade_is_a_no_op_for_the_offline_judge() -> None:
     usage = on.aggregated_metrics.judge_usage
     assert usage is not None and (usage.cascade_settled_offline, usage.cascade_sent_to_llm) == (None, None)
     assert usage.calls == 6 - 1  # one call per turn it scored: the abstention raises before a reply is counted
-    assert on.model_dump() == off.model_dump()
+    # Identical but for the setting itself, which the provenance records.
+    assert on.provenance is not None and off.provenance is not None
+    assert (on.provenance.judge_cascade, off.provenance.judge_cascade) == (True, False)
+    assert on.model_dump(exclude={"provenance"}) == off.model_dump(exclude={"provenance"})
 
 
 def test_the_service_takes_config_judge_cascade(server: FakeLLMServer) -> None:

@@ -249,9 +249,19 @@ def test_groq_schema_failure_400_is_a_bad_sample_and_is_retried(server: FakeLLMS
 def test_backoff_never_waits_past_the_deadline(server: FakeLLMServer) -> None:
     server.enqueue(*[Reply(status=503, retry_after_s=30)] * 3)
     retry = RetryPolicy(max_attempts=5, base_delay_s=0.01, max_delay_s=60, call_timeout_s=5.0)
-    with pytest.raises(NoConversationScored, match="time budget"):
-        evaluate_sync(calculator_datasets()[:1], openai_model(server), retry=retry, deadline=time.monotonic() + 1.0)
+    # The deadline stopped it, the provider did not fail: a result, every turn unscored, not enough evidence.
+    result = evaluate_sync(
+        calculator_datasets()[:1], openai_model(server), retry=retry, deadline=time.monotonic() + 1.0
+    )
     assert server.call_count == 1
+    errors = [i.error for m in result.per_conversation_metrics for i in m.interactions or []]
+    assert errors and all(e is not None and e.startswith("time budget exhausted while retrying") for e in errors)
+    readiness = result.aggregated_metrics.readiness
+    assert readiness is not None and (readiness.status, readiness.scored, readiness.tier) == (
+        "insufficient_evidence",
+        0,
+        None,
+    )
 
 
 def test_observation_reaches_the_judge_as_data(server: FakeLLMServer) -> None:

@@ -172,14 +172,19 @@ def test_the_rate_limit_budget_is_bounded() -> None:
 def test_the_deadline_bounds_a_long_retry_after() -> None:
     """A Retry-After beyond the deadline: the turns end unscored at the deadline, no call is wasted."""
     with FakeLLMServer(script=[Reply(status=429, retry_after_s=5.0)] * 10) as server:
-        with pytest.raises(NoConversationScored, match="3× time budget exhausted"):
-            evaluate_sync(
-                datasets(*distinct_conversations(3)),
-                openai_model(server),
-                EvaluationConfig(max_concurrency=1),
-                deadline=time.monotonic() + 0.3,
-            )
+        result = evaluate_sync(
+            datasets(*distinct_conversations(3)),
+            openai_model(server),
+            EvaluationConfig(max_concurrency=1),
+            deadline=time.monotonic() + 0.3,
+        )
         assert server.call_count == 1  # the others waited for the Retry-After instant instead of calling
+    # The deadline, not the provider: a result with every conversation unscored (not a 502), and why.
+    assert result.aggregated_metrics.unscored_conversations == 3
+    assert any("3× time budget exhausted" in warning for warning in result.warnings)
+    readiness = result.aggregated_metrics.readiness
+    assert readiness is not None and readiness.status == "insufficient_evidence"
+    assert "3 unscored (the time budget ran out)" in readiness.summary
 
 
 class RateLimitedError(Exception):

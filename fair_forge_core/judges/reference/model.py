@@ -20,10 +20,7 @@ from pydantic import ConfigDict, Field
 from fair_forge_core.judges.llm import JudgeAbstained
 from fair_forge_core.judges.prompt import read_judge_prompt
 from fair_forge_core.judges.reference.rules import score_answer
-
-ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
-"""The `JudgeAbstained` message, hence the unscored turn's `error` (one text, so the result's
-warnings count abstentions together)."""
+from fair_forge_core.metrics import ABSTAIN_MESSAGE
 
 INLINE_MAX_CHARS = 1000  # `_agenerate` scores a longer judge message in a worker thread
 

@@ -1,0 +1,66 @@
+"""What produced a result (`schemas.Provenance`), so that two results can be checked to be
+comparable before they are compared (README "Compare two agents").
+
+`judge_provenance` names a judge by its class path and model and fingerprints it with the sha256
+of `judges.usage.judge_identity` (class path, model, sampling parameters, endpoint when set,
+output mode, prompt hash): the fingerprint of what decides its verdicts, which never holds a
+key or a header. `datasets_hash` fingerprints the conversations judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from pydantic_core import to_json
+
+from fair_forge_core import __version__
+from fair_forge_core.judges.usage import class_path_of, judge_identity, judge_model_name, prompt_hash
+from fair_forge_core.schemas import Dataset, EvaluationConfig, JudgeProvenance, Provenance
+
+
+def judge_provenance(model: BaseChatModel, config: EvaluationConfig) -> JudgeProvenance:
+    """One judge: class path, model name, and the sha256 (hex) of its `judge_identity` as
+    canonical JSON (sorted keys, no spaces)."""
+    identity = json.dumps(
+        judge_identity(model, config), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+    )
+    return JudgeProvenance(
+        class_path=class_path_of(model),
+        model=judge_model_name(model),
+        identity=hashlib.sha256(identity.encode()).hexdigest(),
+    )
+
+
+def datasets_hash(datasets: Sequence[Dataset]) -> str:
+    """sha256 (hex) of the datasets as validated, serialised as JSON in the models' field order
+    (pydantic's serialiser: the same datasets always give the same bytes; a dict inside a tool
+    call keeps the order it was written in)."""
+    digest = hashlib.sha256()
+    for dataset in datasets:
+        digest.update(to_json(dataset))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def provenance_of(models: Sequence[BaseChatModel], config: EvaluationConfig, datasets: Sequence[Dataset]) -> Provenance:
+    """The provenance of an evaluation of `datasets` by `models` (one judge, or an ensemble's in
+    request order) under `config`."""
+    return Provenance(
+        version=__version__,
+        judges=[judge_provenance(model, config) for model in models],
+        prompt_hash=prompt_hash(),
+        threshold=config.threshold,
+        tool_threshold=config.tool_threshold,
+        tool_dimension_floor=config.tool_dimension_floor,
+        tool_weights=config.tool_weights.model_dump(),
+        require_tool_correctness=config.require_tool_correctness,
+        k=config.k,
+        statistical_mode=config.statistical_mode.model_dump(),
+        judge_samples=config.judge_samples,
+        judge_vote=config.judge_vote,
+        judge_cascade=config.judge_cascade,
+        datasets_hash=datasets_hash(datasets),
+    )
