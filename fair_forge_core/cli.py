@@ -608,7 +608,7 @@ def _ledger(request: RunRequest, models: list[Any], max_cost_usd: float | None, 
     without a price, naming the flag or the field, and for an unusable cache location."""
     from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
     from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, open_local_cache
-    from fair_forge_core.judges.usage import JudgeLedger, MissingPrice
+    from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
 
     try:
         environment = JudgeEnvironment.read()
@@ -633,7 +633,7 @@ def _ledger(request: RunRequest, models: list[Any], max_cost_usd: float | None, 
             max_cost_usd=max_cost_usd,
             cap_label="--max-cost-usd",
         )
-    except MissingPrice as exc:
+    except CapNotEnforceable as exc:
         raise CliError(str(exc)) from None
 
 
@@ -766,7 +766,11 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
     for lower_gate in args.fail_if_lower_bound:
         figure = _gate_figure(aggregated, lower_gate.metric, level)
         flag = f"--fail-if-lower-bound {lower_gate}"
-        line = f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method})" if figure.bound is not None else ""
+        line = (
+            f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method})"
+            if figure.bound is not None
+            else ""
+        )
         if figure.bound is None:
             failures.append(
                 f"the lower bound of {figure.label} ({figure.scope}) was not measured: {flag} cannot be met"

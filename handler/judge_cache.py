@@ -82,9 +82,10 @@ def ledger_for_request(config: Any, models: list[Any], settings: Settings) -> tu
     the settings, the cache when the request opts in and one is configured,
     `config.max_cost_usd`), and the warnings to add.
 
-    `RequestError` 400 when `config.max_cost_usd` is set and a model has no price.
+    `RequestError` 400 when `config.max_cost_usd` is set and a model has no price, or no bound on its
+    reply while output costs money (`CapNotEnforceable`).
     """
-    from fair_forge_core.judges.usage import JudgeLedger, MissingPrice
+    from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
 
     warnings: list[str] = []
     cache: JudgeCache | None = None
@@ -95,6 +96,6 @@ def ledger_for_request(config: Any, models: list[Any], settings: Settings) -> tu
             warnings.append(NO_CACHE_WARNING)
     try:
         ledger = JudgeLedger.for_models(models, config, prices=settings.price_table(), cache=cache)
-    except MissingPrice as exc:
+    except CapNotEnforceable as exc:
         raise RequestError(400, str(exc)) from None
     return ledger, warnings

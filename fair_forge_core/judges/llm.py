@@ -213,16 +213,19 @@ class AnswerJudge:
         ticket = await self._acquire()
         outcome: Literal["ok", "rate_limited", "error"] = "error"
         pause_s = 0.0
+        capture: UsageCapture | None = None
+        reserved: float | None = 0.0
         try:
             timeout = self._time_left()
-            callbacks: dict[str, Any] = {}
             if self.ledger is not None:
-                if self.ledger.cap_reached():
-                    self.ledger.turns_stopped_by_cap += 1
+                # The call's worst case comes out of the cap's budget before it starts (judges.usage).
+                reserved = await self.ledger.reserve(messages)
+                if reserved is None:
                     raise self._turn_error(self.ledger.cap_message())
-                callbacks = {"callbacks": [UsageCapture(self.ledger)]}
+                capture = UsageCapture(self.ledger)
             self.telemetry.calls += 1
-            raw = await asyncio.wait_for(self._runnable.ainvoke(messages, config=callbacks or None), timeout)
+            config = {"callbacks": [capture]} if capture is not None else None
+            raw = await asyncio.wait_for(self._runnable.ainvoke(messages, config=config), timeout)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
             return parse_verdict(
@@ -234,6 +237,8 @@ class AnswerJudge:
                 pause_s = self._rate_limit_pause_s(exc)
             raise
         finally:
+            if capture is not None and self.ledger is not None and reserved is not None:
+                await self.ledger.settle(reserved, capture)
             self.limiter.release(ticket, outcome, pause_s)
 
     async def _acquire(self) -> int:

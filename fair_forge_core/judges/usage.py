@@ -19,9 +19,18 @@ One `JudgeLedger` per evaluation. `AnswerJudge` feeds it:
   `ReferenceJudge` ("fair-forge-reference") has a built-in price of zero, which a table
   entry of that name overrides. It reports no token usage (it is not a language model),
   so its calls all count in `calls_without_usage`, at a known cost of 0.
-- The cap. With `max_cost_usd`, no judge call starts once the cost spent reaches it;
-  calls in flight finish (and are counted). The turns it stops are unscored with
-  `cap_message()`. A cap needs a price: `JudgeLedger.for_model` raises `MissingPrice`.
+- The cap. With `max_cost_usd`, every judge call first reserves its worst-case cost from one
+  `CostBudget` shared by every connector, sample and concurrent call of the evaluation:
+  input tokens bounded by the bytes of the messages sent (`input_token_bound`: a byte-level
+  BPE token is at least one byte) at the input price, plus the judge's output bound
+  (`output_token_bound`: its `max_tokens` or like) at the output price. A call whose
+  reservation does not fit beside what was spent and what calls in flight reserved does not
+  start; its judgement is unscored with `cap_message()`. When the reply arrives the
+  reservation is replaced by the call's cost from its usage (a reply without usage keeps its
+  whole reservation against the cap); a call that fails releases it (providers do not bill
+  failed calls). So the spending never passes the cap, unless a provider counts more input
+  tokens than the message bytes bound. A cap needs a price (`MissingPrice`) and, when output
+  tokens cost money, an output bound (`UnboundedOutput`): both are `CapNotEnforceable`.
 - Pinning. `model_name` and `prompt_hash` (sha256 of `RUBRIC_VERSION` and of the judge
   prompt's template, see `prompt_hash`) are in every result's `judge_usage`.
 - Ensembles (`connector` as a list, `judges.panel`): `JudgeLedger.for_models` gives each
@@ -76,8 +85,81 @@ key is not lent with it. The only ones read into the cache key as sampling; api 
 and clients never are (an endpoint is, apart: `judge_identity`)."""
 
 
-class MissingPrice(ValueError):
+class CapNotEnforceable(ValueError):
+    """A cost cap was asked for a judge whose worst-case cost cannot be known; the message
+    names the cap and what to set."""
+
+
+class MissingPrice(CapNotEnforceable):
     """A cost cap was asked for a model with no price; the message names the cap."""
+
+
+class UnboundedOutput(CapNotEnforceable):
+    """A cost cap was asked for a judge whose output tokens cost money and are not bounded
+    (no `max_tokens` or like); the message names the parameter to set."""
+
+
+MESSAGE_OVERHEAD_TOKENS = 8
+"""Tokens a chat API adds around each message (role, separators) at most: OpenAI's format adds
+3 or 4, and 3 more prime the reply; 8 a message and 8 for the reply bound them."""
+
+OUTPUT_TOKEN_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens", "num_predict")
+"""The model attributes (and `model_kwargs` keys) that bound a reply's tokens, by provider:
+OpenAI, Groq and Anthropic's `max_tokens`, OpenAI's `max_completion_tokens`, Google's
+`max_output_tokens`, Ollama's `num_predict`."""
+
+
+def input_token_bound(messages: Sequence[BaseMessage], *, structured: bool = False) -> int:
+    """An upper bound on the input tokens of a judge call: the UTF-8 bytes of every message's
+    content (a byte-level BPE token, as OpenAI's, Llama 3's and most current tokenizers have,
+    covers at least one byte), `MESSAGE_OVERHEAD_TOKENS` per message and for the reply, and,
+    in structured mode, the bytes of the verdict's JSON schema (sent as a tool or a response
+    format). About four times the true count for English text: the price of a cap that holds."""
+    from fair_forge_core.judges.verdict import VERDICT_SCHEMA
+
+    total = sum(len(str(message.content).encode()) for message in messages)
+    total += MESSAGE_OVERHEAD_TOKENS * (len(messages) + 1)
+    if structured:
+        total += len(json.dumps(VERDICT_SCHEMA).encode())
+    return total
+
+
+def output_token_bound(model: BaseChatModel) -> int | None:
+    """The most tokens a reply of `model` may have: the largest `OUTPUT_TOKEN_FIELDS` value set
+    as an attribute or in `model_kwargs` (the largest, since which one a provider honours when
+    several are set is its own affair); None when none is set."""
+    found: list[int] = []
+    extra = getattr(model, "model_kwargs", None)
+    for name in OUTPUT_TOKEN_FIELDS:
+        for value in (getattr(model, name, None), extra.get(name) if isinstance(extra, Mapping) else None):
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                found.append(value)
+    return max(found) if found else None
+
+
+@dataclass
+class CostBudget:
+    """One cost cap, shared by every connector, sample and concurrent call of an evaluation.
+
+    `reserve(amount)` takes `amount` USD out of what is left (cap − spent − reserved) when it
+    fits, else refuses; `settle(reserved, spent)` gives a reservation back and counts what the
+    call cost. Both are coroutines so that a store shared between processes (a job's shards)
+    can implement them; here they never wait, so on one event loop each is atomic.
+    """
+
+    cap_usd: float
+    spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+
+    async def reserve(self, amount: float) -> bool:
+        if self.spent_usd + self.reserved_usd + amount > self.cap_usd:
+            return False
+        self.reserved_usd += amount
+        return True
+
+    async def settle(self, reserved: float, spent: float) -> None:
+        self.reserved_usd = max(0.0, self.reserved_usd - reserved)
+        self.spent_usd += spent
 
 
 @dataclass(frozen=True)
@@ -206,12 +288,15 @@ def messages_for_key(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
 
 
 class UsageCapture(BaseCallbackHandler):
-    """A LangChain callback of one judge call: hands the reply's usage (or None) to `ledger`."""
+    """A LangChain callback of one judge call: hands the reply's usage (or None) to `ledger`,
+    and keeps it (`replied`, `usage`) for the call's `JudgeLedger.settle`."""
 
     run_inline = True  # on the event loop's thread, in order: no executor, no lock
 
     def __init__(self, ledger: JudgeLedger) -> None:
         self.ledger = ledger
+        self.replied = False
+        self.usage: TokenUsage | None = None
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> Any:
         message = None
@@ -220,7 +305,8 @@ class UsageCapture(BaseCallbackHandler):
                 message = getattr(generation, "message", None)
                 break
             break
-        self.ledger.record(usage_of(message))
+        self.replied, self.usage = True, usage_of(message)
+        self.ledger.record(self.usage)
 
 
 @dataclass
@@ -244,7 +330,12 @@ class JudgeLedger:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
-    spent_usd: float = 0.0
+    budget: CostBudget | None = None
+    """The cap's budget (`max_cost_usd`), one for an ensemble and all its members; None without a cap."""
+    output_tokens_bound: int | None = None
+    """The judge's bound on a reply's tokens (`output_token_bound`), for the cap's reservations."""
+    structured: bool = False
+    """Whether calls send the verdict's schema (`config.use_structured_output`): more input to reserve."""
     cache_hits: int = 0
     cache_misses: int = 0
     cache_errors: int = 0
@@ -254,8 +345,6 @@ class JudgeLedger:
     cascade_sent_to_llm: int | None = None
     members: list[JudgeLedger] | None = None
     """An ensemble's ledgers, one per connector (`for_models`); this one then only adds them up."""
-    ensemble: JudgeLedger | None = None
-    """A member's ensemble ledger, whose cap counts what every member spent."""
 
     @classmethod
     def for_models(
@@ -288,9 +377,10 @@ class JudgeLedger:
             cap_label=lead.cap_label,
             cache=cache,
             members=members,
+            budget=lead.budget,
         )
-        for member in members:
-            member.ensemble = ensemble
+        for member in members:  # one budget: the cap holds for what they spend together
+            member.budget = lead.budget
         return ensemble
 
     @classmethod
@@ -327,6 +417,12 @@ class JudgeLedger:
                 f"{label} needs the price of the judge model {name!r}: add it to {PRICES_VARIABLE} "
                 '(e.g. {"' + name + '": {"input": 0.15, "output": 0.6}}, USD per million tokens)'
             )
+        bound = output_token_bound(model)
+        if cap is not None and price is not None and price.output > 0 and bound is None:
+            raise UnboundedOutput(
+                f"{label} needs a bound on the judge's reply: set connector.params.max_tokens "
+                "(a verdict needs about 200 tokens; 1024 is ample), so that no call can cost more than it reserved"
+            )
         identity = judge_identity(model, config)
         return cls(
             model_name=name,
@@ -337,6 +433,9 @@ class JudgeLedger:
             cap_label=label,
             cache=cache,
             cache_identity=identity,
+            budget=CostBudget(cap) if cap is not None else None,
+            output_tokens_bound=bound,
+            structured=config.use_structured_output,
         )
 
     def record(self, usage: TokenUsage | None) -> None:
@@ -348,8 +447,6 @@ class JudgeLedger:
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.cached_input_tokens += usage.cached_input_tokens
-        if self.price is not None:
-            self.spent_usd += cost_usd(usage, self.price)
 
     @property
     def cost(self) -> float | None:
@@ -364,13 +461,38 @@ class JudgeLedger:
         totals = TokenUsage(self.input_tokens, self.output_tokens, self.cached_input_tokens)
         return cost_usd(totals, self.price)
 
-    def cap_reached(self) -> bool:
-        """Whether a cap is set and the cost spent has reached it (an ensemble's members: the
-        cost all of them spent)."""
-        if self.ensemble is not None:
-            return self.ensemble.cap_reached()
-        spent = sum(member.spent_usd for member in self.members) if self.members else self.spent_usd
-        return self.max_cost_usd is not None and spent >= self.max_cost_usd
+    def worst_case_cost(self, messages: Sequence[BaseMessage]) -> float:
+        """The most a call sending `messages` can cost: `input_token_bound` at the higher of the
+        input prices, `output_tokens_bound` at the output price (0 without a price or a bound,
+        which `for_model` allows only when there is no cap or output is free)."""
+        if self.price is None:
+            return 0.0
+        input_price = max(self.price.input, self.price.cached_input or 0.0)
+        input_cost = input_token_bound(messages, structured=self.structured) * input_price
+        return (input_cost + (self.output_tokens_bound or 0) * self.price.output) / 1e6
+
+    async def reserve(self, messages: Sequence[BaseMessage]) -> float | None:
+        """Reserve the worst-case cost of a call sending `messages` from the cap's budget: the
+        amount reserved (0 without a cap), or None when it does not fit (the call must not
+        start; `turns_stopped_by_cap` counts it)."""
+        if self.budget is None:
+            return 0.0
+        amount = self.worst_case_cost(messages)
+        if not await self.budget.reserve(amount):
+            self.turns_stopped_by_cap += 1
+            return None
+        return amount
+
+    async def settle(self, reserved: float, capture: UsageCapture) -> None:
+        """Replace a call's reservation by what it cost: its usage at the price when the reply
+        reported one, the whole reservation when the reply reported none, nothing when there
+        was no reply (a failed call is not billed)."""
+        if self.budget is None:
+            return
+        spent = 0.0
+        if capture.replied:
+            spent = reserved if capture.usage is None or self.price is None else cost_usd(capture.usage, self.price)
+        await self.budget.settle(reserved, spent)
 
     def cap_message(self) -> str:
         """Why a turn the cap stopped is unscored."""

@@ -23,12 +23,14 @@ def server():
         yield running
 
 
-def request_file(tmp_path: Path, server: FakeLLMServer, model: str = "judge", **config: Any) -> Path:
+def request_file(
+    tmp_path: Path, server: FakeLLMServer, model: str = "judge", max_tokens: int | None = None, **config: Any
+) -> Path:
+    params = {"model": model, "base_url": server.base_url, "api_key": KEY, "max_retries": 0}
+    if max_tokens is not None:
+        params["max_tokens"] = max_tokens
     body = {
-        "connector": {
-            "class_path": "langchain_openai.chat_models.ChatOpenAI",
-            "params": {"model": model, "base_url": server.base_url, "api_key": KEY, "max_retries": 0},
-        },
+        "connector": {"class_path": "langchain_openai.chat_models.ChatOpenAI", "params": params},
         "datasets": [
             d.model_dump(mode="json", exclude_none=True)
             for d in datasets(
@@ -59,23 +61,33 @@ def test_a_cap_without_a_price_exits_2_naming_the_flag(server: FakeLLMServer, tm
     assert server.call_count == 0
 
 
-def test_the_cap_leaves_the_right_turns_unscored_with_the_reason(
+def test_the_cap_holds_and_a_capped_run_is_not_enough_evidence(
     server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 1000 × 1 + 100 × 10 = 2000 USD-per-million units: 0.002 USD a call.
-    monkeypatch.setenv("FAIR_FORGE_JUDGE_PRICES", '{"judge": {"input": 1, "output": 10}}')
-    code, result, stderr = evaluate(request_file(tmp_path, server), "--max-cost-usd", "0.005")
-    assert code == 0, stderr
-    # after 2 calls 0.004 < 0.005: a third starts; after it 0.006 ≥ 0.005, and the last two never start
-    assert server.call_count == 3
-    interactions = [m["interactions"][0] for m in result["per_conversation_metrics"]]
-    assert [i["error"] for i in interactions] == [None, None, None] + [
-        "the cost cap (--max-cost-usd 0.005) was reached"
-    ] * 2
+    # The observed case: --max-cost-usd 0.001 spent 0.00168. Now each call first reserves its worst
+    # case: the bytes sent (plus 8 tokens a message and 8 for the reply) at the input price and
+    # max_tokens at the output price.
+    monkeypatch.setenv("FAIR_FORGE_JUDGE_PRICES", '{"judge": {"input": 0.2, "output": 1}}')
+    request = request_file(tmp_path, server, max_tokens=100, max_concurrency=8)
+    code, result, stderr = evaluate(request, "--max-cost-usd", "0.001")
+    billed = [(r.usage["prompt_tokens"] * 0.2 + r.usage["completion_tokens"] * 1) / 1e6 for r in server.requests]
+    worst = [
+        ((sum(len(m["content"].encode()) for m in r.body["messages"]) + 8 * (len(r.body["messages"]) + 1)) * 0.2 + 100)
+        / 1e6
+        for r in server.requests
+    ]
+    assert sum(billed) <= 0.001 < sum(billed) + 2 * max(worst)
+    stopped = [m["interactions"][0]["error"] for m in result["per_conversation_metrics"]].count(
+        "the cost cap (--max-cost-usd 0.001) was reached"
+    )
+    assert stopped == 5 - server.call_count > 0
     usage = result["aggregated_metrics"]["judge_usage"]
-    assert usage["cost_usd"] == pytest.approx(3 * (1000 * 1 + 100 * 10) / 1e6)
-    assert usage["max_cost_usd"] == 0.005 and usage["turns_stopped_by_cap"] == 2
-    assert "judge: judge, 3 call(s)" in stderr and "cost $0.006000" in stderr
+    assert usage["cost_usd"] == pytest.approx(sum(billed)) and usage["turns_stopped_by_cap"] == stopped
+    # What the cap left unscored is more than 10 % of the conversations: not enough evidence, exit 1.
+    assert code == 1 and result["aggregated_metrics"]["readiness"]["status"] == "insufficient_evidence"
+    assert "(the cost cap was reached) — not enough evidence" in stderr and "FAILED: not enough evidence" in stderr
+    code, _, _ = evaluate(request, "--max-cost-usd", "0.001", "--allow-unscored")
+    assert code == 0
     assert KEY not in stderr
 
 
@@ -83,7 +95,9 @@ def test_the_flag_overrides_the_config_cap(
     server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAIR_FORGE_JUDGE_PRICES", '{"judge": {"input": 1, "output": 10}}')
-    code, result, _ = evaluate(request_file(tmp_path, server, max_cost_usd=0.001), "--max-cost-usd", "1")
+    code, result, _ = evaluate(
+        request_file(tmp_path, server, max_tokens=100, max_cost_usd=0.001), "--max-cost-usd", "1"
+    )
     assert code == 0 and server.call_count == 5
     assert result["aggregated_metrics"]["judge_usage"]["max_cost_usd"] == 1
 
