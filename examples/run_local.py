@@ -71,33 +71,27 @@ def wait_until_healthy(base_url: str, server: subprocess.Popen[bytes], timeout_s
 
 
 def summarise(name: str, status: int, result: dict[str, Any]) -> str:
+    """One example's response in a few lines: the readiness headline first (what the evidence
+    supports, `fair_forge_core.headline`, as `fair-forge evaluate` prints it), credible intervals
+    and per-assistant tiers when there are any, the comparison, each conversation, the warnings."""
     if status != 200:
         return f"{name}: HTTP {status} — {result.get('error')}"
+    from fair_forge_core.headline import headline_lines
+    from fair_forge_core.schemas import AggregatedMetrics
+
     agg = result["aggregated_metrics"]
-    lines = [
-        f"{name}: {agg['fully_correct_conversations']}/{agg['total_conversations']} conversations fully correct, "
-        f"k={agg['k']}, pass@k={agg['pass_at_k']:.4f}, pass^k={agg['pass_pow_k']:.4f} → {agg['interpretation']}",
-        f"  {agg['interpretation_explanation']}",
-    ]
+    lines = [name + ":", *(f"  {line}" for line in headline_lines(AggregatedMetrics.model_validate(agg)))]
     if agg.get("pass_at_k_ci_low") is not None:
         lines.append(
             f"  {agg['ci_level']:.0%} credible intervals: pass@k [{agg['pass_at_k_ci_low']:.3f}, "
             f"{agg['pass_at_k_ci_high']:.3f}], pass^k [{agg['pass_pow_k_ci_low']:.3f}, {agg['pass_pow_k_ci_high']:.3f}]"
         )
     for assistant, sub in (agg.get("by_assistant") or {}).items():
-        lines.append(
-            f"  {assistant}: pass@k={sub['pass_at_k']:.3f}, pass^k={sub['pass_pow_k']:.3f} → {sub['interpretation']}"
-        )
-    if agg.get("per_task"):
-        task = agg["per_task"]
-        lines.append(
-            f"  per task ({task['tasks_with_k_attempts']}/{task['tasks']} with ≥k attempts): "
-            f"pass@k={task['pass_at_k']}, pass^k={task['pass_pow_k']}"
-        )
+        lines.append(f"  {assistant}: {sub['readiness']['summary']}")
     if agg.get("comparison"):
         lines += compared(agg["comparison"])
     for conversation in result["per_conversation_metrics"]:
-        mark = "PASS" if conversation["is_fully_correct"] else "FAIL"
+        mark = {True: "PASS", False: "FAIL", None: "UNSCORED"}[conversation["is_fully_correct"]]
         scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])
         lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]")
     lines.extend(f"  warning: {w}" for w in result.get("warnings", []))
@@ -137,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         for path in sorted(EXAMPLES.glob("*.json")):
             request = json.loads(path.read_text())
             if request["connector"]["class_path"] != OFFLINE_JUDGE:
-                print(f"{path.name}: needs a provider key, not sent (curl -d @examples/{path.name} {base_url}/run)\n")
+                print(
+                    f"{path.name}: needs a provider key, not sent. Put your key in the file, start the local API "
+                    f"with `make serve`, then in another shell: curl -d @examples/{path.name} {base_url}/run\n"
+                )
                 continue
             status, result = http_json(f"{base_url}/run", path.read_bytes())
             (args.out / f"{path.stem}.response.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -21,7 +21,7 @@ from handler import job_store as store
 from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
 from handler.invocation import gc_paused
 from handler.job_store import JobFailed, JobKeys
-from handler.observability import current_secrets, logger, metrics, secrets_masked
+from handler.observability import current_secrets, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import JobResult
 from handler.settings import Settings
 
@@ -226,6 +226,7 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             "result_bytes": len(body),
             "duration_ms": round((time.perf_counter() - started) * 1000),
             "interpretation": result.aggregated_metrics.interpretation,
+            **readiness_fields(result.aggregated_metrics.readiness),
         },
     )
     return {"job_id": job_id, "result_key": keys.result, "conversations": conversations}

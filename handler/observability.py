@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import TracebackType
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
@@ -93,3 +94,18 @@ def log_level(level: str | None) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(previous)
+
+
+def readiness_fields(readiness: Any) -> dict[str, Any]:
+    """The log fields of an evaluation's headline (`AggregatedMetrics.readiness`), what a log
+    query or an alarm reads: tier, basis, status, scored and total conversations, and the summary."""
+    if readiness is None:
+        return {}
+    return {
+        "readiness_tier": readiness.tier,
+        "readiness_basis": readiness.basis,
+        "readiness_status": readiness.status,
+        "readiness_scored": readiness.scored,
+        "readiness_total": readiness.total,
+        "readiness_summary": readiness.summary,
+    }

@@ -215,6 +215,31 @@ class Tier:
 
 
 @dataclass(frozen=True)
+class ReadinessBadge:
+    """The headline badge (`aggregated_metrics.readiness`). Coloured by its tier only when the
+    evidence is sufficient: "preliminary" shows the tier in a neutral, dashed badge ("Reliable ·
+    preliminary"), "insufficient_evidence" reads "Not enough evidence", never a tier's colour."""
+
+    readiness: Mapping[str, Any]
+
+    @property
+    def state(self) -> str:
+        status, tier = self.readiness["status"], self.readiness["tier"]
+        if status == "insufficient_evidence":
+            return "insufficient"
+        if tier is None:
+            return "none"
+        return str(tier) if status == "sufficient" else "preliminary"
+
+    @property
+    def label(self) -> str:
+        tier = TIER_LABELS.get(self.readiness["tier"] or "", "Not scored")
+        if self.readiness["status"] == "insufficient_evidence":
+            return "Not enough evidence"
+        return f"{tier} · preliminary" if self.readiness["status"] == "preliminary" else tier
+
+
+@dataclass(frozen=True)
 class Interval:
     """A Bayesian credible interval, e.g. "90% CrI " low – high."""
 
@@ -569,6 +594,12 @@ class Report:
 
     def tier(self, base: JsonPath, *keys: str | int) -> Tier:
         return Tier(self.at(base, *keys))
+
+    @property
+    def readiness(self) -> ReadinessBadge | None:
+        """The readiness badge; None for a result written before readiness existed."""
+        readiness = self.agg.get("readiness")
+        return ReadinessBadge(readiness) if readiness else None
 
     def interval(self, metric: str) -> Interval | None:
         return interval(self.data, ("aggregated_metrics",), metric)

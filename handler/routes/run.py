@@ -21,7 +21,7 @@ from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
 from handler.connectors import allowed_connectors, check_judges, judges_for_request
 from handler.invocation import deadline
-from handler.observability import log_level, logger, metrics, secrets_masked
+from handler.observability import log_level, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
 from handler.settings import Settings
 from handler.validation import RequestError, datasets_body_from_traces, decode_body, parse_run_request
@@ -162,6 +162,7 @@ def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnin
             "scored_conversations": aggregated.total_conversations,
             "unscored_conversations": aggregated.unscored_conversations,
             "interpretation": aggregated.interpretation,
+            **readiness_fields(aggregated.readiness),
         },
     )
     _log_verbose_detail(result.per_conversation_metrics)
