@@ -820,7 +820,8 @@ def _judges(provenance: Provenance) -> str:
 
 def judging_differences(baseline: Provenance | None, candidate: Provenance | None) -> list[str]:
     """What differs between how the two sides were judged, one readable line per difference
-    naming the field and both values; [] when they were judged alike.
+    naming the field and both values (`different threshold: baseline 0.7 vs candidate 0.75`);
+    [] when they were judged alike.
 
     Compared: the judges' `identity` lists (in order: the same judges, models, sampling and
     prompt, `judges.usage.judge_identity`), `prompt_hash`, `threshold`, `tool_threshold`,
@@ -836,11 +837,13 @@ def judging_differences(baseline: Provenance | None, candidate: Provenance | Non
     if baseline is None or candidate is None:
         return lines
     if [j.identity for j in baseline.judges] != [j.identity for j in candidate.judges]:
-        lines.append(f"judges (identity): baseline {_judges(baseline)} vs candidate {_judges(candidate)}")
+        lines.append(f"different judges (identity): baseline {_judges(baseline)} vs candidate {_judges(candidate)}")
     if baseline.prompt_hash != candidate.prompt_hash:
-        lines.append(f"prompt_hash: baseline {baseline.prompt_hash[:12]} vs candidate {candidate.prompt_hash[:12]}")
+        lines.append(
+            f"different prompt_hash: baseline {baseline.prompt_hash[:12]} vs candidate {candidate.prompt_hash[:12]}"
+        )
     for name in ("threshold", "tool_threshold", "tool_dimension_floor", "k"):
         base_value, cand_value = getattr(baseline, name), getattr(candidate, name)
         if base_value != cand_value:
-            lines.append(f"{name}: baseline {base_value:g} vs candidate {cand_value:g}")
+            lines.append(f"different {name}: baseline {base_value:g} vs candidate {cand_value:g}")
     return lines

@@ -733,17 +733,17 @@ def test_judging_differences_names_each_field_and_both_values() -> None:
         )
     )
     assert judging_differences(base, changed) == [
-        f"judges (identity): baseline [fair_forge_core.judges.ReferenceJudge reference {'a' * 12}] "
+        f"different judges (identity): baseline [fair_forge_core.judges.ReferenceJudge reference {'a' * 12}] "
         f"vs candidate [langchain_openai.ChatOpenAI gpt-4o {'e' * 12}]",
-        f"prompt_hash: baseline {'b' * 12} vs candidate {'f' * 12}",
-        "threshold: baseline 0.7 vs candidate 0.75",
-        "tool_threshold: baseline 0.8 vs candidate 0.9",
-        "tool_dimension_floor: baseline 0.5 vs candidate 0.25",
-        "k: baseline 3 vs candidate 5",
+        f"different prompt_hash: baseline {'b' * 12} vs candidate {'f' * 12}",
+        "different threshold: baseline 0.7 vs candidate 0.75",
+        "different tool_threshold: baseline 0.8 vs candidate 0.9",
+        "different tool_dimension_floor: baseline 0.5 vs candidate 0.25",
+        "different k: baseline 3 vs candidate 5",
     ]
     # an ensemble against one of its members: the identity lists differ
     ensemble = Provenance.model_validate(provenance_json(judges=[provenance_json()["judges"][0], other_judge]))  # type: ignore[index]
-    assert [line.split(":")[0] for line in judging_differences(base, ensemble)] == ["judges (identity)"]
+    assert [line.split(":")[0] for line in judging_differences(base, ensemble)] == ["different judges (identity)"]
     assert judging_differences(None, base) == [
         "the baseline's result has no provenance: how it was judged cannot be checked"
     ]
