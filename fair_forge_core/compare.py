@@ -470,7 +470,6 @@ class _Metric:
     standard_error: float | None = None
     notes: list[str] = field(default_factory=list)
     same_as: int = -1  # index of the first metric with the same per-task data, or its own
-    differences: list[float] = field(default_factory=list)
     floor: float | None = None  # the smallest p-value its test can give; None when no test ran
 
 
@@ -726,7 +725,6 @@ def _metric(
         candidate=math.fsum(cand_values.tolist()) / tasks,
         difference=difference,
     )
-    metric.differences = differences
     if tasks >= 2:
         if min(differences) == max(differences):  # no variation: exactly 0, not a rounding residue
             metric.standard_error = 0.0
@@ -802,11 +800,11 @@ def _explain(
         return text + (f"; significantly higher: {listed(higher)}" if higher else "")
     if verdict == "improved":
         return f"improved: significantly higher at {level}: {listed(higher)}; none lower"
-    tested = [p for p in holm if p is not None]
-    if verdict == "not_tested" or not tested:
+    if verdict == "not_tested":
         if not shared:
             return "not tested: no task was scored on both sides"
         return f"not tested: no metric could be tested at {level} on {shared} shared task(s) (see the metrics' notes)"
+    tested = [p for p in holm if p is not None]
     return f"inconclusive: no metric differs significantly at {level} (smallest Holm-adjusted p = {min(tested):.3g})"
 
 
