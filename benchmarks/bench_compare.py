@@ -13,9 +13,14 @@ Figures and targets:
 - power to call `regressed` at a 10-point drop (δ = −0.10), 50 tasks × 3 attempts: reported,
   at k = 3 (five metrics, Holm-adjusted) and at k = 1 (pass@1 alone);
 - one attempt a task (McNemar decides): false `regressed` rate ≤ 5 %;
+- small samples, 8 tasks × 3 attempts (the exact sign-flip test decides, below
+  `MIN_BOOTSTRAP_TASKS`): false `regressed` rate ≤ 5 % at equal chances, and the power to
+  call `regressed` at a large drop (δ = −0.35; a chance below 0 is 0, so the true drop is a
+  little smaller), at k = 3 and k = 1; also 5 tasks, where nothing can be tested: the share
+  of `not_tested` verdicts (100 %);
 - the time of one `compare` at the default B = 10,000 on 500 tasks × 5 attempts.
 
-    python -m benchmarks.bench_compare [--experiments 1000] [--resamples 2000]
+    python -m benchmarks.bench_compare [--experiments 1000] [--resamples 2000] [--only small]
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmarks.common import header, line, verdict
-from fair_forge_core.compare import Outcome, compare
+from fair_forge_core.compare import MIN_BOOTSTRAP_TASKS, Outcome, compare
 
 LOW, HIGH = 0.2, 0.95
 
@@ -46,6 +51,7 @@ class Figures:
     covered: int = 0
     regressed: int = 0
     improved: int = 0
+    not_tested: int = 0
     experiments: int = 0
     seconds: float = 0.0
 
@@ -75,6 +81,7 @@ def simulate(scenario: Scenario, experiments: int, resamples: int, seed: int) ->
         figures.covered += pass1.ci_low <= scenario.delta <= pass1.ci_high
         figures.regressed += result.verdict == "regressed"
         figures.improved += result.verdict == "improved"
+        figures.not_tested += result.verdict == "not_tested"
     figures.seconds = time.perf_counter() - started
     return figures
 
@@ -87,6 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--experiments", type=int, default=1000)
     parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--only", choices=["small"], help="run only the small-sample scenarios")
     args = parser.parse_args()
     n, b = args.experiments, args.resamples
 
@@ -98,24 +106,45 @@ def main() -> None:
         Scenario("10-point drop, 50 tasks × 3, k = 1", 50, 3, -0.10, 1),
         Scenario("no change, 100 tasks × 1 (McNemar), k = 1", 100, 1, 0.0, 1),
     ]
+    # Seeds 2000 + i: the small-sample scenarios draw the same experiments whether run alone or not.
+    small = [
+        Scenario("no change, 8 tasks × 3 (exact sign-flip), k = 3", 8, 3, 0.0, 3),
+        Scenario("35-point drop, 8 tasks × 3 (exact sign-flip), k = 3", 8, 3, -0.35, 3),
+        Scenario("no change, 8 tasks × 3 (exact sign-flip), k = 1", 8, 3, 0.0, 1),
+        Scenario("35-point drop, 8 tasks × 3 (exact sign-flip), k = 1", 8, 3, -0.35, 1),
+        Scenario("35-point drop, 5 tasks × 3 (nothing testable), k = 3", 5, 3, -0.35, 3),
+    ]
     checks: list[tuple[bool, str]] = []
-    for number, scenario in enumerate(scenarios):
-        figures = simulate(scenario, n, b, seed=1000 + number)
+    runs = [(2000 + i, s) for i, s in enumerate(small)]
+    if args.only is None:
+        runs = [(1000 + i, s) for i, s in enumerate(scenarios)] + runs
+    for seed, scenario in runs:
+        figures = simulate(scenario, n, b, seed=seed)
         coverage = figures.covered / n
         print(f"   {scenario.name}:")
         print(f"      pass@1 difference in its 95 % interval: {percent(figures.covered, n)}")
+        undecided = n - figures.regressed - figures.improved - figures.not_tested
         print(
             f"      verdicts: regressed {percent(figures.regressed, n)}, improved {percent(figures.improved, n)}, "
-            f"inconclusive {percent(n - figures.regressed - figures.improved, n)}"
+            f"inconclusive {percent(undecided, n)}, not tested {percent(figures.not_tested, n)}"
             f"   ({figures.seconds:.1f} s, {1000 * figures.seconds / n:.1f} ms an experiment)"
         )
-        if scenario.attempts > 1:
+        # The bootstrap interval is not what decides below MIN_BOOTSTRAP_TASKS: its coverage is
+        # printed, not checked.
+        if scenario.attempts > 1 and scenario.tasks >= MIN_BOOTSTRAP_TASKS:
             checks.append((0.93 <= coverage <= 0.97, f"coverage 93–97 % ({scenario.name}): {coverage:.1%}"))
-        if scenario.delta == 0:
+        if scenario.tasks < 6:
+            rate = figures.not_tested / n
+            checks.append((rate == 1.0, f"'not_tested' = 100 % ({scenario.name}): {rate:.1%}"))
+        elif scenario.delta == 0:
             rate = figures.regressed / n
             checks.append((rate <= 0.05, f"false 'regressed' ≤ 5 % ({scenario.name}): {rate:.1%}"))
         else:
             print(f"      power to call 'regressed': {percent(figures.regressed, n)}")
+    if args.only is not None:
+        for ok, what in checks:
+            print("   " + verdict(ok, what))
+        return
 
     rng = np.random.default_rng(7)
     large = Scenario("timing", 500, 5, -0.05, 3)

@@ -6,6 +6,7 @@ render reports, with no AWS and no server.
         [--allow-unscored] [--max-cost-usd X] [--judge-cache DIR]
     fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
         [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
+        [--require-same-judge]
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
     fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
@@ -61,17 +62,25 @@ first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistan
 one assistant's conversations; a file holding several assistants needs one, and the two
 sides may then be the same file. k is the results' unless `--k` says otherwise. It prints
 a table (per metric: both sides, the difference, its interval, the Holm-adjusted p-value,
-whether it is significant), the verdict, the minimum detectable effect and, when
-inconclusive, how many tasks would settle it; tasks only one side scored and unscored
-conversations are `warning:` lines on stderr. `--out` writes the `Comparison` JSON.
+whether it is significant), the verdict, the minimum detectable effect ("n/a (no
+variation)" when the per-task differences do not vary) and, when inconclusive or not
+tested, how many tasks would settle it; tasks only one side scored and unscored
+conversations are `warning:` lines on stderr. Below 10 tasks a metric is tested by the
+exact sign-flip test; one whose test cannot reach significance with so few tasks is not
+tested, and when none could be, the verdict is `not_tested`. Each difference in how the
+two sides were judged (their results' `provenance`: judges, prompt, thresholds, floor, k;
+`fair_forge_core.compare.judging_differences`) is a `warning:` line, and a refusal (exit 2)
+under `--require-same-judge`, which also refuses a side without provenance. `--out`
+writes the `Comparison` JSON.
 
 Exit codes: 0 done (every gate met; compare: improved, or no significant change); 1 a
 gate of `evaluate` failed, readiness "insufficient_evidence" included (the outputs are written
 first), or compare's verdict is
 `regressed`; 2 bad input: a message naming the file and the field, or the flag, no stack
 trace; 3 the evaluation could not run (the judge provider refused, or no conversation
-could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`.
-Messages never contain an API key.
+could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`;
+5 compare's verdict is `not_tested` (too few shared tasks for any test to reach
+significance), always. Messages never contain an API key.
 
 Heavy modules (pydantic, LangChain, numpy, scipy, the judges) are imported by the command
 that needs them, so `--help` stays instant.
@@ -95,10 +104,14 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_THRESHOLD, EXIT_BAD_INPUT, EXIT_EVALUATION_FAILED, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
 EXIT_REGRESSED = EXIT_THRESHOLD
 """`compare`'s exit code for a `regressed` verdict: a failed gate, like `evaluate`'s."""
+EXIT_NOT_TESTED = 5
+"""`compare`'s exit code for a `not_tested` verdict, with or without `--require-conclusive`:
+no metric could be tested, so nothing was checked — never the 0 of a comparison that was."""
 
 EPILOG = (
-    "Exit codes: 0 ok; 1 a gate of evaluate failed (readiness insufficient_evidence included), or compare's verdict is 'regressed'; "
-    "2 bad input; 3 evaluation failed; 4 compare's verdict is 'inconclusive' under --require-conclusive."
+    "Exit codes: 0 ok; 1 a gate of evaluate failed (readiness insufficient_evidence included), "
+    "or compare's verdict is 'regressed'; 2 bad input; 3 evaluation failed; "
+    "4 compare's verdict is 'inconclusive' under --require-conclusive; 5 compare's verdict is 'not_tested'."
 )
 
 
@@ -340,8 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
             "evaluated first as evaluate does. They may be the same file, with two assistants."
         ),
         epilog=(
-            "Exit codes: 0 improved, or no significant change; 1 regressed; 2 bad input; "
-            "3 an evaluation failed; 4 inconclusive, with --require-conclusive."
+            "Exit codes: 0 improved, or no significant change; 1 regressed; 2 bad input (and, with "
+            "--require-same-judge, sides judged differently); 3 an evaluation failed; 4 inconclusive, with "
+            "--require-conclusive; 5 not tested: too few shared tasks for any test to reach significance."
         ),
     )
     compare.add_argument("baseline", type=Path, help="the baseline: a result or request JSON ('-': stdin)")
@@ -355,6 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--k", type=_positive_int, help="k of pass@k and pass^k (default: the results' k)")
     compare.add_argument("--out", type=Path, help="write the comparison JSON here")
     compare.add_argument("--require-conclusive", action="store_true", help="exit 4 when the verdict is inconclusive")
+    compare.add_argument(
+        "--require-same-judge",
+        action="store_true",
+        help="exit 2 when the two sides were judged differently (judges, prompt, thresholds, floor, k) "
+        "or a side has no provenance to check",
+    )
     compare.add_argument("--quiet", action="store_true", help="no progress on stderr while evaluating requests")
 
     report = commands.add_parser(
@@ -983,11 +1003,24 @@ def _probability(p: float) -> str:
     return "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"= {p:.3f}"
 
 
+def _detectable(metric: Any) -> str | None:
+    """A metric's minimum detectable effect as printed: `±0.244`, `n/a (no variation)` when
+    its per-task differences do not vary (standard error exactly 0), None when it has none
+    (fewer than two tasks)."""
+    if metric.minimum_detectable_effect is not None:
+        return f"±{metric.minimum_detectable_effect:.3f}"
+    return "n/a (no variation)" if metric.standard_error == 0.0 else None
+
+
 def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
     """The readable report `compare` prints: a header, one table row per metric (values to
-    3 decimals, p-values to 3 or `<0.001`, `—` for none), the verdict and why, the minimum
-    detectable effect, the tasks that would settle an inconclusive verdict, McNemar's test
-    when it ran, and P(candidate better) (`> 0.999` / `< 0.001` at the ends)."""
+    3 decimals, p-values to 3 or `<0.001`, `—` for none), the metrics' notes, the verdict
+    and why, the minimum detectable effect (`n/a (no variation)` without variation), the
+    tasks that would settle an inconclusive or untested verdict, the metrics the exact
+    sign-flip test decided, McNemar's test when it ran, and P(candidate better)
+    (`> 0.999` / `< 0.001` at the ends)."""
+    from fair_forge_core.compare import MIN_BOOTSTRAP_TASKS
+
     level = _level(comparison.confidence)
     lines = [
         f"baseline:  {baseline} — {comparison.baseline_successes}/{comparison.baseline_attempts} "
@@ -1027,17 +1060,16 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
         "improved": "IMPROVED — the candidate is significantly better than the baseline",
         "regressed": "REGRESSED — the candidate is significantly worse than the baseline",
         "inconclusive": "INCONCLUSIVE — no significant difference either way",
+        "not_tested": "NOT TESTED — too few shared tasks for any test to show a difference",
     }[comparison.verdict]
     lines.append(f"verdict: {headline}")
     lines.append(f"  {comparison.verdict_explanation}")
     detectable = [
-        f"{metric_label(m.metric, m.k)} ±{m.minimum_detectable_effect:.3f}"
-        for m in comparison.metrics
-        if m.minimum_detectable_effect is not None
+        f"{metric_label(m.metric, m.k)} {shown}" for m in comparison.metrics if (shown := _detectable(m)) is not None
     ]
     if detectable:
         lines.append(f"minimum detectable effect (80% power, {level}): {', '.join(detectable)}")
-    if comparison.verdict == "inconclusive":
+    if comparison.verdict in ("inconclusive", "not_tested"):
         needed = [
             f"{metric_label(m.metric, m.k)} {m.tasks_needed} (difference {m.difference:+.3f})"
             for m in comparison.metrics
@@ -1049,6 +1081,12 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
             )
         else:
             lines.append("shared tasks needed to settle it: none would — no difference was observed")
+    exact = [metric_label(m.metric, m.k) for m in comparison.metrics if m.p_value_method == "sign_flip_exact"]
+    if exact:
+        lines.append(
+            f"exact sign-flip test over the per-task differences (fewer than {MIN_BOOTSTRAP_TASKS} tasks): "
+            + ", ".join(exact)
+        )
     if comparison.mcnemar is not None:
         test = comparison.mcnemar
         lines.append(
@@ -1084,9 +1122,18 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             raise CliError(f"the baseline's k ({k_base}) and the candidate's k ({k_cand}) differ: choose one with --k")
         k = k_base
 
-    from fair_forge_core.compare import compare
+    from fair_forge_core.compare import compare, judging_differences
 
-    comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed)
+    # One result holding both assistants was judged in one evaluation: alike by construction.
+    judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
+    for difference in judging:
+        stderr.write(f"warning: {difference}\n")
+    if judging and args.require_same_judge:
+        raise CliError(
+            f"--require-same-judge: the baseline and the candidate were not judged alike "
+            f"({len(judging)} difference(s), listed above)"
+        )
+    comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed, judging=judging)
     for warning in _comparison_warnings(comparison):
         stderr.write(f"warning: {warning}\n")
     if comparison.shared_tasks == 0:
@@ -1109,6 +1156,8 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             stderr.write(f"wrote {args.out}\n")
     if comparison.verdict == "regressed":
         return EXIT_REGRESSED
+    if comparison.verdict == "not_tested":
+        return EXIT_NOT_TESTED
     if comparison.verdict == "inconclusive" and args.require_conclusive:
         return EXIT_INCONCLUSIVE
     return EXIT_OK

@@ -19,11 +19,15 @@ averaged over the tasks it is defined on, per side; its difference is the mean o
 per-task differences candidate − baseline. At k = 1 only pass@1 is reported (the other
 four are the same number by definition).
 
-Tests (`compare`): a task-level paired bootstrap for every metric, McNemar's test when
-every shared task has one attempt per side, Holm's adjustment across the metrics, and
-the Bayesian probability that the candidate's per-attempt success rate is higher. The
-rules are stated on each function. Pure: no I/O; numpy and scipy are imported inside the
-functions that need them, so importing this module costs nothing.
+Tests (`compare`): a task-level paired bootstrap for every metric averaged over at least 10
+tasks, the exact sign-flip permutation test over fewer, McNemar's test when every shared
+task has one attempt per side, Holm's adjustment across the metrics, and the Bayesian
+probability that the candidate's per-attempt success rate is higher. A metric whose test
+could not reach significance whatever the outcome is reported as not tested, and a
+comparison in which no metric could be tested has the verdict `not_tested`.
+`judging_differences` says whether the two sides were judged alike (their `Provenance`).
+The rules are stated on each function. Pure: no I/O; numpy and scipy are imported inside
+the functions that need them, so importing this module costs nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from fair_forge_core.schemas import (
     EvaluationResult,
     McNemarTest,
     MetricComparison,
+    Provenance,
 )
 
 if TYPE_CHECKING:
@@ -81,10 +86,15 @@ MIN_BOOTSTRAP_TASKS = 10
 """A bootstrap p-value enters the verdict only for a metric averaged over at least 10 tasks.
 With fewer, the task-level bootstrap cannot see the spread between tasks (at one task, or
 any few tasks with equal differences, every resample is the observed difference and the
-p-value is 1/(B + 1)): the difference and its interval are still reported, with a note."""
+p-value is 1/(B + 1)): the metric is tested by the exact sign-flip test
+(`sign_flip_p_value`) instead; the bootstrap interval and p-value are still reported."""
 
-PValueMethod = Literal["bootstrap", "mcnemar_exact", "mcnemar_chi2"]
-Verdict = Literal["improved", "regressed", "inconclusive"]
+MAX_SIGN_FLIP_TASKS = 16
+"""`sign_flip_p_value` enumerates 2^T sign assignments: at most 2^16 (an 8 MB matrix).
+`compare` calls it only below `MIN_BOOTSTRAP_TASKS`, at most 2^9 = 512 assignments."""
+
+PValueMethod = Literal["bootstrap", "mcnemar_exact", "mcnemar_chi2", "sign_flip_exact"]
+Verdict = Literal["improved", "regressed", "inconclusive", "not_tested"]
 
 ALL_METRICS: tuple[ComparedMetric, ...] = ("pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased")
 _UNBIASED: frozenset[ComparedMetric] = frozenset({"pass@k_unbiased", "pass^k_unbiased"})
@@ -275,6 +285,57 @@ def mcnemar(b: int, c: int, tasks: int) -> McNemarTest:
     )
 
 
+def sign_flip_p_value(differences: Sequence[float]) -> float:
+    """Fisher's randomisation test of paired differences d_1 … d_T (the exact sign-flip
+    permutation test): under "no difference" each d_i is as likely to have had the other
+    sign, so the two-sided p-value is
+
+        p = #{s ∈ {±1}^T : |Σ s_i·d_i| ≥ |Σ d_i| − 1e-9·Σ|d_i|} / 2^T,
+
+    enumerated exactly (the tolerance makes float sums that are equal in exact arithmetic,
+    such as 0.1 + 0.2 and 0.3, count as ties). It is 1 when every d_i is 0, and never below
+    2/2^T (s and −s reach the same |Σ|), which it is when every d_i has one sign and none
+    is 0. On differences in {−1, 0, 1} it is McNemar's exact test. ValueError unless
+    1 ≤ T ≤ `MAX_SIGN_FLIP_TASKS`.
+    """
+    import numpy as np
+
+    tasks = len(differences)
+    if not 1 <= tasks <= MAX_SIGN_FLIP_TASKS:
+        raise ValueError(f"the sign-flip test takes 1 to {MAX_SIGN_FLIP_TASKS} differences, got {tasks}")
+    values = np.asarray(differences, dtype=np.float64)
+    # row r of `signs` is assignment r: bit i of r set flips the sign of d_i
+    signs = 1 - 2 * ((np.arange(1 << tasks)[:, None] >> np.arange(tasks)) & 1)
+    sums = np.abs(signs @ values)
+    observed = abs(math.fsum(differences))
+    tolerance = 1e-9 * math.fsum(abs(d) for d in differences)
+    return int(np.count_nonzero(sums >= observed - tolerance)) / (1 << tasks)
+
+
+def smallest_exact_p(tasks: int) -> float:
+    """The smallest two-sided p-value an exact test of `tasks` paired tasks can give, at its
+    most extreme outcome (every task differs, all one way): 2/2^T for the sign-flip test,
+    and for McNemar's exact test (`mcnemar`) while T ≤ `EXACT_MCNEMAR_MAX_DISCORDANT`;
+    beyond, 2/2^25 (25 discordant pairs, all one way), which no confidence in use reaches."""
+    return 2.0 ** (1 - min(tasks, EXACT_MCNEMAR_MAX_DISCORDANT))
+
+
+def minimum_tasks(confidence: float = 0.95, tests: int = 1, resamples: int | None = None) -> int:
+    """The fewest tasks at which one of `tests` metrics, Holm-adjusted together, can be
+    significant at α = 1 − confidence: the smallest T with tests·2/2^T ≤ α (an exact test's
+    smallest p-value, `smallest_exact_p`, times the factor of Holm's first step). With
+    `resamples` (the metric may be bootstrapped from `MIN_BOOTSTRAP_TASKS` tasks on), at
+    most `MIN_BOOTSTRAP_TASKS` when tests/(resamples + 1), the bootstrap's smallest Holm
+    step, is ≤ α. At α = 0.05: 6 for one test, 7 for two or three, 8 for four to six."""
+    alpha = 1.0 - confidence
+    tasks = 1
+    while tests * smallest_exact_p(tasks) > alpha and tasks < EXACT_MCNEMAR_MAX_DISCORDANT:
+        tasks += 1
+    if resamples is not None and tasks > MIN_BOOTSTRAP_TASKS and tests / (resamples + 1) <= alpha:
+        return MIN_BOOTSTRAP_TASKS
+    return tasks
+
+
 def probability_better(
     baseline_successes: int,
     baseline_failures: int,
@@ -341,14 +402,23 @@ def minimum_detectable_effect(standard_error: float, confidence: float = 0.95, p
 
 
 def tasks_needed(
-    tasks: int, standard_error: float, difference: float, confidence: float = 0.95, power: float = POWER
+    tasks: int,
+    standard_error: float,
+    difference: float,
+    confidence: float = 0.95,
+    power: float = POWER,
+    *,
+    minimum: int = 1,
 ) -> int | None:
     """Shared tasks that would detect a true difference of size |difference| with probability
     `power`: ⌈tasks·(minimum_detectable_effect(SE)/|difference|)²⌉, the standard error
-    shrinking as 1/sqrt(tasks). None when the difference is 0."""
+    shrinking as 1/sqrt(tasks), and never fewer than `minimum` (`compare` passes the fewest
+    tasks its tests can reject with, and one more than the tasks given). None when the
+    difference is 0."""
     if difference == 0:
         return None
-    return math.ceil(tasks * (minimum_detectable_effect(standard_error, confidence, power) / abs(difference)) ** 2)
+    normal = math.ceil(tasks * (minimum_detectable_effect(standard_error, confidence, power) / abs(difference)) ** 2)
+    return max(minimum, normal)
 
 
 def _bootstrap(
@@ -400,6 +470,7 @@ class _Metric:
     standard_error: float | None = None
     notes: list[str] = field(default_factory=list)
     same_as: int = -1  # index of the first metric with the same per-task data, or its own
+    floor: float | None = None  # the smallest p-value its test can give; None when no test ran
 
 
 def compare(
@@ -411,6 +482,7 @@ def compare(
     resamples: int | None = None,
     seed: int = 0,
     prior: Sequence[float] = (1.0, 1.0),
+    judging: Sequence[str] = (),
 ) -> Comparison:
     """Is the candidate better than the baseline on the tasks both attempted?
 
@@ -428,23 +500,40 @@ def compare(
     - Bootstrap p-value, two-sided, from the replicates D*_b centred on the observed D:
       p = (1 + #{b : |D*_b − D| ≥ |D|}) / (B + 1), B counting the replicates that hold one of
       the metric's tasks. It is 1 when D = 0.
-    - The p-value a metric is tested with: McNemar's (`mcnemar`, exact or chi-square) for
-      pass@1 when every shared task has exactly one scored attempt per side; otherwise the
-      bootstrap one, provided the metric is averaged over ≥ `MIN_BOOTSTRAP_TASKS` tasks
-      (else no test, and a note). Metrics whose per-task values coincide on both sides with
-      an earlier metric's (at one attempt a task, pass@k and pass^k are pass@1) are the same
-      test: they take its p-value and count once in the Holm family.
+    - The test of a metric: McNemar's (`mcnemar`, exact or chi-square) for pass@1 when every
+      shared task has exactly one scored attempt per side, at any number of tasks;
+      otherwise the bootstrap p-value when the metric is averaged over ≥
+      `MIN_BOOTSTRAP_TASKS` tasks, and the exact sign-flip test over its per-task
+      differences (`sign_flip_p_value`, method "sign_flip_exact") when over fewer. Metrics
+      whose per-task values coincide on both sides with an earlier metric's (at one attempt
+      a task, pass@k and pass^k are pass@1) are the same test: they take its p-value and
+      count once in the Holm family.
+    - Tested or not: a test's floor is the smallest p-value it can give at its most extreme
+      outcome (`smallest_exact_p` of the metric's tasks for the exact tests, 1/(B + 1) for
+      the bootstrap). The distinct tests, ranked by floor, are tested as the largest group
+      whose size times its largest floor is ≤ α — Holm's first step at best, so each of
+      them could be significant. A metric outside it (5 tasks at 95 %: 2/2⁵ = 0.0625 > 0.05;
+      6 tasks and five distinct tests: 5·2/2⁶ > 0.05) is not tested: no p-value, and a note
+      saying why in numbers. So is a metric no test could run on (no task, or no bootstrap
+      resample holding one of its tasks). A test that ran never carries a "not tested" note.
     - Holm: the tested p-values are adjusted together (`holm_adjust`); a metric is
       significant when its adjusted p ≤ α and its difference is not 0.
     - Verdict: `regressed` if any metric is significantly lower; `improved` if at least one
-      is significantly higher and none significantly lower; else `inconclusive`. The
-      Bayesian probability informs, it does not vote.
+      is significantly higher and none significantly lower; `not_tested` if no metric was
+      tested (no shared task included); else `inconclusive`. The Bayesian probability
+      informs, it does not vote.
     - Standard error of a metric: the sample standard deviation (n − 1) of its per-task
-      differences over sqrt(tasks), None under two tasks; `minimum_detectable_effect` at
-      80 % power and level α from it; for an inconclusive verdict, `tasks_needed` for a true
-      difference of the observed size (None when it is 0).
+      differences over sqrt(tasks), None under two tasks and exactly 0.0 when the
+      differences are all equal (no variation); `minimum_detectable_effect` at 80 % power
+      and level α from it, None when it is None or 0.0.
+    - `tasks_needed` (inconclusive and not_tested verdicts only; None when the difference
+      is 0 or under two tasks): the shared tasks that would detect a true difference of the
+      observed size with 80 % power (`tasks_needed`), and never fewer than the fewest tasks
+      at which one of the comparison's distinct tests can be significant (`minimum_tasks`),
+      nor than the shared tasks + 1.
     - `probability_candidate_better`: `probability_better` on the scored attempts of the
       shared tasks pooled per side, with `prior` (a, b); None without shared tasks.
+    - `judging`: the lines of `judging_differences`, copied into `judging_differences`.
 
     ValueError for k < 1, a confidence outside (0, 1), resamples < 1, a negative seed or a
     prior outside `PRIOR_RANGE`; TypeError for a malformed outcome.
@@ -512,29 +601,53 @@ def compare(
             signature = mask.tobytes() + (base_values[m] + 0.0).tobytes() + (cand_values[m] + 0.0).tobytes()
             metric.same_as = signatures.index(signature) if signature in signatures else m
             signatures.append(signature)
-            if name == "pass@1" and mcnemar_test is not None:
-                metric.p_value = mcnemar_test.p_value
+            if metric.same_as != m:  # the same test as an earlier metric, whatever decided it
+                earlier = metrics[metric.same_as]
+                metric.p_value, metric.method, metric.floor = earlier.p_value, earlier.method, earlier.floor
+            elif name == "pass@1" and mcnemar_test is not None:
+                metric.p_value, metric.floor = mcnemar_test.p_value, smallest_exact_p(metric.tasks)
                 metric.method = "mcnemar_exact" if mcnemar_test.method == "exact" else "mcnemar_chi2"
-            elif metric.same_as != m:  # the same test as an earlier metric, whatever decided it
-                metric.p_value, metric.method = metrics[metric.same_as].p_value, metrics[metric.same_as].method
             metrics.append(metric)
 
+    # Which tests could be significant: the largest group, by floor, that Holm's first step
+    # lets through. The product (group size × largest floor) grows with the floor, so the
+    # groups that qualify are the ones below a cut-off.
+    floors = {i: m.floor for i, m in enumerate(metrics) if m.same_as == i and m.floor is not None}
+    cutoff = None
+    for floor in sorted(set(floors.values())):
+        if sum(1 for f in floors.values() if f <= floor) * floor > alpha:
+            break
+        cutoff = floor
+    family = [i for i, f in floors.items() if cutoff is not None and f <= cutoff]
+    for i, floor in floors.items():
+        if i not in family:
+            together = sum(1 for f in floors.values() if f <= floor)
+            metrics[i].notes.append(_untestable(metrics[i], floor, together, confidence))
+            metrics[i].p_value = metrics[i].method = None
+    for i, metric in enumerate(metrics):
+        if metric.same_as != i and metric.same_as not in family:
+            metric.p_value = metric.method = None
+            metric.notes = [*metric.notes, *(n for n in metrics[metric.same_as].notes if n not in metric.notes)]
+
     # Holm over the distinct tested metrics.
-    family = [i for i, m in enumerate(metrics) if m.p_value is not None and m.same_as == i]
     adjusted = dict(zip(family, holm_adjust([metrics[i].p_value or 0.0 for i in family]), strict=True))
     holm = [adjusted.get(m.same_as) if m.p_value is not None else None for m in metrics]
     significant = [p is not None and p <= alpha and bool(m.difference) for m, p in zip(metrics, holm, strict=True)]
     lower = [m.name for m, s in zip(metrics, significant, strict=True) if s and (m.difference or 0.0) < 0]
     higher = [m.name for m, s in zip(metrics, significant, strict=True) if s and (m.difference or 0.0) > 0]
-    verdict: Verdict = "regressed" if lower else "improved" if higher else "inconclusive"
-    explanation = _explain(verdict, metrics, holm, lower, higher, confidence)
+    verdict: Verdict = "regressed" if lower else "improved" if higher else "inconclusive" if family else "not_tested"
+    explanation = _explain(verdict, metrics, holm, lower, higher, confidence, len(shared))
+    fewest = max(
+        minimum_tasks(confidence, max(1, len(floors)), None if mcnemar_test is not None else resamples),
+        len(shared) + 1,
+    )
 
     results = []
     for metric, p_holm, is_significant in zip(metrics, holm, significant, strict=True):
         se = metric.standard_error
         needed = None
-        if verdict == "inconclusive" and se is not None and metric.difference is not None:
-            needed = tasks_needed(metric.tasks, se, metric.difference, confidence)
+        if verdict in ("inconclusive", "not_tested") and se is not None and metric.difference is not None:
+            needed = tasks_needed(metric.tasks, se, metric.difference, confidence, minimum=fewest)
         results.append(
             MetricComparison(
                 metric=metric.name,
@@ -551,7 +664,7 @@ def compare(
                 p_value_holm=p_holm,
                 significant=is_significant,
                 standard_error=se,
-                minimum_detectable_effect=minimum_detectable_effect(se, confidence) if se is not None else None,
+                minimum_detectable_effect=minimum_detectable_effect(se, confidence) if se else None,
                 tasks_needed=needed,
                 note="; ".join(metric.notes) or None,
             )
@@ -585,6 +698,7 @@ def compare(
         baseline_unscored_by_task=dict(sorted(base.unscored.items())),
         candidate_unscored_by_task=dict(sorted(cand.unscored.items())),
         notes=notes,
+        judging_differences=list(judging),
     )
 
 
@@ -612,23 +726,57 @@ def _metric(
         difference=difference,
     )
     if tasks >= 2:
-        metric.standard_error = math.sqrt(math.fsum((x - difference) ** 2 for x in differences) / (tasks - 1) / tasks)
+        if min(differences) == max(differences):  # no variation: exactly 0, not a rounding residue
+            metric.standard_error = 0.0
+        else:
+            spread = math.fsum((x - difference) ** 2 for x in differences) / (tasks - 1)
+            metric.standard_error = math.sqrt(spread / tasks)
+    if tasks < MIN_BOOTSTRAP_TASKS:
+        metric.p_value, metric.method = sign_flip_p_value(differences), "sign_flip_exact"
+        metric.floor = smallest_exact_p(tasks)
     valid = replicates[~np.isnan(replicates)]
     if len(valid) < len(replicates):
         metric.notes.append(
             f"{len(replicates) - len(valid)} bootstrap resample(s) held none of its tasks and were left out"
         )
     if len(valid) == 0:
+        if metric.floor is None:
+            metric.notes.append("no bootstrap resample held one of its tasks: not tested")
         return metric
     low, high = np.quantile(valid, [alpha / 2.0, 1.0 - alpha / 2.0])
     metric.ci_low, metric.ci_high = float(low), float(high)
     exceed = int(np.count_nonzero(np.abs(valid - difference) >= abs(difference)))
     metric.bootstrap_p = (1 + exceed) / (len(valid) + 1)
     if tasks >= MIN_BOOTSTRAP_TASKS:
-        metric.p_value, metric.method = metric.bootstrap_p, "bootstrap"
-    else:
-        metric.notes.append(f"averaged over {tasks} task(s), fewer than {MIN_BOOTSTRAP_TASKS}: not tested")
+        metric.p_value, metric.method, metric.floor = metric.bootstrap_p, "bootstrap", 1 / (len(valid) + 1)
     return metric
+
+
+_TEST_NAMES: dict[PValueMethod, str] = {
+    "bootstrap": "the bootstrap",
+    "mcnemar_exact": "McNemar's exact test",
+    "mcnemar_chi2": "McNemar's test",
+    "sign_flip_exact": "the exact sign-flip test",
+}
+
+
+def _level(confidence: float) -> str:
+    """A confidence level as written in notes and explanations: 95%, or 0.955 when not a whole percent."""
+    return f"{confidence:.0%}" if round(confidence * 100, 6).is_integer() else f"{confidence:g}"
+
+
+def _untestable(metric: _Metric, floor: float, together: int, confidence: float) -> str:
+    """Why a test that ran cannot show a difference: its floor alone is above α, or its floor
+    times `together`, the tests Holm would adjust it with (its own and those with a floor as
+    small or smaller), is."""
+    test = _TEST_NAMES[metric.method] if metric.method is not None else "its test"
+    head = f"{metric.tasks} tasks cannot show a difference at {_level(confidence)}"
+    if floor > 1.0 - confidence:
+        return f"{head}: {test}'s smallest p-value is {floor:.3g}"
+    return (
+        f"{head} among {together} distinct tests: {test}'s smallest p-value, {floor:.3g}, "
+        f"is {together * floor:.3g} after Holm's adjustment"
+    )
 
 
 def _explain(
@@ -638,9 +786,10 @@ def _explain(
     lower: Sequence[ComparedMetric],
     higher: Sequence[ComparedMetric],
     confidence: float,
+    shared: int,
 ) -> str:
     """One sentence on why the verdict is what it is."""
-    level = f"{confidence:.0%}" if round(confidence * 100, 6).is_integer() else f"{confidence:g}"
+    level = _level(confidence)
     by_name = {m.name: (m, p) for m, p in zip(metrics, holm, strict=True)}
 
     def listed(names: Sequence[ComparedMetric]) -> str:
@@ -651,7 +800,48 @@ def _explain(
         return text + (f"; significantly higher: {listed(higher)}" if higher else "")
     if verdict == "improved":
         return f"improved: significantly higher at {level}: {listed(higher)}; none lower"
+    if verdict == "not_tested":
+        if not shared:
+            return "not tested: no task was scored on both sides"
+        return f"not tested: no metric could be tested at {level} on {shared} shared task(s) (see the metrics' notes)"
     tested = [p for p in holm if p is not None]
-    if not tested:
-        return "inconclusive: no metric could be tested (see the metrics' notes)"
     return f"inconclusive: no metric differs significantly at {level} (smallest Holm-adjusted p = {min(tested):.3g})"
+
+
+# --------------------------------------------------------------------------- judged alike?
+
+
+def _judges(provenance: Provenance) -> str:
+    """The judges of one side, in order: class path, model and the identity's first 12 hex digits."""
+    return "[" + ", ".join(f"{j.class_path} {j.model} {j.identity[:12]}" for j in provenance.judges) + "]"
+
+
+def judging_differences(baseline: Provenance | None, candidate: Provenance | None) -> list[str]:
+    """What differs between how the two sides were judged, one readable line per difference
+    naming the field and both values (`different threshold: baseline 0.7 vs candidate 0.75`);
+    [] when they were judged alike.
+
+    Compared: the judges' `identity` lists (in order: the same judges, models, sampling and
+    prompt, `judges.usage.judge_identity`), `prompt_hash`, `threshold`, `tool_threshold`,
+    `tool_dimension_floor` and `k`. A side without provenance (a result written before it
+    existed, or computed without it) is one line saying that side cannot be checked, and
+    nothing else is compared. Hashes are shown by their first 12 hex digits.
+    """
+    lines = [
+        f"the {side}'s result has no provenance: how it was judged cannot be checked"
+        for side, provenance in (("baseline", baseline), ("candidate", candidate))
+        if provenance is None
+    ]
+    if baseline is None or candidate is None:
+        return lines
+    if [j.identity for j in baseline.judges] != [j.identity for j in candidate.judges]:
+        lines.append(f"different judges (identity): baseline {_judges(baseline)} vs candidate {_judges(candidate)}")
+    if baseline.prompt_hash != candidate.prompt_hash:
+        lines.append(
+            f"different prompt_hash: baseline {baseline.prompt_hash[:12]} vs candidate {candidate.prompt_hash[:12]}"
+        )
+    for name in ("threshold", "tool_threshold", "tool_dimension_floor", "k"):
+        base_value, cand_value = getattr(baseline, name), getattr(candidate, name)
+        if base_value != cand_value:
+            lines.append(f"different {name}: baseline {base_value:g} vs candidate {cand_value:g}")
+    return lines

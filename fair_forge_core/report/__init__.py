@@ -14,9 +14,10 @@ tool-correctness breakdown by dimension (mean bars, and per conversation); a com
 of the assistants when there are several; when the result has
 `aggregated_metrics.comparison` (`config.compare`), the baseline-vs-candidate section —
 the verdict and its explanation, the confidence, shared tasks, P(candidate better), the
-minimum detectable effect (and tasks needed when inconclusive), a forest plot of each
-metric's difference with its interval (`charts.forest_plot`), a per-metric table, the
-tasks and conversations left unpaired and the notes; and every conversation with its
+minimum detectable effect (and tasks needed when inconclusive or not tested), how the two
+sides were judged differently, a forest plot of each metric's difference with its
+interval (`charts.forest_plot`), a per-metric table, the tasks and conversations left
+unpaired and the notes; and every conversation with its
 turns, failing turns highlighted with the judge's and the tool rubric's reasons. Without
 a comparison the page is exactly what it was before the section existed (its CSS is
 written only with it).

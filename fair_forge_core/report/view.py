@@ -58,6 +58,7 @@ VERDICT_LABELS = {
     "improved": "Improved",
     "regressed": "Regressed",
     "inconclusive": "Inconclusive",
+    "not_tested": "Not tested",
 }
 
 
@@ -88,7 +89,7 @@ def format_probability(value: float | None) -> str:
 
 
 def format_verdict(value: Any) -> str:
-    """A comparison's verdict in words: Improved, Regressed, Inconclusive."""
+    """A comparison's verdict in words: Improved, Regressed, Inconclusive, Not tested."""
     return VERDICT_LABELS.get(str(value), str(value))
 
 
@@ -418,7 +419,12 @@ def conversation_row(index: int, conversation: Mapping[str, Any]) -> Conversatio
 
 COMPARISON: JsonPath = ("aggregated_metrics", "comparison")
 
-P_VALUE_METHODS = {"bootstrap": "paired bootstrap", "mcnemar_exact": "McNemar exact", "mcnemar_chi2": "McNemar χ²"}
+P_VALUE_METHODS = {
+    "bootstrap": "paired bootstrap",
+    "mcnemar_exact": "McNemar exact",
+    "mcnemar_chi2": "McNemar χ²",
+    "sign_flip_exact": "exact sign-flip",
+}
 
 # The text mark of a forest-plot row by its state (`ForestRow.state`): significance is never told by colour alone.
 COMPARISON_MARKS = {
@@ -433,7 +439,9 @@ COMPARISON_MARKS = {
 @dataclass(frozen=True)
 class MetricRow:
     """One compared metric: its values tied to `aggregated_metrics.comparison.metrics[index]`,
-    its state and text mark (`COMPARISON_MARKS`), and its note."""
+    its state and text mark (`COMPARISON_MARKS`), and its note. `no_variation`: no minimum
+    detectable effect because the per-task differences do not vary (standard error exactly
+    0), which the page writes "n/a (no variation)" rather than a dash."""
 
     index: int
     label: str
@@ -452,6 +460,7 @@ class MetricRow:
     minimum_detectable_effect: Value
     tasks_needed: Value
     note: str | None
+    no_variation: bool = False
 
     @property
     def direction(self) -> str:
@@ -462,9 +471,10 @@ class MetricRow:
 @dataclass(frozen=True)
 class ComparisonView:
     """The comparison section: the verdict and its figures, the forest plot, one row per
-    metric, the unmatched tasks and unscored conversations, and the notes. `headline` is
-    the pass@1 row (always compared), whose minimum detectable effect and tasks needed the
-    summary states."""
+    metric, the unmatched tasks and unscored conversations, the notes, and how the two sides
+    were judged differently. `headline` is the pass@1 row (always compared), whose minimum
+    detectable effect and tasks needed the summary states. `unsettled`: the verdict is
+    inconclusive or not tested, so the tasks needed are shown."""
 
     verdict: Value
     explanation: Value
@@ -477,7 +487,7 @@ class ComparisonView:
     candidate_successes: Value
     baseline_unscored: Value
     candidate_unscored: Value
-    inconclusive: bool
+    unsettled: bool
     rows: list[MetricRow]
     headline: MetricRow | None
     plot: ForestPlot | None
@@ -488,6 +498,7 @@ class ComparisonView:
     mcnemar: Mapping[str, Any] | None
     prior: list[float]
     notes: list[str]
+    judging_differences: list[str]
     power: float = POWER
 
     @property
@@ -536,6 +547,7 @@ def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
                 minimum_detectable_effect=field("minimum_detectable_effect"),
                 tasks_needed=field("tasks_needed"),
                 note=metric["note"],
+                no_variation=metric["minimum_detectable_effect"] is None and metric["standard_error"] == 0.0,
             )
         )
     return ComparisonView(
@@ -550,7 +562,7 @@ def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
         candidate_successes=at("candidate_successes"),
         baseline_unscored=at("baseline_unscored_conversations"),
         candidate_unscored=at("candidate_unscored_conversations"),
-        inconclusive=comparison["verdict"] == "inconclusive",
+        unsettled=comparison["verdict"] in ("inconclusive", "not_tested"),
         rows=rows,
         headline=next(
             (row for row, m in zip(rows, comparison["metrics"], strict=True) if m["metric"] == "pass@1"), None
@@ -563,6 +575,7 @@ def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
         mcnemar=comparison["mcnemar"],
         prior=list(comparison["prior"]),
         notes=list(comparison["notes"]),
+        judging_differences=list(comparison.get("judging_differences", [])),
     )
 
 

@@ -325,7 +325,10 @@ class MetricComparison(_Result):
     tasks it is defined on for each side, the difference candidate − baseline with a
     paired-bootstrap percentile interval, the p-value the verdict reads and its Holm
     adjustment, and the effect the tasks given can detect. Values are None when no task
-    qualifies (`note` says why)."""
+    qualifies (`note` says why). A metric is tested when `p_value` is set; otherwise
+    `note` says why not (no task, or too few for its test to reach significance, with the
+    numbers). `minimum_detectable_effect` is None when `standard_error` is None (fewer than
+    two tasks) or exactly 0.0 (the per-task differences do not vary: "n/a (no variation)")."""
 
     metric: ComparedMetric
     k: int
@@ -337,7 +340,7 @@ class MetricComparison(_Result):
     ci_high: float | None
     bootstrap_p_value: float | None
     p_value: float | None
-    p_value_method: Literal["bootstrap", "mcnemar_exact", "mcnemar_chi2"] | None
+    p_value_method: Literal["bootstrap", "mcnemar_exact", "mcnemar_chi2", "sign_flip_exact"] | None
     p_value_holm: float | None
     significant: bool
     standard_error: float | None
@@ -365,9 +368,12 @@ class McNemarTest(_Result):
 class Comparison(_Result):
     """Is the candidate better than the baseline? A paired comparison over the tasks both
     attempted (`fair_forge_core.compare.compare`). Tasks only one side scored, and unscored
-    conversations, are counted and listed, never paired."""
+    conversations, are counted and listed, never paired. `verdict` is `not_tested` when no
+    metric could be tested (no shared task, or too few for any test to reach significance).
+    `judging_differences` lists what differs between how the two sides were judged
+    (`fair_forge_core.compare.judging_differences`; empty when alike or not checked)."""
 
-    verdict: Literal["improved", "regressed", "inconclusive"]
+    verdict: Literal["improved", "regressed", "inconclusive", "not_tested"]
     verdict_explanation: str
     confidence: float
     k: int
@@ -389,3 +395,4 @@ class Comparison(_Result):
     baseline_unscored_by_task: dict[str, int]
     candidate_unscored_by_task: dict[str, int]
     notes: list[str] = Field(default_factory=list)
+    judging_differences: list[str] = Field(default_factory=list)

@@ -242,7 +242,10 @@ def test_unmatched_tasks_and_unscored_conversations_are_warnings_on_stderr(tmp_p
     assert comparison is not None
     assert comparison["baseline_only_tasks"] == ["task-0", "task-1"]
     assert comparison["candidate_only_tasks"] == ["task-14", "task-15"]
-    warnings = [line for line in process.stderr.splitlines() if line.startswith("warning:")]
+    # (each side without provenance is a warning too: not what this test is about)
+    warnings = [
+        line for line in process.stderr.splitlines() if line.startswith("warning:") and "provenance" not in line
+    ]
     assert warnings == [
         "warning: 2 task(s) scored only for the baseline, not compared: task-0, task-1",
         "warning: 2 task(s) scored only for the candidate, not compared: task-14, task-15",
@@ -317,3 +320,147 @@ def test_an_evaluation_that_cannot_run_exits_3(tmp_path: Path) -> None:
     assert process.returncode == 3, process.stderr
     assert f"error: evaluation failed: {candidate}: the judge provider refused the request" in process.stderr
     assert "0123456789" not in process.stderr and process.stdout == ""
+
+
+# --------------------------------------------------------------------------- small samples (issue: headlines a CI can trust)
+
+
+def test_the_issues_22_of_24_against_8_of_24_on_8_tasks_is_regressed_exit_1(tmp_path: Path) -> None:
+    # Today's code printed INCONCLUSIVE, exit 0, and "1 shared task needed to settle it".
+    v1: Pattern = [(True, True, True)] * 6 + [(True, True, False)] * 2
+    v2: Pattern = [(True, False, False)] * 8
+    both = request_file(tmp_path / "both.json", attempts("v1", v1) + attempts("v2", v2))
+    process, comparison, _ = compare_files(both, both, "--baseline-assistant", "v1", "--candidate-assistant", "v2")
+    assert process.returncode == 1, process.stderr
+    assert comparison is not None and comparison["verdict"] == "regressed"
+    assert (comparison["baseline_successes"], comparison["candidate_successes"]) == (22, 8)
+    assert "verdict: REGRESSED" in process.stdout and "shared tasks needed" not in process.stdout
+    assert_table_equals_json(process.stdout, comparison)
+    assert (
+        "exact sign-flip test over the per-task differences (fewer than 10 tasks): "
+        "pass@1, pass@3, pass^3, pass@3 unbiased, pass^3 unbiased" in process.stdout
+    )
+    # pass@3 unbiased is 1 on every task for both sides: no variation
+    assert "pass@3 unbiased n/a (no variation)" in process.stdout
+    assert "warning" not in process.stderr  # one file, one evaluation: judged alike
+
+
+def test_a_mcnemar_test_that_ran_prints_no_not_tested_note(tmp_path: Path) -> None:
+    # Today's code printed `p 0.031 yes IMPROVED` and, below, "fewer than 10: not tested".
+    both = request_file(tmp_path / "both.json", attempts("v1", [(False,)] * 6) + attempts("v2", [(True,)] * 6))
+    process, comparison, _ = compare_files(both, both, "--baseline-assistant", "v1", "--candidate-assistant", "v2")
+    assert process.returncode == 0, process.stderr
+    assert comparison is not None and comparison["verdict"] == "improved"
+    assert comparison["metrics"][0]["p_value"] == 2 / 64  # exact McNemar, c = 6, b = 0
+    assert "not tested" not in process.stdout
+    assert "McNemar (exact): baseline-only successes b = 0, candidate-only c = 6, p = 0.031" in process.stdout
+
+
+def test_too_few_tasks_to_test_anything_is_not_tested_exit_5_even_without_require_conclusive(tmp_path: Path) -> None:
+    both = request_file(tmp_path / "both.json", attempts("v1", [(True,) * 3] * 5) + attempts("v2", [(False,) * 3] * 5))
+    choose = ("--baseline-assistant", "v1", "--candidate-assistant", "v2")
+    process, comparison, _ = compare_files(both, both, *choose)
+    assert process.returncode == 5, process.stderr
+    assert comparison is not None and comparison["verdict"] == "not_tested"
+    assert "verdict: NOT TESTED — too few shared tasks for any test to show a difference" in process.stdout
+    assert_table_equals_json(process.stdout, comparison)
+    notes = [line for line in process.stdout.splitlines() if line.startswith("note:")]
+    assert len(notes) == 5 and all(
+        line.endswith("5 tasks cannot show a difference at 95%: the exact sign-flip test's smallest p-value is 0.0625")
+        for line in notes
+    )
+    # every per-task difference is −1: no minimum detectable effect, and the tasks needed are
+    # what the exact test needs to be able to reject (2/2⁶ ≤ 0.05 < 2/2⁵), never fewer than 5 + 1
+    line = next(line for line in process.stdout.splitlines() if line.startswith("minimum detectable effect"))
+    assert line.count("n/a (no variation)") == 5
+    line = next(line for line in process.stdout.splitlines() if line.startswith("shared tasks needed"))
+    assert [int(n) for n in re.findall(r" (\d+) \(difference", line)] == [6] * 5
+    required = run_cli("compare", both, both, *choose, "--require-conclusive", "--quiet")
+    assert required.returncode == 5 and required.stdout == process.stdout
+
+
+# --------------------------------------------------------------------------- judged alike?
+
+
+def provenance(**changes: Any) -> dict[str, Any]:
+    """A provenance as a result file holds it, written by hand (evaluate does not fill it yet)."""
+    return {
+        "version": "1.0.0",
+        "judges": [{"class_path": "fair_forge_core.judges.ReferenceJudge", "model": "reference", "identity": "a" * 64}],
+        "prompt_hash": "b" * 64,
+        "threshold": 0.7,
+        "tool_threshold": 0.8,
+        "tool_dimension_floor": 0.5,
+        "tool_weights": {},
+        "require_tool_correctness": False,
+        "k": 3,
+        "statistical_mode": {"method": "frequentist"},
+        "judge_samples": 1,
+        "judge_vote": "majority",
+        "judge_cascade": False,
+        "datasets_hash": "c" * 64,
+    } | changes
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """a.result.json (MIXED) and b.result.json (NEARLY_MIXED: inconclusive), evaluated once."""
+    folder = tmp_path_factory.mktemp("judged")
+    for name, assistant, pattern in (("a", "v1", MIXED), ("b", "v2", NEARLY_MIXED)):
+        request = request_file(folder / f"{name}.json", attempts(assistant, pattern))
+        assert run_cli("evaluate", request, "--out", folder / f"{name}.result.json").returncode == 0
+    return folder
+
+
+def with_provenance(results: Path, name: str, value: dict[str, Any] | None) -> Path:
+    data = json.loads((results / f"{name}.result.json").read_text()) | {"provenance": value}
+    path = results / f"{name}.{'none' if value is None else abs(hash(json.dumps(value, sort_keys=True)))}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_sides_judged_alike_compare_without_a_warning_even_when_required(results: Path) -> None:
+    baseline, candidate = with_provenance(results, "a", provenance()), with_provenance(results, "b", provenance())
+    process, comparison, _ = compare_files(baseline, candidate, "--require-same-judge")
+    assert process.returncode == 0, process.stderr
+    assert comparison is not None and comparison["judging_differences"] == []
+    assert "warning" not in process.stderr
+
+
+def test_sides_judged_differently_are_warnings_and_a_refusal_under_require_same_judge(results: Path) -> None:
+    baseline = with_provenance(results, "a", provenance())
+    candidate = with_provenance(results, "b", provenance(threshold=0.8, k=5, prompt_hash="d" * 64))
+    expected = [
+        f"different prompt_hash: baseline {'b' * 12} vs candidate {'d' * 12}",
+        "different threshold: baseline 0.7 vs candidate 0.8",
+        "different k: baseline 3 vs candidate 5",
+    ]
+    process, comparison, _ = compare_files(baseline, candidate)
+    assert process.returncode == 0, process.stderr  # a warning only: the verdict decides
+    assert comparison is not None and comparison["judging_differences"] == expected
+    assert [line for line in process.stderr.splitlines() if line.startswith("warning:")] == [
+        f"warning: {line}" for line in expected
+    ]
+    assert "warning" not in process.stdout
+
+    refused = run_cli("compare", baseline, candidate, "--require-same-judge")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stdout == "" and "Traceback" not in refused.stderr
+    assert refused.stderr.splitlines()[-1] == (
+        "error: --require-same-judge: the baseline and the candidate were not judged alike "
+        "(3 difference(s), listed above)"
+    )
+    assert [line for line in refused.stderr.splitlines() if line.startswith("warning:")] == [
+        f"warning: {line}" for line in expected
+    ]
+
+
+def test_a_side_without_provenance_cannot_be_checked_and_is_refused_under_require_same_judge(results: Path) -> None:
+    baseline = with_provenance(results, "a", provenance())
+    candidate = with_provenance(results, "b", None)
+    line = "warning: the candidate's result has no provenance: how it was judged cannot be checked"
+    process = run_cli("compare", baseline, candidate)
+    assert process.returncode == 0 and line in process.stderr.splitlines()
+    refused = run_cli("compare", baseline, candidate, "--require-same-judge")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert line in refused.stderr.splitlines() and "(1 difference(s), listed above)" in refused.stderr

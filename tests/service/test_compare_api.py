@@ -109,3 +109,42 @@ def test_the_comparison_is_in_the_published_response_schema() -> None:
     response = call_handler(body(right_v1=12, right_v2=2))
     assert not [e.message for e in Draft202012Validator(schema).iter_errors(response.body)]
     assert "comparison" in schema["$defs"]["AggregatedMetrics"]["properties"]
+
+
+def few_tasks(assistant: str, right: list[int]) -> list[dict[str, Any]]:
+    """len(right) tasks of ATTEMPTS attempts; task t answered right in its first right[t] attempts."""
+    return [
+        conversation(
+            f"{assistant}-t{t}-a{a}",
+            [
+                turn(
+                    f"{assistant}-t{t}-a{a}", f"What is {t} times 7?", f"It is {7 * t}." if a < r else "No.", str(7 * t)
+                )
+            ],
+            assistant_id=assistant,
+            task_id=f"t{t}",
+        )
+        for t, r in enumerate(right)
+        for a in range(ATTEMPTS)
+    ]
+
+
+def test_small_samples_are_tested_exactly_or_reported_not_tested_in_the_published_schema() -> None:
+    schema = json.loads((ROOT / "schemas" / "response.schema.json").read_text())
+    config = {"k": 3, "compare": {"baseline": "v1", "candidate": "v2"}}
+    # The issue's case: 22/24 against 8/24 over 8 tasks — regressed by the exact sign-flip test.
+    issue = {"connector": REFERENCE, "datasets": few_tasks("v1", [3] * 6 + [2] * 2) + few_tasks("v2", [1] * 8)}
+    response = call_handler(issue | {"config": config})
+    assert response.status == 200, response.body
+    comparison = response.body["aggregated_metrics"]["comparison"]
+    assert comparison["verdict"] == "regressed"
+    assert {m["p_value_method"] for m in comparison["metrics"]} == {"sign_flip_exact"}
+    assert comparison["judging_differences"] == []  # one request, one evaluation
+    assert not [e.message for e in Draft202012Validator(schema).iter_errors(response.body)]
+    # Five tasks: no test can reach p ≤ 0.05 (2/2⁵ = 0.0625): not tested, and said so.
+    five = {"connector": REFERENCE, "datasets": few_tasks("v1", [3] * 5) + few_tasks("v2", [0] * 5)}
+    response = call_handler(five | {"config": config})
+    comparison = response.body["aggregated_metrics"]["comparison"]
+    assert comparison["verdict"] == "not_tested"
+    assert all(m["p_value"] is None and "cannot show a difference" in m["note"] for m in comparison["metrics"])
+    assert not [e.message for e in Draft202012Validator(schema).iter_errors(response.body)]

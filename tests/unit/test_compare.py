@@ -3,6 +3,7 @@ textbook example, an independent re-run of the bootstrap, and `fair_forge_core.s
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import subprocess
@@ -23,10 +24,12 @@ from fair_forge_core.compare import (
     holm_adjust,
     mcnemar,
     minimum_detectable_effect,
+    minimum_tasks,
     outcomes_from_conversations,
     outcomes_from_result,
     per_task_values,
     probability_better,
+    sign_flip_p_value,
     tasks_needed,
 )
 from fair_forge_core.schemas import Comparison, MetricComparison
@@ -318,16 +321,6 @@ def test_any_significantly_lower_metric_means_regressed_even_if_another_is_highe
     assert "pass^k" in result.verdict_explanation and "higher" in result.verdict_explanation
 
 
-def test_too_few_tasks_are_not_tested() -> None:
-    # Five tasks, all lost: every resample is the observed difference, so the bootstrap
-    # p-value is 1/(B + 1), but five tasks cannot say so: no test, inconclusive.
-    result = compare(side({f"t{i}": (3, 3) for i in range(5)}), side({f"t{i}": (3, 0) for i in range(5)}))
-    pass1 = metric(result, "pass@1")
-    assert pass1.difference == -1.0 and pass1.bootstrap_p_value == pytest.approx(1 / 10_001)
-    assert pass1.p_value is None and pass1.note is not None and str(MIN_BOOTSTRAP_TASKS) in pass1.note
-    assert result.verdict == "inconclusive"
-
-
 # --------------------------------------------------------------------------- pairing
 
 
@@ -350,9 +343,10 @@ def test_unmatched_tasks_and_unscored_conversations_are_reported() -> None:
     assert pass1.baseline == pytest.approx((1 / 2 + 1) / 2) and pass1.candidate == pytest.approx((1 + 1 / 3) / 2)
 
 
-def test_nothing_shared_is_inconclusive_with_a_note() -> None:
+def test_nothing_shared_is_not_tested_with_a_note() -> None:
     result = compare(side({"a": (2, 2)}), side({"b": (2, 0)}))
-    assert result.shared_tasks == 0 and result.verdict == "inconclusive"
+    assert result.shared_tasks == 0 and result.verdict == "not_tested"
+    assert result.verdict_explanation == "not tested: no task was scored on both sides"
     assert result.probability_candidate_better is None
     assert all(m.difference is None and m.p_value is None for m in result.metrics)
     assert any("no task was scored on both sides" in note for note in result.notes)
@@ -500,3 +494,282 @@ def test_the_default_number_of_resamples_bounds_the_task_draws() -> None:
     outcomes = [(f"t{n}", n % 2 == 0) for n in range(1_000)]
     assert compare(outcomes, outcomes, k=1).bootstrap_resamples == 4_000
     assert compare(outcomes, outcomes, k=1, resamples=500).bootstrap_resamples == 500
+
+
+# --------------------------------------------------------------------------- small samples (issue: headlines a CI can trust)
+
+
+def exact_values(n: int, c: int, k: int) -> dict[str, Fraction]:
+    """Every metric of one task as an exact fraction, from the textbook formulas (not `stats`)."""
+    p = Fraction(c, n)
+    return {
+        "pass@1": p,
+        "pass@k": 1 - (1 - p) ** k,
+        "pass^k": p**k,
+        "pass@k_unbiased": 1 - Fraction(math.comb(n - c, k), math.comb(n, k)),
+        "pass^k_unbiased": Fraction(math.comb(c, k), math.comb(n, k)),
+    }
+
+
+def enumerated_p(differences: list[Fraction]) -> Fraction:
+    """The sign-flip test by brute force over itertools.product, in exact arithmetic:
+    #{s ∈ {±1}^T : |Σ s_i d_i| ≥ |Σ d_i|} / 2^T."""
+    observed = abs(sum(differences, Fraction(0)))
+    hits = sum(
+        1
+        for signs in itertools.product((1, -1), repeat=len(differences))
+        if abs(sum((s * d for s, d in zip(signs, differences, strict=True)), Fraction(0))) >= observed
+    )
+    return Fraction(hits, 2 ** len(differences))
+
+
+def test_the_issues_22_of_24_against_8_of_24_over_8_tasks_is_regressed() -> None:
+    # The issue: v1 6 tasks at 3/3 and 2 at 2/3 (22/24), v2 8 tasks at 1/3 (8/24), k = 3.
+    # Today's code called it inconclusive: nothing was tested below 10 tasks.
+    base_spec = {f"t{i}": (3, 3 if i < 6 else 2) for i in range(8)}
+    cand_spec = {f"t{i}": (3, 1) for i in range(8)}
+    result = compare(side(base_spec), side(cand_spec), k=3)
+    assert (result.baseline_successes, result.candidate_successes) == (22, 8)
+    assert metric(result, "pass^k").baseline == pytest.approx(0.82, abs=0.005)
+    assert metric(result, "pass^k").candidate == pytest.approx(0.04, abs=0.005)
+    expected = {}
+    for name in ("pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased"):
+        d = [exact_values(*cand_spec[t], 3)[name] - exact_values(*base_spec[t], 3)[name] for t in sorted(base_spec)]
+        expected[name] = enumerated_p(d)
+        m = metric(result, name)
+        assert m.p_value_method == "sign_flip_exact", name
+        assert m.p_value == pytest.approx(float(expected[name]), abs=1e-12), name
+        assert m.note is None, name  # tested: nothing to excuse
+    # By hand: pass@1, pass@3, pass^3 lose on all 8 tasks: p = 2/256; pass^3 unbiased loses on
+    # the 6 tasks at 3/3 and ties on 2: p = 2·2²/2⁸ = 8/256; pass@3 unbiased is 1 on every task
+    # for both sides: p = 1.
+    assert [expected[n] for n in ("pass@1", "pass@k", "pass^k")] == [Fraction(2, 256)] * 3
+    assert expected["pass^k_unbiased"] == Fraction(8, 256) and expected["pass@k_unbiased"] == 1
+    # Holm over the five distinct tests: 5·2/256 = 10/256 for the three smallest (4·2/256 and
+    # 3·2/256 are raised to it), then 2·8/256 = 16/256, then 1.
+    holm = {m.metric: m.p_value_holm for m in result.metrics}
+    assert holm == pytest.approx(
+        {"pass@1": 10 / 256, "pass@k": 10 / 256, "pass^k": 10 / 256, "pass^k_unbiased": 16 / 256, "pass@k_unbiased": 1}
+    )
+    assert {m.metric for m in result.metrics if m.significant} == {"pass@1", "pass@k", "pass^k"}
+    assert result.verdict == "regressed"
+    assert all(m.tasks_needed is None for m in result.metrics)
+
+
+def test_eight_of_eight_tasks_worse_is_regressed_at_p_2_over_256() -> None:
+    result = compare(side({f"t{i}": (2, 2) for i in range(8)}), side({f"t{i}": (2, 1) for i in range(8)}), k=1)
+    pass1 = metric(result, "pass@1")
+    assert pass1.p_value == 2 / 256 and pass1.p_value_holm == 2 / 256 and pass1.p_value_method == "sign_flip_exact"
+    assert result.verdict == "regressed"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sign_flip_p_value_matches_scipys_exact_permutation_test(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    tasks = int(rng.integers(2, 10))
+    # values of c/n with small n, so that ties between sums are frequent
+    differences = [float(x) for x in rng.integers(-3, 4, tasks) / 3]
+    expected = sps.permutation_test(
+        (np.array(differences),),
+        np.mean,
+        permutation_type="samples",
+        alternative="two-sided",
+        n_resamples=10_000,
+    ).pvalue
+    fractions = [Fraction(round(3 * d), 3) for d in differences]
+    assert sign_flip_p_value(differences) == pytest.approx(float(enumerated_p(fractions)), abs=1e-12)
+    if sum(fractions) == 0:
+        # scipy's tie tolerance is relative to the observed mean, here a float residue of 0:
+        # it misses ties that exact arithmetic has. Every assignment reaches |Σ| ≥ 0.
+        assert sign_flip_p_value(differences) == 1.0
+    else:
+        assert sign_flip_p_value(differences) == pytest.approx(min(1.0, expected), abs=1e-12)
+
+
+def test_sign_flip_p_value_edge_cases() -> None:
+    assert sign_flip_p_value([0.0, 0.0, 0.0]) == 1.0
+    assert sign_flip_p_value([-0.5] * 5) == 2 / 32
+    # float sums that are equal in exact arithmetic count as ties: 0.1 + 0.2 against 0.3
+    assert sign_flip_p_value([0.1, 0.2, -0.3]) == float(
+        enumerated_p([Fraction(1, 10), Fraction(2, 10), Fraction(-3, 10)])
+    )
+    with pytest.raises(ValueError):
+        sign_flip_p_value([])
+    with pytest.raises(ValueError):
+        sign_flip_p_value([0.1] * 17)
+
+
+def test_a_mcnemar_test_that_ran_carries_no_not_tested_note() -> None:
+    # The issue's defect: 6 tasks, one attempt each, the baseline all wrong and the candidate
+    # all right printed "p 0.031 yes IMPROVED … not tested".
+    result = compare([(f"t{i}", False) for i in range(6)], [(f"t{i}", True) for i in range(6)], k=3)
+    pass1 = metric(result, "pass@1")
+    assert pass1.p_value_method == "mcnemar_exact"
+    assert pass1.p_value == pytest.approx(sps.binomtest(0, 6, 0.5).pvalue, abs=1e-12) == 2 / 64
+    assert pass1.significant and result.verdict == "improved"
+    for m in result.metrics:
+        assert m.note is None or "not tested" not in m.note, (m.metric, m.note)
+
+
+def test_five_tasks_cannot_be_tested_and_the_note_says_why() -> None:
+    # Five tasks, all lost: the sign-flip test's smallest p-value is 2/2⁵ = 0.0625 > 0.05.
+    result = compare(side({f"t{i}": (3, 3) for i in range(5)}), side({f"t{i}": (3, 0) for i in range(5)}))
+    assert result.verdict == "not_tested"
+    assert result.verdict_explanation.startswith("not tested")
+    pass1 = metric(result, "pass@1")
+    assert pass1.difference == -1.0 and pass1.bootstrap_p_value == pytest.approx(1 / 10_001)
+    assert pass1.p_value is None and pass1.p_value_method is None and pass1.p_value_holm is None
+    assert (
+        pass1.note == "5 tasks cannot show a difference at 95%: the exact sign-flip test's smallest p-value is 0.0625"
+    )
+    assert not any(m.significant for m in result.metrics)
+    # every per-task difference is −1: no variation, no minimum detectable effect
+    assert pass1.standard_error == 0.0 and pass1.minimum_detectable_effect is None
+    # All five metrics have the same per-task data (1 → 0): one test. The tasks needed are
+    # the fewest at which it can reject, 6 (2/2⁶ ≤ 0.05), not the normal approximation's 0.
+    assert {m.tasks_needed for m in result.metrics} == {minimum_tasks(0.95)} == {6}
+
+
+def test_one_attempt_on_five_tasks_cannot_be_tested_by_mcnemar() -> None:
+    # McNemar on 5 tasks, all discordant one way: 2/2⁵ = 0.0625 > 0.05. Counted as not tested.
+    result = compare([(f"t{i}", True) for i in range(5)], [(f"t{i}", False) for i in range(5)], k=1)
+    pass1 = metric(result, "pass@1")
+    assert result.mcnemar is not None and result.mcnemar.p_value == pytest.approx(sps.binomtest(5, 5).pvalue)
+    assert pass1.p_value is None and result.verdict == "not_tested"
+    assert pass1.note == "5 tasks cannot show a difference at 95%: McNemar's exact test's smallest p-value is 0.0625"
+
+
+def test_a_test_that_cannot_survive_holm_is_not_tested() -> None:
+    # 6 tasks × 3 attempts, each lost 3/3 → 1/3: four distinct tests of smallest p 2/64, so
+    # Holm's first step can at best reach 4·2/64 = 0.125 > 0.05. No metric can be
+    # significant: not tested, rather than an inconclusive verdict no data could change.
+    result = compare(side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=3)
+    assert result.verdict == "not_tested"
+    tested_alone = compare(side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=1)
+    assert tested_alone.verdict == "regressed"  # pass@1 alone: 2/64 ≤ 0.05
+    for m in result.metrics:
+        assert m.p_value is None and m.note is not None and "6 tasks cannot show a difference at 95%" in m.note
+        # 8 tasks are the fewest at which 5 tests can reach significance (5·2/2⁸ ≤ 0.05 < 5·2/2⁷)
+        assert m.tasks_needed is None if m.difference == 0 else m.tasks_needed == 8, m.metric
+
+
+@pytest.mark.parametrize(
+    ("confidence", "tests", "expected"),
+    [(0.95, 1, 6), (0.9, 1, 5), (0.99, 1, 8), (0.75, 1, 3), (0.95, 5, 8), (0.95, 2, 7), (0.95, 4, 8)],
+)
+def test_minimum_tasks_is_the_fewest_at_which_an_exact_test_can_reject(
+    confidence: float, tests: int, expected: int
+) -> None:
+    alpha = 1 - confidence
+    assert minimum_tasks(confidence, tests) == expected
+    assert tests * 2 / 2**expected <= alpha + 1e-15 < tests * 2 / 2 ** (expected - 1)
+
+
+def test_tasks_needed_never_contradicts_the_tests_minimum_or_the_tasks_given() -> None:
+    # The issue: "1 shared task needed to settle it" for 8 shared tasks. The normal
+    # approximation gives ceil(T·(MDE/d)²), tiny for a large difference with a small spread.
+    assert tasks_needed(8, 0.01, -0.5) == 1
+    assert tasks_needed(8, 0.01, -0.5, minimum=9) == 9
+    assert tasks_needed(8, 0.0, -0.5, minimum=6) == 6
+    assert tasks_needed(8, 0.01, 0.0, minimum=9) is None
+    # In a comparison: six tasks, the candidate losing 4/4 → 0/4 on five and winning 3/4 →
+    # 4/4 on one (d = −1 ×5, +0.25): a large difference, a small spread (t ≈ 3.8), yet the
+    # exact test's p is 4/64 = 0.0625 (only the five −1 of one sign reach |Σ| ≥ 4.75, with
+    # either sign of 0.25): inconclusive. The normal approximation says 4 tasks.
+    base = side({f"t{i}": (4, 4) for i in range(5)} | {"t5": (4, 3)})
+    cand = side({f"t{i}": (4, 0) for i in range(5)} | {"t5": (4, 4)})
+    result = compare(base, cand, k=1)
+    pass1 = metric(result, "pass@1")
+    d = [Fraction(-1)] * 5 + [Fraction(1, 4)]
+    assert pass1.p_value == float(enumerated_p(d)) == 4 / 64 and result.verdict == "inconclusive"
+    floats = [float(x) for x in d]
+    normal = math.ceil(
+        6 * ((Z_975 + Z_80) * statistics.stdev(floats) / math.sqrt(6) / abs(statistics.fmean(floats))) ** 2
+    )
+    assert normal == 4
+    assert pass1.tasks_needed == 7  # the 6 tasks given + 1 (one test: 6 would be its minimum)
+
+
+# --------------------------------------------------------------------------- judged alike?
+
+
+def provenance_json(**changes: object) -> dict[str, object]:
+    """A provenance written by hand, as a result file holds it."""
+    data: dict[str, object] = {
+        "version": "1.0.0",
+        "judges": [{"class_path": "fair_forge_core.judges.ReferenceJudge", "model": "reference", "identity": "a" * 64}],
+        "prompt_hash": "b" * 64,
+        "threshold": 0.7,
+        "tool_threshold": 0.8,
+        "tool_dimension_floor": 0.5,
+        "tool_weights": {},
+        "require_tool_correctness": False,
+        "k": 3,
+        "statistical_mode": {"method": "frequentist"},
+        "judge_samples": 1,
+        "judge_vote": "majority",
+        "judge_cascade": False,
+        "datasets_hash": "c" * 64,
+    }
+    return data | changes
+
+
+def test_judging_differences_names_each_field_and_both_values() -> None:
+    from fair_forge_core.compare import judging_differences
+    from fair_forge_core.schemas import Provenance
+
+    base = Provenance.model_validate(provenance_json())
+    # what does not decide a verdict differently is not compared: version, datasets
+    assert judging_differences(base, Provenance.model_validate(provenance_json(version="2", datasets_hash="d"))) == []
+    other_judge = {"class_path": "langchain_openai.ChatOpenAI", "model": "gpt-4o", "identity": "e" * 64}
+    changed = Provenance.model_validate(
+        provenance_json(
+            judges=[other_judge],
+            prompt_hash="f" * 64,
+            threshold=0.75,
+            tool_threshold=0.9,
+            tool_dimension_floor=0.25,
+            k=5,
+        )
+    )
+    assert judging_differences(base, changed) == [
+        f"different judges (identity): baseline [fair_forge_core.judges.ReferenceJudge reference {'a' * 12}] "
+        f"vs candidate [langchain_openai.ChatOpenAI gpt-4o {'e' * 12}]",
+        f"different prompt_hash: baseline {'b' * 12} vs candidate {'f' * 12}",
+        "different threshold: baseline 0.7 vs candidate 0.75",
+        "different tool_threshold: baseline 0.8 vs candidate 0.9",
+        "different tool_dimension_floor: baseline 0.5 vs candidate 0.25",
+        "different k: baseline 3 vs candidate 5",
+    ]
+    # an ensemble against one of its members: the identity lists differ
+    ensemble = Provenance.model_validate(provenance_json(judges=[provenance_json()["judges"][0], other_judge]))  # type: ignore[index]
+    assert [line.split(":")[0] for line in judging_differences(base, ensemble)] == ["different judges (identity)"]
+    assert judging_differences(None, base) == [
+        "the baseline's result has no provenance: how it was judged cannot be checked"
+    ]
+    assert judging_differences(None, None) == [
+        "the baseline's result has no provenance: how it was judged cannot be checked",
+        "the candidate's result has no provenance: how it was judged cannot be checked",
+    ]
+
+
+def test_the_comparison_carries_the_judging_differences() -> None:
+    outcomes = [(f"t{i}", i % 2 == 0) for i in range(12)]
+    assert compare(outcomes, outcomes, k=1).judging_differences == []
+    assert compare(outcomes, outcomes, k=1, judging=["k: baseline 3 vs candidate 5"]).judging_differences == [
+        "k: baseline 3 vs candidate 5"
+    ]
+
+
+def test_the_sign_flip_test_decides_below_ten_tasks_and_the_bootstrap_from_ten() -> None:
+    for tasks, method in ((MIN_BOOTSTRAP_TASKS - 1, "sign_flip_exact"), (MIN_BOOTSTRAP_TASKS, "bootstrap")):
+        base = side({f"t{i}": (2, 2 if i % 3 else 1) for i in range(tasks)})
+        cand = side({f"t{i}": (2, 1 if i % 2 else 2) for i in range(tasks)})
+        pass1 = metric(compare(base, cand, k=1, resamples=2000), "pass@1")
+        assert pass1.p_value_method == method
+        assert pass1.bootstrap_p_value is not None  # reported either way
+        if method == "bootstrap":
+            assert pass1.p_value == pass1.bootstrap_p_value
+        else:
+            d = [Fraction(1 if i % 2 else 2, 2) - Fraction(2 if i % 3 else 1, 2) for i in range(tasks)]
+            assert pass1.p_value == pytest.approx(float(enumerated_p(d)), abs=1e-12)

@@ -68,7 +68,7 @@ def partial() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def few() -> dict[str, Any]:
-    """Four tasks: nothing can be tested, the verdict is inconclusive and tasks_needed is set."""
+    """Four tasks: nothing can be tested (2/2⁴ > 0.05), the verdict is not_tested and tasks_needed is set."""
     return as_json(evaluate_body({**BODY, "datasets": [d for d in BODY["datasets"] if d["task_id"] in TASKS[:4]]}))
 
 
@@ -274,7 +274,7 @@ def test_significant_rows_are_marked_in_text_not_only_colour(
                 assert "significant" not in mark.text or mark.text == "not significant"
                 assert mark.attrs["fill"] == FOREST_NEUTRAL
                 assert "▲" not in tr.text and "▼" not in tr.text
-        if comparison["verdict"] == "inconclusive":
+        if comparison["verdict"] == "not_tested":
             assert {e.text for e in classed(elements, "text", "forest-mark")} == {"not tested"}
         else:
             assert all(m["significant"] for m in comparison["metrics"])
@@ -327,12 +327,13 @@ def test_unpaired_tasks_unscored_counts_and_notes_are_listed(partial: dict[str, 
     assert [e.text for e in elements if e.tag == "li" and "data-metric-index" not in e.attrs] == comparison["notes"]
 
 
-def test_an_inconclusive_verdict_states_the_tasks_needed(few: dict[str, Any], improved: dict[str, Any]) -> None:
+def test_a_not_tested_verdict_states_the_tasks_needed(few: dict[str, Any], improved: dict[str, Any]) -> None:
     comparison = comparison_of(few)
-    assert comparison["verdict"] == "inconclusive"
+    assert comparison["verdict"] == "not_tested"
     elements = section(render_html(few))
     (verdict,) = classed(elements, "span", "verdict")
-    assert verdict.text == VERDICT_LABELS["inconclusive"] == "Inconclusive"
+    assert verdict.text == VERDICT_LABELS["not_tested"] == "Not tested"
+    assert "verdict-not_tested" in verdict.classes
     needed = by_id(elements, "comparison-tasks-needed")
     assert needed is not None and needed.text.startswith(f"Tasks needed{comparison['metrics'][0]['tasks_needed']} ")
     header = [e.text for e in elements if e.tag == "th" and e.attrs.get("scope") == "col"]
@@ -417,3 +418,82 @@ def test_text_from_the_comparison_is_escaped(partial: dict[str, Any]) -> None:
     elements = section(page)
     assert any(e.tag == "code" and e.text == evil for e in elements)
     assert any(e.tag == "li" and e.text == f"note {evil}" for e in elements)
+
+
+# --------------------------------------------------------------------------- small samples and judging
+
+
+def with_comparison(data: dict[str, Any], comparison: Any) -> dict[str, Any]:
+    """`data` with its comparison replaced by `comparison` (a `Comparison`), as its JSON."""
+    page = copy.deepcopy(data)
+    page["aggregated_metrics"]["comparison"] = json.loads(json.dumps(comparison.model_dump(mode="json")))
+    return page
+
+
+def css_rule(page: str, selector: str) -> str:
+    start = page.index(selector + " {")
+    return page[start : page.index("}", start)]
+
+
+def test_the_issues_8_task_regression_is_regressed_with_the_exact_test_named(improved: dict[str, Any]) -> None:
+    from fair_forge_core.compare import compare
+
+    base = [(f"t{i}", j < (3 if i < 6 else 2)) for i in range(8) for j in range(3)]
+    cand = [(f"t{i}", j < 1) for i in range(8) for j in range(3)]
+    data = with_comparison(improved, compare(base, cand, k=3))
+    elements = section(render_html(data))
+    (verdict,) = classed(elements, "span", "verdict")
+    assert verdict.text == "Regressed"
+    rows = classed(elements, "tr", "compare-row")
+    assert len(rows) == 5 and all("exact sign-flip" in row.text for row in rows)
+    # pass@3 unbiased: 1 on every task for both sides — no variation, not a dash
+    unbiased = next(row for row in rows if row.attrs["data-metric"] == "pass@k_unbiased")
+    assert "n/a (no variation)" in unbiased.text
+    others = [row for row in rows if row.attrs["data-metric"] != "pass@k_unbiased"]
+    assert all("n/a (no variation)" not in row.text for row in others)
+
+
+def test_a_not_tested_verdict_has_its_own_look_and_no_variation_reads_as_such(improved: dict[str, Any]) -> None:
+    from fair_forge_core.compare import compare
+
+    base = [(f"t{i}", True) for i in range(5) for _ in range(3)]
+    cand = [(f"t{i}", False) for i in range(5) for _ in range(3)]
+    comparison = compare(base, cand, k=3)
+    assert comparison.verdict == "not_tested"
+    data = with_comparison(improved, comparison)
+    page = render_html(data)
+    elements = section(page)
+    (verdict,) = classed(elements, "span", "verdict")
+    assert verdict.text == "Not tested" and "verdict-not_tested" in verdict.classes
+    not_tested = css_rule(page, ".verdict-not_tested")
+    for other in (".verdict-improved", ".verdict-inconclusive", ".verdict-regressed"):
+        colours = css_rule(page, other)
+        assert colours.split("{")[1] != not_tested.split("{")[1], other
+    facts = {
+        dt.text: dd.text
+        for dt, dd in zip([e for e in elements if e.tag == "dt"], [e for e in elements if e.tag == "dd"], strict=True)
+    }
+    assert facts["Minimum detectable effect"].startswith("n/a (no variation)")
+    assert facts["Tasks needed"].startswith("6 ")  # the exact test's minimum, 2/2⁶ ≤ 0.05
+    notes = [li.text for li in notes_items(elements)]
+    assert notes and all(
+        note.endswith("5 tasks cannot show a difference at 95%: the exact sign-flip test's smallest p-value is 0.0625")
+        for note in notes
+    )
+
+
+def test_judging_differences_are_listed(improved: dict[str, Any]) -> None:
+    comparison = copy.deepcopy(comparison_of(improved))
+    assert (
+        comparison["judging_differences"] == [] and by_id(section(render_html(improved)), "comparison-judging") is None
+    )
+    lines = ["different threshold: baseline 0.7 vs candidate 0.8", "different k: baseline 3 vs candidate <5>"]
+    data = copy.deepcopy(improved)
+    data["aggregated_metrics"]["comparison"]["judging_differences"] = lines
+    page = render_html(data)
+    elements = section(page)
+    block = by_id(elements, "comparison-judging")
+    assert block is not None and block.text.startswith("Judged differently")
+    items = [e.text for e in elements if e.tag == "li" and e.text in lines]
+    assert items == lines
+    assert "candidate &lt;5&gt;" in page  # escaped like every other text
