@@ -119,11 +119,17 @@ def test_the_workload_exercises_what_sharding_could_get_wrong() -> None:
     assert sum(len(shards) > 1 for shards in shards_of_task.values()) == len(shards_of_task) == 20
 
 
+def unsharded(datasets: list[Dataset], config: EvaluationConfig) -> str:
+    """The result of one evaluation, without its provenance: a job's reduce does not build the
+    judges, and puts in the provenance `POST /jobs` stored (handler.job_lambdas; tests/service)."""
+    return evaluate_sync(datasets, GarblingJudge(), config).model_copy(update={"provenance": None}).model_dump_json()
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 @pytest.mark.parametrize("size", [1, 7, 50, 120])
 def test_sharded_equals_unsharded_to_the_last_digit(name: str, size: int) -> None:
     config = CONFIGS[name]
-    whole = evaluate_sync(WORKLOAD, GarblingJudge(), config).model_dump_json()
+    whole = unsharded(WORKLOAD, config)
     assert sharded(WORKLOAD, config, size) == whole
 
 
@@ -146,7 +152,7 @@ def test_a_shard_without_any_scored_conversation_is_not_an_error_until_the_reduc
     assert shard[0].interactions and shard[0].interactions[0].error  # why it is unscored travels with it
     # Mixed with scored shards the result is the whole evaluation's...
     assert sharded([*garbled, *WORKLOAD[:10]], config, 2) == (
-        evaluate_sync([*garbled, *WORKLOAD[:10]], GarblingJudge(), config).model_dump_json()
+        unsharded([*garbled, *WORKLOAD[:10]], config)
     )
     # ...and with none scored anywhere the reduce fails as evaluate does, with the same message.
     with pytest.raises(NoConversationScored) as whole:
