@@ -9,6 +9,7 @@ render reports, with no AWS and no server.
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
     fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
+    fair-forge --version
 
 A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < request.json`).
 
@@ -253,6 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=EPILOG,
     )
+    from fair_forge_core import __version__
+
+    # argparse prints it and exits 0 before any command is required.
+    parser.add_argument("--version", action="version", version=f"fair-forge {__version__}")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="{evaluate,compare,report,convert,calibrate}"
     )

@@ -276,3 +276,16 @@ def test_convert_reports_an_invalid_reference_by_its_field_and_the_importers_cho
     done = run_cli("convert", traces, "--from", "openai", "--references", references)
     assert done.returncode == 0
     assert "warning: traces[0]: turn 0 ('q') has no final answer; judged as an empty answer\n" in done.stderr
+
+
+def test_version_through_the_console_script_and_main(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    expected = f"fair-forge {version('fair-forge-agentic')}\n"  # the installed distribution's metadata
+    script = Path(sys.executable).parent / "fair-forge"  # the console script pip wrote into this venv
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == expected
