@@ -122,7 +122,7 @@ def test_bodies_that_are_not_json_objects(raw: str, message: str) -> None:
             "config.tool_weights",
         ),
         ({"tool_weights": {"speed": 1}}, "config.tool_weights.speed"),
-        ({"statistical_mode": "magic"}, "config.statistical_mode.mode"),
+        ({"statistical_mode": "magic"}, "config.statistical_mode"),  # as written: a string, not an object
         ({"statistical_mode": {"mode": "bayesian", "ci_level": 1.0}}, "config.statistical_mode.ci_level"),
         ({"statistical_mode": {"mode": "bayesian", "prior": [0, 1]}}, "config.statistical_mode.prior"),
         ({"max_concurrency": 0}, "config.max_concurrency"),
@@ -134,6 +134,53 @@ def test_out_of_range_config_names_the_field(config: dict[str, Any], field: str)
     response = call_handler(request(config=config))
     assert_error(response, 400, field)
     assert any(detail["field"] == field for detail in response.body["details"])
+
+
+def test_a_bare_statistical_mode_that_is_no_mode_names_the_field_as_written() -> None:
+    response = call_handler(request(config={"statistical_mode": "bayes"}))
+    assert_error(response, 400, "Invalid request: config.statistical_mode: Input should be")
+    assert [d["field"] for d in response.body["details"]] == ["config.statistical_mode"]
+    assert response.body["details"][0]["message"].endswith("(did you mean bayesian?)")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "message"),
+    [
+        (lambda b: b["config"].update(treshold=0.5), "config.treshold", "unknown key (did you mean threshold?)"),
+        (
+            lambda b: b["config"].update(statistical_mode={"mode": "bayesian", "cilevel": 0.9}),
+            "config.statistical_mode.cilevel",
+            "unknown key (did you mean ci_level?)",
+        ),
+        (
+            lambda b: b["datasets"][0].update(asistant_id="x"),
+            "datasets[0].asistant_id",
+            "unknown key (did you mean assistant_id?)",
+        ),
+        (
+            lambda b: b["datasets"][0]["conversation"][0].update(ground_truth="x"),
+            "datasets[0].conversation[0].ground_truth",
+            "unknown key (did you mean ground_truth_agentic?)",
+        ),
+        (
+            lambda b: b["datasets"][0]["conversation"][0]["agentic"]["tools_used"][0].update(paramters={}),
+            "datasets[0].conversation[0].agentic.tools_used[0].paramters",
+            "unknown key (did you mean parameters?)",
+        ),
+        (
+            lambda b: b["datasets"][0]["conversation"][0]["ground_truth_agentic"]["expected_tools"][0].update(tool="x"),
+            "datasets[0].conversation[0].ground_truth_agentic.expected_tools[0].tool",
+            "unknown key (did you mean tool_name?)",
+        ),
+        (lambda b: b["config"].update(zzz=1), "config.zzz", "unknown key"),  # nothing close: no guess
+    ],
+)
+def test_an_unknown_key_says_which_key_was_meant(mutate, field: str, message: str) -> None:
+    body = request()
+    mutate(body)
+    response = call_handler(body)
+    assert_error(response, 400, f"Invalid request: {field}: {message}")
+    assert {"field": field, "message": message} in response.body["details"]
 
 
 @pytest.mark.parametrize(
