@@ -484,8 +484,8 @@ def _read_spans(data: Any) -> tuple[list[_Span], str, str | None]:
     name of the input as a whole (``spans`` for a bare list of spans, else ``requests``), and
     the field of its first id that is not hex (None when all are)."""
     if _bare_spans(data):
-        spans = _spans_of({}, data, "spans")
-        return spans, "spans", _first_not_hex(spans, [])
+        bare = _spans_of({}, data, "spans")
+        return bare, "spans", _first_not_hex(bare, [])
     requests = [data] if isinstance(data, dict) else data
     if not isinstance(requests, list) or not requests:
         raise TraceError("requests", "an OTLP/JSON export request (resourceSpans), a list of them, or a list of spans")
