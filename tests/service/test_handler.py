@@ -310,6 +310,25 @@ def test_unknown_route_is_404_in_the_error_shape() -> None:
     assert_error(call_handler(method="GET", path="/nope"), 404, "Not found")
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed", "shown"),
+    [
+        ("GET", "/run", "POST", "/run"),
+        ("PUT", "/health", "GET", "/health"),
+        ("DELETE", "/jobs/0b7c6f1e", "GET", "/jobs/{job_id}"),
+        ("GET", "/calibrate", "POST", "/calibrate"),
+        ("PATCH", "/schema", "GET", "/schema"),
+    ],
+)
+def test_a_known_path_with_another_method_is_a_405_naming_the_methods(
+    method: str, path: str, allowed: str, shown: str
+) -> None:
+    response = call_handler(method=method, path=path)
+    assert_error(response, 405, f"Method not allowed: {shown} takes {allowed}")
+    assert response.headers["Allow"] == allowed
+    assert set(response.body) == {"success", "error", "request_id"}
+
+
 def test_cors_header_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     script = """
 import json, os
