@@ -306,6 +306,36 @@ def test_health_lists_connectors_without_secrets(monkeypatch: pytest.MonkeyPatch
     assert "sk-server-secret" not in response.raw
 
 
+HEALTH_LOADABLE = """
+import json, sys
+from fair_forge_testing.handler_client import call_handler
+body = call_handler(method="GET", path="/health").body
+providers = ("langchain_openai", "langchain_groq", "langchain_anthropic", "langchain_google_genai", "langchain_ollama")
+print(json.dumps({"body": body, "imported": sorted(m for m in sys.modules if m.startswith(providers))}))
+"""
+
+
+def test_health_says_which_allowed_connectors_can_be_loaded_here_importing_no_provider() -> None:
+    from importlib.metadata import packages_distributions
+
+    env = {**__import__("os").environ, "FAIR_FORGE_EXTRA_CONNECTORS": "not_installed_anywhere.chat.ChatNope"}
+    done = subprocess.run(
+        [sys.executable, "-c", HEALTH_LOADABLE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    body = report["body"]
+    assert "not_installed_anywhere.chat.ChatNope" in body["connectors"]  # the list itself is unchanged
+    installed = set(packages_distributions())  # top-level names of the installed distributions
+    expected = {
+        path: path.split(".")[0] in installed or path.startswith("fair_forge_core.") for path in body["connectors"]
+    }
+    assert body["connectors_loadable"] == expected
+    assert expected["fair_forge_core.judges.ReferenceJudge"] is True
+    assert expected["not_installed_anywhere.chat.ChatNope"] is False
+    assert report["imported"] == []  # found, not imported: no provider SDK is loaded by /health
+
+
 def test_unknown_route_is_404_in_the_error_shape() -> None:
     assert_error(call_handler(method="GET", path="/nope"), 404, "Not found")
 
