@@ -294,12 +294,16 @@ def test_version_through_the_console_script_and_main(capsys: pytest.CaptureFixtu
 def test_an_unknown_key_in_a_request_file_says_which_key_was_meant(tmp_path: Path) -> None:
     body = json.loads(CALCULATOR.read_text())
     body["config"]["treshold"] = 0.5
+    body["config"]["statistical_mode"] = "bayes"
     body["datasets"][0]["conversation"][0]["agentic"]["tools_used"][0]["paramters"] = {}
     request = tmp_path / "typo.json"
     request.write_text(json.dumps(body))
     process = run_cli("evaluate", request)
     assert process.returncode == 2
     assert "config.treshold: unknown key (did you mean threshold?)" in process.stderr
+    # the field as the file writes it: a string, not the `.mode` of the object it would stand for
+    assert "config.statistical_mode: Input should be 'frequentist' or 'bayesian'" in process.stderr
+    assert "statistical_mode.mode" not in process.stderr
     assert "datasets[0].conversation[0].agentic.tools_used[0].paramters: unknown key (did you mean parameters?)" in (
         process.stderr
     )

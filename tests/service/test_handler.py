@@ -172,6 +172,11 @@ def test_a_bare_statistical_mode_that_is_no_mode_names_the_field_as_written() ->
             "datasets[0].conversation[0].ground_truth_agentic.expected_tools[0].tool",
             "unknown key (did you mean tool_name?)",
         ),
+        (
+            lambda b: b.update(connector=[{**b["connector"], "parms": {}}]),  # an ensemble: through the union
+            "connector[0].parms",
+            "unknown key (did you mean params?)",
+        ),
         (lambda b: b["config"].update(zzz=1), "config.zzz", "unknown key"),  # nothing close: no guess
     ],
 )
