@@ -124,12 +124,9 @@ def _check_task_key(traces: list[ImportedTrace], task_key: str | None) -> None:
         hint = did_you_mean(name, names, shown_as="metadata.{}")
     else:
         hint = did_you_mean(task_key, ["first_user_message", *(f"metadata.{key}" for key in names)])
-    seen = (
-        f"metadata names (with text values) in the traces: {', '.join(names[:20])}"
-        if names
-        else ("the traces have no metadata with text values")
-    )
-    seen += f" and {len(names) - 20} more" if len(names) > 20 else ""
+    more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+    listed = f"metadata names (with text values) in the traces: {', '.join(names[:20])}{more}"
+    seen = listed if names else "the traces have no metadata with text values"
     if not task_key.startswith("metadata."):
         raise TraceError("task_key", f"is {TASK_KEY_FORMS}{hint}; {seen}")
     raise TraceError("task_key", f"no trace has {task_key} as text{hint}; {seen}")
