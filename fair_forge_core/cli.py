@@ -10,6 +10,7 @@ render reports, with no AWS and no server.
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
     fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
+    fair-forge --version
 
 A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < request.json`).
 
@@ -273,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=EPILOG,
     )
+    from fair_forge_core import __version__
+
+    # argparse prints it and exits 0 before any command is required.
+    parser.add_argument("--version", action="version", version=f"fair-forge {__version__}")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="{evaluate,compare,report,convert,calibrate}"
     )
@@ -470,15 +475,22 @@ def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
     except RecursionError:
         raise CliError(f"{_name(path)} is nested too deeply") from None
     if not isinstance(data, dict):
-        raise CliError(f"{_name(path)} must hold a JSON object, got {type(data).__name__}")
+        from fair_forge_core.trace_formats import TRACES_NOT_A_REQUEST, looks_like_traces
+
+        # A list given to `evaluate` is most likely the traces `convert` reads.
+        hint = f"; {TRACES_NOT_A_REQUEST}" if what == "request file" and looks_like_traces(data) else ""
+        raise CliError(f"{_name(path)} must hold a JSON object, got {type(data).__name__}{hint}")
     return data
 
 
-def _validation_message(path: Path, what: str, error: Any) -> str:
-    """A pydantic `ValidationError` as 'file: invalid what: field: message', every field listed."""
-    from fair_forge_core.schemas import field_path
+def _validation_message(path: Path, what: str, error: Any, model: Any) -> str:
+    """A pydantic `ValidationError` of validating `model` as 'file: invalid what: field: message',
+    every field listed; an unknown key names the nearest accepted one (`schemas.error_message`)."""
+    from fair_forge_core.schemas import error_message, field_path
 
-    details = [(field_path(e["loc"]) or "(top level)", e["msg"]) for e in error.errors(include_input=False)]
+    details = [
+        (field_path(e["loc"]) or "(top level)", error_message(model, e)) for e in error.errors(include_input=False)
+    ]
     first_field, first_message = details[0]
     lines = [f"{_name(path)}: invalid {what}: {first_field}: {first_message}"]
     if len(details) > 1:
@@ -590,18 +602,21 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     from pydantic import ValidationError
 
     from fair_forge_core.schemas import RunRequest, TracesRunRequest
+    from fair_forge_core.trace_formats import TRACES_NOT_A_REQUEST, looks_like_traces
 
+    if looks_like_traces(body):
+        raise CliError(f"{_name(path)}: {TRACES_NOT_A_REQUEST}")
     if "traces" not in body:
         try:
             return RunRequest.model_validate(body), []
         except ValidationError as exc:
-            raise CliError(_validation_message(path, "request", exc)) from None
+            raise CliError(_validation_message(path, "request", exc, RunRequest)) from None
     if "datasets" in body:
         raise CliError(f"{_name(path)}: send datasets or traces, not both")
     try:
         traced = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "traces request", exc)) from None
+        raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest)) from None
 
     from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
 
@@ -618,7 +633,7 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     try:
         return RunRequest.model_validate(expanded), warnings
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "request (from its traces)", exc)) from None
+        raise CliError(_validation_message(path, "request (from its traces)", exc, RunRequest)) from None
 
 
 def _ledger(request: RunRequest, models: list[Any], max_cost_usd: float | None, judge_cache: Path | None) -> Any:
@@ -909,7 +924,7 @@ def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     try:
         return EvaluationResult.model_validate(payload)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "result", exc)) from None
+        raise CliError(_validation_message(path, "result", exc, EvaluationResult)) from None
 
 
 def _side_key(path: Path) -> str:
@@ -1174,27 +1189,39 @@ def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
     except ReportError as exc:
         raise CliError(f"{_name(args.result)}: {exc}") from None
     except ValidationError as exc:
-        raise CliError(_validation_message(args.result, "result", exc)) from None
+        from fair_forge_core.schemas import EvaluationResult
+
+        raise CliError(_validation_message(args.result, "result", exc, EvaluationResult)) from None
     _write(page, args.out, stdout)
     if args.out is not None:
         stderr.write(f"wrote {args.out}\n")
     return EXIT_OK
 
 
-def _read_records(path: Path, what: str, stdin: TextIO) -> Any:
-    """A JSON document, or JSON Lines (one value a line) as a list."""
+def _read_records(path: Path, what: str, stdin: TextIO) -> tuple[Any, list[int] | None]:
+    """A JSON document, or JSON Lines (one value a line) as a list with the line number of each
+    value (None for a JSON document), for messages to name a record by its line."""
     from fair_forge_core.schemas import describe_json_error, loads_json
 
     text = _read_text(path, what, stdin)
     try:
-        return loads_json(text)
+        return loads_json(text), None
     except RecursionError:
         raise CliError(f"{_name(path)}: nested too deeply to read") from None
     except ValueError as whole:
         try:
-            return [loads_json(line) for line in text.splitlines() if line.strip()]
+            numbered = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+            return [loads_json(line) for _, line in numbered], [number for number, _ in numbered]
         except (ValueError, RecursionError):
             raise CliError(f"{_name(path)} is neither JSON nor JSON Lines: {describe_json_error(whole)}") from None
+
+
+def _reference_line(field: str, lines: list[int] | None) -> str:
+    """`"line N: "` for a `references[i]…` field of a JSON Lines references file, else `""`."""
+    index = field.removeprefix("references[").partition("]")[0]
+    if lines is None or not field.startswith("references[") or not index.isdigit() or int(index) >= len(lines):
+        return ""
+    return f"line {lines[int(index)]}: "
 
 
 def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -1202,17 +1229,20 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
 
     if str(args.traces) == "-" and str(args.references) == "-":
         raise CliError("the traces and the references cannot both be read from stdin ('-')")
-    traces_data = _read_records(args.traces, "traces file", stdin)
-    references = _read_records(args.references, "references file", stdin)
+    traces_data, _ = _read_records(args.traces, "traces file", stdin)
+    references, lines = _read_records(args.references, "references file", stdin)
     if not isinstance(references, list):
-        references = [references]
+        references, lines = [references], None
     try:
         datasets, warnings, trace_count = datasets_from_traces(
             args.source, traces_data, references, task_key=args.task_key
         )
     except TraceError as exc:
-        where = _name(args.references) if exc.field.startswith("references") else _name(args.traces)
-        raise CliError(f"{where}: {exc}") from None
+        if exc.field == "task_key":
+            raise CliError(f"--task-key: {exc.problem}") from None
+        if exc.field.startswith("references"):
+            raise CliError(f"{_name(args.references)}: {_reference_line(exc.field, lines)}{exc}") from None
+        raise CliError(f"{_name(args.traces)}: {exc}") from None
     for warning in warnings:
         stderr.write(f"warning: {warning}\n")
     if not datasets:
@@ -1268,7 +1298,7 @@ def _calibration_request(args: argparse.Namespace, stdin: TextIO) -> tuple[Any, 
     """The validated `CalibrationRequest` of the arguments, and the file that names the judge."""
     from pydantic import ValidationError
 
-    from fair_forge_core.schemas import CalibrationRequest, field_path
+    from fair_forge_core.schemas import CalibrationRequest, error_message, field_path
 
     body, lines = _labelled_pairs(args.labelled, stdin)
     connector_path = args.labelled
@@ -1293,7 +1323,7 @@ def _calibration_request(args: argparse.Namespace, stdin: TextIO) -> tuple[Any, 
                 where = f"{_name(args.connector)}: {field_path(loc)}"
             else:
                 where = field_path(loc) or "(top level)"
-            problems.append(f"{where}: {error['msg']}")
+            problems.append(f"{where}: {error_message(CalibrationRequest, error)}")
         more = "".join(f"\n  {p}" for p in problems[1:20])
         raise CliError(f"{_name(args.labelled)}: invalid labelled pairs: {problems[0]}{more}") from None
 

@@ -7,3 +7,32 @@ TraceFormat = Literal["openai", "langchain", "otel", "openai-agents", "langsmith
 """`TraceSource.format` in a request, `fair-forge convert --from` on the command line."""
 
 TRACE_FORMATS: tuple[str, ...] = get_args(TraceFormat)
+
+
+TRACE_EXPORT_KEYS = frozenset(
+    {"resourceSpans", "resourceLogs", "traceId", "spanId", "messages", "data", "object", "span_data", "run_type"}
+)
+"""Top-level keys of what the importers read (an OTLP export request or span, a message list
+trace, an OpenAI Agents payload or object, a LangSmith run), never of a request."""
+
+
+def looks_like_traces(data: object) -> bool:
+    """Whether a file given as a request is rather a trace export: a JSON list (a request is an
+    object), or an object with none of a request's `datasets` / `traces` and a key of
+    `TRACE_EXPORT_KEYS`."""
+    if isinstance(data, list):
+        return True
+    return (
+        isinstance(data, dict)
+        and "datasets" not in data
+        and "traces" not in data
+        and not TRACE_EXPORT_KEYS.isdisjoint(data)
+    )
+
+
+TRACES_NOT_A_REQUEST = (
+    "this looks like a traces file, not a request: convert it with `fair-forge convert FILE --from FORMAT "
+    f"--references REFS` (FORMAT: {', '.join(TRACE_FORMATS)}), or write the traces form of the request: "
+    '{"connector", "traces": {"format", "items"}, "references"}'
+)
+"""What `fair-forge evaluate` says of a file `looks_like_traces` finds to be one."""

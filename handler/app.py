@@ -12,9 +12,11 @@ boto3 are imported on the first request that needs them, not here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
+from aws_lambda_powertools.event_handler.api_gateway import Route
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -48,13 +50,44 @@ def handle_defect(exc: Exception) -> Response:
     return error_response(500, f"Agentic evaluation failed: internal error ({type(exc).__name__})", request_id(app))
 
 
+def routes() -> list[tuple[str, str]]:
+    """Every route of the API as `(method, path)`, in the order the routers declare them, a path
+    parameter written `{name}` as API Gateway writes it (`GET /jobs/{job_id}`). Read from the
+    resolver's own route table (Powertools has no public accessor), so that the 404, the 405
+    and the local API's banner cannot drift from what is served; a test compares it with the
+    methods `template.yaml` declares."""
+    return [(route.method, _api_gateway_path(route.path)) for route in _route_table()]
+
+
+def _api_gateway_path(path: str) -> str:
+    """A Powertools route path (`/jobs/<job_id>`) as API Gateway writes it (`/jobs/{job_id}`)."""
+    return re.sub(r"<(\w+)>", r"{\1}", path)
+
+
+def _route_table() -> list[Route]:
+    return [*app._static_routes, *app._dynamic_routes]
+
+
+def describe_routes() -> str:
+    """The routes as a person reads them: `POST /run, GET /health, …`."""
+    return ", ".join(f"{method} {path}" for method, path in routes())
+
+
 @app.not_found
 def handle_not_found(_: Exception) -> Response:
-    return error_response(
-        404,
-        "Not found: the API has POST /run, POST /calibrate, POST /jobs, GET /jobs/{id}, GET /health and GET /schema",
-        request_id(app),
-    )
+    # Powertools calls this for a path it does not know and for a known path with another
+    # method: the second is a 405 naming the methods the path takes (RFC 9110 §15.5.6).
+    path = app.current_event.path
+    matched = [route for route in _route_table() if route.rule.match(path)]
+    if matched:
+        allowed = sorted({route.method for route in matched})
+        return error_response(
+            405,
+            f"Method not allowed: {_api_gateway_path(matched[0].path)} takes {', '.join(allowed)}",
+            request_id(app),
+            headers={"Allow": ", ".join(allowed)},
+        )
+    return error_response(404, f"Not found: the API has {describe_routes()}", request_id(app))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

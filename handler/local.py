@@ -193,7 +193,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = _dispatch
+    # Every method goes to the handler, which answers a known path's other methods with a 405.
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _dispatch
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the handler logs each request itself, as JSON
@@ -217,6 +218,13 @@ def make_server(
     return server
 
 
+def banner(host: str, port: int) -> str:
+    """The start-up line: where the API is, and every route it serves (`handler.app.routes`)."""
+    from handler.app import describe_routes
+
+    return f"Fair-Forge Agentic local API on http://{host}:{port} ({describe_routes()})"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve the Lambda handler on 127.0.0.1 as API Gateway would.")
     parser.add_argument("--port", type=int, default=3000)
@@ -229,10 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     # deployment allows no such endpoint unless its operator says so.
     os.environ.setdefault("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS", ",".join(LOOPBACK_NETWORKS))
     server = make_server(args.port, args.host, args.timeout)
-    print(
-        f"Fair-Forge Agentic local API on http://{args.host}:{server.server_port} (POST /run, GET /health)",
-        flush=True,
-    )
+    print(banner(args.host, server.server_port), flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -27,13 +27,18 @@ def request_id(router: BaseRouter) -> str | None:
 
 
 def error_response(
-    status: int, message: str, request_id: str | None, details: list[dict[str, str]] | None = None
+    status: int,
+    message: str,
+    request_id: str | None,
+    details: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response:
-    """The error contract: success false, a message, the request id, and details when any."""
+    """The error contract: success false, a message, the request id, and details when any;
+    `headers` are added to the response (a 405's `Allow`)."""
     body: dict[str, Any] = {"success": False, "error": redact(message, current_secrets()), "request_id": request_id}
     if details:
         body["details"] = details
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body))
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=headers)
 
 
 class RunResponse(EvaluationResult):

@@ -14,7 +14,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 # The request model and the error paths are the core's, shared with the CLI.
 from fair_forge_core.schemas import (
@@ -23,6 +23,7 @@ from fair_forge_core.schemas import (
     RunRequest,
     TracesRunRequest,
     describe_json_error,
+    error_message,
     field_path,
     loads_json,
 )
@@ -217,7 +218,7 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
     try:
         request = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
-        raise _invalid_request(exc) from None
+        raise _invalid_request(exc, TracesRunRequest) from None
     from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
 
     try:
@@ -244,9 +245,13 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
     return expanded, warnings
 
 
-def validation_details(error: ValidationError) -> list[dict[str, str]]:
-    """Pydantic errors as `{"field", "message"}` pairs, without the offending values."""
-    return [{"field": field_path(e["loc"]) or "body", "message": e["msg"]} for e in error.errors(include_input=False)]
+def validation_details(error: ValidationError, model: type[BaseModel]) -> list[dict[str, str]]:
+    """Pydantic errors of validating `model` as `{"field", "message"}` pairs, without the
+    offending values; an unknown key's message names the nearest accepted key (`error_message`)."""
+    return [
+        {"field": field_path(e["loc"]) or "body", "message": error_message(model, e)}
+        for e in error.errors(include_input=False)
+    ]
 
 
 def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
@@ -256,7 +261,7 @@ def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
     try:
         request = RunRequest.model_validate(body)
     except ValidationError as exc:
-        raise _invalid_request(exc) from None
+        raise _invalid_request(exc, RunRequest) from None
     _check_curve_points(request, settings)
     _check_compared_assistants(request)
     return request
@@ -276,8 +281,8 @@ def _check_compared_assistants(request: RunRequest) -> None:
             raise RequestError(400, f"Invalid request: {field}: {message}", [{"field": field, "message": message}])
 
 
-def _invalid_request(error: ValidationError) -> RequestError:
-    details = validation_details(error)
+def _invalid_request(error: ValidationError, model: type[BaseModel]) -> RequestError:
+    details = validation_details(error, model)
     first = details[0]
     more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
     return RequestError(400, f"Invalid request: {first['field']}: {first['message']}{more}", details)

@@ -57,6 +57,7 @@ Import from this package.
 from fair_forge_core.connectors.allowlist import (
     BUILTIN_CONNECTORS,
     allowed_connectors,
+    connector_loadable,
     load_chat_model_class,
     resolve_class_path,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "allowed_connectors",
     "build_chat_model",
     "check_endpoint",
+    "connector_loadable",
     "load_chat_model_class",
     "resolve_class_path",
     "secret_values",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -38,6 +39,19 @@ def allowed_connectors(extra_connectors: Iterable[str] = ()) -> dict[str, str]:
         allowed[canonical] = canonical
         allowed.update(dict.fromkeys(aliases, canonical))
     return allowed
+
+
+def connector_loadable(class_path: str) -> bool:
+    """Whether the package of `class_path` is installed here: its top-level package can be found
+    (`importlib.util.find_spec`, which imports nothing for a top-level name; the spec of a
+    submodule would import its parents, the provider's SDK, which takes seconds). A class
+    path whose package is installed can still fail to load (a missing class): building the
+    judge says so."""
+    top = class_path.partition(".")[0]
+    try:
+        return bool(top) and importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):  # a name that is no module name
+        return False
 
 
 def resolve_class_path(class_path: str, extra_connectors: Iterable[str] = ()) -> str:

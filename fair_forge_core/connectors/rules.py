@@ -3,7 +3,6 @@ parameters exist, which are refused, keys, plain names, endpoints, and what the 
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import json
 import re
@@ -12,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from fair_forge_core.schemas.json_input import did_you_mean
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -194,9 +195,7 @@ def check_param_names(cls: type[BaseChatModel], params: dict[str, Any]) -> None:
         if name in accepted:
             continue
         field = param_field(name)
-        close = difflib.get_close_matches(name, sorted(accepted), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise ConnectorError(f"{field} is not a parameter of {cls.__name__}{hint}", field)
+        raise ConnectorError(f"{field} is not a parameter of {cls.__name__}{did_you_mean(name, accepted)}", field)
 
 
 def check_plain_names(params: dict[str, Any]) -> None:

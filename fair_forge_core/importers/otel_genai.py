@@ -8,7 +8,9 @@ named from the input, whose two roots are ``requests`` and ``spans``: a field is
 ``requests[i].resourceSpans[j].scopeSpans[k].spans[n]…`` (a single request is
 ``requests[0]``), or ``spans[n]…`` for a bare list; an error about the input as a whole
 names the bare root, ``spans`` for a bare list of spans, else ``requests``. OTLP JSON is
-read as the spec encodes it: hex ids, nanosecond times as strings, attributes as
+read as the spec encodes it: hex ids (kept as written, compared in either case; an id that
+is not hex, such as the base64 of a protobuf-JSON mapping, is compared exactly, case
+included, and said once in the warnings), nanosecond times as strings, attributes as
 `{key, value}` with `AnyValue` (`stringValue`, `intValue` as a string, `boolValue`,
 `doubleValue`, `arrayValue` and `kvlistValue` as objects with a list of `values`),
 `status.code` 2 = ERROR; `gen_ai.operation.name` is a string; an event name that is not a
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +105,29 @@ class _Span:
     status: str
     events: list[tuple[str, Any, str]] = field(default_factory=list)  # (name, body, where)
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """`(trace, span)` as compared: see `_id_key`."""
+        return _id_key(self.trace_id), _id_key(self.span_id)
+
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def _id_key(value: str) -> str:
+    """An id as ids are compared: hex (what OTLP JSON writes) in either case names the same
+    id, so it is compared lower-cased; any other id (base64, from a protobuf-JSON mapping)
+    is compared exactly as written, its case being part of it (lower-casing could make two
+    ids one). Ids are always shown and kept as written."""
+    return value.lower() if _HEX.fullmatch(value) else value
+
+
+NOT_HEX = (
+    "{where}: trace and span ids are not all hex (OTLP JSON writes them as hex; base64 ids come from a "
+    "protobuf-JSON mapping): ids are kept and compared exactly as written"
+)
+"""The one import warning when an id of the input is not hex; `where` is the first such id."""
+
 
 def traces_from_otel(data: Any) -> list[ImportedTrace]:
     """The conversations of `data` (see the module docstring), in the order they start."""
@@ -113,13 +139,14 @@ def traces_from_otel(data: Any) -> list[ImportedTrace]:
 
 
 def _traces(data: Any) -> list[ImportedTrace]:
-    spans, root = _read_spans(data)
+    spans, root, not_hex = _read_spans(data)
     by_trace: dict[str, list[_Span]] = {}
     for span in spans:
-        by_trace.setdefault(span.trace_id, []).append(span)
+        by_trace.setdefault(span.key[0], []).append(span)
     conversations: dict[str, list[_Span]] = {}
     skipped = []
-    for trace_id, members in by_trace.items():
+    for members in by_trace.values():
+        trace_id = members[0].trace_id  # as the trace's first span writes it
         if not any(k.startswith("gen_ai.") for s in members for k in s.attrs) and not any(s.events for s in members):
             skipped.append(trace_id)
             continue
@@ -131,6 +158,8 @@ def _traces(data: Any) -> list[ImportedTrace]:
     if skipped:
         more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
         traces[0].warnings.append(f"traces without any GenAI span skipped: {', '.join(skipped[:5])}{more}")
+    if not_hex is not None:
+        traces[0].warnings.append(NOT_HEX.format(where=not_hex))
     return traces
 
 
@@ -439,7 +468,10 @@ def _metadata(spans: list[_Span]) -> dict[str, Any]:
         value = next((s.attrs[key] for s in spans if isinstance(s.attrs.get(key), str)), None)
         if value is not None:
             metadata.setdefault(key, value)
-    metadata["trace_ids"] = list(dict.fromkeys(s.trace_id for s in spans))
+    trace_ids: dict[str, str] = {}
+    for span in spans:
+        trace_ids.setdefault(span.key[0], span.trace_id)
+    metadata["trace_ids"] = list(trace_ids.values())
     return metadata
 
 
@@ -447,11 +479,13 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _read_spans(data: Any) -> tuple[list[_Span], str]:
-    """Every span of the input, with the GenAI events of its log records and span events, and
-    the name of the input as a whole: ``spans`` for a bare list of spans, else ``requests``."""
+def _read_spans(data: Any) -> tuple[list[_Span], str, str | None]:
+    """Every span of the input, with the GenAI events of its log records and span events, the
+    name of the input as a whole (``spans`` for a bare list of spans, else ``requests``), and
+    the field of its first id that is not hex (None when all are)."""
     if _bare_spans(data):
-        return _spans_of({}, data, "spans"), "spans"
+        bare = _spans_of({}, data, "spans")
+        return bare, "spans", _first_not_hex(bare, [])
     requests = [data] if isinstance(data, dict) else data
     if not isinstance(requests, list) or not requests:
         raise TraceError("requests", "an OTLP/JSON export request (resourceSpans), a list of them, or a list of spans")
@@ -476,18 +510,30 @@ def _read_spans(data: Any) -> tuple[list[_Span], str]:
                         body = (
                             attributes if name == _DETAILS_EVENT else _value(record.get("body"), f"{where}[{n}].body")
                         )
-                        ids = (str(record.get("traceId", "")).lower(), str(record.get("spanId", "")).lower())
+                        ids = (str(record.get("traceId", "")), str(record.get("spanId", "")))
                         records.append((*ids, name, body, f"{where}[{n}].body"))
-    by_id = {(s.trace_id, s.span_id): s for s in spans}
+    by_id = {s.key: s for s in spans}
     for trace_id, span_id, name, body, where in records:
-        span = by_id.get((trace_id, span_id))
+        span = by_id.get((_id_key(trace_id), _id_key(span_id)))
         if span is None:
             raise TraceError(where, f"no span of the input has traceId {trace_id!r} and spanId {span_id!r}")
         if name == _DETAILS_EVENT:  # the newer event: the span's content attributes, recorded apart
             span.attrs.update({k: v for k, v in body.items() if k in _CONTENT and k not in span.attrs})
         else:
             span.events.append((name, body if isinstance(body, dict) else {}, where))
-    return spans, "requests"
+    return spans, "requests", _first_not_hex(spans, records)
+
+
+def _first_not_hex(spans: list[_Span], records: list[tuple[str, str, str, Any, str]]) -> str | None:
+    """The field of the first trace or span id, of a span or else of a log record, that is not hex."""
+    for span in spans:
+        for name, value in (("traceId", span.trace_id), ("spanId", span.span_id)):
+            if value and not _HEX.fullmatch(value):
+                return f"{span.where}.{name}"
+    for trace_id, span_id, _, _, where in records:
+        if any(value and not _HEX.fullmatch(value) for value in (trace_id, span_id)):
+            return where.removesuffix(".body")
+    return None
 
 
 def _bare_spans(data: Any) -> bool:
@@ -508,8 +554,8 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
         status: dict[str, Any] = span["status"] if isinstance(span.get("status"), dict) else {}
         read = _Span(
             here,
-            trace_id.lower(),
-            str(span.get("spanId", "")).lower(),
+            trace_id,  # as written: see `_id_key` for how ids are compared
+            str(span.get("spanId", "")),
             not span.get("parentSpanId"),
             _nanos(span.get("startTimeUnixNano"), f"{here}.startTimeUnixNano"),
             _nanos(span.get("endTimeUnixNano", span.get("startTimeUnixNano")), f"{here}.endTimeUnixNano"),

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fair_forge_core.importers.trace import ImportedTrace, TraceError
-from fair_forge_core.schemas import Reference, field_path
+from fair_forge_core.schemas import Reference, did_you_mean, error_message, field_path
 
 
 @dataclass
@@ -47,6 +47,7 @@ def join_references(
     `references` are `Reference`s or their JSON; one that is not valid is a `TraceError`
     naming its field (``references[3].ground_truth_assistant``)."""
     by_task = _references_by_task(references)
+    _check_task_key(traces, task_key)
     report = JoinReport()
     used: set[str] = set()
     datasets = []
@@ -92,14 +93,43 @@ def _references_by_task(references: list[Any]) -> dict[str, dict[int, Reference]
         try:
             reference = raw if isinstance(raw, Reference) else Reference.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors(include_input=False)[0]
-            raise TraceError(field_path(("references", index, *first["loc"])), first["msg"]) from None
+            # One error is reported: an unknown key first, as a misspelt key explains the
+            # "Field required" of the key it was meant to be.
+            first = min(exc.errors(include_input=False), key=lambda error: error["type"] != "extra_forbidden")
+            raise TraceError(
+                field_path(("references", index, *first["loc"])), error_message(Reference, first)
+            ) from None
         if reference.turn in by_task[reference.task_id]:
             raise TraceError(
                 f"references[{index}]", f"a second reference for task {reference.task_id!r}, turn {reference.turn}"
             )
         by_task[reference.task_id][reference.turn] = reference
     return dict(by_task)
+
+
+TASK_KEY_FORMS = "none (the trace id), `first_user_message` or `metadata.<name>`"
+
+
+def _check_task_key(traces: list[ImportedTrace], task_key: str | None) -> None:
+    """One `TraceError` on `task_key` when it can match no trace at all — a form it cannot take,
+    or a `metadata.<name>` that no trace has as a string — listing the metadata names the
+    traces do have, rather than one "matches no task" warning per trace."""
+    if task_key is None or task_key == "first_user_message":
+        return
+    name = task_key.removeprefix("metadata.")
+    if task_key.startswith("metadata.") and any(isinstance(t.metadata.get(name), str) for t in traces):
+        return
+    names = sorted({key for trace in traces for key, value in trace.metadata.items() if isinstance(value, str)})
+    if task_key.startswith("metadata."):  # the names compared alone: the shared prefix would make any two close
+        hint = did_you_mean(name, names, shown_as="metadata.{}")
+    else:
+        hint = did_you_mean(task_key, ["first_user_message", *(f"metadata.{key}" for key in names)])
+    more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+    listed = f"metadata names (with text values) in the traces: {', '.join(names[:20])}{more}"
+    seen = listed if names else "the traces have no metadata with text values"
+    if not task_key.startswith("metadata."):
+        raise TraceError("task_key", f"is {TASK_KEY_FORMS}{hint}; {seen}")
+    raise TraceError("task_key", f"no trace has {task_key} as text{hint}; {seen}")
 
 
 def _task_of(trace: ImportedTrace, task_key: str | None) -> str | None:
@@ -110,4 +140,4 @@ def _task_of(trace: ImportedTrace, task_key: str | None) -> str | None:
     if task_key.startswith("metadata."):
         value = trace.metadata.get(task_key.removeprefix("metadata."))
         return value if isinstance(value, str) else None
-    raise TraceError("task_key", "is none, `first_user_message` or `metadata.<name>`")
+    raise TraceError("task_key", f"is {TASK_KEY_FORMS}")  # `_check_task_key` caught it first

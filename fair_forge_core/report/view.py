@@ -273,6 +273,21 @@ def turn_state(conversation: Mapping[str, Any], index: int) -> str:
     return "pass" if index in conversation["correct_indices"] else "fail"
 
 
+def answer_state(conversation: Mapping[str, Any], index: int) -> str:
+    """pass, fail or unscored for the answer of turn `index` alone (`answer_correct`: its score
+    against the threshold), whatever its tools did: a right answer on a turn failed by its
+    tools is a passing answer of a failing turn. Without per-turn detail, from the score and
+    the conversation's `threshold`, the rule `answer_correct` is made by."""
+    interactions = conversation.get("interactions")
+    if interactions is not None:
+        correct = interactions[index]["answer_correct"]
+        return "unscored" if correct is None else ("pass" if correct else "fail")
+    score = conversation["correctness_scores"][index]
+    if score is None:
+        return "unscored"
+    return "pass" if score >= conversation["threshold"] else "fail"
+
+
 def conversation_status(conversation: Mapping[str, Any]) -> tuple[str, str]:
     """(css class, label) of a conversation: pass, fail or unscored."""
     if not conversation["is_scored"]:
@@ -391,18 +406,27 @@ class Turn:
 
 @dataclass(frozen=True)
 class ConversationRow:
+    """One conversation of the conversations table. `answer_states` colour the answer-score
+    chips (each answer's own verdict), `turn_states` the turns (answer and tools).
+    `shows_rates`: its pass@k / pass^k are shown only with two turns or more; they treat the
+    conversation's turns as the k draws, so for one turn they would only restate that turn."""
+
     index: int
     conversation: Mapping[str, Any]
     state: str
     label: str
     turn_states: list[str]
+    answer_states: list[str]
     summary: str
     turns: list[Turn] | None
+    shows_rates: bool
 
 
 def conversation_row(index: int, conversation: Mapping[str, Any]) -> ConversationRow:
     state, label = conversation_status(conversation)
-    turn_states = [turn_state(conversation, t) for t in range(len(conversation["correctness_scores"]))]
+    turn_count = len(conversation["correctness_scores"])
+    turn_states = [turn_state(conversation, t) for t in range(turn_count)]
+    answer_states = [answer_state(conversation, t) for t in range(turn_count)]
     failing = sum(1 for s in turn_states if s != "pass")
     summary = plural(conversation["total_interactions"], "turn")
     if failing:
@@ -414,7 +438,9 @@ def conversation_row(index: int, conversation: Mapping[str, Any]) -> Conversatio
             Turn(t, turn_states[t], interaction, conversation["tool_correctness_scores"][t])
             for t, interaction in enumerate(interactions)
         ]
-    return ConversationRow(index, conversation, state, label, turn_states, summary, turns)
+    return ConversationRow(
+        index, conversation, state, label, turn_states, answer_states, summary, turns, turn_count > 1
+    )
 
 
 COMPARISON: JsonPath = ("aggregated_metrics", "comparison")

@@ -37,6 +37,8 @@ from fair_forge_core.schemas.json_input import (
     LoneSurrogate,
     NonFiniteNumber,
     describe_json_error,
+    did_you_mean,
+    error_message,
     field_path,
     loads_json,
 )
@@ -141,6 +143,8 @@ __all__ = [
     "TracesRunRequest",
     "UnscoredPair",
     "describe_json_error",
+    "did_you_mean",
+    "error_message",
     "field_path",
     "input_warnings",
     "loads_json",

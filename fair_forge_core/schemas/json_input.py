@@ -1,11 +1,19 @@
-"""Reading a request's JSON: no NaN or infinities, no lone surrogates, errors with line and column."""
+"""Reading a request's JSON: no NaN or infinities, no lone surrogates, errors with line and column;
+pydantic errors as field paths, an unknown key with the nearest known one (`did_you_mean`)."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
-from typing import Any
+import types
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from pydantic_core import ErrorDetails
 
 
 class NonFiniteNumber(ValueError):
@@ -92,3 +100,63 @@ def field_path(location: tuple[int | str, ...]) -> str:
             continue
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     return path
+
+
+def did_you_mean(name: str, known: Iterable[str], shown_as: str = "{}") -> str:
+    """`" (did you mean <closest>?)"` for the known name closest to `name` (`difflib.get_close_matches`,
+    its default cutoff 0.6), or `""` when none is close: the one hint every unknown name gets
+    (a request's keys, a references record's, a connector's parameters, `task_key`). `shown_as`
+    writes the name found (`"metadata.{}"`: compared without a prefix every candidate shares)."""
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean {shown_as.format(close[0])}?)" if close else ""
+
+
+def _arms(annotation: Any) -> list[Any]:
+    """The types a field's annotation may hold, with `Annotated`, `Optional` and unions unwrapped."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _arms(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return [arm for arg in get_args(annotation) for arm in _arms(arg)]
+    return [annotation]
+
+
+def _is_model(value: Any) -> bool:
+    from pydantic import BaseModel
+
+    return isinstance(value, type) and issubclass(value, BaseModel)
+
+
+def known_keys(model: type[BaseModel], location: tuple[int | str, ...]) -> set[str]:
+    """The keys the object holding `location`'s last part accepts, `model` being the root: the
+    field names of the model(s) found by following the location's parts through the fields'
+    annotations (list items by index, dict values by key, every arm of a union; the tags of
+    `UNION_TAGS` are skipped). Empty when the location leads to no model."""
+    current: list[Any] = [model]
+    for part in location[:-1]:
+        if part in UNION_TAGS:
+            continue
+        following: list[Any] = []
+        for arm in (arm for annotation in current for arm in _arms(annotation)):
+            if isinstance(part, int) and get_origin(arm) is list:
+                following.append(get_args(arm)[0])
+            elif isinstance(part, str) and _is_model(arm) and part in arm.model_fields:
+                following.append(arm.model_fields[part].annotation)
+            elif isinstance(part, str) and get_origin(arm) is dict:
+                following.append(get_args(arm)[1])
+        current = following
+    return {name for annotation in current for arm in _arms(annotation) if _is_model(arm) for name in arm.model_fields}
+
+
+UNKNOWN_KEY = "unknown key"
+"""The message of a key no model field has (pydantic's `extra_forbidden`), before its hint."""
+
+
+def error_message(model: type[BaseModel], error: ErrorDetails) -> str:
+    """A pydantic error's message for a person, `model` being what was validated: an unknown
+    key is `unknown key` with the nearest accepted key (`did_you_mean`); any other error keeps
+    pydantic's message. Never the offending value."""
+    if error["type"] != "extra_forbidden":
+        return error["msg"]
+    name = error["loc"][-1] if error["loc"] else ""
+    return UNKNOWN_KEY + (did_you_mean(name, known_keys(model, error["loc"])) if isinstance(name, str) else "")

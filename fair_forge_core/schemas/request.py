@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR
+from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR, did_you_mean
 from fair_forge_core.trace_formats import TraceFormat
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
@@ -269,8 +270,20 @@ class EvaluationConfig(_Request):
     @field_validator("statistical_mode", mode="before")
     @classmethod
     def _mode_from_string(cls, value: Any) -> Any:
-        # The original library takes a bare name; the object form adds options.
-        return {"mode": value} if isinstance(value, str) else value
+        # The original library takes a bare name; the object form adds options. A bare name
+        # that is no mode is refused here, so that the error names `config.statistical_mode`,
+        # the field the caller wrote, not the `.mode` of the object it would have become.
+        if not isinstance(value, str):
+            return value
+        modes = get_args(StatisticalMode.model_fields["mode"].annotation)
+        if value not in modes:
+            expected = " or ".join(repr(mode) for mode in modes)
+            raise PydanticCustomError(
+                "literal_error",
+                "Input should be {expected}, or an object with mode, ci_level and prior" + did_you_mean(value, modes),
+                {"expected": expected},
+            )
+        return {"mode": value}
 
 
 class ConnectorSpec(_Request):

@@ -61,7 +61,7 @@ def parse_calibration_request(body: dict[str, Any], settings: Settings) -> Calib
     try:
         return CalibrationRequest.model_validate(body)
     except ValidationError as exc:
-        details = validation_details(exc)
+        details = validation_details(exc, CalibrationRequest)
         first = details[0]
         more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
         raise RequestError(400, f"Invalid request: {first['field']}: {first['message']}{more}", details) from None

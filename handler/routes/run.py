@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.metrics import MetricUnit
 
+from fair_forge_core.connectors import connector_loadable
 from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
@@ -32,10 +33,13 @@ router = Router()
 @router.get("/health")
 def health() -> dict[str, Any]:
     settings = Settings.from_env()
+    connectors = sorted(set(allowed_connectors(settings).values()))
     return {
         "status": "ok",
         "version": __version__,
-        "connectors": sorted(set(allowed_connectors(settings).values())),
+        "connectors": connectors,
+        # Allowed is not installed: an optional provider's package may be absent from this image.
+        "connectors_loadable": {class_path: connector_loadable(class_path) for class_path in connectors},
         "limits": {
             "max_body_bytes": settings.max_body_bytes,
             "max_conversations": settings.max_conversations,

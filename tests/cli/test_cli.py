@@ -276,3 +276,87 @@ def test_convert_reports_an_invalid_reference_by_its_field_and_the_importers_cho
     done = run_cli("convert", traces, "--from", "openai", "--references", references)
     assert done.returncode == 0
     assert "warning: traces[0]: turn 0 ('q') has no final answer; judged as an empty answer\n" in done.stderr
+
+
+def test_version_through_the_console_script_and_main(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    expected = f"fair-forge {version('fair-forge-agentic')}\n"  # the installed distribution's metadata
+    script = Path(sys.executable).parent / "fair-forge"  # the console script pip wrote into this venv
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == expected
+
+
+def test_an_unknown_key_in_a_request_file_says_which_key_was_meant(tmp_path: Path) -> None:
+    body = json.loads(CALCULATOR.read_text())
+    body["config"]["treshold"] = 0.5
+    body["config"]["statistical_mode"] = "bayes"
+    body["datasets"][0]["conversation"][0]["agentic"]["tools_used"][0]["paramters"] = {}
+    request = tmp_path / "typo.json"
+    request.write_text(json.dumps(body))
+    process = run_cli("evaluate", request)
+    assert process.returncode == 2
+    assert "config.treshold: unknown key (did you mean threshold?)" in process.stderr
+    # the field as the file writes it: a string, not the `.mode` of the object it would stand for
+    assert "config.statistical_mode: Input should be 'frequentist' or 'bayesian'" in process.stderr
+    assert "statistical_mode.mode" not in process.stderr
+    assert "datasets[0].conversation[0].agentic.tools_used[0].paramters: unknown key (did you mean parameters?)" in (
+        process.stderr
+    )
+    assert "Traceback" not in process.stderr
+
+
+TRACES_DIR = ROOT / "examples" / "traces"
+
+
+@pytest.mark.parametrize(
+    "traces",
+    [
+        TRACES_DIR / "openai_chat.json",  # a list of traces
+        TRACES_DIR / "otel_genai.json",  # an OTLP export request: an object, but no request
+    ],
+)
+def test_evaluate_on_a_traces_file_says_to_convert_it(traces: Path) -> None:
+    process = run_cli("evaluate", traces)
+    assert process.returncode == 2
+    assert process.stderr.startswith(f"error: {traces}")
+    assert "looks like a traces file, not a request" in process.stderr
+    assert "fair-forge convert FILE --from FORMAT --references REFS" in process.stderr
+    assert '{"connector", "traces": {"format", "items"}, "references"}' in process.stderr
+    assert process.stdout == ""
+
+
+def test_convert_names_an_unknown_reference_key_with_its_line(tmp_path: Path) -> None:
+    references = tmp_path / "refs.jsonl"
+    lines = (TRACES_DIR / "openai_chat.references.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    record["ground_truth_asistant"] = record.pop("ground_truth_assistant")
+    references.write_text("\n".join([lines[0], "", json.dumps(record), *lines[2:]]) + "\n")  # a blank line 2
+    done = run_cli("convert", TRACES_DIR / "openai_chat.json", "--from", "openai", "--references", references)
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        f"error: {references}: line 3: references[1].ground_truth_asistant: unknown key "
+        "(did you mean ground_truth_assistant?)\n"
+    )
+
+
+def test_convert_with_a_task_key_no_trace_has_says_so_once_listing_the_names_seen() -> None:
+    done = run_cli(
+        "convert",
+        TRACES_DIR / "openai_chat.json",
+        "--from",
+        "openai",
+        "--references",
+        TRACES_DIR / "openai_chat.references.jsonl",
+        "--task-key",
+        "metadata.tsak",
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "error: --task-key: no trace has metadata.tsak as text (did you mean metadata.task?); "
+        "metadata names (with text values) in the traces: task\n"
+    )

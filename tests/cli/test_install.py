@@ -87,3 +87,10 @@ def test_a_bad_request_on_stdin_is_named_as_stdin(installed: Path) -> None:
     done = run_installed(installed, "evaluate", "-", stdin="{not json")
     assert done.returncode == 2
     assert done.stderr.startswith("error: <stdin> is not valid JSON: ")
+
+
+def test_fair_forge_version(installed: Path) -> None:
+    from fair_forge_core import __version__
+
+    done = run_installed(installed, "--version")
+    assert (done.returncode, done.stdout) == (0, f"fair-forge {__version__}\n"), done.stderr

@@ -342,3 +342,13 @@ def test_the_route_is_in_the_template_behind_the_api_key() -> None:
     assert "POST /calibrate" in with_cors["Fn::Sub"] and "${CalibrateOptionsMethod}" in with_cors["Fn::Sub"]
     assert "POST /calibrate" in without_cors["Fn::Sub"]
     assert "POST /calibrate" in body["Description"]
+
+
+def test_an_unknown_key_of_a_pair_says_which_key_was_meant() -> None:
+    pair = {**PAIR, "groundtruth": PAIR["ground_truth"]}
+    del pair["ground_truth"]
+    response = calibrate({"connector": OFFLINE, "pairs": [PAIR, pair]})
+    assert response.status == 400
+    assert {"field": "pairs[1].groundtruth", "message": "unknown key (did you mean ground_truth?)"} in response.body[
+        "details"
+    ]

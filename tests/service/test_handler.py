@@ -122,7 +122,7 @@ def test_bodies_that_are_not_json_objects(raw: str, message: str) -> None:
             "config.tool_weights",
         ),
         ({"tool_weights": {"speed": 1}}, "config.tool_weights.speed"),
-        ({"statistical_mode": "magic"}, "config.statistical_mode.mode"),
+        ({"statistical_mode": "magic"}, "config.statistical_mode"),  # as written: a string, not an object
         ({"statistical_mode": {"mode": "bayesian", "ci_level": 1.0}}, "config.statistical_mode.ci_level"),
         ({"statistical_mode": {"mode": "bayesian", "prior": [0, 1]}}, "config.statistical_mode.prior"),
         ({"max_concurrency": 0}, "config.max_concurrency"),
@@ -134,6 +134,58 @@ def test_out_of_range_config_names_the_field(config: dict[str, Any], field: str)
     response = call_handler(request(config=config))
     assert_error(response, 400, field)
     assert any(detail["field"] == field for detail in response.body["details"])
+
+
+def test_a_bare_statistical_mode_that_is_no_mode_names_the_field_as_written() -> None:
+    response = call_handler(request(config={"statistical_mode": "bayes"}))
+    assert_error(response, 400, "Invalid request: config.statistical_mode: Input should be")
+    assert [d["field"] for d in response.body["details"]] == ["config.statistical_mode"]
+    assert response.body["details"][0]["message"].endswith("(did you mean bayesian?)")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "message"),
+    [
+        (lambda b: b["config"].update(treshold=0.5), "config.treshold", "unknown key (did you mean threshold?)"),
+        (
+            lambda b: b["config"].update(statistical_mode={"mode": "bayesian", "cilevel": 0.9}),
+            "config.statistical_mode.cilevel",
+            "unknown key (did you mean ci_level?)",
+        ),
+        (
+            lambda b: b["datasets"][0].update(asistant_id="x"),
+            "datasets[0].asistant_id",
+            "unknown key (did you mean assistant_id?)",
+        ),
+        (
+            lambda b: b["datasets"][0]["conversation"][0].update(ground_truth="x"),
+            "datasets[0].conversation[0].ground_truth",
+            "unknown key (did you mean ground_truth_agentic?)",
+        ),
+        (
+            lambda b: b["datasets"][0]["conversation"][0]["agentic"]["tools_used"][0].update(paramters={}),
+            "datasets[0].conversation[0].agentic.tools_used[0].paramters",
+            "unknown key (did you mean parameters?)",
+        ),
+        (
+            lambda b: b["datasets"][0]["conversation"][0]["ground_truth_agentic"]["expected_tools"][0].update(tool="x"),
+            "datasets[0].conversation[0].ground_truth_agentic.expected_tools[0].tool",
+            "unknown key (did you mean tool_name?)",
+        ),
+        (
+            lambda b: b.update(connector=[{**b["connector"], "parms": {}}]),  # an ensemble: through the union
+            "connector[0].parms",
+            "unknown key (did you mean params?)",
+        ),
+        (lambda b: b["config"].update(zzz=1), "config.zzz", "unknown key"),  # nothing close: no guess
+    ],
+)
+def test_an_unknown_key_says_which_key_was_meant(mutate, field: str, message: str) -> None:
+    body = request()
+    mutate(body)
+    response = call_handler(body)
+    assert_error(response, 400, f"Invalid request: {field}: {message}")
+    assert {"field": field, "message": message} in response.body["details"]
 
 
 @pytest.mark.parametrize(
@@ -259,8 +311,57 @@ def test_health_lists_connectors_without_secrets(monkeypatch: pytest.MonkeyPatch
     assert "sk-server-secret" not in response.raw
 
 
+HEALTH_LOADABLE = """
+import json, sys
+from fair_forge_testing.handler_client import call_handler
+body = call_handler(method="GET", path="/health").body
+providers = ("langchain_openai", "langchain_groq", "langchain_anthropic", "langchain_google_genai", "langchain_ollama")
+print(json.dumps({"body": body, "imported": sorted(m for m in sys.modules if m.startswith(providers))}))
+"""
+
+
+def test_health_says_which_allowed_connectors_can_be_loaded_here_importing_no_provider() -> None:
+    from importlib.metadata import packages_distributions
+
+    env = {**__import__("os").environ, "FAIR_FORGE_EXTRA_CONNECTORS": "not_installed_anywhere.chat.ChatNope"}
+    done = subprocess.run(
+        [sys.executable, "-c", HEALTH_LOADABLE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    body = report["body"]
+    assert "not_installed_anywhere.chat.ChatNope" in body["connectors"]  # the list itself is unchanged
+    installed = set(packages_distributions())  # top-level names of the installed distributions
+    expected = {
+        path: path.split(".")[0] in installed or path.startswith("fair_forge_core.") for path in body["connectors"]
+    }
+    assert body["connectors_loadable"] == expected
+    assert expected["fair_forge_core.judges.ReferenceJudge"] is True
+    assert expected["not_installed_anywhere.chat.ChatNope"] is False
+    assert report["imported"] == []  # found, not imported: no provider SDK is loaded by /health
+
+
 def test_unknown_route_is_404_in_the_error_shape() -> None:
     assert_error(call_handler(method="GET", path="/nope"), 404, "Not found")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed", "shown"),
+    [
+        ("GET", "/run", "POST", "/run"),
+        ("PUT", "/health", "GET", "/health"),
+        ("DELETE", "/jobs/0b7c6f1e", "GET", "/jobs/{job_id}"),
+        ("GET", "/calibrate", "POST", "/calibrate"),
+        ("PATCH", "/schema", "GET", "/schema"),
+    ],
+)
+def test_a_known_path_with_another_method_is_a_405_naming_the_methods(
+    method: str, path: str, allowed: str, shown: str
+) -> None:
+    response = call_handler(method=method, path=path)
+    assert_error(response, 405, f"Method not allowed: {shown} takes {allowed}")
+    assert response.headers["Allow"] == allowed
+    assert set(response.body) == {"success", "error", "request_id"}
 
 
 def test_cors_header_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -26,8 +27,9 @@ from typing import Any
 import pytest
 
 from fair_forge_testing.builders import conversation, turn
+from fair_forge_testing.cloudformation import template
 from handler.app import lambda_handler
-from handler.local import LocalLambdaContext, make_proxy_event, make_server
+from handler.local import LocalLambdaContext, banner, make_proxy_event, make_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = (ROOT / "examples" / "calculator.json").read_text(encoding="utf-8")
@@ -273,7 +275,56 @@ def test_local_api_as_a_subprocess(tmp_path: Path) -> None:
             process.kill()
             process.wait(timeout=10)
         log.close()
-    assert "local API on http://127.0.0.1:" in (tmp_path / "local-api.log").read_text(errors="replace")
+    first_line = (tmp_path / "local-api.log").read_text(errors="replace").splitlines()[0]
+    assert first_line.startswith(f"Fair-Forge Agentic local API on {base_url} (")
+    assert routes_in(first_line) == template_routes()
+
+
+def template_routes() -> set[tuple[str, str]]:
+    """`(method, path)` of every method `template.yaml` gives API Gateway, CORS preflights
+    (OPTIONS) left out, path parameters written `{}` (the template names them `{id}`)."""
+    resources = template()["Resources"]
+    paths: dict[str, str] = {}
+
+    def path_of(name: str) -> str:
+        if name not in paths:
+            props = resources[name]["Properties"]
+            parent = props["ParentId"]
+            parent_path = "" if "Fn::GetAtt" in parent else path_of(parent["Ref"])
+            paths[name] = f"{parent_path}/{props['PathPart']}"
+        return paths[name]
+
+    return {
+        (r["Properties"]["HttpMethod"], re.sub(r"\{[^}]*\}", "{}", path_of(r["Properties"]["ResourceId"]["Ref"])))
+        for r in resources.values()
+        if r["Type"] == "AWS::ApiGateway::Method" and r["Properties"]["HttpMethod"] != "OPTIONS"
+    }
+
+
+def routes_in(text: str) -> set[tuple[str, str]]:
+    """The `METHOD /path` pairs a text lists, path parameters written `{}`."""
+    return {
+        (m, re.sub(r"\{[^}]*\}", "{}", p)) for m, p in re.findall(r"\b(GET|POST|PUT|PATCH|DELETE) (/[^\s,)]*)", text)
+    }
+
+
+def test_the_banner_lists_every_route_template_yaml_declares() -> None:
+    line = banner("127.0.0.1", 3000)
+    assert line.startswith("Fair-Forge Agentic local API on http://127.0.0.1:3000 (")
+    assert len(template_routes()) == 6  # POST /run, /calibrate, /jobs; GET /health, /schema, /jobs/{id}
+    assert routes_in(line) == template_routes()
+
+
+def test_a_wrong_method_over_socket_is_a_405_with_allow(local_api: str) -> None:
+    request = urllib.request.Request(local_api + "/run", method="GET")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S)
+    with refused.value as reply:
+        assert (reply.code, reply.headers["Allow"]) == (405, "POST")
+        body = json.loads(reply.read())
+    assert set(body) == {"success", "error", "request_id"}
+    assert body["error"] == "Method not allowed: /run takes POST"
+    assert_same_reply(Reply(405, "", body), direct("GET", "/run"))
 
 
 # --------------------------------------------------------------------------- hostile HTTP (issue #12)

@@ -101,7 +101,23 @@ def test_import_warnings_are_capped_and_counted() -> None:
             "Invalid traces: references[4]: a second reference for task 'weather-paris', turn 0",
             "references[4]",
         ),
-        (lambda body: body.update(task_key="nope"), "Invalid traces: task_key: is none", "task_key"),
+        (
+            lambda body: body.update(task_key="nope"),
+            "Invalid traces: task_key: is none (the trace id), `first_user_message` or `metadata.<name>`; "
+            "metadata names (with text values) in the traces: task",
+            "task_key",
+        ),
+        (
+            lambda body: body.update(task_key="metadata.tsk"),
+            "Invalid traces: task_key: no trace has metadata.tsk as text (did you mean metadata.task?); "
+            "metadata names (with text values) in the traces: task",
+            "task_key",
+        ),
+        (
+            lambda body: body["references"][2].update(qaid=1),
+            "Invalid request: references[2].qaid: unknown key (did you mean qa_id?)",
+            "references[2].qaid",
+        ),
         (
             lambda body: body["traces"].update(items=[]),
             "Invalid request: traces.items: List should have at least 1 item",
@@ -114,6 +130,8 @@ def test_import_warnings_are_capped_and_counted() -> None:
         "reference-without-truth",
         "duplicate-reference",
         "bad-task-key",
+        "task-key-no-trace-has",
+        "reference-unknown-key",
         "no-items",
     ],
 )
@@ -124,6 +142,17 @@ def test_what_cannot_be_read_is_a_400_naming_the_item_and_the_field(change: Any,
     assert response.status == 400
     assert response.body["error"].startswith(message)
     assert response.body["details"][0]["field"] == field
+
+
+def test_a_wrong_task_key_is_one_message_not_a_warning_per_trace() -> None:
+    response = call_handler(traces_body(task_key="metadata.scenario"))
+    assert response.status == 400
+    assert response.body["details"] == [
+        {
+            "field": "task_key",
+            "message": "no trace has metadata.scenario as text; metadata names (with text values) in the traces: task",
+        }
+    ]
 
 
 def test_datasets_and_traces_together_are_refused() -> None:

@@ -621,3 +621,29 @@ def test_values_nested_deeper_than_python_recursion_are_a_trace_error_on_the_roo
     with pytest.raises(TraceError) as raised:
         traces_from_otel([{**chat(1, [U], [A]), "attributes": [{"key": "a", "value": deep}]}])
     assert (raised.value.field, "nested too deeply" in str(raised.value)) == ("spans", True)
+
+
+def test_base64_ids_that_differ_only_in_case_stay_two_traces_and_are_said_once() -> None:
+    # Two 16-byte ids as base64 (what protobuf-JSON mappings write), equal but for case.
+    first, second = "AAAAAAAAAAAAAAAAAAAAAA==", "aaaaaaaaaaaaaaaaaaaaaa=="
+    spans = [
+        chat(1, [text("user", "q1")], [text("assistant", "a1")]) | {"traceId": first, "spanId": "AQIDBAUGBwg="},
+        chat(2, [text("user", "q2")], [text("assistant", "a2")]) | {"traceId": second, "spanId": "aqidbaugbwg="},
+    ]
+    traces = traces_from_otel(request(*spans))
+    assert [(t.trace_id, t.metadata["trace_ids"], t.turns[0].query) for t in traces] == [
+        (first, [first], "q1"),
+        (second, [second], "q2"),
+    ]
+    not_hex = [w for t in traces for w in t.warnings if "not all hex" in w]
+    assert not_hex == [
+        f"{SPANS}[0].traceId: trace and span ids are not all hex (OTLP JSON writes them as hex; base64 ids "
+        "come from a protobuf-JSON mapping): ids are kept and compared exactly as written"
+    ]
+
+
+def test_hex_ids_are_kept_as_written_and_still_one_trace_in_either_case() -> None:
+    upper = TRACE.upper()
+    spans = [chat(1, [U], [call("1")]) | {"traceId": upper}, chat(2, [U, call("1")], [A])]
+    (trace,) = traces_from_otel(request(*spans))
+    assert (trace.trace_id, trace.metadata["trace_ids"], trace.warnings) == (upper, [upper], [])

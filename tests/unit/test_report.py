@@ -266,14 +266,63 @@ def test_result_without_per_turn_detail_still_marks_failing_turns(support: Evalu
         conversation["interactions"] = None
     elements = parse(render_html(data))
     chips = [e for e in elements if e.tag == "span" and "chip" in e.classes]
-    failing = sum(
-        1
+    turns = [
+        (score, score is not None and t not in c["correct_indices"], c["threshold"])
         for c in data["per_conversation_metrics"]
         for t, score in enumerate(c["correctness_scores"])
-        if score is not None and t not in c["correct_indices"]
-    )
-    assert sum(1 for e in chips if "chip-fail" in e.classes) == failing > 0
+    ]
+    # the chip is the answer's verdict (score against the threshold), its title also the turn's
+    failing_answers = sum(1 for score, _, threshold in turns if score is not None and score < threshold)
+    assert sum(1 for e in chips if "chip-fail" in e.classes) == failing_answers > 0
+    assert [e.attrs["title"].endswith("turn fail") for e in chips] == [failing for _, failing, _ in turns]
     assert "Per-turn detail was left out" in render_html(data)
+
+
+def right_answer_wrong_tool() -> EvaluationResult:
+    """calculator.json with the first turn's tool call renamed: its answer is still right, its
+    tools are not, so the turn (and the conversation) fail under require_tool_correctness."""
+    body = json.loads((ROOT / "examples" / "calculator.json").read_text())
+    body["datasets"][0]["conversation"][0]["agentic"]["tools_used"][0]["tool_name"] = "not_the_calculator"
+    request = RunRequest.model_validate(body)
+    return evaluate_sync(request.datasets, ReferenceJudge(), request.config)
+
+
+def test_a_right_answer_on_a_turn_its_tools_failed_is_not_red() -> None:
+    result = right_answer_wrong_tool()
+    interaction = result.per_conversation_metrics[0].interactions[0]  # type: ignore[index]
+    assert (interaction.answer_correct, interaction.tool_correct, interaction.is_correct) == (True, False, False)
+    elements = parse(render_html(result))
+    row = next(e for e in elements if e.tag == "tr" and e.attrs.get("data-index") == "0")
+    assert "conv-fail" in row.classes  # the conversation still fails
+    chip = next(
+        e
+        for e in elements
+        if "chip" in e.classes
+        and e.attrs.get("data-field") == '["per_conversation_metrics", 0, "correctness_scores", 0]'
+    )
+    assert "chip-pass" in chip.classes and chip.attrs["title"] == "turn 1: answer pass, turn fail"
+    turn = next(e for e in elements if e.tag == "tr" and "turn" in e.classes)
+    assert "turn-fail" in turn.classes  # the turn row stays failed
+    answer = next(e for e in elements if e.tag == "td" and "answer" in e.classes)
+    assert "answer-pass" in answer.classes and "✓" in answer.text
+    css = (ROOT / "fair_forge_core" / "report" / "templates" / "report.css").read_text()
+    assert "tr.turn-fail td.answer-pass { background:#f0fdf4; }" in css
+
+
+def test_per_conversation_rates_are_explained_and_left_out_for_one_turn(calculator: EvaluationResult) -> None:
+    data = as_json(calculator)
+    assert [c["total_interactions"] for c in data["per_conversation_metrics"]] == [2, 1]
+    elements = parse(render_html(data))
+    paths = {e.attrs["data-field"] for e in elements if "data-field" in e.attrs}
+    for metric in ("pass_at_k", "pass_pow_k"):
+        assert json.dumps(["per_conversation_metrics", 0, metric]) in paths  # two turns: shown
+        assert json.dumps(["per_conversation_metrics", 1, metric]) not in paths  # one turn: left out
+    hidden = [e for e in elements if e.tag == "td" and "rates-hidden" in e.classes]
+    assert [e.text.strip() for e in hidden] == ["—", "—"]
+    headers = [e for e in elements if e.tag == "th" and e.text.strip() in ("pass@3", "pass^3")]
+    assert len(headers) == 2 and all("taken as the k draws" in e.attrs["title"] for e in headers)
+    caption = next(e for e in elements if e.tag == "p" and "caption" in e.classes and "treat its turns" in e.text)
+    assert "left out (—) for a one-turn conversation" in caption.text
 
 
 def test_unscored_turns_show_their_error() -> None:
