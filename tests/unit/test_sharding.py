@@ -151,9 +151,7 @@ def test_a_shard_without_any_scored_conversation_is_not_an_error_until_the_reduc
     assert [m.is_scored for m in shard] == [False, False]
     assert shard[0].interactions and shard[0].interactions[0].error  # why it is unscored travels with it
     # Mixed with scored shards the result is the whole evaluation's...
-    assert sharded([*garbled, *WORKLOAD[:10]], config, 2) == (
-        unsharded([*garbled, *WORKLOAD[:10]], config)
-    )
+    assert sharded([*garbled, *WORKLOAD[:10]], config, 2) == (unsharded([*garbled, *WORKLOAD[:10]], config))
     # ...and with none scored anywhere the reduce fails as evaluate does, with the same message.
     with pytest.raises(NoConversationScored) as whole:
         evaluate_sync(garbled, GarblingJudge(), config)
