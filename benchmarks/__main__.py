@@ -22,6 +22,7 @@ BENCHMARKS = (
     "benchmarks.bench_hostile",
     "benchmarks.bench_import",
     "benchmarks.bench_compare",
+    "benchmarks.bench_per_task",
     "benchmarks.bench_offline_judge",
     "benchmarks.bench_cascade",
     "benchmarks.bench_panel",
