@@ -636,13 +636,18 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
         raise CliError(_validation_message(path, "request (from its traces)", exc, RunRequest)) from None
 
 
-def _ledger(request: RunRequest, models: list[Any], max_cost_usd: float | None, judge_cache: Path | None) -> Any:
-    """The judge's `JudgeLedger`: prices from `FAIR_FORGE_JUDGE_PRICES`, the cap of
-    `--max-cost-usd` (else `config.max_cost_usd`), the cache of `--judge-cache` (else, when
-    the request opts in, of `FAIR_FORGE_JUDGE_CACHE`). `CliError` (exit 2) for a cap
-    without a price, naming the flag or the field, and for an unusable cache location."""
+def _ledger(
+    request: RunRequest, models: list[Any], max_cost_usd: float | None, judge_cache: Path | None
+) -> tuple[Any, list[str]]:
+    """The judge's `JudgeLedger` and the warnings to add: prices from `FAIR_FORGE_JUDGE_PRICES`,
+    the cap of `--max-cost-usd` (else `config.max_cost_usd`), the cache of `--judge-cache` (else,
+    when the request opts in, of `FAIR_FORGE_JUDGE_CACHE`), scoped to the caller's provider key
+    (`judges.cache.cache_use`, as the service does without an API key) and left out, with a
+    warning, for a connector whose parameters could change what the judge receives unseen by
+    the key. `CliError` (exit 2) for a cap without a price or an output bound, naming the flag or
+    the field, and for an unusable cache location."""
     from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
-    from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, open_local_cache
+    from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, cache_use, open_local_cache
     from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
 
     try:
@@ -650,6 +655,7 @@ def _ledger(request: RunRequest, models: list[Any], max_cost_usd: float | None, 
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     cache: JudgeCache | None = None
+    warnings: list[str] = []
     if judge_cache is not None:
         if judge_cache.exists() and not judge_cache.is_dir():
             raise CliError(f"--judge-cache {judge_cache}: is not a directory")
@@ -659,17 +665,23 @@ def _ledger(request: RunRequest, models: list[Any], max_cost_usd: float | None, 
             cache = open_local_cache(environment.judge_cache)
         except ValueError as exc:
             raise CliError(f"FAIR_FORGE_JUDGE_CACHE: {exc}") from None
+    scope, refused = cache_use(request.connectors)
+    if cache is not None and refused is not None:
+        cache = None
+        warnings.append(refused.replace("config.judge_cache", "the judge cache", 1))
     try:
-        return JudgeLedger.for_models(
+        ledger = JudgeLedger.for_models(
             models,
             request.config,
             prices=environment.price_table(),
             cache=cache,
             max_cost_usd=max_cost_usd,
             cap_label="--max-cost-usd",
+            cache_scope=scope,
         )
     except CapNotEnforceable as exc:
         raise CliError(str(exc)) from None
+    return ledger, warnings
 
 
 def _run_evaluation(
@@ -685,7 +697,7 @@ def _run_evaluation(
     judges = _build_judges(request, path)
     models = [judge.model for judge in judges]
     secrets = sorted(set().union(*(judge.secrets for judge in judges)))
-    ledger = _ledger(request, models, max_cost_usd, judge_cache)
+    ledger, ledger_warnings = _ledger(request, models, max_cost_usd, judge_cache)
 
     from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused
@@ -700,6 +712,7 @@ def _run_evaluation(
         if progress is not None:
             progress.finish()
     result.warnings[:0] = import_warnings  # what importing the traces decided comes first, as POST /run does
+    result.warnings.extend(ledger_warnings)
     if request.config.judge_cache and ledger.cache is None:
         result.warnings.append(
             "config.judge_cache is true but no judge cache is configured "

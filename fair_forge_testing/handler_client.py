@@ -31,11 +31,18 @@ def call_handler(
     headers: dict[str, str] | None = None,
     timeout_s: float = 60.0,
     domain: str | None = None,
+    api_key_id: str | None = None,
 ) -> HandlerResponse:
-    """Invoke the handler; `body` is sent as JSON, `raw` as it is."""
+    """Invoke the handler; `body` is sent as JSON, `raw` as it is; `api_key_id` as API Gateway
+    sends the id of the caller's API key."""
     payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
     event = make_proxy_event(
-        method, path, payload, headers={"Content-Type": "application/json", **(headers or {})}, domain=domain
+        method,
+        path,
+        payload,
+        headers={"Content-Type": "application/json", **(headers or {})},
+        domain=domain,
+        api_key_id=api_key_id,
     )
     response = lambda_handler(event, LocalLambdaContext(timeout_s=timeout_s))
     text = response.get("body") or ""

@@ -57,3 +57,12 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def api_key_id(event: Any) -> str | None:
+    """The id of the API Gateway API key that made the request (`requestContext.identity.apiKeyId`,
+    which API Gateway sets when the method requires a key), or None: a caller's identity for
+    what must stay apart between callers (the judge cache's scope)."""
+    identity = ((getattr(event, "raw_event", None) or {}).get("requestContext") or {}).get("identity") or {}
+    value = identity.get("apiKeyId")
+    return value if isinstance(value, str) and value else None

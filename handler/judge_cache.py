@@ -77,25 +77,37 @@ def open_cache(location: str) -> JudgeCache:
     return DirectoryCache(location)
 
 
-def ledger_for_request(config: Any, models: list[Any], settings: Settings) -> tuple[Any, list[str]]:
-    """The `JudgeLedger` of one request judged by `models` (one, or an ensemble's: prices of
-    the settings, the cache when the request opts in and one is configured,
-    `config.max_cost_usd`), and the warnings to add.
+def ledger_for_request(
+    config: Any, models: list[Any], settings: Settings, connectors: list[Any], api_key_id: str | None = None
+) -> tuple[Any, list[str]]:
+    """The `JudgeLedger` of one request judged by `models` (one, or an ensemble's, built from
+    `connectors`: prices of the settings, `config.max_cost_usd`, and the cache when the request
+    opts in and one is configured), and the warnings to add.
+
+    The cache is scoped to the caller (`judges.cache.cache_scope`: the API key that made the
+    request, `api_key_id`; without one, the caller's own provider key, else the operator's), and
+    left out, with a warning, when a connector has a parameter that could change what the judge
+    receives unseen by the key (`connectors.rules.cache_unsafe_params`).
 
     `RequestError` 400 when `config.max_cost_usd` is set and a model has no price, or no bound on its
     reply while output costs money (`CapNotEnforceable`).
     """
+    from fair_forge_core.judges.cache import cache_use
     from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
 
     warnings: list[str] = []
     cache: JudgeCache | None = None
+    scope: str | None = None
     if config.judge_cache:
-        if settings.judge_cache:
-            cache = open_cache(settings.judge_cache)
-        else:
+        scope, refused = cache_use(connectors, api_key_id=api_key_id)
+        if not settings.judge_cache:
             warnings.append(NO_CACHE_WARNING)
+        elif refused is not None:
+            warnings.append(refused)
+        else:
+            cache = open_cache(settings.judge_cache)
     try:
-        ledger = JudgeLedger.for_models(models, config, prices=settings.price_table(), cache=cache)
+        ledger = JudgeLedger.for_models(models, config, prices=settings.price_table(), cache=cache, cache_scope=scope)
     except CapNotEnforceable as exc:
         raise RequestError(400, str(exc)) from None
     return ledger, warnings

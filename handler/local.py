@@ -68,8 +68,11 @@ def make_proxy_event(
     query: dict[str, str] | None = None,
     stage: str = "local",
     domain: str | None = None,
+    api_key_id: str | None = None,
 ) -> dict[str, Any]:
-    """An API Gateway REST proxy event (payload format 1.0) for one request.
+    """An API Gateway REST proxy event (payload format 1.0) for one request. `api_key_id` is
+    what API Gateway puts in `requestContext.identity.apiKeyId` for a method that requires an
+    API key (the local server has none).
 
     Bytes that are not UTF-8 are sent base64-encoded, as API Gateway does for
     binary media types. `domain` is the API's own domain (`requestContext.domainName`,
@@ -104,7 +107,11 @@ def make_proxy_event(
             "extendedRequestId": request_id,
             "requestTimeEpoch": int(time.time() * 1000),
             "protocol": "HTTP/1.1",
-            "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent", "")},
+            "identity": {
+                "sourceIp": "127.0.0.1",
+                "userAgent": headers.get("User-Agent", ""),
+                **({"apiKeyId": api_key_id} if api_key_id else {}),
+            },
             "accountId": "000000000000",
             "apiId": "local",
             "domainName": domain if domain is not None else headers.get("Host", headers.get("host")),

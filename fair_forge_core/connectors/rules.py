@@ -67,6 +67,30 @@ SERVER_KEY_SAFE_PARAMS = frozenset(
     }
 )
 KEY_PARAMS = ("api_key", "openai_api_key", "groq_api_key", "google_api_key", "anthropic_api_key")
+CACHE_SAFE_PARAMS = frozenset(
+    {*SERVER_KEY_SAFE_PARAMS, *KEY_PARAMS, "logit_bias", *(name for name in ENDPOINT_PARAMS if "proxy" not in name)}
+)
+"""The connector parameters with which a request may share the judge cache: a model and its
+sampling, where it is served (all part of the cache key: `judges.usage.judge_identity`), the
+key (the cache's scope: `judges.cache.cache_scope`) and client options that change nothing of
+what the provider receives. Anything else — `extra_body`, headers, query parameters, proxies,
+`model_kwargs` beyond sampling — can change what the provider receives or returns unseen by
+the key, so a request with it judges every turn without the cache (`cache_unsafe_params`)."""
+
+
+def cache_unsafe_params(params: dict[str, Any]) -> list[str]:
+    """The parameters of `params` that keep a request out of the judge cache (see
+    `CACHE_SAFE_PARAMS`), sorted; `model_kwargs` keys are named `model_kwargs.<key>` and are
+    safe only when they are sampling parameters."""
+    unsafe = sorted(name for name in params if name not in CACHE_SAFE_PARAMS and name != "model_kwargs")
+    extra = params.get("model_kwargs")
+    if isinstance(extra, dict):
+        unsafe += sorted(f"model_kwargs.{key}" for key in extra if key not in (*SAMPLING_PARAMS, "logit_bias"))
+    elif extra is not None:
+        unsafe.append("model_kwargs")
+    return unsafe
+
+
 REFUSED_PARAMS = frozenset(
     {
         "client",

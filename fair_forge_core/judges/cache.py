@@ -2,10 +2,13 @@
 
 A verdict is stored under a key that is the sha256 (64 lowercase hex digits) of
 everything that decides it (`usage.JudgeLedger.cache_key`): the connector's class path,
-the model name, the sampling parameters (`usage.SAMPLING_FIELDS` only: never an API key,
-a header or an endpoint), the output mode, the prompt hash (rubric version and template)
-and the exact messages sent. So an identical judge request is answered from the store
-with no call, and a change of any of these is a miss.
+the model name, the sampling parameters (`usage.SAMPLING_FIELDS` only: never an API key or
+a header), the endpoint, deployment and API version when set, the output mode, the prompt
+hash (rubric version and template), the exact messages sent, and the caller's scope
+(`cache_scope`). So an identical judge request of the same caller is answered from the
+store with no call, and a change of any of these is a miss. A request whose connector has
+a parameter that could change what the provider receives unseen by the key (`extra_body`,
+headers, proxies: `connectors.rules.cache_unsafe_params`) does not use the cache at all.
 
 Only scored verdicts are stored (a turn left unscored, by an error, the deadline or the
 cost cap, never is). An entry is `{"format": 1, "score": <0..1>, "reasoning": "..."}` in
@@ -18,22 +21,64 @@ S3 store is `handler.judge_cache.S3JudgeCache` (the core imports no AWS library)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
+from fair_forge_core.connectors.rules import KEY_PARAMS, cache_unsafe_params
 from fair_forge_core.judges.verdict import Verdict
+from fair_forge_core.schemas import ConnectorSpec
 
 logger = logging.getLogger(__name__)
 
 ENTRY_FORMAT = 1
 KEY_PATTERN = re.compile(r"[0-9a-f]{64}")
+
+
+def cache_scope(*, api_key_id: str | None = None, caller_keys: list[str] | None = None) -> str:
+    """Whose entries a request reads and writes: each caller has a scope of its own, so no caller
+    reads an entry another wrote, nor learns from a hit that one exists.
+
+    - `api_key_id` (API Gateway's id of the API key that made the request): `api-key:<id>`,
+      whichever provider key pays;
+    - else the provider key(s) the caller brought: `caller-key:<sha256>` of them (never the key
+      itself; the scope is hashed into every cache key and stored nowhere);
+    - else `operator`: the server's own key, without an API key to tell callers apart (the
+      local API and the CLI, one user's machine).
+    """
+    if api_key_id:
+        return f"api-key:{api_key_id}"
+    if caller_keys:
+        digest = hashlib.sha256("\x00".join(["fair-forge judge cache scope", *sorted(caller_keys)]).encode())
+        return f"caller-key:{digest.hexdigest()}"
+    return "operator"
+
+
+def cache_use(connectors: Sequence[ConnectorSpec], *, api_key_id: str | None = None) -> tuple[str | None, str | None]:
+    """Whether a request judged by `connectors` may use the judge cache: `(scope, None)` with its
+    `cache_scope` (its caller keys read from the connectors' parameters), or `(None, warning)`
+    when a connector has a parameter that could change what the judge receives unseen by the
+    cache key (`connectors.rules.cache_unsafe_params`: the first is named, as
+    `connector.params.<name>`, or `connector[i]…` in an ensemble)."""
+    many = len(connectors) > 1
+    for i, spec in enumerate(connectors):
+        unsafe = cache_unsafe_params(spec.params)
+        if unsafe:
+            field = f"{f'connector[{i}]' if many else 'connector'}.params.{unsafe[0]}"
+            return None, (
+                f"config.judge_cache: not used, because {field} can change what the judge receives unseen by the "
+                "cache key (only model, sampling, endpoint and key parameters share cached verdicts): every turn was judged"
+            )
+    keys = [spec.params[name] for spec in connectors for name in KEY_PARAMS if isinstance(spec.params.get(name), str)]
+    return cache_scope(api_key_id=api_key_id, caller_keys=keys), None
 
 
 class CacheError(Exception):

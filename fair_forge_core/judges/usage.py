@@ -246,7 +246,16 @@ def judge_identity(model: BaseChatModel, config: EvaluationConfig) -> dict[str, 
     endpoint = endpoint_of(model)
     if endpoint is not None:  # only when set, so that the keys of a provider's default endpoint stay the same
         identity["endpoint"] = endpoint
+    for name in DEPLOYMENT_FIELDS:  # which deployment, API version and tier the endpoint serves
+        value = getattr(model, name, None)
+        if isinstance(value, str) and value:
+            identity[name] = value
     return identity
+
+
+DEPLOYMENT_FIELDS = ("deployment_name", "azure_deployment", "openai_api_version", "api_version", "service_tier")
+"""Model attributes that choose what an endpoint serves (an Azure deployment, an API version, a
+service tier): part of the judge's identity when set."""
 
 
 def sampling_parameters(model: BaseChatModel) -> dict[str, Any]:
@@ -325,6 +334,9 @@ class JudgeLedger:
     cap_label: str = "config.max_cost_usd"
     cache: JudgeCache | None = None
     cache_identity: dict[str, Any] = field(default_factory=dict)
+    cache_scope: str | None = None
+    """Whose cache entries this evaluation reads and writes (`judges.cache.cache_scope`), hashed
+    into every key; None only for a ledger built without one (the library's default)."""
     calls: int = 0
     calls_without_usage: int = 0
     input_tokens: int = 0
@@ -356,6 +368,7 @@ class JudgeLedger:
         cache: JudgeCache | None = None,
         max_cost_usd: float | None = None,
         cap_label: str | None = None,
+        cache_scope: str | None = None,
     ) -> JudgeLedger:
         """The ledger of an evaluation judged by `models` (one, or an ensemble's in request
         order): `for_model`'s for one model; for several, a ledger over one `for_model` ledger
@@ -363,10 +376,24 @@ class JudgeLedger:
         when a cap is set and any member's model has no price."""
         if len(models) == 1:
             return cls.for_model(
-                models[0], config, prices=prices, cache=cache, max_cost_usd=max_cost_usd, cap_label=cap_label
+                models[0],
+                config,
+                prices=prices,
+                cache=cache,
+                max_cost_usd=max_cost_usd,
+                cap_label=cap_label,
+                cache_scope=cache_scope,
             )
         members = [
-            cls.for_model(model, config, prices=prices, cache=cache, max_cost_usd=max_cost_usd, cap_label=cap_label)
+            cls.for_model(
+                model,
+                config,
+                prices=prices,
+                cache=cache,
+                max_cost_usd=max_cost_usd,
+                cap_label=cap_label,
+                cache_scope=cache_scope,
+            )
             for model in models
         ]
         lead = members[0]
@@ -393,6 +420,7 @@ class JudgeLedger:
         cache: JudgeCache | None = None,
         max_cost_usd: float | None = None,
         cap_label: str | None = None,
+        cache_scope: str | None = None,
     ) -> JudgeLedger:
         """The ledger of an evaluation of `config` judged by `model`.
 
@@ -433,6 +461,7 @@ class JudgeLedger:
             cap_label=label,
             cache=cache,
             cache_identity=identity,
+            cache_scope=cache_scope,
             budget=CostBudget(cap) if cap is not None else None,
             output_tokens_bound=bound,
             structured=config.use_structured_output,
@@ -501,12 +530,15 @@ class JudgeLedger:
     def cache_key(self, messages: Sequence[BaseMessage], sample: int = 0) -> str:
         """sha256 (hex) of the canonical JSON (sorted keys, no spaces) of `cache_identity`
         (`judge_identity`: key format, connector class path, model name, sampling parameters,
-        endpoint when set, output mode, prompt hash) and the exact messages sent (role and content of each), and, for the
-        repeated judgements of `config.judge_samples`, the sample's number when it is not 0
-        (so sample 0 shares the entry of a single judgement)."""
+        endpoint, deployment and API version when set, output mode, prompt hash) and the exact
+        messages sent (role and content of each); for the repeated judgements of
+        `config.judge_samples`, the sample's number when it is not 0 (so sample 0 shares the
+        entry of a single judgement); and the caller's `cache_scope` when there is one."""
         payload: dict[str, Any] = {**self.cache_identity, "messages": messages_for_key(messages)}
         if sample:
             payload["sample"] = sample
+        if self.cache_scope is not None:
+            payload["scope"] = self.cache_scope
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -21,7 +21,7 @@ from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
 from handler.connectors import allowed_connectors, check_judges, judges_for_request
-from handler.invocation import deadline
+from handler.invocation import api_key_id, deadline
 from handler.observability import log_level, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
 from handler.settings import Settings
@@ -96,7 +96,10 @@ def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnin
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
     from handler.judge_cache import ledger_for_request
 
-    ledger, ledger_warnings = ledger_for_request(request.config, models, settings)  # 400: a cap without a price
+    # 400: a cap without a price or an output bound. The cache is scoped to the API key that made the request.
+    ledger, ledger_warnings = ledger_for_request(
+        request.config, models, settings, request.connectors, api_key_id(router.current_event)
+    )
     turns = sum(len(d.conversation) for d in request.datasets)
     logger.info(
         "evaluation started",

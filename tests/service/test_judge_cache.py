@@ -126,10 +126,14 @@ def test_a_failed_turn_is_never_cached(tmp_path: Path) -> None:
 
 
 def test_a_turn_stopped_by_the_cost_cap_is_never_cached(tmp_path: Path) -> None:
-    config = EvaluationConfig(max_concurrency=1, max_cost_usd=0.0015)
     with FakeLLMServer(usage=lambda request: openai_usage(1000, 0)) as server:
         model = openai_model(server)
-        table = read_price_table('{"judge": {"input": 1, "output": 1}}')
+        evaluate_sync(three_turns()[:1], model, retry=FAST_RETRY)  # one call's worst case: its bytes, at 1 USD/M
+        body = server.requests[0].body
+        worst = (sum(len(m["content"].encode()) for m in body["messages"]) + 8 * (len(body["messages"]) + 1)) / 1e6
+        # Room for one worst case beside one real call (0.001): two calls start, the third does not.
+        config = EvaluationConfig(max_concurrency=1, max_cost_usd=0.001 + 1.05 * worst)
+        table = read_price_table('{"judge": {"input": 1, "output": 0}}')
         ledger = JudgeLedger.for_model(model, config, prices=table, cache=DirectoryCache(tmp_path))
         result = evaluate_sync(three_turns(), model, config, retry=FAST_RETRY, ledger=ledger)
     assert result.aggregated_metrics.judge_usage.turns_stopped_by_cap == 1
