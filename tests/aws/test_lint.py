@@ -33,7 +33,7 @@ def tool(name: str) -> str:
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(command, capture_output=True, text=True, timeout=250, cwd=ROOT)
 
 
 def test_cfn_lint_is_clean() -> None:

@@ -35,7 +35,9 @@ from tests.aws.conftest import (
     stop,
 )
 
-pytestmark = pytest.mark.aws
+# A test here runs up to seven scripts against moto (about a minute on a quiet machine): pytest-timeout's
+# 300 s default would be less than ten times that, so the limit is set for this module.
+pytestmark = [pytest.mark.aws, pytest.mark.timeout(900)]
 
 TAG = re.compile(r"^\d{8}T\d{6}Z(-[0-9a-f]{12}(-dirty)?)?$")  # <UTC time>-<git sha>[-dirty]
 
@@ -382,6 +384,11 @@ def test_deploy_arm64_without_api_key(scripts: Scripts, moto: str, fake_docker: 
     assert not stack_exists(moto) and not repository_exists(moto) and rest_apis(moto) == []
 
 
+# `aws logs tail --follow` starts in about 2 s and polls every 5 s: an event shows within about 7 s on a
+# quiet machine; the wait allows far more than ten times that.
+LOG_WAIT_S = 120.0
+
+
 def test_logs_follows_by_default(scripts: Scripts, moto: str) -> None:
     aws(moto, "logs").create_log_group(logGroupName=LOG_GROUP)
     put_log_events(moto, "before the tail started")
@@ -390,11 +397,11 @@ def test_logs_follows_by_default(scripts: Scripts, moto: str) -> None:
         assert tail.stdout is not None
         lines = LineReader(tail.stdout)
         # Printed at once, not when a pipe buffer fills: logs.sh makes the CLI's output unbuffered.
-        lines.wait_for("before the tail started", timeout_s=30)
+        lines.wait_for("before the tail started", timeout_s=LOG_WAIT_S)
         # Still running, and an event written now shows up too (the CLI polls every 5 s).
         assert tail.poll() is None
         put_log_events(moto, "written while following")
-        lines.wait_for("written while following", timeout_s=30)
+        lines.wait_for("written while following", timeout_s=LOG_WAIT_S)
     finally:
         stop(tail)
 
