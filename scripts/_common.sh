@@ -127,7 +127,7 @@ aws_hint() {
 
 require_aws_cli() {
   command -v aws >/dev/null 2>&1 ||
-    die "the AWS CLI is not installed. Install v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html (Debian/Ubuntu: apt-get install awscli)"
+    die "the AWS CLI is not installed. Install v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html (Debian 12: apt-get install awscli; Ubuntu's package is v1)"
 }
 
 # `aws logs tail` exists only in v2: say so instead of failing in the middle. (Only logs.sh asks: the
