@@ -199,14 +199,13 @@ rest_api_id() {
 # snapshot of the API (a deployment), and CloudFormation takes a new one only when the stack's Deployment
 # resource is created or replaced, not when a method is added or changed beside it: without this, a route
 # added by a stack update (or CORS turned on) would never go live. One deployment per run costs nothing;
-# the stage keeps its settings (throttling, access log). Prints the new deployment's id.
+# the stage keeps its settings (throttling, access log).
 redeploy_api() {
   local api_id="$1" stage="$2" deployment
   deployment="$(aws_ apigateway create-deployment --rest-api-id "$api_id" --stage-name "$stage" \
     --description "$NAME by scripts/$(basename "$0") at $(date -u +%Y-%m-%dT%H:%M:%SZ)" --query id --output text)" ||
     die "the stack is deployed, but the new API deployment for stage $stage failed: run this script again"
   info "Stage $stage of API $api_id serves deployment $deployment"
-  echo "$deployment"
 }
 
 # Prints the repository's URI, or nothing when it does not exist.

@@ -187,7 +187,7 @@ INVOKE_URL="$(none_to_empty "$INVOKE_URL")"
 API_KEY_ID="$(none_to_empty "$API_KEY_ID")"
 [[ "$STAGE" != None ]] || STAGE=prod
 api_id="$(rest_api_id)"
-redeploy_api "$api_id" "$STAGE" >/dev/null
+redeploy_api "$api_id" "$STAGE"
 if [[ -z "$INVOKE_URL" ]]; then
   INVOKE_URL="https://${api_id}.execute-api.${REGION}.amazonaws.com/${STAGE}"
 fi

@@ -86,7 +86,7 @@ done
 # The API itself is unchanged by a new image, but a stack deployed by an older deploy.sh may serve an old
 # snapshot of it: one new deployment makes the stage serve what the stack defines.
 STAGE="$(stack_parameter StageName)"
-redeploy_api "$(rest_api_id)" "${STAGE:-prod}" >/dev/null
+redeploy_api "$(rest_api_id)" "${STAGE:-prod}"
 
 echo
 echo "Updated $FUNCTION"

@@ -23,7 +23,6 @@ import boto3
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "scripts"
 REGION = "us-east-1"
 MODULE = "agentic"
 NAME = f"fair-forge-{MODULE}"

@@ -84,6 +84,7 @@ def function_exists(moto: str, name: str = NAME) -> bool:
 
 WORKER, REDUCE = f"{NAME}-worker", f"{NAME}-reduce"
 LOG_GROUPS = (LOG_GROUP, f"/aws/lambda/{WORKER}", f"/aws/lambda/{REDUCE}")
+ACCESS_LOG_GROUP = f"/aws/apigateway/{NAME}-access"
 STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:123456789012:stateMachine:{NAME}"
 ARTIFACTS_BUCKET = f"fair-forge-artifacts-123456789012-{REGION}"
 ASL_FILE = Path(__file__).resolve().parents[2] / "statemachine" / "evaluation.asl.json"
@@ -225,6 +226,10 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     }
     assert set(groups) == set(LOG_GROUPS)
     assert {g["retentionInDays"] for g in groups.values()} == {14}
+    # API Gateway's access log, kept as long. (moto's CloudFormation skips AWS::ApiGateway::Stage and
+    # ::Account, so the stage's AccessLogSetting is checked on the template: test_template.py.)
+    [access_log] = aws(moto, "logs").describe_log_groups(logGroupNamePrefix=ACCESS_LOG_GROUP)["logGroups"]
+    assert (access_log["logGroupName"], access_log["retentionInDays"]) == (ACCESS_LOG_GROUP, 14)
 
     # The asynchronous jobs: the bucket, the key, the state machine from the uploaded ASL file, the two
     # functions of the same image, the routes.
@@ -326,6 +331,7 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert not function_exists(moto, WORKER) and not function_exists(moto, REDUCE)
     # (The KMS key is not checked here: moto's CloudFormation never deletes a stack's key; AWS schedules it.)
     assert aws(moto, "logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"] == []
+    assert aws(moto, "logs").describe_log_groups(logGroupNamePrefix=ACCESS_LOG_GROUP)["logGroups"] == []
     assert f"the jobs bucket {jobs.bucket}" in out
 
     # --- and again: nothing to do, and that is a success.
