@@ -3,8 +3,10 @@
 #   docker build --platform linux/amd64 --provenance=false -t fair-forge-agentic .
 #
 # scripts/deploy.sh and scripts/update.sh build it for the function's architecture and push it to ECR.
-# BASE_IMAGE lets a mirror or a pinned digest stand in for the public AWS base image.
-ARG BASE_IMAGE=public.ecr.aws/lambda/python:3.12
+# The base image is pinned by digest (the image index's: both architectures), so that a rebuild gets the same
+# base until `make pin` moves it (with `make lock`, which refreshes the Python dependencies at the same time).
+# BASE_IMAGE lets a mirror stand in for the public AWS base image.
+ARG BASE_IMAGE=public.ecr.aws/lambda/python:3.12@sha256:0628ddc11919f85f4261517d356392dbbc6b3181568d87a376ae2e814464c230
 FROM ${BASE_IMAGE}
 
 # Dependencies first, so that a code-only change reuses this (slow, large) layer. They come from the lock

@@ -38,6 +38,13 @@ lock: venv
 	$(BIN)/uv pip compile requirements.txt --universal --python-version 3.12 --generate-hashes \
 		--no-header --quiet -o requirements.lock
 
+## pin: pin the Dockerfile's base image to the digest its tag has now (needs the network and crane or
+## docker buildx), then refresh requirements.lock: the image's two inputs move together
+.PHONY: pin
+pin: venv
+	scripts/pin-base-image.sh
+	$(MAKE) lock
+
 ## schema: regenerate schemas/*.schema.json from the pydantic models (a test fails until you do)
 schema: venv
 	$(BIN)/python -m handler.api_schema

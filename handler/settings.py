@@ -34,7 +34,16 @@ class Settings(JudgeEnvironment):
     the CLI reads too.
     """
 
-    max_body_bytes: int = 6_000_000
+    # The largest body whose API Gateway event always fits Lambda's 6 MB event limit (6,291,456
+    # bytes), so that a larger one reaches the handler and gets its 413 rather than API Gateway's
+    # 5xx. In the event the body is a JSON string, where each `"` or `\` (and newline or tab)
+    # of a JSON body takes two bytes (non-ASCII stays UTF-8 as it is), and the rest of the event
+    # (headers and query twice each, at most 10,240 bytes together, and the request context)
+    # takes under 64 KiB: 2 × 3,000,000 + 65,536 = 6,065,536 ≤ 6,291,456. A base64 body
+    # (binary media types) takes 4/3 of its decoded bytes, 4,000,000: it fits too. A typical
+    # JSON body grows about 11 %, so bodies up to about 5.6 MB would fit; the limit is the one
+    # that holds for every body (tests/unit/test_body_limit.py builds the worst event).
+    max_body_bytes: int = 3_000_000
     max_response_bytes: int = 5_500_000
     max_conversations: int = 2_000
     max_turns: int = 10_000

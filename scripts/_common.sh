@@ -54,7 +54,9 @@ set_names() {
   WORKER_FUNCTION="${NAME}-worker"
   REDUCE_FUNCTION="${NAME}-reduce"
   STATE_MACHINE="$NAME"
-  LOG_GROUPS=("$LOG_GROUP" "/aws/lambda/${WORKER_FUNCTION}" "/aws/lambda/${REDUCE_FUNCTION}")
+  # API Gateway's access log (template.yaml's ApiAccessLogGroup).
+  ACCESS_LOG_GROUP="/aws/apigateway/${NAME}-access"
+  LOG_GROUPS=("$LOG_GROUP" "/aws/lambda/${WORKER_FUNCTION}" "/aws/lambda/${REDUCE_FUNCTION}" "$ACCESS_LOG_GROUP")
 }
 
 # The bucket that holds what the stack is deployed from (the state machine's definition), one per account
@@ -76,10 +78,15 @@ file_sha256() {
 # under a name made of its SHA-256, so a changed definition is a changed stack parameter. Sets
 # DEFINITION_BUCKET and DEFINITION_KEY.
 # (Not `aws cloudformation package`: CLI releases before 2.13 send its upload to AWS even with --endpoint-url.)
+# Sets DEFINITION_BUCKET and DEFINITION_KEY: where upload_state_machine_definition puts the definition.
+state_machine_definition_location() {
+  DEFINITION_BUCKET="$(artifacts_bucket)"
+  DEFINITION_KEY="${MODULE}/evaluation-$(file_sha256 "$PROJECT_ROOT/statemachine/evaluation.asl.json" | cut -c1-16).asl.json"
+}
+
 upload_state_machine_definition() {
   local file="$PROJECT_ROOT/statemachine/evaluation.asl.json" out
-  DEFINITION_BUCKET="$(artifacts_bucket)"
-  DEFINITION_KEY="${MODULE}/evaluation-$(file_sha256 "$file" | cut -c1-16).asl.json"
+  state_machine_definition_location
   if ! out="$(aws_ s3api head-bucket --bucket "$DEFINITION_BUCKET" --expected-bucket-owner "$ACCOUNT_ID" 2>&1)"; then
     [[ "$out" == *404* || "$out" == *"Not Found"* || "$out" == *NoSuchBucket* ]] ||
       die "cannot use S3 bucket $DEFINITION_BUCKET (it may belong to another account): $out"
@@ -120,7 +127,7 @@ aws_hint() {
 
 require_aws_cli() {
   command -v aws >/dev/null 2>&1 ||
-    die "the AWS CLI is not installed. Install v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html (Debian/Ubuntu: apt-get install awscli)"
+    die "the AWS CLI is not installed. Install v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html (Debian 12: apt-get install awscli; Ubuntu's package is v1)"
 }
 
 # `aws logs tail` exists only in v2: say so instead of failing in the middle. (Only logs.sh asks: the
@@ -174,6 +181,31 @@ stack_failures() {
   aws_ cloudformation describe-stack-events --stack-name "$STACK" --max-items 30 \
     --query "StackEvents[?contains(ResourceStatus, 'FAILED')].[LogicalResourceId, ResourceStatus, ResourceStatusReason]" \
     --output text 2>/dev/null | head -n 10 || true
+}
+
+# The id of the module's REST API (the stack's RestApiId output; by name where an emulator gives no outputs).
+rest_api_id() {
+  local id
+  id="$(aws_ cloudformation describe-stacks --stack-name "$STACK" \
+    --query "Stacks[0].Outputs[?OutputKey=='RestApiId'].OutputValue | [0]" --output text)"
+  if [[ -z "$id" || "$id" == None ]]; then
+    id="$(aws_ apigateway get-rest-apis --query "items[?name=='$NAME'].id | [0]" --output text)"
+  fi
+  [[ -n "$id" && "$id" != None ]] || die "stack $STACK has no REST API $NAME"
+  echo "$id"
+}
+
+# Points the stage at a new deployment of the REST API as the stack has just left it. API Gateway serves a
+# snapshot of the API (a deployment), and CloudFormation takes a new one only when the stack's Deployment
+# resource is created or replaced, not when a method is added or changed beside it: without this, a route
+# added by a stack update (or CORS turned on) would never go live. One deployment per run costs nothing;
+# the stage keeps its settings (throttling, access log).
+redeploy_api() {
+  local api_id="$1" stage="$2" deployment
+  deployment="$(aws_ apigateway create-deployment --rest-api-id "$api_id" --stage-name "$stage" \
+    --description "$NAME by scripts/$(basename "$0") at $(date -u +%Y-%m-%dT%H:%M:%SZ)" --query id --output text)" ||
+    die "the stack is deployed, but the new API deployment for stage $stage failed: run this script again"
+  info "Stage $stage of API $api_id serves deployment $deployment"
 }
 
 # Prints the repository's URI, or nothing when it does not exist.

@@ -18,6 +18,8 @@ Options:
   --no-api-key           no API-key authentication: anyone with the URL can call the API
   --secret-arn ARN       Secrets Manager secret holding the service's own LLM provider key
   --param Key=Value      any other template.yaml parameter (repeatable), e.g. --param MemorySize=2048
+  --dry-run              show the changes the stack would undergo (a CloudFormation change set, then deleted)
+                         and change nothing: no image is built or pushed, nothing is created or uploaded
   -h, --help             this help
 
 Environment:
@@ -26,7 +28,7 @@ Environment:
   IMAGE_TAG          the image tag to push (default: <UTC time>-<git sha>)
   AWS_PROFILE etc.   the usual AWS CLI configuration
 
-Needs: the AWS CLI (v2) with credentials, and Docker.
+Needs: the AWS CLI (v2) with credentials, and Docker (not for --dry-run).
 EOF
 }
 
@@ -34,6 +36,7 @@ EOF
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 
 ARCH="${ARCH:-x86_64}"
+DRY_RUN=false
 PARAMS=()
 POSITIONAL=()
 while [[ $# -gt 0 ]]; do
@@ -44,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     --no-api-key) PARAMS+=("RequireApiKey=false"); shift ;;
     --secret-arn) [[ $# -ge 2 ]] || die "--secret-arn needs a value"; PARAMS+=("LlmApiKeySecretArn=$2"); shift 2 ;;
     --param) [[ $# -ge 2 && "$2" == *=* ]] || die "--param needs Key=Value"; PARAMS+=("$2"); shift 2 ;;
+    --dry-run) DRY_RUN=true; shift ;;
     -*) usage >&2; die "unknown option: $1" ;;
     *) POSITIONAL+=("$1"); shift ;;
   esac
@@ -52,13 +56,85 @@ set_target ${POSITIONAL[@]+"${POSITIONAL[@]}"}
 docker_platform "$ARCH" >/dev/null # fail on a bad --arch before anything is built
 
 require_aws_cli
-require_docker
+[[ "$DRY_RUN" == true ]] || require_docker
 require_aws_credentials
+
+# `aws cloudformation deploy` with these; parameters not given keep their previous value (on a first
+# deployment, the template's default).
+deploy_stack() {
+  aws_ cloudformation deploy \
+    --stack-name "$STACK" \
+    --template-file "$PROJECT_ROOT/template.yaml" \
+    --capabilities CAPABILITY_IAM \
+    --no-fail-on-empty-changeset \
+    --tags project=fair-forge "module=$MODULE" \
+    --parameter-overrides "ModuleName=$MODULE" "ImageUri=$1" "Architecture=$ARCH" \
+    "StateMachineDefinitionBucket=$DEFINITION_BUCKET" "StateMachineDefinitionKey=$DEFINITION_KEY" \
+    ${PARAMS[@]+"${PARAMS[@]}"} "${@:2}"
+}
+
+# --dry-run: the change set a deployment would execute, printed, then deleted. The image stays the one the
+# stack runs (a new stack gets a placeholder: nothing is built), and the state machine definition's name is
+# computed but nothing is uploaded, so the only trace is the change set itself, removed at the end (and, for a
+# stack that did not exist, the empty stack CloudFormation creates to hold it).
+dry_run() {
+  local status="$1" image out change_set changes
+  if [[ -n "$status" && "$status" != REVIEW_IN_PROGRESS ]]; then
+    image="$(stack_parameter ImageUri)"
+  else
+    image="${ACCOUNT_ID}.dkr.ecr.${REGION}.amazonaws.com/${REPOSITORY}:dry-run"
+  fi
+  state_machine_definition_location
+  info "Dry run: creating a change set for stack $STACK (nothing is built, pushed, uploaded or deployed)"
+  # (An emulator may refuse an empty change set outright, as AWS does an empty update: that is "no changes".)
+  if ! out="$(deploy_stack "$image" --no-execute-changeset 2>&1)" &&
+    [[ "$out" != *"No updates are to be performed"* && "$out" != *"didn't contain changes"* ]]; then
+    die "could not create the change set: $out"
+  fi
+  # The CLI prints the command that describes the change set; with no change it prints no change set.
+  change_set="$(grep -o 'describe-change-set --change-set-name [^ ]*' <<<"$out" | awk '{ print $3 }' || true)"
+  if [[ -z "$change_set" ]]; then
+    # CloudFormation keeps the empty change set (FAILED, "didn't contain changes"): remove it too.
+    for change_set in $(aws_ cloudformation list-change-sets --stack-name "$STACK" --output text --query \
+      "Summaries[?Status=='FAILED' && starts_with(ChangeSetName, 'awscli-cloudformation-package-deploy-')].ChangeSetId"); do
+      aws_ cloudformation delete-change-set --change-set-name "$change_set"
+    done
+    echo "No changes: stack $STACK already matches template.yaml and these parameters."
+  else
+    changes="$(aws_ cloudformation describe-change-set --change-set-name "$change_set" --output text \
+      --query 'Changes[].ResourceChange.[Action, LogicalResourceId, ResourceType, Replacement]')"
+    aws_ cloudformation delete-change-set --change-set-name "$change_set"
+    echo "Changes that deploying would make to stack $STACK (the change set is deleted; nothing was deployed):"
+    if [[ -z "$changes" ]]; then
+      echo "  (none to resources: parameters or outputs only)"
+    else
+      printf '  %-8s %-28s %-36s %s\n' ACTION RESOURCE TYPE REPLACEMENT
+      while IFS=$'\t' read -r action logical type replacement; do
+        [[ "$replacement" != None ]] || replacement=""
+        printf '  %-8s %-28s %-36s %s\n' "$action" "$logical" "$type" "$replacement"
+      done <<<"$changes"
+    fi
+    echo "A real deployment also builds and pushes a new image (ImageUri) and deploys the API's stage anew."
+  fi
+  if [[ -z "$status" ]]; then # the empty stack that only held the change set
+    aws_ cloudformation delete-stack --stack-name "$STACK"
+    aws_ cloudformation wait stack-delete-complete --stack-name "$STACK"
+  fi
+}
+
+status="$(stack_status)"
+if [[ "$DRY_RUN" == true ]]; then
+  [[ "$status" != ROLLBACK_COMPLETE ]] ||
+    die "stack $STACK is left over from a failed first deployment; deploy.sh without --dry-run deletes it first"
+  [[ "$status" != *_IN_PROGRESS || "$status" == REVIEW_IN_PROGRESS ]] ||
+    die "stack $STACK is busy ($status); wait for it to finish and run this again"
+  dry_run "$status"
+  exit 0
+fi
 info "Deploying $STACK to account $ACCOUNT_ID, region $REGION"
 
 # A stack whose first creation failed stays in ROLLBACK_COMPLETE and can only be deleted; it holds
 # nothing, so delete it and create it afresh rather than make the user do it.
-status="$(stack_status)"
 if [[ "$status" == ROLLBACK_COMPLETE ]]; then
   info "Stack $STACK is left over from a failed first deployment; deleting it first"
   aws_ cloudformation delete-stack --stack-name "$STACK"
@@ -87,16 +163,8 @@ build_and_push "$REPO_URI" "$(new_image_tag)" "$ARCH"
 upload_state_machine_definition
 
 info "Deploying CloudFormation stack $STACK (this takes a minute or two on AWS)"
-# `deploy` creates the stack or applies a change set to it; parameters not given keep their previous value.
-if ! aws_ cloudformation deploy \
-  --stack-name "$STACK" \
-  --template-file "$PROJECT_ROOT/template.yaml" \
-  --capabilities CAPABILITY_IAM \
-  --no-fail-on-empty-changeset \
-  --tags project=fair-forge "module=$MODULE" \
-  --parameter-overrides "ModuleName=$MODULE" "ImageUri=$IMAGE_URI" "Architecture=$ARCH" \
-  "StateMachineDefinitionBucket=$DEFINITION_BUCKET" "StateMachineDefinitionKey=$DEFINITION_KEY" \
-  ${PARAMS[@]+"${PARAMS[@]}"}; then
+# `deploy` creates the stack or applies a change set to it.
+if ! deploy_stack "$IMAGE_URI"; then
   echo "Recent failures of stack $STACK:" >&2
   stack_failures >&2
   die "the stack deployment failed (see above, or the CloudFormation console)"
@@ -117,8 +185,10 @@ read -r INVOKE_URL FUNCTION_NAME LOG_GROUP_NAME API_KEY_ID REQUIRE_API_KEY STAGE
 none_to_empty() { [[ "$1" == None ]] || echo "$1"; }
 INVOKE_URL="$(none_to_empty "$INVOKE_URL")"
 API_KEY_ID="$(none_to_empty "$API_KEY_ID")"
+[[ "$STAGE" != None ]] || STAGE=prod
+api_id="$(rest_api_id)"
+redeploy_api "$api_id" "$STAGE"
 if [[ -z "$INVOKE_URL" ]]; then
-  api_id="$(aws_ apigateway get-rest-apis --query "items[?name=='$NAME'].id | [0]" --output text)"
   INVOKE_URL="https://${api_id}.execute-api.${REGION}.amazonaws.com/${STAGE}"
 fi
 [[ "$FUNCTION_NAME" != None ]] || FUNCTION_NAME="$FUNCTION"

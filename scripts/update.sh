@@ -7,8 +7,8 @@ usage() {
 Usage: scripts/update.sh <module> <region>
 
 Rebuilds the Lambda image of a deployed fair-forge-<module>, pushes it under a new immutable tag, points
-the functions at it (the API function and the jobs' worker and reduce) and waits until the update has
-finished. Only the image changes; every other setting of the stack stays as it is (to change template.yaml,
+the functions at it (the API function and the jobs' worker and reduce), waits until the update has
+finished, and points the API's stage at a new deployment of the API as the stack defines it. Only the image changes; every other setting of the stack stays as it is (to change template.yaml,
 the state machine's definition or a parameter, run scripts/deploy.sh again).
 
   scripts/update.sh agentic us-east-1
@@ -82,6 +82,11 @@ for name in "$FUNCTION" "$WORKER_FUNCTION" "$REDUCE_FUNCTION"; do
   NOW_IMAGE="$(aws_ lambda get-function --function-name "$name" --query Code.ImageUri --output text)"
   [[ "$NOW_IMAGE" == "$IMAGE_URI" ]] || die "the stack updated but $name runs $NOW_IMAGE, not $IMAGE_URI"
 done
+
+# The API itself is unchanged by a new image, but a stack deployed by an older deploy.sh may serve an old
+# snapshot of it: one new deployment makes the stage serve what the stack defines.
+STAGE="$(stack_parameter StageName)"
+redeploy_api "$(rest_api_id)" "${STAGE:-prod}"
 
 echo
 echo "Updated $FUNCTION"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,12 +23,18 @@ import boto3
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "scripts"
 REGION = "us-east-1"
 MODULE = "agentic"
 NAME = f"fair-forge-{MODULE}"
 LOG_GROUP = f"/aws/lambda/{NAME}"
-SCRIPT_TIMEOUT_S = 120.0
+# A script's run against moto takes 5-15 s on a quiet machine (deploy.sh the longest); the limit is far above
+# ten times that, so that only a hung script, never a slow machine, fails a test.
+SCRIPT_TIMEOUT_S = 300.0
+# How to get v2 (the one hint, also in the README): Debian 12's `awscli` package is v2, Ubuntu's is v1.
+AWS_CLI_V2_HINT = (
+    "install AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html; "
+    "on Debian 12 `apt-get install awscli` is v2, on Ubuntu it is v1)"
+)
 
 # The fake docker, written into each test's tmp dir. It records every call (one JSON list per line) and
 # behaves like the parts of docker the scripts use: `info` (the daemon is up), `buildx version`, `build`
@@ -114,7 +119,7 @@ else:
 
 def _aws_cli_version(path: str) -> str:
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, env=_clean_env())
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=120, env=_clean_env())
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return (done.stdout + done.stderr).strip()
@@ -126,21 +131,38 @@ def _clean_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith(dropped)}
 
 
+def aws_cli_candidates(path: str) -> list[str]:
+    """Every `aws` on `path` (a PATH value), in order, then the usual install places; each file once."""
+    found = [str(Path(directory, "aws")) for directory in path.split(os.pathsep) if directory]
+    found += ["/usr/local/bin/aws", "/usr/bin/aws"]
+    return list(dict.fromkeys(c for c in found if Path(c).is_file() and os.access(c, os.X_OK)))
+
+
+def find_aws_cli_v2(candidates: list[str]) -> tuple[Path | None, str]:
+    """The first candidate that is AWS CLI v2, or None and a reason naming every candidate and its version.
+
+    A v1 earlier on PATH (a pyenv shim, pip's `awscli`) does not hide a v2 later on it or in /usr/bin: the
+    tests put the v2 they found first on the scripts' PATH.
+    """
+    seen: list[str] = []
+    for candidate in candidates:
+        version = _aws_cli_version(candidate)
+        if version.startswith("aws-cli/2."):
+            return Path(candidate), ""
+        seen.append(f"{candidate} is {version.split(' ')[0] or 'not runnable'}")
+    found = "; ".join(seen) if seen else "no aws on PATH or in /usr/local/bin, /usr/bin"
+    return None, (
+        f"AWS CLI v2 not found ({found}). tests/aws runs scripts/*.sh with it against moto: "
+        f"{AWS_CLI_V2_HINT}, as .ci/run does."
+    )
+
+
 @pytest.fixture(scope="session")
 def aws_cli_v2() -> Path:
     """An AWS CLI v2 executable. Missing: a failure in CI (CI=true), where .ci/run installs it; else a skip."""
-    candidates = [shutil.which("aws"), "/usr/bin/aws", "/usr/local/bin/aws"]
-    seen: list[str] = []
-    for candidate in dict.fromkeys(c for c in candidates if c and Path(c).is_file()):
-        version = _aws_cli_version(candidate)
-        if version.startswith("aws-cli/2."):
-            return Path(candidate)
-        seen.append(f"{candidate}: {version.split(' ')[0] or 'does not run'}")
-    message = (
-        "AWS CLI v2 not found (" + ("; ".join(seen) or "no aws on PATH") + "). "
-        "tests/aws runs scripts/*.sh with it against moto; install it with `apt-get install awscli` "
-        "(Debian 12's package is v2), as .ci/run does."
-    )
+    found, message = find_aws_cli_v2(aws_cli_candidates(os.environ.get("PATH", "")))
+    if found is not None:
+        return found
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
@@ -224,21 +246,23 @@ def fake_docker(tmp_path: Path) -> FakeDocker:
 
 @dataclass
 class Scripts:
-    """Runs scripts/<name>.sh the way a user does, with the test's environment."""
+    """Runs scripts/<name>.sh the way a user does, with the test's environment (from a copy of the project
+    when `root` is given: a test that edits template.yaml)."""
 
     env: dict[str, str]
+    root: Path = ROOT
 
     def run(
         self, name: str, *args: str, stdin: str = "", env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(SCRIPTS / f"{name}.sh"), *args],
+            [str(self.root / "scripts" / f"{name}.sh"), *args],
             input=stdin,
             capture_output=True,
             text=True,
             timeout=SCRIPT_TIMEOUT_S,
             env={**self.env, **(env or {})},
-            cwd=ROOT,
+            cwd=self.root,
         )
 
     def ok(self, name: str, *args: str, stdin: str = "", env: Mapping[str, str] | None = None) -> str:
@@ -251,13 +275,13 @@ class Scripts:
     def follow(self, name: str, *args: str) -> subprocess.Popen[str]:
         """Starts it in its own process group (so that the AWS CLI it runs can be stopped with it)."""
         return subprocess.Popen(
-            [str(SCRIPTS / f"{name}.sh"), *args],
+            [str(self.root / "scripts" / f"{name}.sh"), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=self.env,
-            cwd=ROOT,
+            cwd=self.root,
             start_new_session=True,
         )
 

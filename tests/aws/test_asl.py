@@ -41,7 +41,7 @@ def asl_validator() -> str:
 
 def validate(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [asl_validator(), "--json-path", str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [asl_validator(), "--json-path", str(path)], capture_output=True, text=True, timeout=250, cwd=ROOT
     )
 
 

@@ -35,7 +35,9 @@ from tests.aws.conftest import (
     stop,
 )
 
-pytestmark = pytest.mark.aws
+# A test here runs up to seven scripts against moto (about a minute on a quiet machine): pytest-timeout's
+# 300 s default would be less than ten times that, so the limit is set for this module.
+pytestmark = [pytest.mark.aws, pytest.mark.timeout(900)]
 
 TAG = re.compile(r"^\d{8}T\d{6}Z(-[0-9a-f]{12}(-dirty)?)?$")  # <UTC time>-<git sha>[-dirty]
 
@@ -82,6 +84,7 @@ def function_exists(moto: str, name: str = NAME) -> bool:
 
 WORKER, REDUCE = f"{NAME}-worker", f"{NAME}-reduce"
 LOG_GROUPS = (LOG_GROUP, f"/aws/lambda/{WORKER}", f"/aws/lambda/{REDUCE}")
+ACCESS_LOG_GROUP = f"/aws/apigateway/{NAME}-access"
 STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:123456789012:stateMachine:{NAME}"
 ARTIFACTS_BUCKET = f"fair-forge-artifacts-123456789012-{REGION}"
 ASL_FILE = Path(__file__).resolve().parents[2] / "statemachine" / "evaluation.asl.json"
@@ -223,6 +226,10 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     }
     assert set(groups) == set(LOG_GROUPS)
     assert {g["retentionInDays"] for g in groups.values()} == {14}
+    # API Gateway's access log, kept as long. (moto's CloudFormation skips AWS::ApiGateway::Stage and
+    # ::Account, so the stage's AccessLogSetting is checked on the template: test_template.py.)
+    [access_log] = aws(moto, "logs").describe_log_groups(logGroupNamePrefix=ACCESS_LOG_GROUP)["logGroups"]
+    assert (access_log["logGroupName"], access_log["retentionInDays"]) == (ACCESS_LOG_GROUP, 14)
 
     # The asynchronous jobs: the bucket, the key, the state machine from the uploaded ASL file, the two
     # functions of the same image, the routes.
@@ -324,6 +331,7 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert not function_exists(moto, WORKER) and not function_exists(moto, REDUCE)
     # (The KMS key is not checked here: moto's CloudFormation never deletes a stack's key; AWS schedules it.)
     assert aws(moto, "logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"] == []
+    assert aws(moto, "logs").describe_log_groups(logGroupNamePrefix=ACCESS_LOG_GROUP)["logGroups"] == []
     assert f"the jobs bucket {jobs.bucket}" in out
 
     # --- and again: nothing to do, and that is a success.
@@ -382,6 +390,11 @@ def test_deploy_arm64_without_api_key(scripts: Scripts, moto: str, fake_docker: 
     assert not stack_exists(moto) and not repository_exists(moto) and rest_apis(moto) == []
 
 
+# `aws logs tail --follow` starts in about 2 s and polls every 5 s: an event shows within about 7 s on a
+# quiet machine; the wait allows far more than ten times that.
+LOG_WAIT_S = 120.0
+
+
 def test_logs_follows_by_default(scripts: Scripts, moto: str) -> None:
     aws(moto, "logs").create_log_group(logGroupName=LOG_GROUP)
     put_log_events(moto, "before the tail started")
@@ -390,23 +403,27 @@ def test_logs_follows_by_default(scripts: Scripts, moto: str) -> None:
         assert tail.stdout is not None
         lines = LineReader(tail.stdout)
         # Printed at once, not when a pipe buffer fills: logs.sh makes the CLI's output unbuffered.
-        lines.wait_for("before the tail started", timeout_s=30)
+        lines.wait_for("before the tail started", timeout_s=LOG_WAIT_S)
         # Still running, and an event written now shows up too (the CLI polls every 5 s).
         assert tail.poll() is None
         put_log_events(moto, "written while following")
-        lines.wait_for("written while following", timeout_s=30)
+        lines.wait_for("written while following", timeout_s=LOG_WAIT_S)
     finally:
         stop(tail)
 
 
-def test_logs_of_the_job_functions(scripts: Scripts, moto: str) -> None:
+def test_logs_of_the_job_functions_and_the_access_log(scripts: Scripts, moto: str) -> None:
     for function in ("worker", "reduce"):
         aws(moto, "logs").create_log_group(logGroupName=f"{LOG_GROUP}-{function}")
         put_log_events(moto, f"a line of the {function}", group=f"{LOG_GROUP}-{function}")
+    aws(moto, "logs").create_log_group(logGroupName=ACCESS_LOG_GROUP)
+    put_log_events(moto, '{"requestId":"r1","status":"200"}', group=ACCESS_LOG_GROUP)
     out = scripts.ok("logs", MODULE, REGION, "--function", "worker", "--since", "1h", "--no-follow")
     assert "a line of the worker" in out and "a line of the reduce" not in out
+    out = scripts.ok("logs", MODULE, REGION, "--function", "access", "--since", "1h", "--no-follow")
+    assert '"requestId":"r1"' in out and "a line of the worker" not in out
     done = scripts.run("logs", MODULE, REGION, "--function", "api; rm -rf /", "--no-follow")
-    assert done.returncode != 0 and "--function must be api, worker or reduce" in done.stderr
+    assert done.returncode != 0 and "--function must be api, worker, reduce or access" in done.stderr
 
 
 def test_logs_of_a_module_that_is_not_deployed(scripts: Scripts) -> None:

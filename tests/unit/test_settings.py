@@ -3,13 +3,17 @@ and a malformed one refused at start with its name, not answered 500 on every re
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from fair_forge_testing.handler_client import call_handler
+from handler.local import make_proxy_event
 from handler.settings import Settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +30,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_defaults() -> None:
     settings = Settings.from_env()
-    assert (settings.max_body_bytes, settings.max_turns, settings.sync_budget_s) == (6_000_000, 10_000, 27.0)
+    assert (settings.max_body_bytes, settings.max_turns, settings.sync_budget_s) == (3_000_000, 10_000, 27.0)
     assert (settings.shard_size, settings.jobs_max_parallel_shards, settings.secret_max_age_s) == (200, 10, 300)
     assert settings.extra_connectors == () and settings.allowed_endpoint_networks == ()
     assert settings.cors_allow_origin is None and settings.jobs_bucket is None and settings.server_api_key_env is None
@@ -113,3 +117,60 @@ def test_a_malformed_variable_fails_the_cold_start(module: str) -> None:
     assert "SettingsError: Invalid environment variable FAIR_FORGE_SHARD_SIZE: Input should be a valid integer" in (
         done.stderr
     )
+
+
+# --------------------------------------------------------------------------- the body limit a caller can reach
+
+LAMBDA_EVENT_LIMIT = 6 * 1024 * 1024  # a synchronous invocation's event: 6 MB, 6,291,456 bytes
+HEADER_LIMIT = 10_240  # API Gateway REST: request line and headers together
+
+
+def lambda_event_bytes(event: dict[str, Any]) -> int:
+    """The event's size as Lambda counts it: JSON (with json's default ", " and ": ", which are never smaller
+    than API Gateway's), non-ASCII as UTF-8."""
+    return len(json.dumps(event, ensure_ascii=False).encode())
+
+
+def worst_body(size: int) -> bytes:
+    """A JSON object of exactly `size` bytes whose every byte but 8 is escaped in the event: `\\"` repeated
+    (a `\\` and a `"`, each two bytes in a JSON string)."""
+    prefix, suffix = b'{"a":"', b'"}'
+    pairs, odd = divmod(size - len(prefix) - len(suffix), 2)
+    return prefix + b'\\"' * pairs + b"x" * odd + suffix
+
+
+def api_gateway_event(body: bytes) -> dict[str, Any]:
+    """POST /run as API Gateway sends it, with the request line and headers at their limit, all quotes."""
+    headers = {"Content-Type": "application/json", "Host": "abc123.execute-api.us-east-1.amazonaws.com"}
+    taken = len("POST /prod/run HTTP/1.1\r\n") + sum(len(k) + len(v) + 4 for k, v in headers.items())
+    headers["X-Padding"] = '"' * (HEADER_LIMIT - taken - len("X-Padding") - 4)
+    return make_proxy_event("POST", "/run", body, headers=headers, stage="prod")
+
+
+def test_a_body_at_the_limit_always_fits_in_lambdas_event() -> None:
+    limit = Settings.from_env().max_body_bytes
+    body = worst_body(limit)
+    assert len(body) == limit and json.loads(body)  # valid JSON, every byte but 8 a `\` or `"`
+    event = api_gateway_event(body)
+    size = lambda_event_bytes(event)
+    assert size >= 2 * (limit - 8)  # the worst case: the body doubled
+    assert size <= LAMBDA_EVENT_LIMIT, f"{size - LAMBDA_EVENT_LIMIT} bytes over Lambda's limit"
+    # Base64 (API Gateway sends bodies of binary media types so): 4/3 of the decoded bytes, no escapes.
+    binary = make_proxy_event("POST", "/run", b"\xff" * limit, headers=event["headers"], stage="prod")
+    assert binary["isBase64Encoded"] is True
+    assert lambda_event_bytes(binary) <= LAMBDA_EVENT_LIMIT
+
+
+def test_a_body_twice_as_large_as_its_share_would_not_fit() -> None:
+    """The limit is not needlessly low: the old 6,000,000 (or anything above half the event) cannot arrive."""
+    limit = Settings.from_env().max_body_bytes
+    assert lambda_event_bytes(api_gateway_event(worst_body(limit * 21 // 20))) > LAMBDA_EVENT_LIMIT
+    assert lambda_event_bytes(api_gateway_event(worst_body(6_000_000))) > LAMBDA_EVENT_LIMIT
+
+
+def test_the_handler_takes_a_body_at_the_limit_and_refuses_one_byte_more() -> None:
+    limit = Settings.from_env().max_body_bytes
+    at_limit = call_handler(raw=worst_body(limit).decode())
+    assert at_limit.status == 400  # read and parsed: refused for what it says (no connector), not its size
+    over = call_handler(raw=worst_body(limit + 1).decode())
+    assert (over.status, over.body["error"]) == (413, f"Request body too large: {limit + 1} bytes (limit {limit})")
