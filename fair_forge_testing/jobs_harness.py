@@ -2,7 +2,7 @@
 
 `JobsAWS` starts `mock_aws(config={"stepfunctions": {"execute_state_machine": True},
 "lambda": {"use_docker": False}})` and builds what `template.yaml` deploys for jobs:
-the bucket, the KMS key, the worker and reduce functions (named, timed and given their
+the bucket, the KMS key, the budget table, the worker and reduce functions (named, timed and given their
 `ImageConfig.Command` as the template gives them), and the state machine from the very
 file the template deploys, `statemachine/evaluation.asl.json`, with the template's
 `DefinitionSubstitutions` filled in. moto's Step Functions interpreter runs that
@@ -126,8 +126,9 @@ class JobsAWS:
 
     # ----------------------------------------------------------------- the API, as a client sees it
 
-    def submit(self, body: dict[str, Any]) -> HandlerResponse:
-        return call_handler(body, path="/jobs", headers=API_HEADERS)
+    def submit(self, body: dict[str, Any], api_key_id: str | None = None) -> HandlerResponse:
+        """POST /jobs, from the caller whose API key has `api_key_id` (as API Gateway tells the function)."""
+        return call_handler(body, path="/jobs", headers=API_HEADERS, api_key_id=api_key_id)
 
     def status(self, job_id: str) -> HandlerResponse:
         return call_handler(method="GET", path=f"/jobs/{job_id}", headers=API_HEADERS)
@@ -219,9 +220,18 @@ def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_siz
             worker_name=names["WorkerFunction"],
             reduce_name=names["ReduceFunction"],
         )
+        table = resources["JobsBudgetTable"]["Properties"]
+        budget_table = _template_value(table["TableName"], parameters)
+        boto3.client("dynamodb", region_name=REGION).create_table(
+            TableName=budget_table,
+            BillingMode=table["BillingMode"],
+            AttributeDefinitions=table["AttributeDefinitions"],
+            KeySchema=table["KeySchema"],
+        )
         monkeypatch.setenv("JOBS_BUCKET", BUCKET)
         monkeypatch.setenv("JOBS_STATE_MACHINE_ARN", state_machine_arn)
         monkeypatch.setenv("JOBS_KMS_KEY_ID", key_arn)
+        monkeypatch.setenv("JOBS_BUDGET_TABLE", budget_table)
 
         def invoke(
             backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any

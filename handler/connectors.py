@@ -141,3 +141,32 @@ def check_judges(models: list[Any], config: Any) -> None:
         raise RequestError(
             400, f"Invalid request: {exc.field}: {exc}", [{"field": exc.field, "message": str(exc)}]
         ) from None
+
+
+def check_server_key_calls(judges: list[Judge], config: Any, settings: Settings, turns: int | None = None) -> None:
+    """What a request may buy with the server's key (the operator's bill): at most
+    `server_key_max_calls_per_turn` judge calls per turn (`config.judge_samples` for each
+    connector that uses the key), and for a job (`turns` given) at most
+    `jobs_max_server_key_calls` judge calls in all. A 400 naming `config.judge_samples`, or a
+    413 naming the job's calls; nothing for judges that bring their caller's key."""
+    paid = sum(1 for judge in judges if judge.server_key)
+    if not paid:
+        return
+    per_turn = config.judge_samples * paid
+    if per_turn > settings.server_key_max_calls_per_turn:
+        message = (
+            f"with the service's own key a turn may cost at most {settings.server_key_max_calls_per_turn} judge calls, "
+            f"and judge_samples {config.judge_samples} × {paid} connector(s) on that key make {per_turn}: "
+            "lower config.judge_samples, or bring your own key in connector.params.api_key"
+        )
+        raise RequestError(
+            400,
+            f"Invalid request: config.judge_samples: {message}",
+            [{"field": "config.judge_samples", "message": message}],
+        )
+    if turns is not None and turns * per_turn > settings.jobs_max_server_key_calls:
+        raise RequestError(
+            413,
+            f"Too many judge calls on the service's key: {turns} turns × {per_turn} calls = {turns * per_turn} "
+            f"(limit {settings.jobs_max_server_key_calls} a job): send fewer turns, or bring your own key",
+        )

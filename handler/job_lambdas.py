@@ -84,7 +84,6 @@ def _evaluate_shard(
 ) -> dict[str, Any]:
     from fair_forge_core.evaluate import evaluate_conversations, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
-    from fair_forge_core.judges.usage import JudgeLedger
     from fair_forge_core.schemas import Dataset, EvaluationConfig
     from fair_forge_core.sharding import dump_conversations
 
@@ -109,8 +108,7 @@ def _evaluate_shard(
         if remaining is not None:
             deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
         telemetry = JudgeTelemetry()
-        # Tokens and cost only: POST /jobs refuses a cap and the cache (the shards run apart).
-        ledger = JudgeLedger.for_models(models, config, prices=settings.price_table())
+        ledger = _shard_ledger(models, config, settings, stored, job_id)
         started = time.perf_counter()
         try:
             conversations = run_sync(
@@ -150,6 +148,26 @@ def _evaluate_shard(
         },
     )
     return {"job_id": job_id, "shard_key": shard, "conversations": len(conversations), "unscored": unscored}
+
+
+def _shard_ledger(models: list[Any], config: Any, settings: Settings, stored: dict[str, Any], job_id: str) -> Any:
+    """One shard's `JudgeLedger`: the shard's tokens and cost (the reduce adds the shards' up); the
+    job's cost cap as one budget shared by every shard (`handler.job_budget.DynamoBudget`); and
+    the judge cache in the scope `POST /jobs` decided (`cache_scope`; None: not used)."""
+    from fair_forge_core.judges.usage import JudgeLedger
+    from handler.job_budget import DynamoBudget
+    from handler.judge_cache import open_cache
+
+    budget = None
+    if config.max_cost_usd is not None:
+        if not settings.jobs_budget_table:  # POST /jobs refuses a cap without it: a deployment changed since
+            raise _fail(_job_bucket(settings), job_id, "Agentic evaluation failed: the jobs budget table is gone")
+        budget = DynamoBudget(settings.jobs_budget_table, job_id, config.max_cost_usd)
+    scope = stored.get("cache_scope")
+    cache = open_cache(settings.judge_cache) if scope and settings.judge_cache else None
+    return JudgeLedger.for_models(
+        models, config, prices=settings.price_table(), cache=cache, cache_scope=scope, budget=budget
+    )
 
 
 @logger.inject_lambda_context(clear_state=True)

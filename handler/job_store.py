@@ -247,11 +247,15 @@ def create_job(
     bucket: str,
     state_machine_arn: str,
     request_id: str | None,
-    provenance: dict[str, Any] | None = None,
+    decided: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the job's request, shards and manifest to S3 and start its execution; its summary.
-    `provenance` (`fair_forge_core.provenance.provenance_of`, as JSON) is stored for the reduce
-    to put into the result: the workers build the judges, the reduce does not."""
+    `decided` holds what `POST /jobs` decided for the workers and the reduce, stored with the
+    request: `provenance` (`fair_forge_core.provenance.provenance_of`, as JSON: the reduce puts
+    it into the result; the workers build the judges, the reduce does not), `cache_scope` (the
+    judge cache's scope, None when the job does not use the cache) and `ledger_warnings` (what
+    the result must say about the cache, after the input's warnings)."""
+    decided = decided or {}
     from fair_forge_core.sharding import plan_shards
 
     job_id = uuid.uuid4().hex
@@ -284,8 +288,9 @@ def create_job(
             for i, spec in enumerate(request.connectors)
         ],
         "config": body.get("config") or {},
-        "warnings": input_warnings(request.datasets),
-        "provenance": provenance,
+        "warnings": [*input_warnings(request.datasets), *decided.get("ledger_warnings", [])],
+        "provenance": decided.get("provenance"),
+        "cache_scope": decided.get("cache_scope"),
         "conversations": len(turn_counts),
         "turns": sum(turn_counts),
         "shards": len(shards),

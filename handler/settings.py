@@ -79,6 +79,13 @@ class Settings(JudgeEnvironment):
     jobs_inline_result_bytes: int = 1_000_000
     jobs_result_url_expiry_s: int = 3_600
     jobs_worker_margin_s: float = 10.0
+    # What the server's key may buy: judge calls per turn (judge_samples × the connectors that use
+    # it), in /run and in jobs, and judge calls per job (turns × those calls per turn).
+    server_key_max_calls_per_turn: int = 3
+    jobs_max_server_key_calls: int = 200_000
+    # The DynamoDB table where a job's cost cap is one budget shared by every shard
+    # (handler.job_budget); without it POST /jobs refuses config.max_cost_usd.
+    jobs_budget_table: str | None = unprefixed("JOBS_BUDGET_TABLE")
 
     @field_validator("shard_size", "shard_max_turns", "jobs_max_parallel_shards")
     @classmethod

@@ -51,10 +51,12 @@ proxy field but never use it."""
 
 @dataclass(frozen=True)
 class Judge:
-    """A built chat model and the secret values it was given (to mask in logs and messages)."""
+    """A built chat model, the secret values it was given (to mask in logs and messages), and
+    whether it calls with the server's key (`server_key`: the operator pays for its calls)."""
 
     model: BaseChatModel
     secrets: frozenset[str]
+    server_key: bool = False
 
 
 def _give_reply_limited_client(
@@ -115,6 +117,7 @@ def build_chat_model(
     for name in sorted(ENDPOINT_PARAMS.intersection(params)):
         check_endpoint(name, params[name], policy.allowed_networks)
     has_key = any(params.get(name) for name in KEY_PARAMS)
+    uses_server_key = False
     unsafe = sorted(set(params) - SERVER_KEY_SAFE_PARAMS)
     if not has_key and unsafe and accepts(cls, "api_key"):
         # Otherwise the server's key (or one the provider SDK finds in the server's
@@ -133,6 +136,7 @@ def build_chat_model(
                 params["max_tokens"] = policy.server_key_max_tokens
             params["api_key"] = key
             secrets.add(key)
+            uses_server_key = True
         elif no_key_message is not None:
             raise ConnectorError(no_key_message, "connector.params.api_key")
     forwarded = {name: params.pop(name) for name in sorted(params) if not accepts(cls, name)}
@@ -146,4 +150,4 @@ def build_chat_model(
         model = cls(**params)
     except Exception as exc:
         raise ConnectorError(f"{type(exc).__name__}: {redact(str(exc), secrets)[:300]}") from None
-    return Judge(model=model, secrets=frozenset(secrets))
+    return Judge(model=model, secrets=frozenset(secrets), server_key=uses_server_key)

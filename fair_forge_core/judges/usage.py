@@ -48,7 +48,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -135,6 +135,15 @@ def output_token_bound(model: BaseChatModel) -> int | None:
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 found.append(value)
     return max(found) if found else None
+
+
+class Budget(Protocol):
+    """Where a cost cap's reservations are kept: `CostBudget` in memory for one process, or a
+    store shared by processes (a job's shards: `handler.job_budget.DynamoBudget`)."""
+
+    async def reserve(self, amount: float) -> bool: ...
+
+    async def settle(self, reserved: float, spent: float) -> None: ...
 
 
 @dataclass
@@ -342,7 +351,7 @@ class JudgeLedger:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
-    budget: CostBudget | None = None
+    budget: Budget | None = None
     """The cap's budget (`max_cost_usd`), one for an ensemble and all its members; None without a cap."""
     output_tokens_bound: int | None = None
     """The judge's bound on a reply's tokens (`output_token_bound`), for the cap's reservations."""
@@ -369,6 +378,7 @@ class JudgeLedger:
         max_cost_usd: float | None = None,
         cap_label: str | None = None,
         cache_scope: str | None = None,
+        budget: Budget | None = None,
     ) -> JudgeLedger:
         """The ledger of an evaluation judged by `models` (one, or an ensemble's in request
         order): `for_model`'s for one model; for several, a ledger over one `for_model` ledger
@@ -383,6 +393,7 @@ class JudgeLedger:
                 max_cost_usd=max_cost_usd,
                 cap_label=cap_label,
                 cache_scope=cache_scope,
+                budget=budget,
             )
         members = [
             cls.for_model(
@@ -393,6 +404,7 @@ class JudgeLedger:
                 max_cost_usd=max_cost_usd,
                 cap_label=cap_label,
                 cache_scope=cache_scope,
+                budget=budget,
             )
             for model in models
         ]
@@ -421,13 +433,16 @@ class JudgeLedger:
         max_cost_usd: float | None = None,
         cap_label: str | None = None,
         cache_scope: str | None = None,
+        budget: Budget | None = None,
     ) -> JudgeLedger:
         """The ledger of an evaluation of `config` judged by `model`.
 
         The cap is `max_cost_usd` (labelled `cap_label`, e.g. "--max-cost-usd"), else
         `config.max_cost_usd` (labelled "config.max_cost_usd"). A cap without a price for
         the model raises `MissingPrice` naming the label. The price is the table's entry for
-        the model name, else the offline judge's built-in zero, else None.
+        the model name, else the offline judge's built-in zero, else None. The cap's
+        reservations go to `budget` when given (one shared by processes), else to a
+        `CostBudget` of this evaluation; `cache_scope` is hashed into every cache key.
         """
         name = judge_model_name(model)
         price: ModelPrice | None = None
@@ -462,7 +477,7 @@ class JudgeLedger:
             cache=cache,
             cache_identity=identity,
             cache_scope=cache_scope,
-            budget=CostBudget(cap) if cap is not None else None,
+            budget=(budget or CostBudget(cap)) if cap is not None else None,
             output_tokens_bound=bound,
             structured=config.use_structured_output,
         )

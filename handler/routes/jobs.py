@@ -26,7 +26,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from fair_forge_core.redact import redact
 from handler import job_store as store
-from handler.connectors import check_judges, judges_for_request
+from handler.connectors import check_judges, check_server_key_calls, judges_for_request
+from handler.invocation import api_key_id
+from handler.judge_cache import ledger_for_request
 from handler.observability import current_secrets, metrics, secrets_masked
 from handler.responses import request_id
 from handler.settings import Settings
@@ -92,19 +94,31 @@ def submit_job() -> Response:
         }
     )
     request = parse_run_request(body, limits)
-    for option, value in (("max_cost_usd", request.config.max_cost_usd), ("judge_cache", request.config.judge_cache)):
-        if value:  # the shards run apart: no shared ledger or cache yet, and ignoring them silently would mislead
-            message = "is not supported by POST /jobs yet: use POST /run or fair-forge evaluate"
-            raise RequestError(400, f"config.{option} {message}", [{"field": f"config.{option}", "message": message}])
+    if request.config.max_cost_usd is not None and not settings.jobs_budget_table:
+        # The shards run apart: without the shared budget a cap could not hold, and ignoring it would mislead.
+        message = "needs the service's jobs budget table (JOBS_BUDGET_TABLE), which this deployment has not"
+        field = "config.max_cost_usd"
+        raise RequestError(400, f"{field} {message}", [{"field": field, "message": message}])
     # The connector is checked now, as /run does, not found wrong by every worker later.
     judges = judges_for_request(request.connector, settings)
+    turns = sum(len(d.conversation) for d in request.datasets)
+    check_server_key_calls(judges, request.config, settings, turns)
     with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
         models = [judge.model for judge in judges]
         check_judges(models, request.config)
+        # 400 for a cap without a price or an output bound; the cache's scope (the caller's API key)
+        # and whether the connectors may share it are decided now and stored for the workers.
+        ledger, warnings = ledger_for_request(
+            request.config, models, settings, request.connectors, api_key_id(router.current_event)
+        )
         from fair_forge_core.provenance import provenance_of
 
-        provenance = provenance_of(models, request.config, request.datasets).model_dump(mode="json")
-        job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router), provenance)
+        stored = {
+            "provenance": provenance_of(models, request.config, request.datasets).model_dump(mode="json"),
+            "cache_scope": ledger.cache_scope if ledger.cache is not None else None,
+            "ledger_warnings": warnings,
+        }
+        job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router), stored)
     metrics.add_metric(name="Jobs", unit=MetricUnit.Count, value=1)
     status_url = _status_url(job["job_id"])
     payload = {

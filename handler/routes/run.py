@@ -20,7 +20,7 @@ from fair_forge_core.connectors import connector_loadable
 from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
-from handler.connectors import allowed_connectors, check_judges, judges_for_request
+from handler.connectors import allowed_connectors, check_judges, check_server_key_calls, judges_for_request
 from handler.invocation import api_key_id, deadline
 from handler.observability import log_level, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
@@ -85,6 +85,7 @@ def run() -> Response:
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):
         judges = judges_for_request(request.connector, settings)
+        check_server_key_calls(judges, request.config, settings)
         with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
             models = [judge.model for judge in judges]
             check_judges(models, request.config)

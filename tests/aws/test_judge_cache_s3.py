@@ -97,13 +97,15 @@ def test_a_rerun_through_s3_makes_no_judge_call(s3: Any) -> None:
     assert all(json.loads(body)["format"] == 1 for body in objects(s3).values())
 
 
-def test_the_stack_gives_the_function_the_cache_prefix_only() -> None:
+def test_the_stack_gives_the_function_and_the_workers_the_cache_prefix_only() -> None:
     resources = template()["Resources"]
     environment = resources["Function"]["Properties"]["Environment"]["Variables"]
     assert environment["FAIR_FORGE_JUDGE_CACHE"] == {"Fn::Sub": "s3://${JobsBucket}/judge-cache/"}
     assert environment["FAIR_FORGE_JUDGE_PRICES"] == {"Ref": "JudgePrices"}
+    worker = resources["WorkerFunction"]["Properties"]["Environment"]["Variables"]
+    assert worker["FAIR_FORGE_JUDGE_CACHE"] == environment["FAIR_FORGE_JUDGE_CACHE"]  # jobs use it too
     policy = resources["JudgeCachePolicy"]["Properties"]
-    assert policy["Roles"] == [{"Ref": "FunctionRole"}]
+    assert policy["Roles"] == [{"Ref": "FunctionRole"}, {"Ref": "WorkerRole"}]
     objects_statement, list_statement = policy["PolicyDocument"]["Statement"]
     assert objects_statement["Action"] == ["s3:GetObject", "s3:PutObject"]
     assert objects_statement["Resource"] == {"Fn::Sub": "${JobsBucket.Arn}/judge-cache/*"}
