@@ -24,6 +24,7 @@ BENCHMARKS = (
     "benchmarks.bench_compare",
     "benchmarks.bench_per_task",
     "benchmarks.bench_offline_judge",
+    "benchmarks.bench_judge_path",
     "benchmarks.bench_cascade",
     "benchmarks.bench_panel",
 )

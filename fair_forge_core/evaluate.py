@@ -22,11 +22,13 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from fair_forge_core.judges.cascade import CascadeJudge, TurnJudge
-from fair_forge_core.judges.llm import AnswerJudge, JudgeProviderRefused, JudgeTelemetry, RetryPolicy
+from fair_forge_core.judges.base import RunContext, SingleJudge, TurnJudge
+from fair_forge_core.judges.cascade import CascadeJudge
+from fair_forge_core.judges.kinds import is_offline, judge_for
+from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
 from fair_forge_core.judges.panel import JudgePanel, Member, check_panel, consensus
 from fair_forge_core.judges.prompt import JudgeRequest
-from fair_forge_core.judges.usage import JudgeLedger, judge_model_name
+from fair_forge_core.judges.usage import JudgeLedger
 from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics, unscored_causes
 from fair_forge_core.provenance import provenance_of
 from fair_forge_core.schemas import (
@@ -50,7 +52,7 @@ class NoConversationScored(Exception):
 async def judge_all(
     requests: Iterable[JudgeRequest], judge: TurnJudge, on_progress: ProgressCallback | None = None
 ) -> dict[JudgeRequest, TurnJudgement]:
-    """One judgement per distinct request, judged concurrently by `judge` (an `AnswerJudge`,
+    """One judgement per distinct request, judged concurrently by `judge` (a `judges.base.SingleJudge`,
     a `JudgePanel` or a `CascadeJudge`).
 
     A `JudgeProviderRefused` from any call cancels the others and propagates.
@@ -113,20 +115,14 @@ async def evaluate_conversations(
         if len(member_ledgers) != len(models):
             raise ValueError(f"a ledger of {len(member_ledgers)} judge(s) for {len(models)} judge model(s)")
     telemetry = telemetry or JudgeTelemetry()
-    judges = [
-        AnswerJudge(
-            model=model,
-            config=config,
-            retry=retry or RetryPolicy(),
-            deadline=deadline,
-            telemetry=telemetry,
-            ledger=member_ledger,
-        )
-        for model, member_ledger in zip(models, member_ledgers, strict=True)
+    contexts = [
+        RunContext(retry=retry or RetryPolicy(), telemetry=telemetry, deadline=deadline, ledger=member_ledger)
+        for member_ledger in member_ledgers
     ]
-    llm: TurnJudge = judges[0]
+    judges = [judge_for(model, config, context) for model, context in zip(models, contexts, strict=True)]
+    llm: TurnJudge = SingleJudge(judges[0])
     if len(judges) > 1 or config.judge_samples > 1:
-        members = [Member(judge=judge, model=judge_model_name(judge.model)) for judge in judges]
+        members = [Member(judge=judge, model=judge.spec().model) for judge in judges]
         llm = JudgePanel.for_config(members, config)
     # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
     # `JudgeRequest` per distinct tuple. The judge sees exactly these six fields.
@@ -164,15 +160,15 @@ def _cascade(
     deadline: float | None,
 ) -> CascadeJudge | None:
     """The `CascadeJudge` of `config.judge_cascade`: None when it is off, or when the only
-    judge model is itself the offline judge (the cascade would ask the same judge twice: a no-op)."""
+    judge model's judge is itself offline (the cascade would ask the same judge twice: a no-op)."""
     if not config.judge_cascade:
         return None
     from fair_forge_core.judges.reference import ReferenceJudge
 
-    if len(models) == 1 and isinstance(models[0], ReferenceJudge):
+    if len(models) == 1 and is_offline(models[0]):
         return None
-    offline = AnswerJudge(model=ReferenceJudge(), config=config, retry=retry or RetryPolicy(), deadline=deadline)
-    return CascadeJudge(offline=offline, llm=llm)
+    context = RunContext(retry=retry or RetryPolicy(), telemetry=JudgeTelemetry(), deadline=deadline)
+    return CascadeJudge(offline=judge_for(ReferenceJudge(), config, context), llm=llm)
 
 
 async def evaluate(
@@ -242,7 +238,8 @@ def build_result(
         causes = Counter(
             i.error for m in conversations if m.interactions for i in m.interactions if i.error is not None
         )
-        summary = "; ".join(f"{count}× {cause}" for cause, count in causes.most_common(3))
+        # Conversations and turns are counted apart, each count named: a conversation may hold several unscored turns.
+        summary = "; ".join(f"{count} turn(s): {cause}" for cause, count in causes.most_common(3))
         message = f"{aggregated.unscored_conversations} conversation(s) unscored and left out of n and c"
         if aggregated.total_conversations == 0 and unscored_causes(conversations)["judge_error"]:
             raise NoConversationScored(f"no conversation could be scored: {summary or 'judge errors'}")

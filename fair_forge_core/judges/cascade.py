@@ -1,8 +1,9 @@
 """The judge cascade (`config.judge_cascade`): the offline judge settles the turns it is sure of,
 the request's LLM judge scores the rest.
 
-Rule, per distinct judge request: the offline judge (`ReferenceJudge`, through an `AnswerJudge`
-of its own, so its verdict is exactly the one it gives as a connector) scores the turn first.
+Rule, per distinct judge request: the offline judge (`judges.offline.RulesJudge`, the judge of a
+`ReferenceJudge` connector, so its verdict is exactly the one it gives as a connector) scores
+the turn first.
 The turn is **settled offline** when that judge scored it (did not abstain, no other
 `JudgeCallError`) and the score is decisive: ≥ `PASS_AT` (0.9) or ≤ `FAIL_AT` (0.2). Every
 other turn (an abstention, a score strictly between 0.2 and 0.9) is **sent to the LLM** judge,
@@ -12,8 +13,8 @@ whose verdict or error is the turn's. The bounds: on the held-out labelled pairs
 scores in between are the partial-credit bands and caps (typos, hedges, missing facts), where it
 is least reliable, and an abstention is no verdict at all.
 
-When the request's judge is itself the offline judge the cascade is not built (`evaluate`):
-both stages would be the same judge. The LLM stage may be a panel (`judges.panel`: samples,
+When the request's only judge is itself offline (`JudgeSpec.offline`) the cascade is not built
+(`evaluate`): both stages would be the same judge. The LLM stage may be a panel (`judges.panel`: samples,
 an ensemble); the offline stage judges once.
 """
 
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Protocol
 
-from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError
+from fair_forge_core.judges.base import Judge, TurnJudge
+from fair_forge_core.judges.llm import JudgeCallError
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.verdict import Verdict
 from fair_forge_core.metrics import TurnJudgement
@@ -39,12 +40,6 @@ def is_decisive(score: float) -> bool:
     return score >= PASS_AT or score <= FAIL_AT
 
 
-class TurnJudge(Protocol):
-    """A judge of whole turns: an `AnswerJudge`, a `judges.panel.JudgePanel`, a `CascadeJudge`."""
-
-    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement: ...
-
-
 @dataclass
 class CascadeJudge:
     """`offline` first, `llm` for every turn `offline` does not settle (module docstring).
@@ -53,7 +48,7 @@ class CascadeJudge:
     which judge decided it (`TurnJudgement.judged_by`).
     """
 
-    offline: AnswerJudge
+    offline: Judge
     llm: TurnJudge
     settled_offline: int = 0
     sent_to_llm: int = 0

@@ -35,6 +35,17 @@ from typing import Any, Literal
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from fair_forge_core.judges.base import (  # the error types and run settings live with the Judge protocol
+    JudgeAbstained,
+    JudgeCallError,
+    JudgeProviderRefused,
+    JudgeSpec,
+    JudgeTelemetry,
+    RetryPolicy,
+    RunContext,
+    SingleJudge,
+    register_judge,
+)
 from fair_forge_core.judges.errors import ErrorKind, classify_error, describe_error, retry_after_s, status_code_of
 from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
@@ -43,58 +54,15 @@ from fair_forge_core.judges.verdict import VERDICT_SCHEMA, Verdict, VerdictParse
 from fair_forge_core.metrics import DEADLINE_PHRASE, TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
 
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard the judge tries before a turn is left unscored.
-
-    `max_attempts` bounds provider attempts per turn (transient errors); parse
-    failures and rate limiting (429) have bounds of their own, the latter larger
-    because a 429 says "later", not "broken" (the deadline bounds it too).
-    `call_timeout_s` bounds one provider call; `max_delay_s` bounds one backoff and
-    the pause a Retry-After can impose.
-    """
-
-    max_attempts: int = 8
-    max_parse_attempts: int = 3
-    max_rate_limited_attempts: int = 50
-    base_delay_s: float = 0.2
-    max_delay_s: float = 8.0
-    call_timeout_s: float = 30.0
-
-
-@dataclass
-class JudgeTelemetry:
-    """Counters one evaluation's judge fills in; the handler turns them into metrics."""
-
-    calls: int = 0
-    retries: int = 0
-    parse_failures: int = 0
-    errors: int = 0
-    rate_limited: int = 0
-    judging_s: float = 0.0
-    """Wall time of the judge phase (every call, retry and wait); the rest of an evaluation is deterministic."""
-    judging_ended_at: float | None = None
-    """`time.perf_counter()` when the judge phase ended: what follows is the work the deadline does not stop."""
-
-
-class JudgeCallError(Exception):
-    """A turn the judge could not score; the message says why and is safe to return."""
-
-
-class JudgeAbstained(JudgeCallError):
-    """The judge model declined to score this turn (the offline judge, when its rules conflict or
-    none is decisive). A `JudgeCallError`, so the turn is reported unscored with this message and
-    never retried: asking again would get the same answer. `reasoning` says why (not in the
-    message, which stays one text for every abstention)."""
-
-    def __init__(self, message: str, reasoning: str = "") -> None:
-        super().__init__(message)
-        self.reasoning = reasoning
-
-
-class JudgeProviderRefused(Exception):
-    """The provider refuses the judge's calls altogether; the message is safe to return."""
+__all__ = [
+    "AnswerJudge",
+    "JudgeAbstained",
+    "JudgeCallError",
+    "JudgeProviderRefused",
+    "JudgeTelemetry",
+    "RetryPolicy",
+    "llm_judge",
+]
 
 
 @dataclass
@@ -126,14 +94,15 @@ class AnswerJudge:
         else:
             self._runnable = self.model
 
+    def spec(self) -> JudgeSpec:
+        """An LLM judge: online, named by its model (`judges.usage.judge_model_name`)."""
+        from fair_forge_core.judges.usage import judge_model_name
+
+        return JudgeSpec(kind="llm", model=judge_model_name(self.model), offline=False)
+
     async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
-        """`judge(request)` as a `TurnJudgement`: the verdict, or unscored with the
-        `JudgeCallError`'s message. `JudgeProviderRefused` propagates."""
-        try:
-            verdict = await self.judge(request)
-        except JudgeCallError as exc:
-            return TurnJudgement(score=None, error=str(exc))
-        return TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)
+        """`judge(request)` as a `TurnJudgement` (`judges.base.SingleJudge`)."""
+        return await SingleJudge(self).judge_turn(request)
 
     async def judge(self, request: JudgeRequest, sample: int = 0) -> Verdict:
         """The verdict on one turn, after retries. See the module docstring for the errors.
@@ -279,3 +248,17 @@ class AnswerJudge:
     def _turn_error(self, message: str) -> JudgeCallError:
         self.telemetry.errors += 1
         return JudgeCallError(message)
+
+
+@register_judge("llm")
+def llm_judge(model: BaseChatModel, config: EvaluationConfig, context: RunContext) -> AnswerJudge:
+    """The judge of every chat model no other registration names: the model asked with the rubric's
+    prompt, with retries, the rate limiter and the deadline."""
+    return AnswerJudge(
+        model=model,
+        config=config,
+        retry=context.retry,
+        deadline=context.deadline,
+        telemetry=context.telemetry,
+        ledger=context.ledger,
+    )

@@ -39,7 +39,9 @@ from typing import Literal
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError, JudgeProviderRefused
+from fair_forge_core.judges.base import Judge
+from fair_forge_core.judges.kinds import is_offline
+from fair_forge_core.judges.llm import JudgeCallError, JudgeProviderRefused
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import judge_identity
 from fair_forge_core.metrics import TurnJudgement
@@ -81,9 +83,7 @@ def check_panel(models: Sequence[BaseChatModel], config: EvaluationConfig) -> No
                 "endpoint): to judge each turn several times with one judge, set config.judge_samples",
                 "connector",
             )
-    from fair_forge_core.judges.reference import ReferenceJudge
-
-    if config.judge_cascade and any(isinstance(model, ReferenceJudge) for model in models):
+    if config.judge_cascade and any(is_offline(model) for model in models):
         raise PanelError(
             "config.judge_cascade asks the offline judge first and sends the connectors only the turns it "
             "cannot settle: leave the offline judge out of the connectors, or set config.judge_cascade to false",
@@ -95,7 +95,7 @@ def check_panel(models: Sequence[BaseChatModel], config: EvaluationConfig) -> No
 class Member:
     """One connector of the panel: its judge and the model name its votes carry."""
 
-    judge: AnswerJudge
+    judge: Judge
     model: str
 
 

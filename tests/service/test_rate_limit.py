@@ -181,7 +181,7 @@ def test_the_deadline_bounds_a_long_retry_after() -> None:
         assert server.call_count == 1  # the others waited for the Retry-After instant instead of calling
     # The deadline, not the provider: a result with every conversation unscored (not a 502), and why.
     assert result.aggregated_metrics.unscored_conversations == 3
-    assert any("3× time budget exhausted" in warning for warning in result.warnings)
+    assert any("3 turn(s): time budget exhausted" in warning for warning in result.warnings)
     readiness = result.aggregated_metrics.readiness
     assert readiness is not None and readiness.status == "insufficient_evidence"
     assert "3 unscored (the time budget ran out)" in readiness.summary

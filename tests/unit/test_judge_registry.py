@@ -1,0 +1,95 @@
+"""The judge as a concept of its own: the registry, the offline rules judge, and a new judge added in
+one file (`fair_forge_testing/length_judge.py`) used from `POST /run` and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fair_forge_core.judges import ReferenceJudge
+from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy, RunContext
+from fair_forge_core.judges.kinds import is_offline, judge_for, registration_for
+from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError
+from fair_forge_core.judges.offline import RulesJudge
+from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.schemas import EvaluationConfig
+from fair_forge_testing.builders import conversation, turn
+from fair_forge_testing.handler_client import call_handler
+from fair_forge_testing.jobs_support import GarblingJudge
+from tests.cli.test_cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+LABELLED = [
+    ROOT / "tests/data/judge_labels/pairs.jsonl",
+    ROOT / "tests/data/judge_labels/fresh.jsonl",
+    ROOT / "tests/data/judge_agreement.jsonl",
+    ROOT / "examples/calibration/starter.jsonl",
+]
+
+
+def context() -> RunContext:
+    return RunContext(retry=RetryPolicy(), telemetry=JudgeTelemetry())
+
+
+def test_the_registry_gives_each_chat_model_its_judge() -> None:
+    config = EvaluationConfig()
+    assert isinstance(judge_for(ReferenceJudge(), config, context()), RulesJudge)
+    assert registration_for(ReferenceJudge()).kind == "reference" and is_offline(ReferenceJudge())
+    # A subclass is another chat model: judged through the LLM path, as its own replies say.
+    garbling = judge_for(GarblingJudge(), config, context())
+    assert isinstance(garbling, AnswerJudge) and not is_offline(GarblingJudge())
+    assert garbling.spec().kind == "llm" and judge_for(ReferenceJudge(), config, context()).spec().offline
+
+
+def outcome(judge: Any, request: JudgeRequest) -> tuple[float | None, str]:
+    try:
+        verdict = asyncio.run(judge.judge(request))
+    except JudgeCallError as exc:
+        return None, str(exc)
+    return verdict.score, verdict.reasoning
+
+
+@pytest.mark.parametrize("path", LABELLED, ids=lambda p: p.name)
+@pytest.mark.parametrize("structured", [False, True])
+def test_the_rules_judge_gives_the_chat_models_verdicts_on_every_labelled_pair(path: Path, structured: bool) -> None:
+    # The old path: ReferenceJudge asked as a chat model (prompt written, read back, JSON parsed).
+    config = EvaluationConfig(use_structured_output=structured)
+    through_prompt = AnswerJudge(model=ReferenceJudge(), config=config)
+    rules = RulesJudge(config=config, context=context())
+    pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(pairs) >= 50
+    for pair in pairs:
+        request = JudgeRequest(pair["query"], pair["answer"], pair["ground_truth"])
+        assert outcome(rules, request) == outcome(through_prompt, request), pair
+
+
+def test_a_judge_in_one_file_is_used_from_the_service_and_the_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The operator admits the model class; nothing else in the project knows of the new judge.
+    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", "fair_forge_testing.length_judge.LengthModel")
+    body = {
+        "connector": {"class_path": "fair_forge_testing.length_judge.LengthModel"},
+        "datasets": [
+            conversation("a", [turn("q1", "Name a colour.", "Red", "Tan")]),  # same length: 1.0
+            conversation("b", [turn("q2", "Name a colour.", "Turquoise", "Blue")]),  # 4 vs 9 letters
+        ],
+        "config": {"k": 1},
+    }
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    scores = [m["correctness_scores"][0] for m in response.body["per_conversation_metrics"]]
+    assert scores == [1.0, pytest.approx(4 / 9)]
+    assert response.body["provenance"]["judges"][0]["model"] == "length"
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    process = run_cli("evaluate", request, "--out", tmp_path / "out.json", "--allow-unscored")
+    assert process.returncode == 0, process.stderr
+    cli_scores = [
+        m["correctness_scores"][0] for m in json.loads((tmp_path / "out.json").read_text())["per_conversation_metrics"]
+    ]
+    assert cli_scores == scores
