@@ -2,7 +2,7 @@
 
 Each case runs in a fresh process, through `lambda_handler`, on the ReferenceJudge
 (every turn distinct, so nothing is shared), and reports the CPU time and the peak
-RSS the request added. The work is bounded by the service's limits (DESIGN.md §9:
+RSS the request added. The work is bounded by the service's limits (docs/limits.md:
 tool calls per turn and per request, distinct assistants, k), so these are the worst
 cases we know of at the default limits:
 

@@ -23,7 +23,7 @@ Code written for ``fair_forge.metrics.agentic`` runs here with its imports chang
   `BayesianMode`'s ``beta_prior_a`` / ``beta_prior_b`` are the prior; ``mc_samples``,
   ``rng_seed`` and ``dirichlet_prior`` are accepted and unused, since the intervals
   here are exact rather than sampled.
-- Defaults are this service's (DESIGN.md §2), not the original's: ``tool_threshold``
+- Defaults are this service's (docs/request.md), not the original's: ``tool_threshold``
   0.75 (the original: 1.0), ``use_structured_output`` false (the original: true).
 
 It returns the per-conversation metrics, as the original does; `evaluate` gives the

@@ -1,4 +1,5 @@
-"""From judge verdicts and tool scores to per-conversation and aggregated metrics (DESIGN.md §4, §6, §7).
+"""From judge verdicts and tool scores to per-conversation and aggregated metrics (docs/correctness.md,
+docs/statistics.md, docs/readiness.md).
 
 Pure: no judge, no I/O. `aggregate` needs only per-conversation metrics, so results
 computed in pieces (shards) combine into exactly the numbers of one evaluation.

@@ -1,4 +1,4 @@
-"""pass@k and pass^k: plug-in, unbiased and Bayesian estimates (DESIGN.md §6).
+"""pass@k and pass^k: plug-in, unbiased and Bayesian estimates (docs/statistics.md).
 
 With n trials of which c succeeded:
 

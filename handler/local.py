@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     from fair_forge_core.connectors import LOOPBACK_NETWORKS
 
-    # A model server on this machine is a normal judge for the local API (DESIGN.md §8); a
+    # A model server on this machine is a normal judge for the local API (docs/judge.md); a
     # deployment allows no such endpoint unless its operator says so.
     os.environ.setdefault("FAIR_FORGE_ALLOWED_ENDPOINT_NETWORKS", ",".join(LOOPBACK_NETWORKS))
     server = make_server(args.port, args.host, args.timeout)

@@ -1,6 +1,6 @@
 """The bodies every route and Lambda of the service answers with: the error contract and the result's JSON.
 
-Errors follow DESIGN.md §3: `{"success": false, "error", "request_id"[, "details"]}`,
+Errors follow docs/response.md: `{"success": false, "error", "request_id"[, "details"]}`,
 400 for the request, 413 for size, 502 when the judge provider refuses or nothing
 could be scored, 500 only for a defect — never a stack trace or a secret.
 """

@@ -50,7 +50,7 @@ class Settings(JudgeEnvironment):
     max_string_chars: int = 100_000
     max_nesting_depth: int = 32
     # What bounds the deterministic work (tool pairing is quadratic in one turn's calls; the
-    # aggregate is computed per assistant): DESIGN.md §9.
+    # aggregate is computed per assistant): docs/limits.md.
     max_tool_calls_per_turn: int = 64
     max_tool_calls: int = 20_000
     max_assistants: int = 50

@@ -12,7 +12,8 @@ they are: their per-turn ``logprobs`` and ``weight`` are read and ignored (see
 ``ground_truth_agentic`` without ``expected_tools`` (the original's default ``{}``)
 means "tools not evaluated" (``"expected_tools": []`` means "no tool expected").
 
-Result side mirrors DESIGN.md §3 and §6. Fields that a mode or a situation does not
+Result side mirrors docs/response.md and docs/statistics.md. Fields that a mode or a
+situation does not
 produce are ``None`` (JSON ``null``), never a made-up number.
 
 Four modules: `request` (what an evaluation takes), `result` (what it returns),

@@ -230,7 +230,7 @@ StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 
 
 class EvaluationConfig(_Request):
-    """Options of one evaluation (DESIGN.md §2). Every field is optional."""
+    """Options of one evaluation (docs/request.md). Every field is optional."""
 
     k: int = Field(3, ge=1, le=MAX_K)
     threshold: float = Field(0.7, ge=0, le=1)

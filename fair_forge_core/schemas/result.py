@@ -1,4 +1,4 @@
-"""The result side, mirroring DESIGN.md §3 and §6 (see the package docstring)."""
+"""The result side, mirroring docs/response.md and docs/statistics.md (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ class _Result(BaseModel):
 
 
 class ToolCorrectnessScore(_Result):
-    """Deterministic tool rubric of one turn (DESIGN.md §5)."""
+    """Deterministic tool rubric of one turn (docs/tool-rubric.md)."""
 
     tool_selection_correct: float
     parameter_accuracy: float

@@ -1,4 +1,4 @@
-"""Deterministic tool-call scoring of one turn (DESIGN.md §5). No I/O, no LLM.
+"""Deterministic tool-call scoring of one turn (docs/tool-rubric.md). No I/O, no LLM.
 
 `score_tool_calls` compares the calls an agent made (`AgenticTrace`) with the calls
 it should have made (`GroundTruthAgentic`) and returns a `ToolCorrectnessScore`:

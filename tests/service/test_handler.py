@@ -1,4 +1,4 @@
-"""`lambda_handler` through API Gateway REST proxy events: every success and error case of DESIGN.md §3."""
+"""`lambda_handler` through API Gateway REST proxy events: every success and error case of docs/response.md."""
 
 from __future__ import annotations
 

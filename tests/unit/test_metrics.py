@@ -1,4 +1,4 @@
-"""Turn and conversation correctness (DESIGN.md §4) and aggregation (§6), on judgements given directly."""
+"""Turn and conversation correctness (docs/correctness.md) and aggregation (docs/statistics.md), on judgements given directly."""
 
 from __future__ import annotations
 

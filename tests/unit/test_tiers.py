@@ -1,4 +1,4 @@
-"""Readiness tiers (DESIGN.md §7): each rule, its boundaries, and the order they are tried in."""
+"""Readiness tiers (docs/readiness.md): each rule, its boundaries, and the order they are tried in."""
 
 from __future__ import annotations
 

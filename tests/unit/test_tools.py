@@ -1,4 +1,4 @@
-"""Tests of the deterministic tool scoring (DESIGN.md §5, `fair_forge_core.tools`).
+"""Tests of the deterministic tool scoring (docs/tool-rubric.md, `fair_forge_core.tools`).
 
 Every expected number is worked out by hand from the rules; the arithmetic is in
 the comments.
@@ -567,7 +567,7 @@ def test_f1_edge_cases() -> None:
         ("", "Anything at all.", None),  # nothing that could be evidence
         ("ok", "I booked your flight.", False),  # whole words only
         ("C", "Sorry, I cannot help.", None),  # one character is no evidence
-        # Structured results appear through their leaf values (DESIGN.md §5).
+        # Structured results appear through their leaf values (docs/tool-rubric.md).
         ({"temp": 20}, "It is 20 degrees.", True),
         ({"temp_c": 18, "condition": "cloudy"}, "It's 18°C and cloudy", True),
         ({"refund_id": "R-77"}, "I opened refund R-77 for you.", True),
