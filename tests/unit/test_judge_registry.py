@@ -93,3 +93,17 @@ def test_a_judge_in_one_file_is_used_from_the_service_and_the_cli(
         m["correctness_scores"][0] for m in json.loads((tmp_path / "out.json").read_text())["per_conversation_metrics"]
     ]
     assert cli_scores == scores
+
+
+def test_the_public_api_evaluates_renders_and_compares() -> None:
+    import fair_forge_core as ff
+    from fair_forge_core.schemas import Dataset
+
+    datasets = [Dataset.model_validate(conversation("a", [turn("q1", "What is 2 + 2?", "4", "4")], task_id="t"))]
+    result = ff.evaluate_sync(datasets, ff.ReferenceJudge(), ff.EvaluationConfig(k=1))
+    assert isinstance(result, ff.EvaluationResult) and result.aggregated_metrics.pass_at_k == 1.0
+    assert "<html" in ff.render_html(result)
+    comparison = ff.compare_outcomes([("t", True)], [("t", False)], k=1)
+    assert comparison.metrics[0].difference == -1.0
+    assert set(ff.__all__) >= {"evaluate", "EvaluationConfig", "datasets_from_traces", "render_html", "Judge"}
+    assert callable(ff.register_judge) and ff.JudgeSpec(kind="x", model="y").offline is False
