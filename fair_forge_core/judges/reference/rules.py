@@ -20,13 +20,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fair_forge_core.judges.reference.numbers import (
-    CALENDAR_WORDS,
-    Num,
-    alternative_pairs,
-    numbers_match,
-    true_equations,
-)
+from fair_forge_core.judges.reference.dates import CALENDAR_WORDS
+from fair_forge_core.judges.reference.numbers import alternative_pairs, numbers_match, true_equations
+from fair_forge_core.judges.reference.quantities import Num
 from fair_forge_core.judges.reference.text import (
     ANTONYMS,
     NEGATORS,

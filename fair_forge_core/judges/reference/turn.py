@@ -35,7 +35,8 @@ from fair_forge_core.judges.reference.names import (
     name_runs,
     proper_nouns,
 )
-from fair_forge_core.judges.reference.numbers import NUMBER_WORDS, Num, distinct_numbers, numbers_match, read_numbers
+from fair_forge_core.judges.reference.numbers import distinct_numbers, numbers_match, read_numbers
+from fair_forge_core.judges.reference.quantities import NUMBER_WORDS, Num
 from fair_forge_core.judges.reference.text import (
     ANTONYMS,
     ARTICLES,
