@@ -27,7 +27,7 @@ from fair_forge_core.judges.prompt import (
     build_judge_messages,
     read_judge_prompt,
 )
-from fair_forge_core.judges.reference import ReferenceJudge, lexicon, model, numbers, rules, score_answer, turn
+from fair_forge_core.judges.reference import ReferenceJudge, claims, lexicon, model, numbers, rules, score_answer, turn
 from fair_forge_core.judges.reference import text as text_module
 
 AGREEMENT_DATA = Path(__file__).resolve().parents[1] / "data" / "judge_agreement.jsonl"
@@ -326,7 +326,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> Counter[str]:
     """Count the calls `score_answer` makes to the function `name` of the judge's modules, wherever
     a module of the package imported it."""
     calls: Counter[str] = Counter()
-    modules = (lexicon, numbers, rules, turn)
+    modules = (claims, lexicon, numbers, rules, turn)
     real: Callable[..., Any] = next(getattr(m, name) for m in modules if hasattr(m, name))
 
     def counted(*args: Any) -> Any:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from fair_forge_core.judges.reference.dates import CALENDAR_WORDS
 from fair_forge_core.judges.reference.numbers import alternative_pairs, numbers_match, true_equations
+from fair_forge_core.judges.reference.parsed import Text
 from fair_forge_core.judges.reference.quantities import Num
 from fair_forge_core.judges.reference.text import (
     ANTONYMS,
@@ -33,7 +34,7 @@ from fair_forge_core.judges.reference.text import (
     said_plainly,
     stem,
 )
-from fair_forge_core.judges.reference.turn import Text, Turn
+from fair_forge_core.judges.reference.turn import Turn
 
 # Score of each band the rules produce.
 EXACT = 1.0
