@@ -198,6 +198,21 @@ def _conversation(traces: list[_Trace]) -> ImportedTrace:
     return ImportedTrace(first.key[1], reader.finish(assistant_id), turns, metadata, reader.builder.warnings)
 
 
+def _user_messages(messages: list[Any], here: str) -> tuple[int, int | None, bool]:
+    """(how many user messages a generation's input `messages` has, the index of the last one or
+    None, whether a message other than context follows it: the model already answered it, as in
+    a resumed run or after a tool's result). `here` is the span data's field."""
+    users, last, answered = 0, None, False
+    for n, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise TraceError(f"{here}.input[{n}]", "a message is an object with a `role` (text)")
+        if message["role"] == "user":
+            users, last, answered = users + 1, n, False
+        elif message["role"] not in _CONTEXT_ROLES:
+            answered = True  # the model already answered the last user message (a run resumed, or a tool's result)
+    return users, last, answered
+
+
 class _Reader:
     """The spans of one conversation, read in order into a `TurnBuilder`."""
 
@@ -299,14 +314,7 @@ class _Reader:
             raise TraceError(f"{here}.input", f"the messages sent to the model are missing: {_REDACTED}")
         if not isinstance(messages, list):
             raise TraceError(f"{here}.input", "must be a list of chat-completions messages")
-        users, last, answered = 0, None, False
-        for n, message in enumerate(messages):
-            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-                raise TraceError(f"{here}.input[{n}]", "a message is an object with a `role` (text)")
-            if message["role"] == "user":
-                users, last, answered = users + 1, n, False
-            elif message["role"] not in _CONTEXT_ROLES:
-                answered = True  # the model already answered the last user message (a run resumed, or a tool's result)
+        users, last, answered = _user_messages(messages, here)
         first_of_trace = span.trace_id not in self._traces_read
         self._traces_read.add(span.trace_id)
         if last is not None:
@@ -321,6 +329,19 @@ class _Reader:
             raise TraceError(f"{here}.output", f"the model's messages are missing: {_REDACTED}")
         if not isinstance(output, list):
             raise TraceError(f"{here}.output", "must be a list of assistant messages")
+        calls = self._answers(output, here)
+        # Results are matched by this importer's own keys: function spans carry no call id.
+        keyed = [replace(call, call_id=f"{span.id}#{n}") for n, call in enumerate(calls)]
+        self.builder.step(keyed, span.where)
+        pending: dict[str, deque[str]] = defaultdict(deque)
+        for call in keyed:
+            pending[str(call.name)].append(str(call.call_id))
+        self._pending[agent] = pending
+
+    def _answers(self, output: list[Any], here: str) -> list[RawCall]:
+        """Record the assistant messages of a generation's `output` (`here` is its span data's
+        field): each one's text, or its refusal when it has no text; the tool calls they make,
+        in order."""
         calls: list[RawCall] = []
         for n, message in enumerate(output):
             where = f"{here}.output[{n}]"
@@ -331,13 +352,7 @@ class _Reader:
             if message.get("tool_calls") is not None and not isinstance(message["tool_calls"], list):
                 raise TraceError(f"{where}.tool_calls", "must be a list of tool calls or null")
             calls += tool_calls(message, where)
-        # Results are matched by this importer's own keys: function spans carry no call id.
-        keyed = [replace(call, call_id=f"{span.id}#{n}") for n, call in enumerate(calls)]
-        self.builder.step(keyed, span.where)
-        pending: dict[str, deque[str]] = defaultdict(deque)
-        for call in keyed:
-            pending[str(call.name)].append(str(call.call_id))
-        self._pending[agent] = pending
+        return calls
 
     def _function(self, span: _Span, agent: str | None) -> None:
         name, output = span.data.get("name"), span.data.get("output")

@@ -66,60 +66,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from fair_forge_core.importers.otel_spans import CONTENT, EVENT_ROLES, Span, bare_spans, read_spans
 from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder
 from fair_forge_core.schemas.json_input import loads_json
 
 _AGENT_OPS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
 _READ_OPS = _AGENT_OPS | {"chat", "text_completion", "generate_content", "execute_tool"}
-_CONTENT = frozenset(
-    {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions"}
-    | {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
-)
-_EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.choice": "assistant"}
-_EVENT_ROLES |= {"gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
-_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _CAPTURE = (
     "no span carries message content, so there is no query to evaluate: turn content capture on in the"
     " instrumentation (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true for the OpenTelemetry Python"
     " GenAI instrumentations) and export the traces again"
 )
 Message = tuple[dict[str, Any], str]  # a message ({"role", "parts"}) and its field path
-
-
-@dataclass
-class _Span:
-    where: str
-    trace_id: str
-    span_id: str
-    root: bool
-    start: int
-    end: int
-    attrs: dict[str, Any]
-    resource: dict[str, Any]
-    failed: bool
-    status: str
-    events: list[tuple[str, Any, str]] = field(default_factory=list)  # (name, body, where)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """`(trace, span)` as compared: see `_id_key`."""
-        return _id_key(self.trace_id), _id_key(self.span_id)
-
-
-_HEX = re.compile(r"[0-9a-fA-F]+")
-
-
-def _id_key(value: str) -> str:
-    """An id as ids are compared: hex (what OTLP JSON writes) in either case names the same
-    id, so it is compared lower-cased; any other id (base64, from a protobuf-JSON mapping)
-    is compared exactly as written, its case being part of it (lower-casing could make two
-    ids one). Ids are always shown and kept as written."""
-    return value.lower() if _HEX.fullmatch(value) else value
 
 
 NOT_HEX = (
@@ -134,16 +96,16 @@ def traces_from_otel(data: Any) -> list[ImportedTrace]:
     try:
         return _traces(data)
     except RecursionError:  # values nested as deep as a JSON parser allows, then read a few calls deeper
-        root = "spans" if _bare_spans(data) else "requests"
+        root = "spans" if bare_spans(data) else "requests"
         raise TraceError(root, "holds values nested too deeply to read") from None
 
 
 def _traces(data: Any) -> list[ImportedTrace]:
-    spans, root, not_hex = _read_spans(data)
-    by_trace: dict[str, list[_Span]] = {}
+    spans, root, not_hex = read_spans(data)
+    by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.key[0], []).append(span)
-    conversations: dict[str, list[_Span]] = {}
+    conversations: dict[str, list[Span]] = {}
     skipped = []
     for members in by_trace.values():
         trace_id = members[0].trace_id  # as the trace's first span writes it
@@ -163,7 +125,7 @@ def _traces(data: Any) -> list[ImportedTrace]:
     return traces
 
 
-def _conversation(key: str, spans: list[_Span]) -> ImportedTrace:
+def _conversation(key: str, spans: list[Span]) -> ImportedTrace:
     spans.sort(key=lambda s: s.start)  # stable: equal times keep the input's order
     where = spans[0].where
     builder, calls, skipped = TurnBuilder(where), _Calls(), Counter[str]()
@@ -194,15 +156,15 @@ def _conversation(key: str, spans: list[_Span]) -> ImportedTrace:
 
 
 def _timeline(
-    spans: list[_Span], read: dict[int, tuple[list[Message], list[Message]]], skipped: Counter[str]
-) -> list[tuple[str, _Span]]:
+    spans: list[Span], read: dict[int, tuple[list[Message], list[Message]]], skipped: Counter[str]
+) -> list[tuple[str, Span]]:
     """What to read, in order: the input (at its start) and output (at its end) of the spans
     read for messages, and the `execute_tool` spans at their start, or, for one that starts
     while an inference span read for messages is still open (its stream closed late), right
     after that span's output (the latest-ending such span's). `spans` are in start order."""
     inference = [s for s in spans if s.attrs.get("gen_ai.operation.name") not in _AGENT_OPS and any(read[id(s)])]
     talkers = {id(s) for s in (inference or [s for s in spans if any(read[id(s)])])}
-    events: list[tuple[tuple[int, int, int], str, _Span]] = []
+    events: list[tuple[tuple[int, int, int], str, Span]] = []
     opened = (-1, -1)  # (end, event number of the output) of the latest-ending inference span started so far
     for span in spans:
         operation = span.attrs.get("gen_ai.operation.name")
@@ -373,7 +335,7 @@ def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, calls: _Cal
         skipped["text parts of tool messages (no call id to answer)"] += 1
 
 
-def _tool_span(span: _Span, builder: TurnBuilder, calls: _Calls) -> None:
+def _tool_span(span: Span, builder: TurnBuilder, calls: _Calls) -> None:
     """An `execute_tool` span: the result of the call with its `gen_ai.tool.call.id`; without
     one, of the call `_Calls.take` finds by its name and arguments; else a step of its own."""
     attrs, call_id = span.attrs, _str_or_none(span.attrs.get("gen_ai.tool.call.id"))
@@ -395,12 +357,12 @@ def _tool_span(span: _Span, builder: TurnBuilder, calls: _Calls) -> None:
         calls.known(call_id, answered=True)
 
 
-def _messages(span: _Span, warnings: list[str]) -> tuple[list[Message], list[Message]]:
+def _messages(span: Span, warnings: list[str]) -> tuple[list[Message], list[Message]]:
     """A span's input and output messages, from its attributes or its older events;
     system messages left out, as are messages without parts (content not captured)."""
     inputs, outputs = _attribute(span, "gen_ai.input.messages"), _attribute(span, "gen_ai.output.messages")
     for name, body, where in span.events:
-        role = _EVENT_ROLES[name]
+        role = EVENT_ROLES[name]
         if name == "gen_ai.choice":
             if body.get("index", 0) not in (0, "0"):
                 continue  # the later choices are said below, with those of output attributes
@@ -415,7 +377,7 @@ def _messages(span: _Span, warnings: list[str]) -> tuple[list[Message], list[Mes
     return keep, [(m, w) for m, w in outputs if m["parts"]]
 
 
-def _attribute(span: _Span, key: str) -> list[Message]:
+def _attribute(span: Span, key: str) -> list[Message]:
     raw, where = span.attrs.get(key), f"{span.where}.attributes.{key}"
     if raw is None:
         return []
@@ -458,11 +420,11 @@ def _event_parts(body: dict[str, Any], where: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _metadata(spans: list[_Span]) -> dict[str, Any]:
+def _metadata(spans: list[Span]) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     for span in spans:
         for key, value in {**span.resource, **(span.attrs if span.root else {})}.items():
-            if key not in _CONTENT and isinstance(value, (str, int, float, bool)):
+            if key not in CONTENT and isinstance(value, (str, int, float, bool)):
                 metadata.setdefault(key, value)
     for key in ("gen_ai.agent.name", "gen_ai.conversation.id"):
         value = next((s.attrs[key] for s in spans if isinstance(s.attrs.get(key), str)), None)
@@ -477,157 +439,3 @@ def _metadata(spans: list[_Span]) -> dict[str, Any]:
 
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _read_spans(data: Any) -> tuple[list[_Span], str, str | None]:
-    """Every span of the input, with the GenAI events of its log records and span events, the
-    name of the input as a whole (``spans`` for a bare list of spans, else ``requests``), and
-    the field of its first id that is not hex (None when all are)."""
-    if _bare_spans(data):
-        bare = _spans_of({}, data, "spans")
-        return bare, "spans", _first_not_hex(bare, [])
-    requests = [data] if isinstance(data, dict) else data
-    if not isinstance(requests, list) or not requests:
-        raise TraceError("requests", "an OTLP/JSON export request (resourceSpans), a list of them, or a list of spans")
-    spans: list[_Span] = []
-    records: list[tuple[str, str, str, Any, str]] = []  # (traceId, spanId, event name, body, where)
-    for i, request in enumerate(requests):
-        if not isinstance(request, dict) or not ("resourceSpans" in request or "resourceLogs" in request):
-            raise TraceError(f"requests[{i}]", "an OTLP/JSON export request has `resourceSpans` (or `resourceLogs`)")
-        for j, resource in enumerate(_list(request.get("resourceSpans"), f"requests[{i}].resourceSpans")):
-            here = f"requests[{i}].resourceSpans[{j}]"
-            described: dict[str, Any] = resource["resource"] if isinstance(resource.get("resource"), dict) else {}
-            attributes = _attributes(described.get("attributes"), f"{here}.resource.attributes")
-            for k, scope in enumerate(_list(resource.get("scopeSpans"), f"{here}.scopeSpans")):
-                spans += _spans_of(attributes, scope.get("spans"), f"{here}.scopeSpans[{k}].spans")
-        for j, resource in enumerate(_list(request.get("resourceLogs"), f"requests[{i}].resourceLogs")):
-            for k, scope in enumerate(_list(resource.get("scopeLogs"), f"requests[{i}].resourceLogs[{j}].scopeLogs")):
-                where = f"requests[{i}].resourceLogs[{j}].scopeLogs[{k}].logRecords"
-                for n, record in enumerate(_list(scope.get("logRecords"), where)):
-                    attributes = _attributes(record.get("attributes"), f"{where}[{n}].attributes")
-                    name = record.get("eventName") or attributes.get("event.name")
-                    if isinstance(name, str) and (name in _EVENT_ROLES or name == _DETAILS_EVENT):
-                        body = (
-                            attributes if name == _DETAILS_EVENT else _value(record.get("body"), f"{where}[{n}].body")
-                        )
-                        ids = (str(record.get("traceId", "")), str(record.get("spanId", "")))
-                        records.append((*ids, name, body, f"{where}[{n}].body"))
-    by_id = {s.key: s for s in spans}
-    for trace_id, span_id, name, body, where in records:
-        span = by_id.get((_id_key(trace_id), _id_key(span_id)))
-        if span is None:
-            raise TraceError(where, f"no span of the input has traceId {trace_id!r} and spanId {span_id!r}")
-        if name == _DETAILS_EVENT:  # the newer event: the span's content attributes, recorded apart
-            span.attrs.update({k: v for k, v in body.items() if k in _CONTENT and k not in span.attrs})
-        else:
-            span.events.append((name, body if isinstance(body, dict) else {}, where))
-    return spans, "requests", _first_not_hex(spans, records)
-
-
-def _first_not_hex(spans: list[_Span], records: list[tuple[str, str, str, Any, str]]) -> str | None:
-    """The field of the first trace or span id, of a span or else of a log record, that is not hex."""
-    for span in spans:
-        for name, value in (("traceId", span.trace_id), ("spanId", span.span_id)):
-            if value and not _HEX.fullmatch(value):
-                return f"{span.where}.{name}"
-    for trace_id, span_id, _, _, where in records:
-        if any(value and not _HEX.fullmatch(value) for value in (trace_id, span_id)):
-            return where.removesuffix(".body")
-    return None
-
-
-def _bare_spans(data: Any) -> bool:
-    """Whether the input is a bare list of spans (its first item has a `spanId`)."""
-    return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "spanId" in data[0]
-
-
-def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[_Span]:
-    spans = []
-    for n, span in enumerate(_list(raw, where)):
-        here = f"{where}[{n}]"
-        trace_id = span.get("traceId")
-        if not isinstance(trace_id, str) or not trace_id:
-            raise TraceError(f"{here}.traceId", "must be a non-empty hex string")
-        attrs = _attributes(span.get("attributes"), f"{here}.attributes")
-        if not isinstance(attrs.get("gen_ai.operation.name", ""), str):
-            raise TraceError(f"{here}.attributes.gen_ai.operation.name", "must be a string")
-        status: dict[str, Any] = span["status"] if isinstance(span.get("status"), dict) else {}
-        read = _Span(
-            here,
-            trace_id,  # as written: see `_id_key` for how ids are compared
-            str(span.get("spanId", "")),
-            not span.get("parentSpanId"),
-            _nanos(span.get("startTimeUnixNano"), f"{here}.startTimeUnixNano"),
-            _nanos(span.get("endTimeUnixNano", span.get("startTimeUnixNano")), f"{here}.endTimeUnixNano"),
-            attrs,
-            resource,
-            status.get("code") in (2, "2", "STATUS_CODE_ERROR", "ERROR"),
-            str(status.get("message") or ""),
-        )
-        for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
-            if isinstance(event.get("name"), str) and event["name"] in _EVENT_ROLES:
-                body = _attributes(event.get("attributes"), f"{here}.events[{e}].attributes")
-                content = body.get("gen_ai.event.content")  # Azure AI SDKs: the body as JSON text
-                if isinstance(content, str):
-                    try:
-                        body = loads_json(content)
-                    except (ValueError, RecursionError):
-                        raise TraceError(f"{here}.events[{e}].attributes.gen_ai.event.content", "is not JSON") from None
-                read.events.append((event["name"], body if isinstance(body, dict) else {}, f"{here}.events[{e}]"))
-        spans.append(read)
-    return spans
-
-
-def _list(raw: Any, where: str) -> list[dict[str, Any]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
-        raise TraceError(where, "must be a list of objects")
-    return raw
-
-
-def _attributes(raw: Any, where: str) -> dict[str, Any]:
-    """OTLP `[{key, value: AnyValue}]` as a dict (a plain dict is taken as it is)."""
-    if isinstance(raw, dict):
-        return dict(raw)
-    return {str(item.get("key")): _value(item.get("value"), f"{where}.{item.get('key')}") for item in _list(raw, where)}
-
-
-def _value(raw: Any, where: str) -> Any:
-    """An OTLP `AnyValue` as plain JSON (`intValue` is a string in OTLP JSON)."""
-    if not isinstance(raw, dict):
-        return raw
-    try:
-        if "stringValue" in raw:
-            return raw["stringValue"]
-        if "intValue" in raw:
-            return int(raw["intValue"])
-        if "doubleValue" in raw:
-            return float(raw["doubleValue"])
-        if "boolValue" in raw:
-            return bool(raw["boolValue"])
-    except (TypeError, ValueError, OverflowError):
-        raise TraceError(where, f"is not the number its type says: {raw!r}") from None
-    if "arrayValue" in raw:
-        values = _values(raw["arrayValue"], where, "an arrayValue is an object with a list of `values`")
-        return [_value(value, f"{where}[{n}]") for n, value in enumerate(values)]
-    if "kvlistValue" in raw:
-        return _attributes(
-            _values(raw["kvlistValue"], where, "a kvlistValue is an object with a list of `values`"), where
-        )
-    return raw.get("bytesValue")
-
-
-def _values(raw: Any, where: str, problem: str) -> list[Any]:
-    """The `values` of an `arrayValue`/`kvlistValue` (`null`, `{}` or no `values` is empty)."""
-    values = (raw if isinstance(raw, dict) else {}).get("values") or []
-    if (raw is not None and not isinstance(raw, dict)) or not isinstance(values, list):
-        raise TraceError(where, problem)
-    return values  # base64 text, or None for an empty AnyValue
-
-
-def _nanos(raw: Any, where: str) -> int:
-    try:
-        return int(raw or 0)
-    except (TypeError, ValueError, OverflowError):
-        raise TraceError(where, "must be an integer of nanoseconds (a string in OTLP JSON)") from None

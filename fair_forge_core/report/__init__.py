@@ -36,7 +36,7 @@ report shows exactly what the JSON says. Numbers the report derives
 
 from fair_forge_core.report.charts import PASS_AT_COLOUR, PASS_POW_COLOUR
 from fair_forge_core.report.render import ReportError, render_html
-from fair_forge_core.report.view import TIER_LABELS, TOOL_DIMENSIONS, format_number
+from fair_forge_core.report.values import TIER_LABELS, TOOL_DIMENSIONS, format_number
 
 __all__ = [
     "PASS_AT_COLOUR",

@@ -12,13 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import fair_forge_core.report.charts as charts
-from fair_forge_core.report.view import (
-    TOOL_DIMENSIONS,
-    Report,
-    format_number,
-    percent,
-    to_json,
-)
+from fair_forge_core.report.values import TOOL_DIMENSIONS, format_number, percent, to_json
+from fair_forge_core.report.view import Report
 from fair_forge_core.schemas import EvaluationResult
 
 if TYPE_CHECKING:

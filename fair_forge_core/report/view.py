@@ -7,126 +7,31 @@ escaped — the Jinja2 environment escapes every value it writes.
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fair_forge_core.compare import POWER
 from fair_forge_core.report.charts import (
     BarChart,
     CurveChart,
-    ForestPlot,
     bar_chart,
     curve_chart,
-    forest_plot,
-    metric_label,
 )
-
-JsonPath = tuple[str | int, ...]
-
-# (field of ToolCorrectnessScore, label in the bar chart, column of the per-conversation table)
-TOOL_DIMENSIONS: tuple[tuple[str, str, str], ...] = (
-    ("tool_selection_correct", "Selection", "Selection"),
-    ("parameter_accuracy", "Parameters", "Params"),
-    ("sequence_correct", "Sequence", "Sequence"),
-    ("result_utilization", "Utilization", "Utilization"),
-    ("overall_correctness", "Overall", "Overall"),
-    ("f1", "Tool-call F1", "F1"),
+from fair_forge_core.report.comparison import ComparisonView, comparison_view
+from fair_forge_core.report.values import (
+    TOOL_DIMENSIONS,
+    Interval,
+    JsonPath,
+    ReadinessBadge,
+    Tier,
+    Value,
+    format_number,
+    interval,
+    mean,
+    percent,
+    plural,
+    value_at,
 )
-
-TIER_LABELS = {
-    "reliable": "Reliable",
-    "functional": "Functional",
-    "inconsistent": "Inconsistent",
-    "needs_improvement": "Needs improvement",
-}
-
-
-def format_number(value: Any) -> str:
-    """How the report prints a value: floats with 3 decimals, None as an em dash, the rest as is."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
-VERDICT_LABELS = {
-    "improved": "Improved",
-    "regressed": "Regressed",
-    "inconclusive": "Inconclusive",
-    "not_tested": "Not tested",
-}
-
-
-def format_signed(value: float | None) -> str:
-    """A difference: 3 decimals with its sign (+0.583, -0.250), 0 as 0.000, None as an em dash."""
-    if value is None:
-        return "—"
-    return "0.000" if value == 0 else f"{value:+.3f}"
-
-
-def format_p(value: float | None) -> str:
-    """A p-value: 3 significant digits (`{:.3g}`, as `verdict_explanation` writes them:
-    0.0005, 0.0045, 0.05, 1), None as an em dash."""
-    return "—" if value is None else f"{value:.3g}"
-
-
-def format_probability(value: float | None) -> str:
-    """A probability: 3 decimals, except that values strictly between 0.999 and 1 read
-    "> 0.999" and strictly between 0 and 0.001 "< 0.001" (never a rounded 1.000 or
-    0.000 that is not one); None as an em dash."""
-    if value is None:
-        return "—"
-    if 0.999 < value < 1:
-        return "> 0.999"
-    if 0 < value < 0.001:
-        return "< 0.001"
-    return f"{value:.3f}"
-
-
-def format_verdict(value: Any) -> str:
-    """A comparison's verdict in words: Improved, Regressed, Inconclusive, Not tested."""
-    return VERDICT_LABELS.get(str(value), str(value))
-
-
-def format_percent(value: Any) -> str:
-    """A confidence level as a percentage (`percent`), None as an em dash."""
-    return "—" if value is None else percent(value)
-
-
-FORMATS = {
-    "number": format_number,
-    "signed": format_signed,
-    "p": format_p,
-    "probability": format_probability,
-    "percent": format_percent,
-    "verdict": format_verdict,
-}
-"""How a tied value is written, by its `Value.style`: the page's `data-format` names the
-style when it is not "number", and the visible text is `FORMATS[style](data-value)`."""
-
-
-def to_json(value: Any) -> str:
-    """`value` as the JSON text of a `data-*` attribute, for tests to compare with the result exactly."""
-    return json.dumps(value)
-
-
-def percent(level: float) -> str:
-    """A credible level as a percentage: 0.9 → "90%", 0.975 → "97.5%"."""
-    return f"{level * 100:.4g}%"
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'s' if count != 1 else ''}"
-
-
-def mean(values: Iterable[float]) -> float | None:
-    values = list(values)
-    return sum(values) / len(values) if values else None
 
 
 def judge_fact(usage: Mapping[str, Any]) -> str:
@@ -168,94 +73,6 @@ def consensus_fact(consensus: Mapping[str, Any]) -> str:
         failed = ", ".join(f"connector[{i}] {n}" for i, n in enumerate(consensus["unscored_by_member"]) if n)
         parts.append(f"{plural(consensus['unscored_turns'], 'turn')} unscored by a failed judgement ({failed})")
     return "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class Value:
-    """One value of the result and where it is in the JSON (`data-field` / `data-value` in the
-    page), and how it is written (`style`, a key of `FORMATS`; `data-format` unless "number")."""
-
-    path: JsonPath
-    value: Any
-    style: str = "number"
-
-    @property
-    def field_json(self) -> str:
-        return to_json(list(self.path))
-
-    @property
-    def value_json(self) -> str:
-        return to_json(self.value)
-
-    @property
-    def text(self) -> str:
-        return FORMATS[self.style](self.value)
-
-
-def value_at(data: Mapping[str, Any], path: JsonPath, style: str = "number") -> Value:
-    """The `Value` at `path` of the result `data`, written in `style`."""
-    found: Any = data
-    for key in path:
-        found = found[key]
-    return Value(path, found, style)
-
-
-@dataclass(frozen=True)
-class Tier:
-    """A readiness tier badge; `value` is the tier's field in the result (None when nothing was scored)."""
-
-    value: Value
-
-    @property
-    def css(self) -> str:
-        return str(self.value.value or "none")
-
-    @property
-    def label(self) -> str:
-        return TIER_LABELS.get(self.value.value or "", "Not scored")
-
-
-@dataclass(frozen=True)
-class ReadinessBadge:
-    """The headline badge (`aggregated_metrics.readiness`). Coloured by its tier only when the
-    evidence is sufficient: "preliminary" shows the tier in a neutral, dashed badge ("Reliable ·
-    preliminary"), "insufficient_evidence" reads "Not enough evidence", never a tier's colour."""
-
-    readiness: Mapping[str, Any]
-
-    @property
-    def state(self) -> str:
-        status, tier = self.readiness["status"], self.readiness["tier"]
-        if status == "insufficient_evidence":
-            return "insufficient"
-        if tier is None:
-            return "none"
-        return str(tier) if status == "sufficient" else "preliminary"
-
-    @property
-    def label(self) -> str:
-        tier = TIER_LABELS.get(self.readiness["tier"] or "", "Not scored")
-        if self.readiness["status"] == "insufficient_evidence":
-            return "Not enough evidence"
-        return f"{tier} · preliminary" if self.readiness["status"] == "preliminary" else tier
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A Bayesian credible interval, e.g. "90% CrI " low – high."""
-
-    label: str
-    low: Value
-    high: Value
-
-
-def interval(data: Mapping[str, Any], metrics: JsonPath, metric: str) -> Interval | None:
-    """The credible interval of `metric` in the metrics object at `metrics`, None outside Bayesian mode."""
-    low, high = value_at(data, (*metrics, f"{metric}_ci_low")), value_at(data, (*metrics, f"{metric}_ci_high"))
-    if low.value is None or high.value is None:
-        return None
-    level = value_at(data, metrics).value.get("ci_level")
-    return Interval(f"{percent(level)} CrI " if isinstance(level, float) else "CrI ", low, high)
 
 
 def tool_scores(conversation: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -440,168 +257,6 @@ def conversation_row(index: int, conversation: Mapping[str, Any]) -> Conversatio
         ]
     return ConversationRow(
         index, conversation, state, label, turn_states, answer_states, summary, turns, turn_count > 1
-    )
-
-
-COMPARISON: JsonPath = ("aggregated_metrics", "comparison")
-
-P_VALUE_METHODS = {
-    "bootstrap": "paired bootstrap",
-    "mcnemar_exact": "McNemar exact",
-    "mcnemar_chi2": "McNemar χ²",
-    "sign_flip_exact": "exact sign-flip",
-}
-
-# The text mark of a forest-plot row by its state (`ForestRow.state`): significance is never told by colour alone.
-COMPARISON_MARKS = {
-    "higher": "▲ significant",
-    "lower": "▼ significant",
-    "not_significant": "not significant",
-    "not_tested": "not tested",
-    "not_computed": "",  # the plot says so where the dot would be
-}
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One compared metric: its values tied to `aggregated_metrics.comparison.metrics[index]`,
-    its state and text mark (`COMPARISON_MARKS`), and its note. `no_variation`: no minimum
-    detectable effect because the per-task differences do not vary (standard error exactly
-    0), which the page writes "n/a (no variation)" rather than a dash."""
-
-    index: int
-    label: str
-    state: str
-    mark: str
-    computed: bool
-    tasks: Value
-    baseline: Value
-    candidate: Value
-    difference: Value
-    ci_low: Value
-    ci_high: Value
-    p_value_holm: Value
-    method: str
-    significant: Value
-    minimum_detectable_effect: Value
-    tasks_needed: Value
-    note: str | None
-    no_variation: bool = False
-
-    @property
-    def direction(self) -> str:
-        """For a significant difference, the side the candidate is on ("▲ higher", "▼ lower"); else an empty string."""
-        return {"higher": "▲ higher", "lower": "▼ lower"}.get(self.state, "")
-
-
-@dataclass(frozen=True)
-class ComparisonView:
-    """The comparison section: the verdict and its figures, the forest plot, one row per
-    metric, the unmatched tasks and unscored conversations, the notes, and how the two sides
-    were judged differently. `headline` is the pass@1 row (always compared), whose minimum
-    detectable effect and tasks needed the summary states. `unsettled`: the verdict is
-    inconclusive or not tested, so the tasks needed are shown."""
-
-    verdict: Value
-    explanation: Value
-    confidence: Value
-    shared_tasks: Value
-    probability: Value
-    baseline_attempts: Value
-    baseline_successes: Value
-    candidate_attempts: Value
-    candidate_successes: Value
-    baseline_unscored: Value
-    candidate_unscored: Value
-    unsettled: bool
-    rows: list[MetricRow]
-    headline: MetricRow | None
-    plot: ForestPlot | None
-    baseline_only_tasks: list[str]
-    candidate_only_tasks: list[str]
-    baseline_unscored_by_task: list[tuple[str, int]]
-    candidate_unscored_by_task: list[tuple[str, int]]
-    mcnemar: Mapping[str, Any] | None
-    prior: list[float]
-    notes: list[str]
-    judging_differences: list[str]
-    power: float = POWER
-
-    @property
-    def not_computed(self) -> list[MetricRow]:
-        return [row for row in self.rows if not row.computed]
-
-    @property
-    def verdict_css(self) -> str:
-        return str(self.verdict.value)
-
-
-def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
-    """The comparison section of the result `data`, None when it has no comparison."""
-    comparison = data["aggregated_metrics"].get("comparison")
-    if comparison is None:
-        return None
-    plot = forest_plot(comparison)
-
-    def at(*keys: str | int, style: str = "number") -> Value:
-        return value_at(data, (*COMPARISON, *keys), style)
-
-    rows = []
-    for index, metric in enumerate(comparison["metrics"]):
-        # without a plot no metric has a difference
-        state = plot.rows[index].state if plot is not None else "not_computed"
-
-        def field(name: str, style: str = "number", index: int = index) -> Value:
-            return at("metrics", index, name, style=style)
-
-        rows.append(
-            MetricRow(
-                index=index,
-                label=metric_label(metric["metric"], comparison["k"]),
-                state=state,
-                mark=COMPARISON_MARKS[state],
-                computed=metric["difference"] is not None,
-                tasks=field("tasks"),
-                baseline=field("baseline"),
-                candidate=field("candidate"),
-                difference=field("difference", "signed"),
-                ci_low=field("ci_low", "signed"),
-                ci_high=field("ci_high", "signed"),
-                p_value_holm=field("p_value_holm", "p"),
-                method=P_VALUE_METHODS.get(metric["p_value_method"] or "", "not tested"),
-                significant=field("significant"),
-                minimum_detectable_effect=field("minimum_detectable_effect"),
-                tasks_needed=field("tasks_needed"),
-                note=metric["note"],
-                no_variation=metric["minimum_detectable_effect"] is None and metric["standard_error"] == 0.0,
-            )
-        )
-    return ComparisonView(
-        verdict=at("verdict", style="verdict"),
-        explanation=at("verdict_explanation"),
-        confidence=at("confidence", style="percent"),
-        shared_tasks=at("shared_tasks"),
-        probability=at("probability_candidate_better", style="probability"),
-        baseline_attempts=at("baseline_attempts"),
-        baseline_successes=at("baseline_successes"),
-        candidate_attempts=at("candidate_attempts"),
-        candidate_successes=at("candidate_successes"),
-        baseline_unscored=at("baseline_unscored_conversations"),
-        candidate_unscored=at("candidate_unscored_conversations"),
-        unsettled=comparison["verdict"] in ("inconclusive", "not_tested"),
-        rows=rows,
-        headline=next(
-            (row for row, m in zip(rows, comparison["metrics"], strict=True) if m["metric"] == "pass@1"), None
-        ),
-        plot=plot,
-        baseline_only_tasks=list(comparison["baseline_only_tasks"]),
-        candidate_only_tasks=list(comparison["candidate_only_tasks"]),
-        baseline_unscored_by_task=list(comparison["baseline_unscored_by_task"].items()),
-        candidate_unscored_by_task=list(comparison["candidate_unscored_by_task"].items()),
-        mcnemar=comparison["mcnemar"],
-        prior=list(comparison["prior"]),
-        notes=list(comparison["notes"]),
-        judging_differences=list(comparison.get("judging_differences", [])),
     )
 
 

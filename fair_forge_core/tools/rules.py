@@ -101,12 +101,33 @@ def values_agree(expected: Any, used: Any) -> bool:
     matcher = _rule_matcher(expected)
     if matcher is not None:
         return matcher(used)
+    verdict = _scalars_agree(expected, used)
+    if verdict is None:
+        verdict = _containers_agree(expected, used)
+    if verdict is not None:
+        return verdict
+    if expected is None or used is None:
+        return expected is None and used is None
+    return bool(expected == used)
+
+
+def _scalars_agree(expected: Any, used: Any) -> bool | None:
+    """`values_agree` when either side is a bool, a number or a string, tried in that order (a
+    bool only agrees with a bool, a number with a number, a string with a string); None when
+    neither side is one of them."""
     if isinstance(expected, bool) or isinstance(used, bool):
         return isinstance(expected, bool) and isinstance(used, bool) and expected == used
     if _is_number(expected) or _is_number(used):
         return _is_number(expected) and _is_number(used) and expected == used
     if isinstance(expected, str) or isinstance(used, str):
         return isinstance(expected, str) and isinstance(used, str) and expected == used
+    return None
+
+
+def _containers_agree(expected: Any, used: Any) -> bool | None:
+    """`values_agree` when either side is a mapping, else a list or tuple (a mapping only agrees
+    with a mapping of the same keys, a sequence with a sequence of the same length, values
+    compared by `values_agree`); None when neither side is one of them."""
     if isinstance(expected, Mapping) or isinstance(used, Mapping):
         return (
             isinstance(expected, Mapping)
@@ -121,9 +142,7 @@ def values_agree(expected: Any, used: Any) -> bool:
             and len(expected) == len(used)
             and all(values_agree(e, u) for e, u in zip(expected, used, strict=True))
         )
-    if expected is None or used is None:
-        return expected is None and used is None
-    return bool(expected == used)
+    return None
 
 
 def parameter_agreement(expected: Mapping[str, Any], used: Mapping[str, Any]) -> tuple[float, list[str]]:

@@ -27,7 +27,17 @@ from fair_forge_core.judges.prompt import (
     build_judge_messages,
     read_judge_prompt,
 )
-from fair_forge_core.judges.reference import ReferenceJudge, lexicon, model, numbers, rules, score_answer, turn
+from fair_forge_core.judges.reference import (
+    ReferenceJudge,
+    caps,
+    claims,
+    lexicon,
+    model,
+    numbers,
+    rules,
+    score_answer,
+    turn,
+)
 from fair_forge_core.judges.reference import text as text_module
 
 AGREEMENT_DATA = Path(__file__).resolve().parents[1] / "data" / "judge_agreement.jsonl"
@@ -326,7 +336,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> Counter[str]:
     """Count the calls `score_answer` makes to the function `name` of the judge's modules, wherever
     a module of the package imported it."""
     calls: Counter[str] = Counter()
-    modules = (lexicon, numbers, rules, turn)
+    modules = (caps, claims, lexicon, numbers, rules, turn)
     real: Callable[..., Any] = next(getattr(m, name) for m in modules if hasattr(m, name))
 
     def counted(*args: Any) -> Any:
@@ -671,7 +681,7 @@ def test_last_or_first_before_a_time_unit_is_a_time_reference(answer: str, absta
 
 def test_could_also_be_is_a_hedge() -> None:
     score = _score("What is 8 times 8?", "I think 64, but it could also be 65.", "64")
-    assert score is not None and score <= rules.HEDGE_CAP
+    assert score is not None and score <= caps.HEDGE_CAP
 
 
 @pytest.mark.parametrize(

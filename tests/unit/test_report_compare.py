@@ -22,7 +22,7 @@ from fair_forge_core.report.charts import (
     forest_plot,
     forest_range,
 )
-from fair_forge_core.report.view import FORMATS, VERDICT_LABELS
+from fair_forge_core.report.values import FORMATS, VERDICT_LABELS
 from fair_forge_core.schemas import EvaluationResult, RunRequest
 from tests.report_html import VOID, Element, by_id, parse, resolve, tied_numbers
 

@@ -59,14 +59,14 @@ Bands (`BANDS`): else the first that applies gives the score before caps.
 22. `partial` - some key facts missing -> 0.3 + 0.3 x coverage.
 23. `complete` - every key fact found -> 0.95.
 
-Caps (`CAPS`): each may lower the band's score, in this order.
+Caps (`CAPS`, `caps.py`): each may lower the band's score, in this order.
 
 24. `typo_cap` - one misspelt key term caps at 0.7, two or more at 0.5.
 25. `hedge_cap` - a hedge ("maybe", "not sure", "could also be", ...) the ground truth lacks caps at 0.6.
 26. `number_hedge_cap` - alternatives around a required number ("41 or 42") cap at 0.6.
 27. `refusal_hedge_cap` - a hard refusal phrase next to all the facts caps at 0.5.
 
-Checks (`CHECKS`): may turn a pass into an abstention.
+Checks (`CHECKS`, `caps.py`): may turn a pass into an abstention.
 
 28. `extra_claim` - a passing answer adds a number, a name or a superlative/"also" claim
     the question and the ground truth cannot confirm -> abstain (not: the numbers of a true
@@ -81,9 +81,15 @@ rule's reason as its `reasoning`), which `AnswerJudge` re-raises at once: the tu
 reported unscored with that error, never retried, left out of n and c, and counted in the
 result's warnings. A wrong confident pass is the worst outcome for an offline judge.
 
-Each rule's docstring states it exactly. Reading the texts: `text.py` (normalisation),
-`numbers.py` (numbers and when they match), `lexicon.py` (finding a term, typos),
-`names.py` (proper names), `turn.py` (key facts and coverage).
+Each rule's docstring states it exactly. The modules: `rules.py` (the decisive rules and
+bands, the four lists in order, `score_answer`), `caps.py` (the caps and the extra-claim
+check), `grade.py` (the scores, `Grade`, the refusal and rival-number reads rules and caps
+share). Reading the texts: `text.py` (normalisation), `numbers.py` (numbers and when they
+match) with `quantities.py` (units, number words, `Num`), `dates.py` (dates, times of
+day, fractions) and `foreign_numbers.py` (French, Spanish, German and Portuguese number
+words), `lexicon.py` (finding a term, typos), `names.py` (proper names), `parsed.py` (one
+text read: numbers, words, clauses, identifiers), `claims.py` (what an answer says of a
+claim: affirmed, denied, swapped), `turn.py` (key facts and coverage).
 
 Known limits: no real paraphrase understanding (synonyms beyond the small list are
 missed: "how hot or cold" for "temperature" fails), a wrong extra claim next to the

@@ -17,119 +17,49 @@ and each names its rule ("(rule: ...)"), so searching for a reasoning finds its 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from fair_forge_core.judges.reference.numbers import (
-    CALENDAR_WORDS,
-    Num,
-    alternative_pairs,
-    numbers_match,
-    true_equations,
+from fair_forge_core.judges.reference.caps import extra_claim, hedge_cap, number_hedge_cap, refusal_hedge_cap, typo_cap
+from fair_forge_core.judges.reference.grade import (
+    ABSTAIN,
+    CONTRADICTION,
+    EXACT,
+    EXPECTED_REFUSAL,
+    GT_UNKNOWN,
+    NOTHING_FOUND,
+    PARTIAL_BASE,
+    PARTIAL_SPAN,
+    REFUSAL,
+    REFUSAL_ANY,
+    REFUSAL_SOFT,
+    REFUSAL_TRUTH,
+    SWAP_CONTRADICTS,
+    SWAP_DENIES,
+    VERBOSE,
+    VERDICT_BASE,
+    VERDICT_ONLY,
+    VERDICT_SPAN,
+    WORDING_BASE,
+    WORDING_SPAN,
+    WRONG_IDENTIFIER,
+    WRONG_NUMBER,
+    Cap,
+    Check,
+    Grade,
+    Rule,
+    hard_refusal,
+    rival,
 )
+from fair_forge_core.judges.reference.parsed import Text
 from fair_forge_core.judges.reference.text import (
     ANTONYMS,
     NEGATORS,
-    STOPWORDS,
     TOKEN_RE,
     comparisons,
     plain_words,
     said_plainly,
     stem,
 )
-from fair_forge_core.judges.reference.turn import Text, Turn
-
-# Score of each band the rules produce.
-EXACT = 1.0
-VERBOSE = 0.95
-VERDICT_ONLY = 0.9
-TYPO_CAP = 0.7
-TYPOS_CAP = 0.5
-HEDGE_CAP = 0.6
-REFUSAL_HEDGE_CAP = 0.5
-PARTIAL_BASE, PARTIAL_SPAN = 0.3, 0.3
-VERDICT_BASE, VERDICT_SPAN = 0.8, 0.15
-WORDING_BASE, WORDING_SPAN = 0.7, 0.2
-WRONG_NUMBER = 0.15
-CONTRADICTION = 0.1
-REFUSAL = 0.1
-NOTHING_FOUND = 0.1
-WRONG_IDENTIFIER = 0.1
-EXPECTED_REFUSAL = 0.9
-# A swapped or denied claim (`swapped_claim`, `denied_claim`) passes or fails, but not decisively:
-# the cascade sends such turns to its LLM (it settles offline only scores >= 0.9 or <= 0.2).
-SWAP_DENIES = 0.8
-SWAP_CONTRADICTS = 0.3
-PASS = 0.7  # the threshold `CHECKS` guard
-ABSTAIN = None  # the score of an abstention
-
-_REFUSAL_HARD = re.compile(
-    r"\bi (?:can not|am unable to|am not able to|will not|would rather not|refuse to) "
-    r"(?:help|answer|provide|assist|say|share|determine|comply|tell|give|respond)"
-    r"|\bi do not (?:know|have (?:any |enough |that |the )?(?:information|data|access|knowledge))"
-    r"|\b(?:i have )?no idea\b|\bi am not aware\b|\bunable to (?:answer|help|provide|assist)"
-    r"|\bi have no (?:information|data|knowledge)\b"
-)
-_REFUSAL_SOFT = re.compile(
-    r"\bas an ai\b|\bas a language model\b|\bas an artificial intelligence\b|\bi am sorry\b"
-    r"|\bi apologi[sz]e\b|\bsorry\b"
-)
-_GT_UNKNOWN = re.compile(
-    r"\bunknown\b|\bnot known\b|\bcan not be (?:determined|known|answered)\b|\bno (?:information|data)\b"
-    r"|\bdo not know\b|\bnot (?:enough|sufficient) information\b|\bunanswerable\b"
-)
-_REFUSAL_TRUTH = re.compile(
-    r"\bi (?:can not|am unable to|am not able to|will not|am not allowed to) "
-    r"(?:help|answer|provide|assist|say|share|disclose|give|tell|comply)"
-    r"|\bcan not be (?:predicted|determined|known|answered|disclosed|shared)\b|\bnot (?:available|disclosed)\b"
-    r"|\bunknown\b|\bnot known\b|\bunanswerable\b|\bno (?:information|data|record)\b|\bdo not know\b"
-)
-_REFUSAL_ANY = re.compile(
-    _REFUSAL_TRUTH.pattern + r"|" + _REFUSAL_HARD.pattern + r"|\bnobody (?:can|could) (?:know|tell|say|predict)"
-    r"|\b(?:does|do) not (?:contain|have|include)\b|\bnot possible to\b|\bno way to (?:know|tell)\b"
-)
-_HEDGES = re.compile(
-    r"\bnot (?:entirely |completely |totally |100 percent )?(?:sure|certain|positive)\b|\bi guess\b"
-    r"|\bmaybe\b|\bperhaps\b|\bpossibly\b|\bmight (?:also )?be\b|\bcould (?:also )?be\b|\beither\b|\bif i recall\b"
-    r"|\bhard to say\b|\bi am not confident\b|\bunsure\b"
-)
-
-
-@dataclass(frozen=True)
-class Grade:
-    """A score and its reasoning. A rule's reasoning is a full sentence; a band's lacks the final
-    period, since caps may still append to it."""
-
-    score: float | None  # None: an abstention (`ABSTAIN`)
-    reasoning: str
-
-
-def _band_score(grade: Grade) -> float:
-    """The score of a band's grade (bands never abstain)."""
-    return 0.0 if grade.score is None else grade.score
-
-
-Rule = Callable[[Turn], Grade | None]
-Cap = Callable[[Turn, Grade], Grade]
-Check = Callable[[Turn, Grade], Grade]
-
-
-def _hard_refusal(turn: Turn) -> re.Match[str] | None:
-    """A hard refusal phrase of the answer ("I can't help", "I don't know", ...), unless the ground
-    truth itself reads like a refusal ("unknown", "cannot be determined")."""
-    if _GT_UNKNOWN.search(turn.g_norm):
-        return None
-    return _REFUSAL_HARD.search(turn.a_norm)
-
-
-def _rival(turn: Turn, number: Num) -> bool:
-    """Whether an answer number can contradict the ground truth: it is not a weak number word (a lone
-    "one", "first", "second"), not repeated from the question, and matches no ground-truth number."""
-    return (
-        not number.weak
-        and number.value not in turn.q_values
-        and not any(numbers_match(n, number) for n in turn.g.numbers)
-    )
+from fair_forge_core.judges.reference.turn import Turn
 
 
 def _polarity(verdict: str | None, text: Text) -> str:
@@ -141,7 +71,7 @@ def _refusal_truth(turn: Turn) -> bool:
     """Whether the ground truth is itself a refusal or says the answer cannot be known. A "not
     available" or "not disclosed" after a leading yes/no is the answer to a yes/no question, not a
     refusal ("Is the item in stock?" - "No, it is not available.")."""
-    found = _REFUSAL_TRUTH.search(turn.g_norm)
+    found = REFUSAL_TRUTH.search(turn.g_norm)
     return found is not None and not (turn.g_verdict is not None and found.group().startswith("not "))
 
 
@@ -178,7 +108,7 @@ def expected_refusal(turn: Turn) -> Grade | None:
     contain it"), 0.1 for one that does neither (it answers what should not be answered)."""
     if not _refusal_truth(turn):
         return None
-    found = _REFUSAL_ANY.search(turn.a_norm)
+    found = REFUSAL_ANY.search(turn.a_norm)
     if found:
         return Grade(
             EXPECTED_REFUSAL,
@@ -207,11 +137,11 @@ def refusal(turn: Turn) -> Grade | None:
     a soft one ("as an AI", "sorry", ...) while no key fact at all is found (there being some).
     A hard phrase next to all the facts is hedging instead (`refusal_hedge_cap`). Skipped when the
     ground truth itself reads like a refusal ("unknown", "cannot be determined")."""
-    hard = _hard_refusal(turn)
+    hard = hard_refusal(turn)
     cov = turn.coverage
     found: re.Match[str] | None = hard
     if hard is None or cov.ratio >= 1.0:
-        soft = None if _GT_UNKNOWN.search(turn.g_norm) else _REFUSAL_SOFT.search(turn.a_norm)
+        soft = None if GT_UNKNOWN.search(turn.g_norm) else REFUSAL_SOFT.search(turn.a_norm)
         found = soft if soft and cov.n_facts and cov.n_found == 0 else None
     if found is None:
         return None
@@ -237,7 +167,7 @@ def wrong_number(turn: Turn) -> Grade | None:
                 f'The answer ends with "{last.describe(turn.a.norm)}" where the ground truth has '
                 f'"{want.describe(turn.g.norm)}" (rule: wrong number).',
             )
-    others = [x for x in turn.a_numbers if _rival(turn, x)]
+    others = [x for x in turn.a_numbers if rival(turn, x)]
     for want in missing_numbers:
         rivals = [x for x in others if want.dim is None or x.dim is None or x.dim == want.dim]
         if rivals:
@@ -486,193 +416,6 @@ def complete(turn: Turn) -> Grade:
     return Grade(
         VERBOSE, "All key facts of the ground truth are present, worded differently or more verbosely (rule: coverage)"
     )
-
-
-# --------------------------------------------------------------------------- caps
-
-
-def typo_cap(turn: Turn, grade: Grade) -> Grade:
-    """One key term found only misspelt caps the score at 0.7, two or more at 0.5 (`lexicon`)."""
-    typos = turn.coverage.typos
-    if len(typos) == 1:
-        term, seen = typos[0]
-        return Grade(
-            min(_band_score(grade), TYPO_CAP),
-            f'{grade.reasoning}; "{seen}" is a misspelling of "{term}" (rule: typo cap)',
-        )
-    if typos:
-        return Grade(
-            min(_band_score(grade), TYPOS_CAP),
-            f"{grade.reasoning}; {len(typos)} key terms are misspelt (rule: typo cap)",
-        )
-    return grade
-
-
-def hedge_cap(turn: Turn, grade: Grade) -> Grade:
-    """A hedge in the answer ("not sure", "maybe", "perhaps", "either", "could (also) be", ...) that
-    the ground truth does not also use caps the score at 0.6."""
-    hedge = _HEDGES.search(turn.a.norm)
-    if not hedge or _HEDGES.search(turn.g.norm) or _band_score(grade) <= HEDGE_CAP:
-        return grade
-    return Grade(HEDGE_CAP, f'{grade.reasoning}; the answer hedges ("{hedge.group()}") (rule: hedge cap)')
-
-
-def number_hedge_cap(turn: Turn, grade: Grade) -> Grade:
-    """Hedging between numbers caps the score at 0.6: the answer offers explicit alternatives
-    (`numbers.alternative_pairs`: "X or Y", "X/Y", "between X and Y"), one of which matches a
-    required number while the other can contradict (`_rival`) and has no other unit than the
-    matching one: "41 or 42" for "42". Numbers merely listed side by side and restatements in
-    another unit ("100 °C, or 212 °F") are not alternatives. The first such pair is named."""
-    if _band_score(grade) <= HEDGE_CAP:
-        return grade
-    required = turn.coverage.required
-    for pair in alternative_pairs(turn.a.norm, turn.a.all_numbers):
-        for right, wrong in (pair, pair[::-1]):
-            if (
-                _rival(turn, wrong)
-                and not (right.unit and wrong.unit and right.unit != wrong.unit)
-                and any(numbers_match(n, right) for n in required)
-            ):
-                return Grade(
-                    HEDGE_CAP,
-                    f'{grade.reasoning}; the answer hedges between "{right.describe(turn.a.norm)}" and '
-                    f'"{wrong.describe(turn.a.norm)}" (rule: number hedge)',
-                )
-    return grade
-
-
-def refusal_hedge_cap(turn: Turn, grade: Grade) -> Grade:
-    """A hard refusal phrase next to all the facts (`refusal` did not decide) caps the score at 0.5."""
-    hard = _hard_refusal(turn)
-    if hard is None or _band_score(grade) <= REFUSAL_HEDGE_CAP:
-        return grade
-    return Grade(REFUSAL_HEDGE_CAP, f'{grade.reasoning}; it also says "{hard.group()}" (rule: refusal hedge)')
-
-
-# --------------------------------------------------------------------------- checks
-
-_SUPERLATIVES = frozenset(
-    [
-        "largest",
-        "biggest",
-        "smallest",
-        "tallest",
-        "shortest",
-        "oldest",
-        "youngest",
-        "highest",
-        "lowest",
-        "longest",
-        "deepest",
-        "fastest",
-        "slowest",
-        "closest",
-        "farthest",
-        "furthest",
-        "best",
-        "worst",
-        "most",
-        "least",
-        "first",
-        "last",
-        "only",
-        "also",
-    ]
-)
-# "last" or "first" before one of these is a time reference ("it expired last month"), not a superlative.
-_TIME_REFERENCE_WORDS = frozenset(["last", "first"])
-_TIME_UNITS = CALENDAR_WORDS | frozenset(
-    ["night", "day", "week", "weekend", "month", "year", "morning", "evening", "afternoon", "quarter"]
-)
-_CAPITALISED_RE = re.compile(r"(?<![\w.@-])([A-Z][A-Za-z]+)")
-_SENTENCE_END_RE = re.compile(r"[.!?:;\n]\s*$|^\s*$")
-MAX_CLAIM_WORDS = 2000  # answer words an extra claim is looked for among
-
-
-def _known(turn: Turn) -> set[str]:
-    """Stems of every word of the question and the ground truth, and their first five letters."""
-    words = [*turn.q.words, *turn.g.words]
-    return {stem(w) for w in words} | {w[:4] for w in words if len(w) >= 4}
-
-
-def _matched_unit_words(turn: Turn) -> set[str]:
-    """The words of each answer number that matches a ground-truth number: its unit words ("212
-    degrees Fahrenheit" for "100 °C" gives "212", "degrees", "fahrenheit")."""
-    return {
-        word
-        for number in turn.a_numbers
-        if any(numbers_match(n, number) for n in turn.g.numbers)
-        for word in TOKEN_RE.findall(number.describe(turn.a.norm))
-    }
-
-
-def extra_claim(turn: Turn, grade: Grade) -> Grade:
-    """Abstain instead of passing when the answer adds a claim that neither the question nor the
-    ground truth can confirm, so that a wrong extra claim beside the right fact is not passed:
-
-    - a number that is not weak, repeats no question number, matches no ground-truth number and
-      is not part of a true equation (`numbers.true_equations`: "21 = 3 × 7" is checked
-      arithmetic), when the ground truth has no number ("Leonardo da Vinci painted it in 1889")
-      or has one in the same unit ("It freezes at 10 °C" beside "100 °C"; a rate or another
-      currency beside a conversion is not a claim of that kind);
-    - a capitalised word, not at a sentence start, not an all-capitals acronym of up to four
-      letters, a month or weekday, nor the unit of a number that matches the ground truth ("212
-      degrees Fahrenheit" for "100 °C"), that the question and the ground truth lack (by stem or
-      first four letters: "Japanese" for "Japan" is known) ("She also wrote 'Jane Eyre'");
-    - a superlative, "only", "first" or "also" the question and the ground truth lack ("Mercury,
-      also the largest planet"), except a "last" or "first" before a time unit or a weekday ("it
-      expired last month": a time reference, like "yesterday").
-
-    Looked for among the answer's first MAX_CLAIM_WORDS words. A true extra claim abstains too:
-    the judge cannot tell it from a false one. Not checked when the ground truth is a bare yes/no
-    and the answer opens with an explicit yes/no (the verdict is what is graded: "Yes, sale items
-    can be exchanged within 30 days." for "yes")."""
-    if grade.score is None or grade.score < PASS:
-        return grade
-    if not turn.coverage.n_facts and turn.a_verdict is not None:
-        return grade  # a yes/no question answered with an explicit yes/no: the verdict is what is graded
-    known = _known(turn)
-    g_units = {n.unit for n in turn.g.numbers}
-    checked = true_equations(turn.a.norm, turn.a.all_numbers)
-    for number in turn.a_numbers:
-        comparable = not turn.g.numbers or (number.unit is not None and number.unit in g_units)
-        if (
-            comparable
-            and number.start not in checked
-            and not number.weak
-            and not turn.echoes_question(number)
-            and not any(numbers_match(n, number) or numbers_match(number, n) for n in turn.g.numbers)
-        ):
-            return Grade(
-                ABSTAIN,
-                f'The answer adds "{number.describe(turn.a.norm)}", which the ground truth cannot confirm '
-                "(rule: extra claim).",
-            )
-    unit_words: set[str] | None = None  # computed on first need
-    raw = turn.answer[: MAX_CLAIM_WORDS * 12]
-    for match in _CAPITALISED_RE.finditer(raw):
-        word = match.group(1)
-        if (word.isupper() and len(word) <= 4) or _SENTENCE_END_RE.search(
-            raw[max(0, match.start() - 3) : match.start()]
-        ):
-            continue
-        norm = word.casefold()
-        if norm in STOPWORDS or norm in CALENDAR_WORDS or stem(norm) in known or norm[:4] in known:
-            continue
-        if unit_words is None:
-            unit_words = _matched_unit_words(turn)
-        if norm in unit_words:
-            continue
-        return Grade(ABSTAIN, f'The answer adds "{word}", which the ground truth cannot confirm (rule: extra claim).')
-    words = turn.a.words[:MAX_CLAIM_WORDS]
-    for i, word in enumerate(words):
-        if word in _TIME_REFERENCE_WORDS and i + 1 < len(words) and words[i + 1] in _TIME_UNITS:
-            continue  # "last month", "first week": when, not a superlative
-        if word in _SUPERLATIVES and stem(word) not in known:
-            return Grade(
-                ABSTAIN, f'The answer adds a "{word}" claim the ground truth cannot confirm (rule: extra claim).'
-            )
-    return grade
 
 
 RULES: tuple[Rule, ...] = (

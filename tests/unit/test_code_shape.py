@@ -1,0 +1,94 @@
+"""The code keeps a readable shape: no function or method in `fair_forge_core` or `handler`
+above cyclomatic complexity 25 as radon measures it (`radon cc -s`), and no source file there
+above 500 lines.
+
+Complexity is radon's own (`radon.complexity.cc_visit`), so that this test and `radon cc`
+on the command line agree: a function nested in another, or a method of a class nested in
+another, is measured on its own, as radon lists it. Lines are the file's physical lines
+(`wc -l`), comments and docstrings included: they are what a reader scrolls through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from radon.complexity import cc_visit
+from radon.visitors import Class, Function
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("fair_forge_core", "handler")
+MAX_COMPLEXITY = 25
+MAX_LINES = 500
+
+# Modules other engineers are refactoring at the time this test was written (the issue's
+# other parts): they are measured once those branches merge, when the lead removes this set.
+PENDING = {
+    "fair_forge_core/cli.py",
+    "fair_forge_core/compare.py",
+    "fair_forge_core/judges/usage.py",
+    "fair_forge_core/judges/panel.py",
+}
+
+
+def measured_files() -> list[str]:
+    """Every `.py` file of the packages, relative to the repository, except those `PENDING`."""
+    names = [
+        path.relative_to(ROOT).as_posix() for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+    ]
+    return [name for name in names if name not in PENDING]
+
+
+def _blocks(blocks: list[Function | Class]) -> Iterator[Function]:
+    """Every function and method radon found, nested ones included, each once (radon lists a
+    class's methods both inside the class and beside it, and a function's closures inside it)."""
+    seen: set[tuple[str, int]] = set()
+    pending = list(blocks)
+    while pending:
+        block = pending.pop()
+        if isinstance(block, Class):
+            pending.extend(block.methods)
+            pending.extend(block.inner_classes)
+            continue
+        pending.extend(block.closures)
+        if (block.fullname, block.lineno) not in seen:
+            seen.add((block.fullname, block.lineno))
+            yield block
+
+
+def test_the_pending_modules_exist() -> None:
+    """The allowlist names real files: a moved or renamed module would otherwise escape silently."""
+    for name in PENDING:
+        assert (ROOT / name).is_file(), name
+
+
+def test_there_are_files_to_measure() -> None:
+    assert len(measured_files()) > 50
+
+
+@pytest.mark.parametrize("name", measured_files())
+def test_no_function_is_too_complex(name: str) -> None:
+    too_complex = [
+        f"{block.fullname} (line {block.lineno}): {block.complexity}"
+        for block in _blocks(cc_visit((ROOT / name).read_text()))
+        if block.complexity > MAX_COMPLEXITY
+    ]
+    assert not too_complex, f"{name}: above cyclomatic complexity {MAX_COMPLEXITY}: {too_complex}"
+
+
+@pytest.mark.parametrize("name", measured_files())
+def test_no_file_is_too_long(name: str) -> None:
+    lines = len((ROOT / name).read_text().splitlines())
+    assert lines <= MAX_LINES, f"{name}: {lines} lines, above {MAX_LINES}"
+
+
+def test_the_measure_sees_a_complex_function() -> None:
+    """The measure can fail: a function with 26 branch points is caught, nested in a method."""
+    branches = "\n".join(f"            if x == {i}:\n                return {i}" for i in range(25))
+    source = (
+        f"class A:\n    def m(self) -> None:\n        def inner(x: int) -> int:\n{branches}\n            return -1\n"
+    )
+    found = {block.fullname: block.complexity for block in _blocks(cc_visit(source))}
+    assert found["inner"] == 26
+    assert found["A.m"] == 1
