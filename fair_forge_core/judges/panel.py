@@ -45,7 +45,13 @@ from fair_forge_core.judges.llm import JudgeCallError, JudgeProviderRefused
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import judge_identity
 from fair_forge_core.metrics import TurnJudgement
-from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig, JudgeConsensus, JudgeVote
+from fair_forge_core.schemas import (
+    ConversationMetrics,
+    EvaluationConfig,
+    InteractionResult,
+    JudgeConsensus,
+    JudgeVote,
+)
 
 Vote = Literal["majority", "mean"]
 
@@ -172,6 +178,29 @@ class JudgePanel:
         return JudgeVote(model=member.model, scores=scores, score=combined, error=error)
 
 
+def _share(count: int, total: int) -> float | None:
+    return count / total if total else None
+
+
+def _unanimous(scores: Sequence[float | None], threshold: float) -> bool:
+    """Whether `scores` all pass or all fail (a missing score counts as failing)."""
+    return len({score is not None and score >= threshold for score in scores}) == 1
+
+
+def _member_consistency(turns: Sequence[InteractionResult], members: int, threshold: float) -> list[float | None]:
+    """Per member, the share of the turns it scored where its samples were unanimous."""
+    rates: list[float | None] = []
+    for i in range(members):
+        scored = [t.judge_votes[i] for t in turns if t.judge_votes and t.judge_votes[i].score is not None]
+        rates.append(_share(sum(_unanimous(v.scores, threshold) for v in scored), len(scored)))
+    return rates
+
+
+def _unscored_by_member(turns: Sequence[InteractionResult], members: int) -> list[int]:
+    """Per member, the turns where one of its judgements failed."""
+    return [sum(1 for t in turns if t.judge_votes and t.judge_votes[i].score is None) for i in range(members)]
+
+
 def consensus(conversations: Sequence[ConversationMetrics], config: EvaluationConfig) -> JudgeConsensus | None:
     """`aggregated_metrics.judge_consensus` of a result: its turns' `judge_votes` summarised
     (`JudgeConsensus` states every count). None when no turn carries votes."""
@@ -186,20 +215,11 @@ def consensus(conversations: Sequence[ConversationMetrics], config: EvaluationCo
     threshold = config.threshold
     members = [vote.model for vote in turns[0].judge_votes or []]
     scored = [turn for turn in turns if turn.answer_score is not None]
-
-    def unanimous(scores: Sequence[float | None]) -> bool:
-        return len({score is not None and score >= threshold for score in scores}) == 1
-
-    def share(count: int, total: int) -> float | None:
-        return count / total if total else None
-
     several_samples = config.judge_samples > 1
-    member_consistency: list[float | None] | None = None
-    if several_samples:
-        member_consistency = []
-        for i in range(len(members)):
-            scored_by_member = [t.judge_votes[i] for t in turns if t.judge_votes and t.judge_votes[i].score is not None]
-            member_consistency.append(share(sum(unanimous(v.scores) for v in scored_by_member), len(scored_by_member)))
+    every_sample_agrees = sum(
+        all(_unanimous(vote.scores, threshold) for vote in turn.judge_votes or []) for turn in scored
+    )
+    members_agree = sum(_unanimous([vote.score for vote in turn.judge_votes or []], threshold) for turn in scored)
     agreements = [turn.judge_agreement for turn in scored if turn.judge_agreement is not None]
     return JudgeConsensus(
         members=members,
@@ -208,20 +228,9 @@ def consensus(conversations: Sequence[ConversationMetrics], config: EvaluationCo
         turns=len(turns),
         scored_turns=len(scored),
         unscored_turns=len(turns) - len(scored),
-        unscored_by_member=[
-            sum(1 for turn in turns if turn.judge_votes and turn.judge_votes[i].score is None)
-            for i in range(len(members))
-        ],
-        consistency_rate=share(
-            sum(all(unanimous(vote.scores) for vote in turn.judge_votes or []) for turn in scored), len(scored)
-        )
-        if several_samples
-        else None,
-        member_consistency=member_consistency,
-        agreement_rate=share(
-            sum(unanimous([vote.score for vote in turn.judge_votes or []]) for turn in scored), len(scored)
-        )
-        if len(members) > 1
-        else None,
+        unscored_by_member=_unscored_by_member(turns, len(members)),
+        consistency_rate=_share(every_sample_agrees, len(scored)) if several_samples else None,
+        member_consistency=_member_consistency(turns, len(members), threshold) if several_samples else None,
+        agreement_rate=_share(members_agree, len(scored)) if len(members) > 1 else None,
         mean_agreement=statistics.fmean(agreements) if agreements else None,
     )

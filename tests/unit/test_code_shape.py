@@ -28,7 +28,6 @@ PENDING = {
     "fair_forge_core/cli.py",
     "fair_forge_core/compare.py",
     "fair_forge_core/judges/usage.py",
-    "fair_forge_core/judges/panel.py",
 }
 
 
