@@ -165,25 +165,10 @@ def _detectable(metric: Any) -> str | None:
     return "n/a (no variation)" if metric.standard_error == 0.0 else None
 
 
-def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
-    """The readable report `compare` prints: a header, one table row per metric (values to
-    3 decimals, p-values to 3 or `<0.001`, `—` for none), the metrics' notes, the verdict
-    and why, the minimum detectable effect (`n/a (no variation)` without variation), the
-    tasks that would settle an inconclusive or untested verdict, the metrics the exact
-    sign-flip test decided, McNemar's test when it ran, and P(candidate better)
-    (`> 0.999` / `< 0.001` at the ends)."""
-    from fair_forge_core.compare import MIN_BOOTSTRAP_TASKS
-
-    level = _level(comparison.confidence)
-    lines = [
-        f"baseline:  {baseline} — {comparison.baseline_successes}/{comparison.baseline_attempts} "
-        "attempts fully correct on the shared tasks",
-        f"candidate: {candidate} — {comparison.candidate_successes}/{comparison.candidate_attempts} "
-        "attempts fully correct on the shared tasks",
-        f"{comparison.shared_tasks} shared tasks, k = {comparison.k}, confidence {level}, "
-        f"{comparison.bootstrap_resamples} bootstrap resamples (seed {comparison.seed})",
-        "",
-    ]
+def _table_lines(comparison: Comparison, level: str) -> list[str]:
+    """One row per metric under a header, columns aligned (the metric's name to the left, the
+    rest to the right; values to 3 decimals, p-values to 3 or `<0.001`, `—` for none), a blank
+    line, then each metric's note."""
     header = ("metric", "tasks", "baseline", "candidate", "difference", f"{level} interval", "p (Holm)", "significant")
     rows = [header]
     for m in comparison.metrics:
@@ -201,6 +186,7 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
     for row in rows:
         cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
         lines.append("  ".join(cells).rstrip())
@@ -208,15 +194,22 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
     for m in comparison.metrics:
         if m.note:
             lines.append(f"note: {metric_label(m.metric, m.k)}: {m.note}")
+    return lines
 
-    headline = {
-        "improved": "IMPROVED — the candidate is significantly better than the baseline",
-        "regressed": "REGRESSED — the candidate is significantly worse than the baseline",
-        "inconclusive": "INCONCLUSIVE — no significant difference either way",
-        "not_tested": "NOT TESTED — too few shared tasks for any test to show a difference",
-    }[comparison.verdict]
-    lines.append(f"verdict: {headline}")
-    lines.append(f"  {comparison.verdict_explanation}")
+
+VERDICT_HEADLINES = {
+    "improved": "IMPROVED — the candidate is significantly better than the baseline",
+    "regressed": "REGRESSED — the candidate is significantly worse than the baseline",
+    "inconclusive": "INCONCLUSIVE — no significant difference either way",
+    "not_tested": "NOT TESTED — too few shared tasks for any test to show a difference",
+}
+
+
+def _verdict_lines(comparison: Comparison, level: str) -> list[str]:
+    """The verdict and why, the minimum detectable effect (when a metric has one), and for an
+    inconclusive or untested verdict the shared tasks that would settle it (or that none would,
+    when no difference was observed)."""
+    lines = [f"verdict: {VERDICT_HEADLINES[comparison.verdict]}", f"  {comparison.verdict_explanation}"]
     detectable = [
         f"{metric_label(m.metric, m.k)} {shown}" for m in comparison.metrics if (shown := _detectable(m)) is not None
     ]
@@ -234,6 +227,15 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
             )
         else:
             lines.append("shared tasks needed to settle it: none would — no difference was observed")
+    return lines
+
+
+def _test_lines(comparison: Comparison) -> list[str]:
+    """The metrics the exact sign-flip test decided, McNemar's test when it ran, and
+    P(candidate better) when the comparison has it."""
+    from fair_forge_core.compare import MIN_BOOTSTRAP_TASKS
+
+    lines = []
     exact = [metric_label(m.metric, m.k) for m in comparison.metrics if m.p_value_method == "sign_flip_exact"]
     if exact:
         lines.append(
@@ -252,6 +254,29 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
             f"P(candidate's per-attempt success rate is higher) {_probability(comparison.probability_candidate_better)} "
             f"(Beta({a:g}, {b:g}) prior)"
         )
+    return lines
+
+
+def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
+    """The readable report `compare` prints: a header, one table row per metric (values to
+    3 decimals, p-values to 3 or `<0.001`, `—` for none), the metrics' notes, the verdict
+    and why, the minimum detectable effect (`n/a (no variation)` without variation), the
+    tasks that would settle an inconclusive or untested verdict, the metrics the exact
+    sign-flip test decided, McNemar's test when it ran, and P(candidate better)
+    (`> 0.999` / `< 0.001` at the ends)."""
+    level = _level(comparison.confidence)
+    lines = [
+        f"baseline:  {baseline} — {comparison.baseline_successes}/{comparison.baseline_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"candidate: {candidate} — {comparison.candidate_successes}/{comparison.candidate_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"{comparison.shared_tasks} shared tasks, k = {comparison.k}, confidence {level}, "
+        f"{comparison.bootstrap_resamples} bootstrap resamples (seed {comparison.seed})",
+        "",
+    ]
+    lines += _table_lines(comparison, level)
+    lines += _verdict_lines(comparison, level)
+    lines += _test_lines(comparison)
     return "\n".join(lines) + "\n"
 
 
