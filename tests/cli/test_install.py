@@ -51,7 +51,7 @@ def run_installed(site: Path, *args: str, stdin: str | None = None) -> subproces
 
 
 def test_the_wheel_holds_the_core_and_not_the_lambda_handler(installed: Path) -> None:
-    assert (installed / "fair_forge_core" / "cli.py").is_file()
+    assert (installed / "fair_forge_core" / "cli" / "__init__.py").is_file()
     assert (installed / "fair_forge_core" / "py.typed").is_file()
     assert not (installed / "handler").exists()
 

@@ -1,0 +1,115 @@
+"""`fair-forge` (or `python -m fair_forge_core`): evaluate a request, compare two agents and
+render reports, with no AWS and no server.
+
+    fair-forge evaluate request.json [--out result.json] [--html report.html]
+        [--fail-under-pass-pow-k X] [--fail-if-lower-bound 'METRIC<X' ...] [--max-unscored N]
+        [--allow-unscored] [--max-cost-usd X] [--judge-cache DIR]
+    fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
+        [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
+        [--require-same-judge]
+    fair-forge report result.json [-o report.html]
+    fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
+    fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
+    fair-forge --version
+
+A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < request.json`).
+
+Each command is one module of this package, whose docstring states its rules:
+`cli.evaluate` (`evaluate`, its judge's cost and cache), `cli.gates` (the gates of `evaluate`),
+`cli.compare`, `cli.report`, `cli.convert`, `cli.calibrate`. The parser and the flags' types
+are `cli.parser`; the progress bar `cli.progress`; what the commands share (reading files,
+validation messages, writing, building judges and ledgers, the exit codes, `CliError`)
+`cli.common`.
+
+Exit codes: 0 done (every gate met; compare: improved, or no significant change); 1 a
+gate of `evaluate` failed, readiness "insufficient_evidence" included (the outputs are written
+first), or compare's verdict is
+`regressed`; 2 bad input: a message naming the file and the field, or the flag, no stack
+trace; 3 the evaluation could not run (the judge provider refused, or no conversation
+could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`;
+5 compare's verdict is `not_tested` (too few shared tasks for any test to reach
+significance), always. Messages never contain an API key.
+
+Heavy modules (pydantic, LangChain, numpy, scipy, the judges) are imported by the command
+that needs them, so `--help` stays instant.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from fair_forge_core.cli.calibrate import OFFLINE_JUDGE, cmd_calibrate
+from fair_forge_core.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_EVALUATION_FAILED,
+    EXIT_INCONCLUSIVE,
+    EXIT_NOT_TESTED,
+    EXIT_OK,
+    EXIT_REGRESSED,
+    EXIT_THRESHOLD,
+    STDIN,
+    CliError,
+)
+from fair_forge_core.cli.compare import cmd_compare, format_comparison, metric_label
+from fair_forge_core.cli.convert import cmd_convert
+from fair_forge_core.cli.evaluate import cmd_evaluate, format_usage
+from fair_forge_core.cli.gates import GATE_METRICS, GateFigure, GateMetric, LowerBoundGate, lower_bound
+from fair_forge_core.cli.parser import EPILOG, build_parser
+from fair_forge_core.cli.progress import ProgressBar, is_terminal
+from fair_forge_core.cli.report import cmd_report
+
+__all__ = [
+    "EPILOG",
+    "EXIT_BAD_INPUT",
+    "EXIT_EVALUATION_FAILED",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_NOT_TESTED",
+    "EXIT_OK",
+    "EXIT_REGRESSED",
+    "EXIT_THRESHOLD",
+    "GATE_METRICS",
+    "OFFLINE_JUDGE",
+    "STDIN",
+    "CliError",
+    "GateFigure",
+    "GateMetric",
+    "LowerBoundGate",
+    "ProgressBar",
+    "build_parser",
+    "cmd_calibrate",
+    "cmd_compare",
+    "cmd_convert",
+    "cmd_evaluate",
+    "cmd_report",
+    "format_comparison",
+    "format_usage",
+    "is_terminal",
+    "lower_bound",
+    "main",
+    "metric_label",
+]
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    stdin: TextIO | None = None,
+) -> int:
+    """Run the CLI and return its exit code (see the module docstring)."""
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    command = {
+        "evaluate": cmd_evaluate,
+        "compare": cmd_compare,
+        "report": cmd_report,
+        "convert": cmd_convert,
+        "calibrate": cmd_calibrate,
+    }[args.command]
+    try:
+        return command(args, stdin, stdout, stderr)
+    except CliError as exc:
+        stderr.write(f"error: {exc}\n")
+        return exc.code

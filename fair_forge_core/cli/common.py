@@ -1,0 +1,311 @@
+"""What the commands of `fair-forge` share: the exit codes and `CliError`; reading a file
+(standard input for `-`) and naming it in messages; a pydantic error as one message naming
+the file and every field; writing an output, and checking before any judging that it can
+be written; and running a request as `evaluate` does (the judges under the service's
+allowlist and key rules, the ledger of cost and cache, exit 3 when it cannot run).
+
+Heavy modules (pydantic, LangChain, the judges) are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from fair_forge_core.cli.progress import ProgressBar
+    from fair_forge_core.schemas import EvaluationResult, RunRequest
+
+EXIT_OK, EXIT_THRESHOLD, EXIT_BAD_INPUT, EXIT_EVALUATION_FAILED, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
+EXIT_REGRESSED = EXIT_THRESHOLD
+"""`compare`'s exit code for a `regressed` verdict: a failed gate, like `evaluate`'s."""
+EXIT_NOT_TESTED = 5
+"""`compare`'s exit code for a `not_tested` verdict, with or without `--require-conclusive`:
+no metric could be tested, so nothing was checked — never the 0 of a comparison that was."""
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr, with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+STDIN = Path("-")
+
+
+def _name(path: Path) -> str:
+    """How messages name a file (standard input is `<stdin>`)."""
+    return "<stdin>" if path == STDIN else str(path)
+
+
+def _read_text(path: Path, what: str, stdin: TextIO) -> str:
+    """The text of `path` (standard input for `-`); `CliError` naming the file otherwise."""
+    try:
+        return stdin.read() if path == STDIN else path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {what} {_name(path)}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CliError(f"{_name(path)} is not UTF-8 text") from None
+
+
+def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
+    """The JSON object in `path` (standard input for `-`); `CliError` naming the file otherwise."""
+    from fair_forge_core.schemas import describe_json_error, loads_json
+
+    text = _read_text(path, what, stdin)
+    try:
+        data = loads_json(text)
+    except ValueError as exc:
+        raise CliError(f"{_name(path)} is not valid JSON: {describe_json_error(exc)}") from None
+    except RecursionError:
+        raise CliError(f"{_name(path)} is nested too deeply") from None
+    if not isinstance(data, dict):
+        from fair_forge_core.trace_formats import TRACES_NOT_A_REQUEST, looks_like_traces
+
+        # A list given to `evaluate` is most likely the traces `convert` reads.
+        hint = f"; {TRACES_NOT_A_REQUEST}" if what == "request file" and looks_like_traces(data) else ""
+        raise CliError(f"{_name(path)} must hold a JSON object, got {type(data).__name__}{hint}")
+    return data
+
+
+def _validation_message(path: Path, what: str, error: Any, model: Any) -> str:
+    """A pydantic `ValidationError` of validating `model` as 'file: invalid what: field: message',
+    every field listed; an unknown key names the nearest accepted one (`schemas.error_message`)."""
+    from fair_forge_core.schemas import error_message, field_path
+
+    details = [
+        (field_path(e["loc"]) or "(top level)", error_message(model, e)) for e in error.errors(include_input=False)
+    ]
+    first_field, first_message = details[0]
+    lines = [f"{_name(path)}: invalid {what}: {first_field}: {first_message}"]
+    if len(details) > 1:
+        lines += [f"  {name}: {message}" for name, message in details[1:20]]
+        if len(details) > 20:
+            lines.append(f"  … and {len(details) - 20} more")
+    return "\n".join(lines)
+
+
+def _write(text: str, destination: Path | None, stdout: TextIO) -> None:
+    if destination is None:
+        stdout.write(text)
+        stdout.flush()
+        return
+    try:
+        destination.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {destination}: {exc.strerror or exc}") from None
+
+
+def _check_writable(destination: Path | None, flag: str) -> None:
+    """`CliError` naming `flag` unless `destination` can be written: its directory exists
+    and a file can be created there (or, when it exists, opened for writing). Called before
+    any judging, so that a typo never costs an evaluation. Leaves nothing behind."""
+    if destination is None:
+        return
+    where = f"{flag} {destination}"
+    if destination.is_dir():
+        raise CliError(f"{where}: is a directory")
+    parent = destination.parent
+    if not parent.is_dir():
+        problem = "is not a directory" if parent.exists() else "does not exist"
+        raise CliError(f"{where}: the directory {parent} {problem}")
+    try:
+        if destination.exists():
+            with destination.open("ab"):  # appending nothing changes nothing
+                pass
+        else:
+            with destination.open("xb"):
+                pass
+            destination.unlink()
+    except OSError as exc:
+        raise CliError(f"{where}: cannot write there: {exc.strerror or exc}") from None
+
+
+def _redacted(message: str, secrets: Sequence[str]) -> str:
+    from fair_forge_core.redact import redact
+
+    return redact(message, secrets)
+
+
+def _build_judge(spec: Any, path: Path, where: str = "connector") -> Any:
+    """The judge model of a validated connector (`where` in the request file: `connector`, or
+    `connector[i]` in an ensemble), under the service's allowlist and key rules and the
+    operator's environment as the service reads it (`JudgeEnvironment`)."""
+    from fair_forge_core import connectors
+    from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
+
+    try:
+        environment = JudgeEnvironment.read()
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    params = spec.params
+    secrets = [*connectors.secret_values(params), environment.server_api_key_env or ""]
+    try:
+        return connectors.build_chat_model(
+            spec.class_path,
+            params,
+            extra_connectors=environment.extra_connectors,
+            server_key=lambda: environment.server_api_key_env,
+            # A model server on this machine is a normal judge for a local run.
+            policy=environment.endpoint_policy(also_allowed=connectors.LOOPBACK_NETWORKS),
+        )
+    except connectors.ConnectorNotAllowed as exc:
+        allowed = ", ".join(sorted(set(connectors.allowed_connectors(environment.extra_connectors).values())))
+        raise CliError(
+            f"{_name(path)}: {where}.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}"
+        ) from None
+    except connectors.ConnectorError as exc:
+        raise CliError(f"{_name(path)}: {where}: {connectors.REFUSAL_PREFIX}{_redacted(str(exc), secrets)}") from None
+
+
+def _build_judges(request: RunRequest, path: Path) -> list[Any]:
+    """`_build_judge` for each connector of a request, in order (a list's: `connector[i]`);
+    exit 2 for an ensemble `judges.panel.check_panel` refuses, naming its field."""
+    from fair_forge_core.judges.panel import PanelError, check_panel
+
+    if not isinstance(request.connector, list):
+        return [_build_judge(request.connector, path)]
+    judges = [_build_judge(spec, path, f"connector[{i}]") for i, spec in enumerate(request.connector)]
+    try:
+        check_panel([judge.model for judge in judges], request.config)
+    except PanelError as exc:
+        raise CliError(f"{_name(path)}: {exc.field}: {exc}") from None
+    return judges
+
+
+def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:
+    """The validated request of a request file's JSON, and the warnings of importing its traces.
+
+    A body with `traces` is `POST /run`'s traces form (`TracesRunRequest`): the traces are
+    read by `importers.datasets_from_traces` and joined with `references`; its warnings are
+    returned (all of them) to come first in the result's. A `TraceError` names the file and
+    the field as the request file spells it (`traces.items[2].messages[5]…`).
+    """
+    from pydantic import ValidationError
+
+    from fair_forge_core.schemas import RunRequest, TracesRunRequest
+    from fair_forge_core.trace_formats import TRACES_NOT_A_REQUEST, looks_like_traces
+
+    if looks_like_traces(body):
+        raise CliError(f"{_name(path)}: {TRACES_NOT_A_REQUEST}")
+    if "traces" not in body:
+        try:
+            return RunRequest.model_validate(body), []
+        except ValidationError as exc:
+            raise CliError(_validation_message(path, "request", exc, RunRequest)) from None
+    if "datasets" in body:
+        raise CliError(f"{_name(path)}: send datasets or traces, not both")
+    try:
+        traced = TracesRunRequest.model_validate(body)
+    except ValidationError as exc:
+        raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest)) from None
+
+    from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
+
+    try:
+        datasets, warnings, _ = datasets_from_traces(
+            traced.traces.format, traced.traces.items, traced.references, task_key=traced.task_key
+        )
+    except TraceError as exc:
+        raise CliError(f"{_name(path)}: {request_field(exc.field)}: {exc.problem}") from None
+    if not datasets:
+        details = "".join(f"\n  {warning}" for warning in warnings)
+        raise CliError(f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}")
+    expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
+    try:
+        return RunRequest.model_validate(expanded), warnings
+    except ValidationError as exc:
+        raise CliError(_validation_message(path, "request (from its traces)", exc, RunRequest)) from None
+
+
+def _ledger(
+    request: RunRequest, models: list[Any], max_cost_usd: float | None, judge_cache: Path | None
+) -> tuple[Any, list[str]]:
+    """The judge's `JudgeLedger` and the warnings to add: prices from `FAIR_FORGE_JUDGE_PRICES`,
+    the cap of `--max-cost-usd` (else `config.max_cost_usd`), the cache of `--judge-cache` (else,
+    when the request opts in, of `FAIR_FORGE_JUDGE_CACHE`), scoped to the caller's provider key
+    (`judges.cache.cache_use`, as the service does without an API key) and left out, with a
+    warning, for a connector whose parameters could change what the judge receives unseen by
+    the key. `CliError` (exit 2) for a cap without a price or an output bound, naming the flag or
+    the field, and for an unusable cache location."""
+    from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
+    from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, cache_use, open_local_cache
+    from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
+
+    try:
+        environment = JudgeEnvironment.read()
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    cache: JudgeCache | None = None
+    warnings: list[str] = []
+    if judge_cache is not None:
+        if judge_cache.exists() and not judge_cache.is_dir():
+            raise CliError(f"--judge-cache {judge_cache}: is not a directory")
+        cache = DirectoryCache(judge_cache)
+    elif request.config.judge_cache and environment.judge_cache:
+        try:
+            cache = open_local_cache(environment.judge_cache)
+        except ValueError as exc:
+            raise CliError(f"FAIR_FORGE_JUDGE_CACHE: {exc}") from None
+    scope, refused = cache_use(request.connectors)
+    if cache is not None and refused is not None:
+        cache = None
+        warnings.append(refused.replace("config.judge_cache", "the judge cache", 1))
+    try:
+        ledger = JudgeLedger.for_models(
+            models,
+            request.config,
+            prices=environment.price_table(),
+            cache=cache,
+            max_cost_usd=max_cost_usd,
+            cap_label="--max-cost-usd",
+            cache_scope=scope,
+        )
+    except CapNotEnforceable as exc:
+        raise CliError(str(exc)) from None
+    return ledger, warnings
+
+
+def _run_evaluation(
+    request: RunRequest,
+    import_warnings: list[str],
+    path: Path,
+    progress: ProgressBar | None,
+    *,
+    max_cost_usd: float | None = None,
+    judge_cache: Path | None = None,
+) -> EvaluationResult:
+    """Evaluate a validated request as `evaluate` does; exit 3 when it cannot run."""
+    judges = _build_judges(request, path)
+    models = [judge.model for judge in judges]
+    secrets = sorted(set().union(*(judge.secrets for judge in judges)))
+    ledger, ledger_warnings = _ledger(request, models, max_cost_usd, judge_cache)
+
+    from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
+    from fair_forge_core.judges.llm import JudgeProviderRefused
+
+    try:
+        result = evaluate_sync(request.datasets, models, request.config, on_progress=progress, ledger=ledger)
+    except (JudgeProviderRefused, NoConversationScored) as exc:
+        raise CliError(
+            f"evaluation failed: {_name(path)}: {_redacted(str(exc), secrets)}", EXIT_EVALUATION_FAILED
+        ) from None
+    finally:
+        if progress is not None:
+            progress.finish()
+    result.warnings[:0] = import_warnings  # what importing the traces decided comes first, as POST /run does
+    result.warnings.extend(ledger_warnings)
+    if request.config.judge_cache and ledger.cache is None:
+        result.warnings.append(
+            "config.judge_cache is true but no judge cache is configured "
+            "(--judge-cache or FAIR_FORGE_JUDGE_CACHE): every turn was judged"
+        )
+    return result
+
+
+def _level(level: float) -> str:
+    """A confidence level as the gates and `compare` print it: `95%` when a whole percent, else `0.953`."""
+    return f"{level:.0%}" if round(level * 100, 6).is_integer() else f"{level:g}"

@@ -1,0 +1,341 @@
+"""`fair-forge compare`: is the candidate better than the baseline?
+
+`fair_forge_core.compare.compare` over the tasks both sides scored. Each side is a result
+file (`evaluate`'s output or a `POST /run` response body) or a request file, evaluated
+first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistant` pick
+one assistant's conversations; a file holding several assistants needs one, and the two
+sides may then be the same file. k is the results' unless `--k` says otherwise. It prints
+a table (per metric: both sides, the difference, its interval, the Holm-adjusted p-value,
+whether it is significant), the verdict, the minimum detectable effect ("n/a (no
+variation)" when the per-task differences do not vary) and, when inconclusive or not
+tested, how many tasks would settle it; tasks only one side scored and unscored
+conversations are `warning:` lines on stderr. Below 10 tasks a metric is tested by the
+exact sign-flip test; one whose test cannot reach significance with so few tasks is not
+tested, and when none could be, the verdict is `not_tested`. Each difference in how the
+two sides were judged (their results' `provenance`: judges, prompt, thresholds, floor, k;
+`fair_forge_core.compare.judging_differences`) is a `warning:` line, and a refusal (exit 2)
+under `--require-same-judge`, which also refuses a side without provenance. `--out`
+writes the `Comparison` JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from fair_forge_core.cli.common import (
+    EXIT_INCONCLUSIVE,
+    EXIT_NOT_TESTED,
+    EXIT_OK,
+    EXIT_REGRESSED,
+    STDIN,
+    CliError,
+    _check_writable,
+    _level,
+    _name,
+    _read_json,
+    _request_of,
+    _run_evaluation,
+    _validation_message,
+    _write,
+)
+from fair_forge_core.cli.progress import _progress
+
+if TYPE_CHECKING:
+    from fair_forge_core.schemas import Comparison, EvaluationResult
+
+
+def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
+    """A result file's JSON (`evaluate`'s output, or a `POST /run` or job response body:
+    `request_id` and `job_id` are ignored) as an `EvaluationResult`; `CliError` naming the
+    file and the field otherwise."""
+    from pydantic import ValidationError
+
+    from fair_forge_core.schemas import EvaluationResult
+
+    if data.get("success") is False:
+        raise CliError(f"{_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
+    payload = {key: value for key, value in data.items() if key not in ("request_id", "job_id")}
+    try:
+        return EvaluationResult.model_validate(payload)
+    except ValidationError as exc:
+        raise CliError(_validation_message(path, "result", exc, EvaluationResult)) from None
+
+
+def _side_key(path: Path) -> str:
+    return "-" if path == STDIN else str(path.resolve())
+
+
+def _load_side(
+    path: Path, stdin: TextIO, stderr: TextIO, quiet: bool, cache: dict[str, EvaluationResult]
+) -> EvaluationResult:
+    """The result of one side: read from a result file, or evaluated from a request file
+    (as `evaluate` does: judge, traces, progress, exit 3 when it cannot run). A file named
+    twice is read, and evaluated, once."""
+    key = _side_key(path)
+    if key in cache:
+        return cache[key]
+    data = _read_json(path, "file", stdin)
+    if "per_conversation_metrics" in data or "success" in data:
+        result = _result_of(data, path)
+    elif "connector" in data:
+        request, import_warnings = _request_of(data, path)
+        result = _run_evaluation(request, import_warnings, path, _progress(stderr, quiet, f"judging {_name(path)}"))
+        for warning in result.warnings:
+            stderr.write(f"warning: {_name(path)}: {warning}\n")
+    else:
+        raise CliError(
+            f"{_name(path)}: neither a result (per_conversation_metrics) "
+            "nor a request (connector with datasets or traces)"
+        )
+    cache[key] = result
+    return result
+
+
+def _outcomes(result: EvaluationResult, path: Path, assistant: str | None, flag: str) -> list[tuple[str, bool | None]]:
+    """One side's outcomes, of `assistant` when given; `CliError` naming the file and the
+    flag when it has none of that assistant's conversations, or several assistants and no
+    choice."""
+    from fair_forge_core.compare import outcomes_from_result
+
+    present = sorted({m.assistant_id for m in result.per_conversation_metrics})
+    if assistant is None and len(present) > 1:
+        raise CliError(
+            f"{_name(path)} holds the conversations of {len(present)} assistants ({', '.join(present)}): "
+            f"choose one with {flag}"
+        )
+    try:
+        return outcomes_from_result(result, assistant)
+    except ValueError as exc:
+        raise CliError(f"{_name(path)}: {flag} {assistant}: {exc}") from None
+
+
+def _listed(items: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", … and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _comparison_warnings(comparison: Comparison) -> list[str]:
+    """Tasks only one side scored, and unscored conversations by task: never compared."""
+    lines = []
+    for side, tasks in (("baseline", comparison.baseline_only_tasks), ("candidate", comparison.candidate_only_tasks)):
+        if tasks:
+            lines.append(f"{len(tasks)} task(s) scored only for the {side}, not compared: {_listed(tasks)}")
+    for side, count, by_task in (
+        ("baseline", comparison.baseline_unscored_conversations, comparison.baseline_unscored_by_task),
+        ("candidate", comparison.candidate_unscored_conversations, comparison.candidate_unscored_by_task),
+    ):
+        if count:
+            per_task = [f"{task} ×{n}" for task, n in by_task.items()]
+            lines.append(f"{count} unscored {side} conversation(s) left out: {_listed(per_task)}")
+    return lines
+
+
+def metric_label(metric: str, k: int) -> str:
+    """How the table names a metric: pass@k → pass@3, pass^k_unbiased → pass^3 unbiased."""
+    return metric.replace("_unbiased", " unbiased").replace("@k", f"@{k}").replace("^k", f"^{k}")
+
+
+def _value(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _p_value(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _probability(p: float) -> str:
+    """`= p` to 3 decimals, or `> 0.999` / `< 0.001` rather than a rounded 1 or 0."""
+    return "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
+
+def _detectable(metric: Any) -> str | None:
+    """A metric's minimum detectable effect as printed: `±0.244`, `n/a (no variation)` when
+    its per-task differences do not vary (standard error exactly 0), None when it has none
+    (fewer than two tasks)."""
+    if metric.minimum_detectable_effect is not None:
+        return f"±{metric.minimum_detectable_effect:.3f}"
+    return "n/a (no variation)" if metric.standard_error == 0.0 else None
+
+
+def _table_lines(comparison: Comparison, level: str) -> list[str]:
+    """One row per metric under a header, columns aligned (the metric's name to the left, the
+    rest to the right; values to 3 decimals, p-values to 3 or `<0.001`, `—` for none), a blank
+    line, then each metric's note."""
+    header = ("metric", "tasks", "baseline", "candidate", "difference", f"{level} interval", "p (Holm)", "significant")
+    rows = [header]
+    for m in comparison.metrics:
+        interval = "—" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]"
+        rows.append(
+            (
+                metric_label(m.metric, m.k),
+                str(m.tasks),
+                _value(m.baseline),
+                _value(m.candidate),
+                _value(m.difference, signed=True),
+                interval,
+                _p_value(m.p_value_holm),
+                "yes" if m.significant else "no",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    for m in comparison.metrics:
+        if m.note:
+            lines.append(f"note: {metric_label(m.metric, m.k)}: {m.note}")
+    return lines
+
+
+VERDICT_HEADLINES = {
+    "improved": "IMPROVED — the candidate is significantly better than the baseline",
+    "regressed": "REGRESSED — the candidate is significantly worse than the baseline",
+    "inconclusive": "INCONCLUSIVE — no significant difference either way",
+    "not_tested": "NOT TESTED — too few shared tasks for any test to show a difference",
+}
+
+
+def _verdict_lines(comparison: Comparison, level: str) -> list[str]:
+    """The verdict and why, the minimum detectable effect (when a metric has one), and for an
+    inconclusive or untested verdict the shared tasks that would settle it (or that none would,
+    when no difference was observed)."""
+    lines = [f"verdict: {VERDICT_HEADLINES[comparison.verdict]}", f"  {comparison.verdict_explanation}"]
+    detectable = [
+        f"{metric_label(m.metric, m.k)} {shown}" for m in comparison.metrics if (shown := _detectable(m)) is not None
+    ]
+    if detectable:
+        lines.append(f"minimum detectable effect (80% power, {level}): {', '.join(detectable)}")
+    if comparison.verdict in ("inconclusive", "not_tested"):
+        needed = [
+            f"{metric_label(m.metric, m.k)} {m.tasks_needed} (difference {m.difference:+.3f})"
+            for m in comparison.metrics
+            if m.tasks_needed is not None and m.difference is not None
+        ]
+        if needed:
+            lines.append(
+                f"shared tasks needed to settle it (80% power at the observed difference): {', '.join(needed)}"
+            )
+        else:
+            lines.append("shared tasks needed to settle it: none would — no difference was observed")
+    return lines
+
+
+def _test_lines(comparison: Comparison) -> list[str]:
+    """The metrics the exact sign-flip test decided, McNemar's test when it ran, and
+    P(candidate better) when the comparison has it."""
+    from fair_forge_core.compare import MIN_BOOTSTRAP_TASKS
+
+    lines = []
+    exact = [metric_label(m.metric, m.k) for m in comparison.metrics if m.p_value_method == "sign_flip_exact"]
+    if exact:
+        lines.append(
+            f"exact sign-flip test over the per-task differences (fewer than {MIN_BOOTSTRAP_TASKS} tasks): "
+            + ", ".join(exact)
+        )
+    if comparison.mcnemar is not None:
+        test = comparison.mcnemar
+        lines.append(
+            f"McNemar ({test.method}): baseline-only successes b = {test.b}, candidate-only c = {test.c}, "
+            f"p = {_p_value(test.p_value)}"
+        )
+    if comparison.probability_candidate_better is not None:
+        a, b = comparison.prior
+        lines.append(
+            f"P(candidate's per-attempt success rate is higher) {_probability(comparison.probability_candidate_better)} "
+            f"(Beta({a:g}, {b:g}) prior)"
+        )
+    return lines
+
+
+def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
+    """The readable report `compare` prints: a header, one table row per metric (values to
+    3 decimals, p-values to 3 or `<0.001`, `—` for none), the metrics' notes, the verdict
+    and why, the minimum detectable effect (`n/a (no variation)` without variation), the
+    tasks that would settle an inconclusive or untested verdict, the metrics the exact
+    sign-flip test decided, McNemar's test when it ran, and P(candidate better)
+    (`> 0.999` / `< 0.001` at the ends)."""
+    level = _level(comparison.confidence)
+    lines = [
+        f"baseline:  {baseline} — {comparison.baseline_successes}/{comparison.baseline_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"candidate: {candidate} — {comparison.candidate_successes}/{comparison.candidate_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"{comparison.shared_tasks} shared tasks, k = {comparison.k}, confidence {level}, "
+        f"{comparison.bootstrap_resamples} bootstrap resamples (seed {comparison.seed})",
+        "",
+    ]
+    lines += _table_lines(comparison, level)
+    lines += _verdict_lines(comparison, level)
+    lines += _test_lines(comparison)
+    return "\n".join(lines) + "\n"
+
+
+def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    _check_writable(args.out, "--out")
+    same_file = _side_key(args.baseline) == _side_key(args.candidate)
+    if same_file and args.baseline_assistant == args.candidate_assistant:
+        raise CliError(
+            "BASELINE and CANDIDATE are the same conversations: with one file, "
+            "choose two assistants with --baseline-assistant and --candidate-assistant"
+        )
+    cache: dict[str, EvaluationResult] = {}
+    base_result = _load_side(args.baseline, stdin, stderr, args.quiet, cache)
+    cand_result = _load_side(args.candidate, stdin, stderr, args.quiet, cache)
+    baseline = _outcomes(base_result, args.baseline, args.baseline_assistant, "--baseline-assistant")
+    candidate = _outcomes(cand_result, args.candidate, args.candidate_assistant, "--candidate-assistant")
+    k = args.k
+    if k is None:
+        k_base, k_cand = base_result.aggregated_metrics.k, cand_result.aggregated_metrics.k
+        if k_base != k_cand:
+            raise CliError(f"the baseline's k ({k_base}) and the candidate's k ({k_cand}) differ: choose one with --k")
+        k = k_base
+
+    from fair_forge_core.compare import compare, judging_differences
+
+    # One result holding both assistants was judged in one evaluation: alike by construction.
+    judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
+    for difference in judging:
+        stderr.write(f"warning: {difference}\n")
+    if judging and args.require_same_judge:
+        raise CliError(
+            f"--require-same-judge: the baseline and the candidate were not judged alike "
+            f"({len(judging)} difference(s), listed above)"
+        )
+    comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed, judging=judging)
+    for warning in _comparison_warnings(comparison):
+        stderr.write(f"warning: {warning}\n")
+    if comparison.shared_tasks == 0:
+        raise CliError("no task was scored on both sides: nothing to compare")
+
+    def describe(path: Path, assistant: str | None) -> str:
+        return _name(path) + (f" (assistant {assistant})" if assistant is not None else "")
+
+    stdout.write(
+        format_comparison(
+            comparison,
+            describe(args.baseline, args.baseline_assistant),
+            describe(args.candidate, args.candidate_assistant),
+        )
+    )
+    stdout.flush()
+    if args.out is not None:
+        _write(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+        if not args.quiet:
+            stderr.write(f"wrote {args.out}\n")
+    if comparison.verdict == "regressed":
+        return EXIT_REGRESSED
+    if comparison.verdict == "not_tested":
+        return EXIT_NOT_TESTED
+    if comparison.verdict == "inconclusive" and args.require_conclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK

@@ -1,0 +1,71 @@
+"""`fair-forge convert`: turn agent traces (`fair_forge_core.importers`) and a references
+file (JSON, or JSON Lines whose records messages name by line) into the body of `POST /run`,
+judged by the offline judge until another connector is set."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from fair_forge_core.cli.common import EXIT_OK, CliError, _name, _read_text, _write
+
+
+def _read_records(path: Path, what: str, stdin: TextIO) -> tuple[Any, list[int] | None]:
+    """A JSON document, or JSON Lines (one value a line) as a list with the line number of each
+    value (None for a JSON document), for messages to name a record by its line."""
+    from fair_forge_core.schemas import describe_json_error, loads_json
+
+    text = _read_text(path, what, stdin)
+    try:
+        return loads_json(text), None
+    except RecursionError:
+        raise CliError(f"{_name(path)}: nested too deeply to read") from None
+    except ValueError as whole:
+        try:
+            numbered = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+            return [loads_json(line) for _, line in numbered], [number for number, _ in numbered]
+        except (ValueError, RecursionError):
+            raise CliError(f"{_name(path)} is neither JSON nor JSON Lines: {describe_json_error(whole)}") from None
+
+
+def _reference_line(field: str, lines: list[int] | None) -> str:
+    """`"line N: "` for a `references[i]…` field of a JSON Lines references file, else `""`."""
+    index = field.removeprefix("references[").partition("]")[0]
+    if lines is None or not field.startswith("references[") or not index.isdigit() or int(index) >= len(lines):
+        return ""
+    return f"line {lines[int(index)]}: "
+
+
+def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    from fair_forge_core.importers import TraceError, datasets_from_traces
+
+    if str(args.traces) == "-" and str(args.references) == "-":
+        raise CliError("the traces and the references cannot both be read from stdin ('-')")
+    traces_data, _ = _read_records(args.traces, "traces file", stdin)
+    references, lines = _read_records(args.references, "references file", stdin)
+    if not isinstance(references, list):
+        references, lines = [references], None
+    try:
+        datasets, warnings, trace_count = datasets_from_traces(
+            args.source, traces_data, references, task_key=args.task_key
+        )
+    except TraceError as exc:
+        if exc.field == "task_key":
+            raise CliError(f"--task-key: {exc.problem}") from None
+        if exc.field.startswith("references"):
+            raise CliError(f"{_name(args.references)}: {_reference_line(exc.field, lines)}{exc}") from None
+        raise CliError(f"{_name(args.traces)}: {exc}") from None
+    for warning in warnings:
+        stderr.write(f"warning: {warning}\n")
+    if not datasets:
+        raise CliError("no trace matched a task of the references: nothing to evaluate")
+    request = {
+        "connector": {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}},
+        "datasets": datasets,
+        "config": {},
+    }
+    _write(json.dumps(request, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+    stderr.write(f"{len(datasets)} conversation(s) from {trace_count} trace(s)\n")
+    return EXIT_OK

@@ -1,0 +1,110 @@
+"""`fair-forge evaluate`: run an evaluation locally from a request file.
+
+`evaluate` reads the same JSON as `POST /run` — connector, config and either `datasets` or
+`traces` (`{"format", "items"}`) with `references` and an optional `task_key`, imported by
+`fair_forge_core.importers.datasets_from_traces`, whose warnings are printed and come first
+in the result's `warnings` — builds the judge from `connector` under the same allowlist
+and key rules as the service (`fair_forge_core.connectors`), shows its progress on stderr
+(a bar redrawn in place on a terminal; otherwise one plain line such as `judging 120/400`
+every few seconds, and the last), and writes the result JSON (to `--out`, else to stdout)
+and optionally the HTML report. `--out` and `--html` are checked before the judge runs
+(the directory exists, a file can be created there). Without `connector.params.api_key`,
+the key comes from `LLM_API_KEY` — never for a connector whose endpoint the file chooses.
+`FAIR_FORGE_EXTRA_CONNECTORS` extends the allowlist, as for the service.
+
+The judge's cost (`fair_forge_core.judges.usage`): the result's `aggregated_metrics.judge_usage`
+holds its tokens and, with a price for its model in `FAIR_FORGE_JUDGE_PRICES`, its cost.
+`--max-cost-usd X` stops starting judge calls once the cost reaches X (calls in flight finish);
+the turns left are unscored with "the cost cap (--max-cost-usd X) was reached". It needs a
+price for the model (else exit 2 naming the flag) and overrides `config.max_cost_usd`.
+`--judge-cache DIR` answers judge requests already judged with the same connector, model,
+sampling, prompt and messages from the directory DIR, and stores new scored verdicts there
+(`fair_forge_core.judges.cache`); without it, `FAIR_FORGE_JUDGE_CACHE` (a directory) is used
+when the request says `config.judge_cache: true`.
+
+Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+from fair_forge_core.cli.common import (
+    EXIT_OK,
+    EXIT_THRESHOLD,
+    CliError,
+    _check_writable,
+    _read_json,
+    _request_of,
+    _run_evaluation,
+    _write,
+)
+from fair_forge_core.cli.gates import _check_gates
+from fair_forge_core.cli.progress import _progress
+
+
+def format_usage(usage: Any) -> str:
+    """One line of `judge_usage`: model, calls, tokens, cost, cache, cascade."""
+    parts = [
+        f"{usage.model}, {usage.calls} call(s)",
+        f"{usage.input_tokens} input tokens ({usage.cached_input_tokens} cached), {usage.output_tokens} output tokens",
+    ]
+    if usage.calls_without_usage:
+        parts.append(f"{usage.calls_without_usage} call(s) without usage reported")
+    parts.append("cost unknown (no price)" if usage.cost_usd is None else f"cost ${usage.cost_usd:.6f}")
+    if usage.cache_enabled:
+        parts.append(f"cache {usage.cache_hits} hit(s), {usage.cache_misses} miss(es)")
+    if usage.cascade_settled_offline is not None:
+        parts.append(
+            f"cascade: {usage.cascade_settled_offline} turn(s) settled offline, "
+            f"{usage.cascade_sent_to_llm} sent to the connector"
+        )
+    return "; ".join(parts)
+
+
+def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    _check_writable(args.out, "--out")
+    _check_writable(args.html, "--html")
+    if args.out is not None and args.html is not None and args.out.resolve() == args.html.resolve():
+        raise CliError(f"--out and --html name the same file: {args.out}")
+    body = _read_json(args.request, "request file", stdin)
+    request, import_warnings = _request_of(body, args.request)
+    result = _run_evaluation(
+        request,
+        import_warnings,
+        args.request,
+        _progress(stderr, args.quiet),
+        max_cost_usd=args.max_cost_usd,
+        judge_cache=args.judge_cache,
+    )
+
+    payload = result.model_dump(mode="json")
+    _write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+    if args.html is not None:
+        from fair_forge_core.report import render_html
+
+        _write(render_html(result), args.html, stdout)
+
+    agg = result.aggregated_metrics
+    if not args.quiet:
+        from fair_forge_core.headline import headline_lines
+
+        for line in headline_lines(agg):
+            stderr.write(f"{line}\n")
+        if agg.judge_usage is not None:
+            stderr.write(f"judge: {format_usage(agg.judge_usage)}\n")
+        if agg.judge_consensus is not None:
+            from fair_forge_core.report.view import consensus_fact
+
+            stderr.write(f"{consensus_fact(agg.judge_consensus.model_dump())}\n")
+        for warning in result.warnings:
+            stderr.write(f"warning: {warning}\n")
+        for path in (args.out, args.html):
+            if path is not None:
+                stderr.write(f"wrote {path}\n")
+    failures = _check_gates(args, agg, request.config.statistical_mode.ci_level, stderr)
+    for failure in failures:
+        stderr.write(f"FAILED: {failure}\n")
+    return EXIT_THRESHOLD if failures else EXIT_OK

@@ -1,0 +1,173 @@
+"""The gates of `fair-forge evaluate`.
+
+Gates of `evaluate` (each failure printed with the gate, the figure it read and by how much;
+all are checked). The figures are the readiness basis's (`aggregated_metrics.readiness.basis`):
+per task (τ-bench: attempts of one task are not independent draws) when the conversations have
+task ids and some task has k scored attempts, else over scored conversations. A gate whose
+figure was not measured fails.
+
+- readiness "insufficient_evidence" (more than `config.max_unscored_share`, default 0.10, of
+  the conversations unscored) fails unless `--allow-unscored`;
+- `--fail-under-pass-pow-k X`: pass^k is below X (per task: `per_task.pass_pow_k`; over
+  conversations: the point estimate, the posterior mean in Bayesian mode);
+- `--fail-if-lower-bound METRIC<X` (METRIC `pass_at_k` or `pass_pow_k`, repeatable): the
+  lower bound of the two-sided interval at the request's `config.statistical_mode.ci_level`
+  (default 0.95) is below X. Per task: the Wilson bound over tasks `per_task` carries. Over
+  conversations, Bayesian mode: the credible bound the result carries (`pass_at_k_ci_low`,
+  `pass_pow_k_ci_low`); frequentist mode: the Wilson score bound L of the conversation
+  success rate c/n (`stats.wilson_interval`) pushed through the metric, which is increasing
+  in p: pass^k ≥ L^k and pass@k ≥ 1 − (1 − L)^k;
+- `--max-unscored N`: more than N conversations are unscored.
+
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TextIO
+
+from fair_forge_core.cli.common import _level
+
+if TYPE_CHECKING:
+    from fair_forge_core.schemas import AggregatedMetrics
+
+GateMetric = Literal["pass_at_k", "pass_pow_k"]
+GATE_METRICS: tuple[GateMetric, ...] = ("pass_at_k", "pass_pow_k")
+
+
+@dataclass(frozen=True)
+class LowerBoundGate:
+    """`--fail-if-lower-bound METRIC<X`: fail when the lower bound of METRIC is below X."""
+
+    metric: GateMetric
+    threshold: float
+
+    def __str__(self) -> str:
+        return f"{self.metric}<{self.threshold:g}"
+
+
+def lower_bound(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> float | None:
+    """The lower bound `--fail-if-lower-bound` reads: of the two-sided interval at `level`.
+
+    Bayesian mode: the credible bound the result carries (`pass_at_k_ci_low` or
+    `pass_pow_k_ci_low`, at the request's `ci_level`, which is `level`). Frequentist mode:
+    with L the low end of `stats.wilson_interval(n, c, level)` for the n scored and c fully
+    correct conversations, L^k for pass_pow_k and 1 − (1 − L)^k for pass_at_k (both
+    increasing in p, so the bound of p gives the metric's). None when nothing was scored.
+    """
+    from fair_forge_core import stats
+
+    if aggregated.total_conversations == 0:
+        return None
+    if aggregated.statistical_mode == "bayesian":
+        return aggregated.pass_at_k_ci_low if metric == "pass_at_k" else aggregated.pass_pow_k_ci_low
+    low, _ = stats.wilson_interval(aggregated.total_conversations, aggregated.fully_correct_conversations, level)
+    k = aggregated.k
+    return stats.at_least_one_of(low, k) if metric == "pass_at_k" else low**k
+
+
+def _metric_symbol(metric: GateMetric, k: int) -> str:
+    return f"pass@{k}" if metric == "pass_at_k" else f"pass^{k}"
+
+
+@dataclass(frozen=True)
+class GateFigure:
+    """What a gate reads of `metric`: the point and its lower bound (None where not measured),
+    the figure's name (`pass^3`, `per-task pass^3`), what it is computed over, and how the bound is."""
+
+    point: float | None
+    bound: float | None
+    label: str
+    scope: str
+    bound_method: str
+
+
+def _gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> GateFigure:
+    """`metric` as the gates read it: the per-task figures when readiness is decided per task
+    (their Wilson bound over tasks), else the figures over scored conversations (`lower_bound`)."""
+    k = aggregated.k
+    symbol = _metric_symbol(metric, k)
+    readiness, per_task = aggregated.readiness, aggregated.per_task
+    if readiness is not None and readiness.basis == "per_task" and per_task is not None:
+        tasks = f"{per_task.tasks_with_k_attempts} task(s) with {k} or more attempts"
+        return GateFigure(
+            point=per_task.pass_at_k if metric == "pass_at_k" else per_task.pass_pow_k,
+            bound=per_task.pass_at_k_ci_low if metric == "pass_at_k" else per_task.pass_pow_k_ci_low,
+            label=f"per-task {symbol}",
+            scope=f"τ-bench, {tasks}",
+            bound_method=f"{_level(per_task.ci_level or level)} Wilson bound over {tasks}",
+        )
+    n, c = aggregated.total_conversations, aggregated.fully_correct_conversations
+    return GateFigure(
+        point=aggregated.pass_at_k if metric == "pass_at_k" else aggregated.pass_pow_k,
+        bound=lower_bound(aggregated, metric, level),
+        label=symbol,
+        scope=f"over {n} scored conversation(s)",
+        bound_method=f"{_level(level)} credible bound"
+        if aggregated.statistical_mode == "bayesian"
+        else f"from the {_level(level)} Wilson bound of {c}/{n} conversations",
+    )
+
+
+def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level: float, stderr: TextIO) -> list[str]:
+    """Every gate's failure as a line (`FAILED: …`, with the gate, the figure it read and by how
+    much); the passed gates are printed as `gate met:` lines unless `--quiet`. A gate whose
+    figure was not measured (nothing scored, no task with k attempts) fails: what was not
+    measured never reads as a pass. Readiness "insufficient_evidence" fails unless
+    `--allow-unscored`."""
+    failures: list[str] = []
+    passed: list[str] = []
+    threshold = args.fail_under_pass_pow_k
+    if threshold is not None:
+        figure = _gate_figure(aggregated, "pass_pow_k", level)
+        gate = f"--fail-under-pass-pow-k {threshold:g}"
+        line = f"{figure.label} = {figure.point:.4f} ({figure.scope})" if figure.point is not None else ""
+        if figure.point is None:
+            failures.append(f"{figure.label} ({figure.scope}) was not measured: {gate} cannot be met")
+        elif figure.point < threshold:
+            failures.append(f"{line} is below {gate} by {threshold - figure.point:.4f}")
+        else:
+            passed.append(f"{line} ≥ {gate}")
+    for lower_gate in args.fail_if_lower_bound:
+        figure = _gate_figure(aggregated, lower_gate.metric, level)
+        flag = f"--fail-if-lower-bound {lower_gate}"
+        line = (
+            f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method})"
+            if figure.bound is not None
+            else ""
+        )
+        if figure.bound is None:
+            failures.append(
+                f"the lower bound of {figure.label} ({figure.scope}) was not measured: {flag} cannot be met"
+            )
+        elif figure.bound < lower_gate.threshold:
+            failures.append(
+                f"{line} is below {lower_gate.threshold:g} by {lower_gate.threshold - figure.bound:.4f} ({flag})"
+            )
+        else:
+            passed.append(f"{line} ≥ {lower_gate.threshold:g} ({flag})")
+    unscored = aggregated.unscored_conversations
+    if args.max_unscored is not None:
+        if unscored > args.max_unscored:
+            failures.append(
+                f"{unscored} conversation(s) unscored, more than --max-unscored {args.max_unscored} "
+                f"by {unscored - args.max_unscored}"
+            )
+        else:
+            passed.append(f"{unscored} conversation(s) unscored, at most --max-unscored {args.max_unscored}")
+    readiness = aggregated.readiness
+    if readiness is not None and readiness.status == "insufficient_evidence":
+        if args.allow_unscored:
+            passed.append(
+                f"readiness is insufficient_evidence ({unscored} conversation(s) unscored), allowed by --allow-unscored"
+            )
+        else:
+            failures.append(
+                f"not enough evidence: {unscored} of {readiness.total} conversation(s) unscored, more than "
+                "config.max_unscored_share allows (pass --allow-unscored to accept a result with unscored data)"
+            )
+    if not args.quiet:
+        for line in passed:
+            stderr.write(f"gate met: {line}\n")
+    return failures
