@@ -157,7 +157,7 @@ def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnin
             "judge_retries": telemetry.retries,
             "judge_rate_limited": telemetry.rate_limited,
             "judge_errors": telemetry.errors,
-            "judge_parse_failures": telemetry.parse_failures,  # replies that did not parse (billed; retried)
+            "judge_parse_failures": telemetry.parse_failures,  # replies that did not parse (billed; retried while attempts remain)
             "judge_model": usage.model,
             "judge_input_tokens": usage.input_tokens,
             "judge_output_tokens": usage.output_tokens,
