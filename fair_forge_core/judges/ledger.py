@@ -46,7 +46,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -393,8 +393,6 @@ def total_usage(parts: Sequence[JudgeUsage]) -> JudgeUsage:
         raise ValueError("no judge usage to add up")
     costs = [part.cost_usd for part in parts]
     sources = [part.price_source for part in parts if part.price_source]
-    settled = [part.cascade_settled_offline for part in parts if part.cascade_settled_offline is not None]
-    sent = [part.cascade_sent_to_llm for part in parts if part.cascade_sent_to_llm is not None]
     return JudgeUsage(
         model=parts[0].model,
         prompt_hash=parts[0].prompt_hash,
@@ -410,8 +408,8 @@ def total_usage(parts: Sequence[JudgeUsage]) -> JudgeUsage:
         cache_enabled=any(part.cache_enabled for part in parts),
         cache_hits=_summed(parts, "cache_hits"),
         cache_misses=_summed(parts, "cache_misses"),
-        cascade_settled_offline=sum(settled) if settled else None,
-        cascade_sent_to_llm=sum(sent) if sent else None,
+        cascade_settled_offline=_summed_if_any(part.cascade_settled_offline for part in parts),
+        cascade_sent_to_llm=_summed_if_any(part.cascade_sent_to_llm for part in parts),
         members=_members_added_up(parts),
     )
 
@@ -419,6 +417,12 @@ def total_usage(parts: Sequence[JudgeUsage]) -> JudgeUsage:
 def _summed(parts: Sequence[JudgeUsage], count: str) -> int:
     """The count named `count` (an int field of `JudgeUsage`) summed over `parts`."""
     return sum(int(getattr(part, count)) for part in parts)
+
+
+def _summed_if_any(counts: Iterable[int | None]) -> int | None:
+    """The sum of the counts that are not None; None when every one is."""
+    present = [count for count in counts if count is not None]
+    return sum(present) if present else None
 
 
 def _members_added_up(parts: Sequence[JudgeUsage]) -> list[JudgeUsage] | None:
