@@ -56,7 +56,7 @@ def compare(
     Rules (α = 1 − confidence):
 
     - Metrics: pass@1, and at k > 1 also plug-in pass@k, pass^k and unbiased pass@k, pass^k
-      (see the module docstring), each averaged per side over its tasks: the shared tasks,
+      (see the package docstring), each averaged per side over its tasks: the shared tasks,
       or for the unbiased ones those with ≥ k scored attempts on both sides (a note, and
       None values, when none has). `difference` is the mean of the per-task differences
       candidate − baseline.
