@@ -46,7 +46,8 @@ from fair_forge_core.cli.progress import _progress
 
 
 def format_usage(usage: Any) -> str:
-    """One line of `judge_usage`: model, calls, tokens, cost, cache, cascade."""
+    """One line of `judge_usage`: model, calls, tokens, cost, the cost cap and the judgements it
+    stopped (each count with its unit), cache, cascade."""
     parts = [
         f"{usage.model}, {usage.calls} call(s)",
         f"{usage.input_tokens} input tokens ({usage.cached_input_tokens} cached), {usage.output_tokens} output tokens",
@@ -54,6 +55,8 @@ def format_usage(usage: Any) -> str:
     if usage.calls_without_usage:
         parts.append(f"{usage.calls_without_usage} call(s) without usage reported")
     parts.append("cost unknown (no price)" if usage.cost_usd is None else f"cost ${usage.cost_usd:.6f}")
+    if usage.max_cost_usd is not None:
+        parts.append(f"cost cap ${usage.max_cost_usd:g}: {usage.turns_stopped_by_cap} judgement(s) not started")
     if usage.cache_enabled:
         parts.append(f"cache {usage.cache_hits} hit(s), {usage.cache_misses} miss(es)")
     if usage.cascade_settled_offline is not None:

@@ -1,7 +1,8 @@
 """The judge's price table: USD per million tokens by model name (`FAIR_FORGE_JUDGE_PRICES`).
 
 Light (pydantic only), so that the settings can check the table at a cold start without
-importing LangChain. What the prices are used for is `fair_forge_core.judges.usage`.
+importing LangChain. What the prices are used for is `fair_forge_core.judges.usage`; which
+price a judge model has is `price_of`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 PRICES_VARIABLE = "FAIR_FORGE_JUDGE_PRICES"
+
+OFFLINE_MODEL_NAME = "fair-forge-reference"
+OFFLINE_PRICE_SOURCE = "built-in: the offline judge costs nothing"
 
 
 class ModelPrice(BaseModel):
@@ -67,3 +71,14 @@ def read_price_table(value: str) -> PriceTable:
                 '(expected {"input": USD, "output": USD, "cached_input": USD} per million tokens)'
             ) from None
     return PriceTable(source=source, models=models)
+
+
+def price_of(name: str, prices: PriceTable | None) -> tuple[ModelPrice | None, str | None]:
+    """The price of the judge model `name` and where it came from: the table's entry for the
+    name (source: the table's); else, for the offline judge (`OFFLINE_MODEL_NAME`), a built-in
+    zero (`OFFLINE_PRICE_SOURCE`), which a table entry of that name overrides; else (None, None)."""
+    if prices is not None and name in prices.models:
+        return prices.models[name], prices.source
+    if name == OFFLINE_MODEL_NAME:
+        return ModelPrice(input=0.0, output=0.0), OFFLINE_PRICE_SOURCE
+    return None, None

@@ -136,6 +136,7 @@ def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnin
         metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
         metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
         metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
+        metrics.add_metric(name="JudgeParseFailures", unit=MetricUnit.Count, value=telemetry.parse_failures)
         usage = ledger.summary()
         metrics.add_metric(name="JudgeInputTokens", unit=MetricUnit.Count, value=usage.input_tokens)
         metrics.add_metric(name="JudgeOutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
@@ -156,6 +157,7 @@ def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnin
             "judge_retries": telemetry.retries,
             "judge_rate_limited": telemetry.rate_limited,
             "judge_errors": telemetry.errors,
+            "judge_parse_failures": telemetry.parse_failures,  # replies that did not parse (billed; retried while attempts remain)
             "judge_model": usage.model,
             "judge_input_tokens": usage.input_tokens,
             "judge_output_tokens": usage.output_tokens,
@@ -164,6 +166,7 @@ def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnin
             "judge_cost_usd": usage.cost_usd,
             "judge_cache_hits": usage.cache_hits,
             "judge_cache_misses": usage.cache_misses,
+            "judge_cache_errors": ledger.total_cache_errors,  # failed reads and writes of the store: not in the response
             "cascade_settled_offline": usage.cascade_settled_offline,
             "cascade_sent_to_llm": usage.cascade_sent_to_llm,
             **_consensus_fields(aggregated.judge_consensus),

@@ -86,6 +86,8 @@ def test_the_cap_holds_and_a_capped_run_is_not_enough_evidence(
     # What the cap left unscored is more than 10 % of the conversations: not enough evidence, exit 1.
     assert code == 1 and result["aggregated_metrics"]["readiness"]["status"] == "insufficient_evidence"
     assert "(the cost cap was reached) — not enough evidence" in stderr and "FAILED: not enough evidence" in stderr
+    assert f"cost cap $0.001: {stopped} judgement(s) not started" in stderr
+    assert f"{stopped} conversation(s) unscored and left out of n and c: {stopped} turn(s): the cost cap" in stderr
     code, _, _ = evaluate(request, "--max-cost-usd", "0.001", "--allow-unscored")
     assert code == 0
     assert KEY not in stderr

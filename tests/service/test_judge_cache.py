@@ -11,7 +11,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from fair_forge_core.evaluate import evaluate_sync
-from fair_forge_core.judges import usage as usage_module
+from fair_forge_core.judges import identity as identity_module
 from fair_forge_core.judges.cache import DirectoryCache, decode_entry
 from fair_forge_core.judges.llm import RetryPolicy
 from fair_forge_core.judges.prices import read_price_table
@@ -98,7 +98,7 @@ def test_a_change_of_the_rubric_version_misses(
     server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = run(openai_model(server), tmp_path)
-    monkeypatch.setattr(usage_module, "RUBRIC_VERSION", "next")
+    monkeypatch.setattr(identity_module, "RUBRIC_VERSION", "next")
     second = run(openai_model(server), tmp_path)
     assert server.call_count == 6
     assert second.aggregated_metrics.judge_usage.prompt_hash != first.aggregated_metrics.judge_usage.prompt_hash

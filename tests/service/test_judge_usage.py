@@ -16,7 +16,7 @@ from langchain_openai import ChatOpenAI
 from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
-from fair_forge_core.judges import usage as usage_module
+from fair_forge_core.judges import identity as identity_module
 from fair_forge_core.judges.llm import JudgeTelemetry, RetryPolicy
 from fair_forge_core.judges.prices import PriceTable, read_price_table
 from fair_forge_core.judges.usage import JudgeLedger, MissingPrice, prompt_hash
@@ -168,7 +168,7 @@ def test_model_and_prompt_hash_are_pinned(server: FakeLLMServer, monkeypatch: py
     ).aggregated_metrics.judge_usage
     assert usage.model == "judge"
     assert len(usage.prompt_hash) == 64 and usage.prompt_hash == prompt_hash()
-    monkeypatch.setattr(usage_module, "RUBRIC_VERSION", "test-next")
+    monkeypatch.setattr(identity_module, "RUBRIC_VERSION", "test-next")
     assert prompt_hash() != usage.prompt_hash
 
 

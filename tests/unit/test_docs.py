@@ -194,7 +194,6 @@ def test_every_docs_page_has_one_h1_and_is_linked_from_the_index() -> None:
     assert {page.name for page in pages if page.name != "index.md"} <= linked
 
 
-@pytest.mark.xfail(reason="citations replaced by the lead after merging", strict=True)
 def test_code_cites_docs_pages_not_the_missing_contract_file() -> None:
     mentions = [
         f"{path.relative_to(ROOT)}:{number}"
