@@ -14,6 +14,7 @@ from typing import Any
 
 from fair_forge_core import connectors as core
 from fair_forge_core.connectors import ConnectorError, ConnectorNotAllowed, Judge
+from fair_forge_core.plan import JudgeSource, PlanError, build_judges
 from fair_forge_core.schemas import ConnectorSpec
 from handler.observability import logger, secrets_masked
 from handler.settings import Settings
@@ -24,8 +25,7 @@ __all__ = [
     "ServerKeyUnavailable",
     "allowed_connectors",
     "build_judge",
-    "check_judges",
-    "judge_for_request",
+    "judge_source",
     "judges_for_request",
     "server_api_key",
 ]
@@ -92,55 +92,63 @@ def server_api_key(settings: Settings) -> str | None:
     return None
 
 
+def judge_source(settings: Settings) -> JudgeSource:
+    """The service's `fair_forge_core.plan.JudgeSource`: the operator's settings, the server's key
+    (`server_api_key`), and the message for a request that needs a key of its own."""
+    return JudgeSource(
+        extra_connectors=settings.extra_connectors,
+        policy=settings.endpoint_policy(),
+        server_key=lambda: server_api_key(settings),
+        no_key_message=NO_KEY_MESSAGE,
+    )
+
+
 def build_judge(class_path: str, params: dict[str, Any], settings: Settings) -> Judge:
-    """The judge's chat model for a request (rules: `fair_forge_core.connectors`)."""
+    """The judge's chat model for one stored connector (a job's worker; rules:
+    `fair_forge_core.connectors`)."""
+    source = judge_source(settings)
     try:
         return core.build_chat_model(
             class_path,
             params,
-            extra_connectors=settings.extra_connectors,
-            server_key=lambda: server_api_key(settings),
-            no_key_message=NO_KEY_MESSAGE,
-            policy=settings.endpoint_policy(),
+            extra_connectors=source.extra_connectors,
+            server_key=source.server_key,
+            no_key_message=source.no_key_message,
+            policy=source.policy,
         )
     except ConnectorNotAllowed as exc:
         raise ConnectorNotAllowed(f"{exc}; {_SEE_HEALTH}") from None
 
 
-def judge_for_request(connector: ConnectorSpec, settings: Settings, *, where: str = "connector") -> Judge:
-    """`build_judge` for an HTTP request: a refusal is logged and becomes the source's 400
-    "Failed to create LLM connector: …" (`POST /run`, `POST /jobs`, `POST /calibrate`).
-    `where` is the connector's place in the body (`connector[1]` in an ensemble), which
-    the message and the field then name."""
-    try:
-        with secrets_masked(param_secrets(connector.params)):
-            return build_judge(connector.class_path, connector.params, settings)
-    except ConnectorError as exc:
-        logger.warning("connector refused", extra={"class_path": connector.class_path[:200], "connector": where})
-        placed = exc.placed(where)
-        details = [{"field": placed.field, "message": str(placed)}] if placed.field else []
-        raise RequestError(400, f"{core.REFUSAL_PREFIX}{placed}", details) from None
+def judges_for_request(connector: ConnectorSpec | list[ConnectorSpec], config: Any, settings: Settings) -> list[Judge]:
+    """The judges of a request's `connector` (`fair_forge_core.plan.build_judges`: one, or each of
+    a list, an ensemble, then its check), for an HTTP request (`POST /run`, `POST /jobs`,
+    `POST /calibrate`). A refused connector is logged and becomes the source's 400 "Failed to
+    create LLM connector: …" naming `connector[i]` in an ensemble (a class path not allowed
+    points at `GET /health`); an ensemble `check_panel` refuses is a 400 naming its field."""
+    specs = connector if isinstance(connector, list) else [connector]
+    with secrets_masked(frozenset().union(*(param_secrets(spec.params) for spec in specs))):
+        try:
+            return build_judges(connector, config, judge_source(settings))
+        except PlanError as exc:
+            raise _refusal(exc, specs) from None
 
 
-def judges_for_request(connector: ConnectorSpec | list[ConnectorSpec], settings: Settings) -> list[Judge]:
-    """`judge_for_request` for a request's `connector`: one, or each of a list (an ensemble),
-    whose refusals name `connector[i]`; the first refusal is the 400."""
-    if not isinstance(connector, list):
-        return [judge_for_request(connector, settings)]
-    return [judge_for_request(spec, settings, where=f"connector[{i}]") for i, spec in enumerate(connector)]
-
-
-def check_judges(models: list[Any], config: Any) -> None:
-    """A 400 naming the field for an ensemble `fair_forge_core.judges.panel.check_panel` refuses
-    (two connectors that are one judge; the offline judge in one under the cascade)."""
-    from fair_forge_core.judges.panel import PanelError, check_panel
-
-    try:
-        check_panel(models, config)
-    except PanelError as exc:
-        raise RequestError(
-            400, f"Invalid request: {exc.field}: {exc}", [{"field": exc.field, "message": str(exc)}]
-        ) from None
+def _refusal(exc: PlanError, specs: list[ConnectorSpec]) -> RequestError:
+    """The 400 of a `PlanError` of the judges, worded as the service always has."""
+    if exc.kind == "panel":
+        return RequestError(
+            400, f"Invalid request: {exc.field}: {exc}", [{"field": str(exc.field), "message": str(exc)}]
+        )
+    cause = exc.cause
+    if isinstance(cause, ConnectorNotAllowed):
+        cause = ConnectorNotAllowed(f"{cause}; {_SEE_HEALTH}")
+    index = int(exc.where.removeprefix("connector[").removesuffix("]")) if exc.where != "connector" else 0
+    logger.warning("connector refused", extra={"class_path": specs[index].class_path[:200], "connector": exc.where})
+    placed = cause.placed(exc.where) if isinstance(cause, ConnectorError) else cause
+    field = getattr(placed, "field", None)
+    details = [{"field": field, "message": str(placed)}] if field else []
+    return RequestError(400, f"{core.REFUSAL_PREFIX}{placed}", details)
 
 
 def check_server_key_calls(judges: list[Judge], config: Any, settings: Settings, turns: int | None = None) -> None:

@@ -92,22 +92,24 @@ def ledger_for_request(
     `RequestError` 400 when `config.max_cost_usd` is set and a model has no price, or no bound on its
     reply while output costs money (`CapNotEnforceable`).
     """
-    from fair_forge_core.judges.cache import cache_use
-    from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
+    from fair_forge_core.plan import PlanError, plan_ledger
 
     warnings: list[str] = []
     cache: JudgeCache | None = None
-    scope: str | None = None
     if config.judge_cache:
-        scope, refused = cache_use(connectors, api_key_id=api_key_id)
-        if not settings.judge_cache:
-            warnings.append(NO_CACHE_WARNING)
-        elif refused is not None:
-            warnings.append(refused)
-        else:
+        if settings.judge_cache:
             cache = open_cache(settings.judge_cache)
+        else:
+            warnings.append(NO_CACHE_WARNING)
     try:
-        ledger = JudgeLedger.for_models(models, config, prices=settings.price_table(), cache=cache, cache_scope=scope)
-    except CapNotEnforceable as exc:
+        ledger, refused = plan_ledger(
+            connectors,
+            config,
+            models,
+            prices=settings.price_table(),
+            cache=cache,
+            api_key_id=api_key_id,
+        )
+    except PlanError as exc:
         raise RequestError(400, str(exc)) from None
-    return ledger, warnings
+    return ledger, warnings + refused

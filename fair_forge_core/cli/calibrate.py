@@ -14,7 +14,7 @@ from fair_forge_core.cli.common import (
     EXIT_EVALUATION_FAILED,
     EXIT_OK,
     CliError,
-    _build_judge,
+    _build_judges,
     _check_writable,
     _name,
     _read_json,
@@ -98,7 +98,7 @@ def cmd_calibrate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stder
     write the `CalibrationReport` JSON to `--out`; exit 3 when the judge could not run."""
     _check_writable(args.out, "--out")
     request, connector_path = _calibration_request(args, stdin)
-    judge = _build_judge(request.connector, connector_path)
+    (judge,) = _build_judges(request.connector, request.config.evaluation_config(), connector_path)
 
     from fair_forge_core.calibration import NoPairScored, calibrate_sync, format_report
     from fair_forge_core.judges.llm import JudgeProviderRefused

@@ -130,50 +130,48 @@ def _redacted(message: str, secrets: Sequence[str]) -> str:
     return redact(message, secrets)
 
 
-def _build_judge(spec: Any, path: Path, where: str = "connector") -> Any:
-    """The judge model of a validated connector (`where` in the request file: `connector`, or
-    `connector[i]` in an ensemble), under the service's allowlist and key rules and the
-    operator's environment as the service reads it (`JudgeEnvironment`)."""
+def _judge_source() -> Any:
+    """The CLI's `plan.JudgeSource`: the operator's environment as the service reads it
+    (`JudgeEnvironment`), the server's key from `LLM_API_KEY`, and loopback endpoints allowed
+    (a model server on this machine is a normal judge for a local run)."""
     from fair_forge_core import connectors
     from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
+    from fair_forge_core.plan import JudgeSource
 
     try:
         environment = JudgeEnvironment.read()
     except SettingsError as exc:
         raise CliError(str(exc)) from None
-    params = spec.params
-    secrets = [*connectors.secret_values(params), environment.server_api_key_env or ""]
+    return JudgeSource(
+        extra_connectors=environment.extra_connectors,
+        policy=environment.endpoint_policy(also_allowed=connectors.LOOPBACK_NETWORKS),
+        server_key=lambda: environment.server_api_key_env,
+    )
+
+
+def _build_judges(connector: Any, config: Any, path: Path) -> list[Any]:
+    """The judges of a request's `connector` (`plan.build_judges`: the service's allowlist and key
+    rules, then the ensemble's check under `config`); exit 2 naming the file and the field
+    (`connector`, or `connector[i]` in an ensemble), with the allowed class paths for one that
+    is not allowed."""
+    from fair_forge_core import connectors
+    from fair_forge_core.connectors.environment import JudgeEnvironment
+    from fair_forge_core.plan import PlanError, build_judges
+
+    source = _judge_source()
     try:
-        return connectors.build_chat_model(
-            spec.class_path,
-            params,
-            extra_connectors=environment.extra_connectors,
-            server_key=lambda: environment.server_api_key_env,
-            # A model server on this machine is a normal judge for a local run.
-            policy=environment.endpoint_policy(also_allowed=connectors.LOOPBACK_NETWORKS),
-        )
-    except connectors.ConnectorNotAllowed as exc:
-        allowed = ", ".join(sorted(set(connectors.allowed_connectors(environment.extra_connectors).values())))
-        raise CliError(
-            f"{_name(path)}: {where}.class_path: {_redacted(str(exc), secrets)}; allowed: {allowed}"
-        ) from None
-    except connectors.ConnectorError as exc:
-        raise CliError(f"{_name(path)}: {where}: {connectors.REFUSAL_PREFIX}{_redacted(str(exc), secrets)}") from None
-
-
-def _build_judges(request: RunRequest, path: Path) -> list[Any]:
-    """`_build_judge` for each connector of a request, in order (a list's: `connector[i]`);
-    exit 2 for an ensemble `judges.panel.check_panel` refuses, naming its field."""
-    from fair_forge_core.judges.panel import PanelError, check_panel
-
-    if not isinstance(request.connector, list):
-        return [_build_judge(request.connector, path)]
-    judges = [_build_judge(spec, path, f"connector[{i}]") for i, spec in enumerate(request.connector)]
-    try:
-        check_panel([judge.model for judge in judges], request.config)
-    except PanelError as exc:
-        raise CliError(f"{_name(path)}: {exc.field}: {exc}") from None
-    return judges
+        return build_judges(connector, config, source)
+    except PlanError as exc:
+        specs = connector if isinstance(connector, list) else [connector]
+        secrets = [value for spec in specs for value in connectors.secret_values(spec.params)]
+        secrets.append(JudgeEnvironment.read().server_api_key_env or "")
+        message = _redacted(str(exc.cause), secrets)
+        if exc.kind == "connector_not_allowed":
+            allowed = ", ".join(sorted(set(connectors.allowed_connectors(source.extra_connectors).values())))
+            raise CliError(f"{_name(path)}: {exc.where}.class_path: {message}; allowed: {allowed}") from None
+        if exc.kind == "connector":
+            raise CliError(f"{_name(path)}: {exc.where}: {connectors.REFUSAL_PREFIX}{message}") from None
+        raise CliError(f"{_name(path)}: {exc.field}: {message}") from None
 
 
 def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:
@@ -224,23 +222,21 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
 def _ledger(
     request: RunRequest, models: list[Any], max_cost_usd: float | None, judge_cache: Path | None
 ) -> tuple[Any, list[str]]:
-    """The judge's `JudgeLedger` and the warnings to add: prices from `FAIR_FORGE_JUDGE_PRICES`,
-    the cap of `--max-cost-usd` (else `config.max_cost_usd`), the cache of `--judge-cache` (else,
-    when the request opts in, of `FAIR_FORGE_JUDGE_CACHE`), scoped to the caller's provider key
-    (`judges.cache.cache_use`, as the service does without an API key) and left out, with a
-    warning, for a connector whose parameters could change what the judge receives unseen by
-    the key. `CliError` (exit 2) for a cap without a price or an output bound, naming the flag or
-    the field, and for an unusable cache location."""
+    """The judge's `JudgeLedger` and the warnings to add (`plan.plan_ledger`): prices from
+    `FAIR_FORGE_JUDGE_PRICES`, the cap of `--max-cost-usd` (else `config.max_cost_usd`), the cache
+    of `--judge-cache` (else, when the request opts in, of `FAIR_FORGE_JUDGE_CACHE`), scoped to the
+    caller's provider key, as the service does without an API key. `CliError` (exit 2) for a cap
+    without a price or an output bound, naming the flag or the field, and for an unusable cache
+    location."""
     from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
-    from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, cache_use, open_local_cache
-    from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
+    from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, open_local_cache
+    from fair_forge_core.plan import PlanError, plan_ledger
 
     try:
         environment = JudgeEnvironment.read()
     except SettingsError as exc:
         raise CliError(str(exc)) from None
     cache: JudgeCache | None = None
-    warnings: list[str] = []
     if judge_cache is not None:
         if judge_cache.exists() and not judge_cache.is_dir():
             raise CliError(f"--judge-cache {judge_cache}: is not a directory")
@@ -250,22 +246,24 @@ def _ledger(
             cache = open_local_cache(environment.judge_cache)
         except ValueError as exc:
             raise CliError(f"FAIR_FORGE_JUDGE_CACHE: {exc}") from None
-    scope, refused = cache_use(request.connectors)
-    if cache is not None and refused is not None:
-        cache = None
-        warnings.append(refused.replace("config.judge_cache", "the judge cache", 1))
     try:
-        ledger = JudgeLedger.for_models(
-            models,
+        ledger, warnings = plan_ledger(
+            request.connectors,
             request.config,
+            models,
             prices=environment.price_table(),
             cache=cache,
             max_cost_usd=max_cost_usd,
             cap_label="--max-cost-usd",
-            cache_scope=scope,
+            cache_refused=lambda warning: warning.replace("config.judge_cache", "the judge cache", 1),
         )
-    except CapNotEnforceable as exc:
+    except PlanError as exc:
         raise CliError(str(exc)) from None
+    if request.config.judge_cache and cache is None:
+        warnings.append(
+            "config.judge_cache is true but no judge cache is configured "
+            "(--judge-cache or FAIR_FORGE_JUDGE_CACHE): every turn was judged"
+        )
     return ledger, warnings
 
 
@@ -278,31 +276,23 @@ def _run_evaluation(
     max_cost_usd: float | None = None,
     judge_cache: Path | None = None,
 ) -> EvaluationResult:
-    """Evaluate a validated request as `evaluate` does; exit 3 when it cannot run."""
-    judges = _build_judges(request, path)
-    models = [judge.model for judge in judges]
-    secrets = sorted(set().union(*(judge.secrets for judge in judges)))
-    ledger, ledger_warnings = _ledger(request, models, max_cost_usd, judge_cache)
-
-    from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
+    """Evaluate a validated request as `evaluate` does (`plan.execute`); exit 3 when it cannot run."""
+    from fair_forge_core.evaluate import NoConversationScored, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused
+    from fair_forge_core.plan import RunPlan, execute
 
+    judges = _build_judges(request.connector, request.config, path)
+    ledger, ledger_warnings = _ledger(request, [judge.model for judge in judges], max_cost_usd, judge_cache)
+    plan = RunPlan(request, judges, ledger, import_warnings, ledger_warnings)
     try:
-        result = evaluate_sync(request.datasets, models, request.config, on_progress=progress, ledger=ledger)
+        result = run_sync(execute(plan, on_progress=progress))
     except (JudgeProviderRefused, NoConversationScored) as exc:
         raise CliError(
-            f"evaluation failed: {_name(path)}: {_redacted(str(exc), secrets)}", EXIT_EVALUATION_FAILED
+            f"evaluation failed: {_name(path)}: {_redacted(str(exc), sorted(plan.secrets))}", EXIT_EVALUATION_FAILED
         ) from None
     finally:
         if progress is not None:
             progress.finish()
-    result.warnings[:0] = import_warnings  # what importing the traces decided comes first, as POST /run does
-    result.warnings.extend(ledger_warnings)
-    if request.config.judge_cache and ledger.cache is None:
-        result.warnings.append(
-            "config.judge_cache is true but no judge cache is configured "
-            "(--judge-cache or FAIR_FORGE_JUDGE_CACHE): every turn was judged"
-        )
     return result
 
 

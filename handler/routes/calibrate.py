@@ -25,7 +25,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
 
 from fair_forge_core.schemas import CalibrationReport, CalibrationRequest
-from handler.connectors import judge_for_request
+from handler.connectors import judges_for_request
 from handler.invocation import deadline
 from handler.observability import logger, metrics, secrets_masked
 from handler.responses import error_response, payload_size, request_id
@@ -73,7 +73,7 @@ def calibrate() -> Response:
     event = router.current_event
     body = decode_body(event.body, bool(event.is_base64_encoded), settings)
     request = parse_calibration_request(body, settings)
-    judge = judge_for_request(request.connector, settings)
+    (judge,) = judges_for_request(request.connector, request.config.evaluation_config(), settings)
     with secrets_masked(judge.secrets):
         return _calibrate(request, judge.model, settings)
 

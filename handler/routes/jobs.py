@@ -26,7 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from fair_forge_core.redact import redact
 from handler import job_store as store
-from handler.connectors import check_judges, check_server_key_calls, judges_for_request
+from handler.connectors import check_server_key_calls, judges_for_request
 from handler.invocation import api_key_id
 from handler.judge_cache import ledger_for_request
 from handler.observability import current_secrets, metrics, secrets_masked
@@ -100,12 +100,11 @@ def submit_job() -> Response:
         field = "config.max_cost_usd"
         raise RequestError(400, f"{field} {message}", [{"field": field, "message": message}])
     # The connector is checked now, as /run does, not found wrong by every worker later.
-    judges = judges_for_request(request.connector, settings)
+    judges = judges_for_request(request.connector, request.config, settings)
     turns = sum(len(d.conversation) for d in request.datasets)
     check_server_key_calls(judges, request.config, settings, turns)
     with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
         models = [judge.model for judge in judges]
-        check_judges(models, request.config)
         # 400 for a cap without a price or an output bound; the cache's scope (the caller's API key)
         # and whether the connectors may share it are decided now and stored for the workers.
         ledger, warnings = ledger_for_request(

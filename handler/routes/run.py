@@ -20,7 +20,7 @@ from fair_forge_core.connectors import connector_loadable
 from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
-from handler.connectors import allowed_connectors, check_judges, check_server_key_calls, judges_for_request
+from handler.connectors import allowed_connectors, check_server_key_calls, judges_for_request
 from handler.invocation import api_key_id, deadline
 from handler.observability import log_level, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
@@ -84,23 +84,27 @@ def run() -> Response:
     request = parse_run_request(body, settings)
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):
-        judges = judges_for_request(request.connector, settings)
+        judges = judges_for_request(request.connector, request.config, settings)
         check_server_key_calls(judges, request.config, settings)
         with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
-            models = [judge.model for judge in judges]
-            check_judges(models, request.config)
-            return _evaluate(request, models, settings, import_warnings)
+            return _evaluate(request, judges, settings, import_warnings)
 
 
-def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnings: list[str]) -> Response:
-    from fair_forge_core.evaluate import NoConversationScored, evaluate, run_sync
+def _evaluate(request: Any, judges: list[Any], settings: Settings, import_warnings: list[str]) -> Response:
+    from fair_forge_core.evaluate import NoConversationScored, run_sync
     from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+    from fair_forge_core.plan import RunPlan, execute
     from handler.judge_cache import ledger_for_request
 
     # 400: a cap without a price or an output bound. The cache is scoped to the API key that made the request.
     ledger, ledger_warnings = ledger_for_request(
-        request.config, models, settings, request.connectors, api_key_id(router.current_event)
+        request.config,
+        [judge.model for judge in judges],
+        settings,
+        request.connectors,
+        api_key_id(router.current_event),
     )
+    plan = RunPlan(request, judges, ledger, import_warnings, ledger_warnings)
     turns = sum(len(d.conversation) for d in request.datasets)
     logger.info(
         "evaluation started",
@@ -115,18 +119,13 @@ def _evaluate(request: Any, models: list[Any], settings: Settings, import_warnin
     started = time.perf_counter()
     try:
         result = run_sync(  # not asyncio.run: one loop per process keeps the providers' HTTP pools usable
-            evaluate(
-                request.datasets,
-                models,
-                request.config,
+            execute(
+                plan,
                 deadline=deadline(settings, router.lambda_context),
                 retry=settings.retry_policy(),
                 telemetry=telemetry,
-                ledger=ledger,
             )
         )
-        result.warnings[:0] = import_warnings  # what importing the traces decided comes first
-        result.warnings.extend(ledger_warnings)
     except (JudgeProviderRefused, NoConversationScored) as exc:
         logger.error("evaluation failed", extra={"reason": str(exc)})
         return error_response(502, f"Agentic evaluation failed: {exc}", request_id(router))

@@ -1,0 +1,190 @@
+"""One run planner for every face: what `POST /run`, `POST /jobs`, `POST /calibrate` and
+`fair-forge` each did apart — build the judges of a validated request, check an ensemble,
+set up the ledger (prices, the cost cap, the judge cache and its scope), run the evaluation
+and order its warnings — done once here. A face reads its input its own way (HTTP with its
+limits, files), hands this module a `RunRequest`, and only maps a `PlanError` to its answer
+(a 400, exit 2) and an evaluation failure (`JudgeProviderRefused`, `NoConversationScored`) to
+its (a 502, exit 3).
+
+- `build_judges(connector, config, source)`: each connector (`connector`, or `connector[i]` of an
+  ensemble) built under the allowlist and key rules (`connectors.build_chat_model`), then
+  `judges.panel.check_panel` for an ensemble.
+- `plan_ledger(connectors, config, models, …)`: the `JudgeLedger` and the warnings the result gets
+  about it: the cache is used only when the request may share it (`judges.cache.cache_use`,
+  scoped to the caller), a cap needs a price and an output bound.
+- `execute(plan, …)`: `evaluate` with the plan's judges and ledger; the warnings of importing
+  traces come first in the result's, the ledger's last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from fair_forge_core.schemas import ConnectorSpec, EvaluationConfig, EvaluationResult, RunRequest
+
+if TYPE_CHECKING:
+    from fair_forge_core.connectors import EndpointPolicy, Judge
+    from fair_forge_core.evaluate import ProgressCallback
+    from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy
+    from fair_forge_core.judges.cache import JudgeCache
+    from fair_forge_core.judges.prices import PriceTable
+    from fair_forge_core.judges.usage import JudgeLedger
+
+PlanErrorKind = Literal["connector_not_allowed", "connector", "panel", "cap"]
+
+
+class PlanError(Exception):
+    """A request no run can be planned for. `kind` says which rule refused it, `field` names the
+    request field (`connector[1]`, `config.judge_cascade`; None for the cap's errors, whose
+    message names the cap), `where` is the connector's place for connector errors, and `cause`
+    the exception of the rule, whose message a face shows as it always has."""
+
+    def __init__(self, kind: PlanErrorKind, cause: Exception, *, field: str | None = None, where: str = "") -> None:
+        super().__init__(str(cause))
+        self.kind, self.cause, self.field, self.where = kind, cause, field, where
+
+
+@dataclass(frozen=True)
+class JudgeSource:
+    """How a face's environment builds judges: the operator's extra connectors, the endpoint
+    policy, where the server's key comes from, and what to say when a key is needed and there
+    is none (None: the provider SDK may find one itself, as on a user's machine)."""
+
+    extra_connectors: Sequence[str]
+    policy: EndpointPolicy
+    server_key: Callable[[], str | None] | None = None
+    no_key_message: str | None = None
+
+
+@dataclass
+class RunPlan:
+    """A validated request, ready to run: its judges (with the secrets to mask), its ledger, and
+    the warnings the result carries first (importing traces) and last (the ledger's)."""
+
+    request: RunRequest
+    judges: list[Judge]
+    ledger: JudgeLedger
+    import_warnings: list[str] = field(default_factory=list)
+    ledger_warnings: list[str] = field(default_factory=list)
+
+    @property
+    def models(self) -> list[Any]:
+        return [judge.model for judge in self.judges]
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        return frozenset().union(*(judge.secrets for judge in self.judges))
+
+
+def connector_place(connector: ConnectorSpec | list[ConnectorSpec], index: int) -> str:
+    """How messages name connector `index` of a request's `connector`: `connector`, or
+    `connector[i]` when it is a list (an ensemble)."""
+    return f"connector[{index}]" if isinstance(connector, list) else "connector"
+
+
+def build_judges(
+    connector: ConnectorSpec | list[ConnectorSpec], config: EvaluationConfig, source: JudgeSource
+) -> list[Judge]:
+    """The judges of a request's `connector` (one, or an ensemble's in order), then the ensemble's
+    check under `config`. `PlanError` for a class path not allowed, a connector the rules
+    refuse, or an ensemble `check_panel` refuses."""
+    from fair_forge_core import connectors
+    from fair_forge_core.judges.panel import PanelError, check_panel
+
+    judges = []
+    for index, spec in enumerate(connector if isinstance(connector, list) else [connector]):
+        where = connector_place(connector, index)
+        try:
+            judges.append(
+                connectors.build_chat_model(
+                    spec.class_path,
+                    spec.params,
+                    extra_connectors=source.extra_connectors,
+                    server_key=source.server_key,
+                    no_key_message=source.no_key_message,
+                    policy=source.policy,
+                )
+            )
+        except connectors.ConnectorNotAllowed as exc:
+            raise PlanError("connector_not_allowed", exc, field=f"{where}.class_path", where=where) from None
+        except connectors.ConnectorError as exc:
+            raise PlanError("connector", exc, field=exc.field, where=where) from None
+    try:
+        check_panel([judge.model for judge in judges], config)
+    except PanelError as exc:
+        raise PlanError("panel", exc, field=exc.field) from None
+    return judges
+
+
+def plan_ledger(
+    connectors: Sequence[ConnectorSpec],
+    config: EvaluationConfig,
+    models: list[Any],
+    *,
+    prices: PriceTable | None,
+    cache: JudgeCache | None,
+    api_key_id: str | None = None,
+    max_cost_usd: float | None = None,
+    cap_label: str | None = None,
+    cache_refused: Callable[[str], str] = lambda warning: warning,
+) -> tuple[JudgeLedger, list[str]]:
+    """The ledger of a request judged by `models` (built from its `connectors`) under `config`, and
+    the warnings the result gets about it.
+
+    `cache` is the store the face opened for this request (None: none); it is used only when
+    the connectors may share it (`judges.cache.cache_use`), else left out with the warning
+    (passed through `cache_refused`, for a face that words it its own way), and scoped to the
+    caller (`api_key_id`; without one, the caller's own key). `max_cost_usd` (labelled
+    `cap_label`) overrides `config.max_cost_usd`. `PlanError` ("cap") for a cap without a price,
+    or without an output bound while output costs money."""
+    from fair_forge_core.judges.cache import cache_use
+    from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
+
+    warnings: list[str] = []
+    scope, refused = cache_use(connectors, api_key_id=api_key_id)
+    if cache is not None and refused is not None:
+        cache = None
+        warnings.append(cache_refused(refused))
+    try:
+        ledger = JudgeLedger.for_models(
+            models,
+            config,
+            prices=prices,
+            cache=cache,
+            max_cost_usd=max_cost_usd,
+            cap_label=cap_label,
+            cache_scope=scope,
+        )
+    except CapNotEnforceable as exc:
+        raise PlanError("cap", exc) from None
+    return ledger, warnings
+
+
+async def execute(
+    plan: RunPlan,
+    *,
+    deadline: float | None = None,
+    retry: RetryPolicy | None = None,
+    telemetry: JudgeTelemetry | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> EvaluationResult:
+    """Run the plan: `evaluate` with its judges and ledger; the warnings of importing traces come
+    first in the result's, the ledger's last. `JudgeProviderRefused` and `NoConversationScored`
+    propagate, for the face to map."""
+    from fair_forge_core.evaluate import evaluate
+
+    result = await evaluate(
+        plan.request.datasets,
+        plan.models,
+        plan.request.config,
+        deadline=deadline,
+        retry=retry,
+        telemetry=telemetry,
+        on_progress=on_progress,
+        ledger=plan.ledger,
+    )
+    result.warnings[:0] = plan.import_warnings
+    result.warnings.extend(plan.ledger_warnings)
+    return result
