@@ -12,7 +12,8 @@ the Lambda's cold start)::
 - `evaluate` / `evaluate_sync`: judge and score conversations (`Dataset`s), any LangChain chat
   model as the judge, or a list of them (an ensemble); `EvaluationConfig` holds every option.
 - `datasets_from_traces`: agent traces (five formats) and a references file to datasets.
-- `compare_outcomes`: is the candidate better than the baseline (`fair_forge_core.compare.compare`)?
+- `compare`: is the candidate better than the baseline? (`compare(baseline, candidate, k=3)`: the
+  package `fair_forge_core.compare`, callable as its `compare` function)
 - `render_html`: the self-contained HTML report of a result.
 - `ReferenceJudge`: the offline judge; `Judge`, `JudgeSpec`, `RunContext` and `register_judge`:
   the judge protocol and its registry (`fair_forge_core.judges.base`), to add a judge of your own.
@@ -36,7 +37,6 @@ _EXPORTS = {
     "Dataset": ("fair_forge_core.schemas", "Dataset"),
     "EvaluationResult": ("fair_forge_core.schemas", "EvaluationResult"),
     "datasets_from_traces": ("fair_forge_core.importers", "datasets_from_traces"),
-    "compare_outcomes": ("fair_forge_core.compare", "compare"),
     "render_html": ("fair_forge_core.report", "render_html"),
     "ReferenceJudge": ("fair_forge_core.judges.reference", "ReferenceJudge"),
     "Judge": ("fair_forge_core.judges.base", "Judge"),
@@ -51,10 +51,12 @@ _EXPORTS = {
     "FrequentistMode": ("fair_forge_core.compat", "FrequentistMode"),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "compare"])
 
 
 def __getattr__(name: str) -> Any:
+    if name == "compare":  # the subpackage, callable as its compare(): see fair_forge_core.compare
+        return importlib.import_module("fair_forge_core.compare")
     if name in _EXPORTS:
         module, attribute = _EXPORTS[name]
         return getattr(importlib.import_module(module), attribute)

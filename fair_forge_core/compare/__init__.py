@@ -34,6 +34,10 @@ are imported inside the functions that need them, so importing this package cost
 
 from __future__ import annotations
 
+import sys
+import types
+from typing import Any
+
 from fair_forge_core.compare.judging import judging_differences
 from fair_forge_core.compare.outcomes import (
     Outcome,
@@ -64,6 +68,7 @@ from fair_forge_core.compare.tests import (
     z_value,
 )
 from fair_forge_core.compare.verdict import Verdict, decide_verdict
+from fair_forge_core.schemas import Comparison
 
 __all__ = [
     "ALL_METRICS",
@@ -95,3 +100,16 @@ __all__ = [
     "tasks_needed",
     "z_value",
 ]
+
+
+class _CallablePackage(types.ModuleType):
+    """This package, callable as its `compare`: `from fair_forge_core import compare` gives the
+    package (Python sets a subpackage as its parent's attribute once imported, so a function of
+    the same name could not stay there), and `compare(baseline, candidate, k=3)` then runs the
+    comparison, while `compare.holm_adjust` and the other names stay reachable."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Comparison:
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -103,7 +103,11 @@ def test_the_public_api_evaluates_renders_and_compares() -> None:
     result = ff.evaluate_sync(datasets, ff.ReferenceJudge(), ff.EvaluationConfig(k=1))
     assert isinstance(result, ff.EvaluationResult) and result.aggregated_metrics.pass_at_k == 1.0
     assert "<html" in ff.render_html(result)
-    comparison = ff.compare_outcomes([("t", True)], [("t", False)], k=1)
+    comparison = ff.compare([("t", True)], [("t", False)], k=1)
     assert comparison.metrics[0].difference == -1.0
+    from fair_forge_core import compare  # the same callable, whether the subpackage was imported first or not
+
+    assert compare([("t", False)], [("t", True)], k=1).metrics[0].difference == 1.0
+    assert compare.holm_adjust([0.01, 0.04]) == [0.02, 0.04]
     assert set(ff.__all__) >= {"evaluate", "EvaluationConfig", "datasets_from_traces", "render_html", "Judge"}
     assert callable(ff.register_judge) and ff.JudgeSpec(kind="x", model="y").offline is False
