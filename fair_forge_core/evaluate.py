@@ -14,6 +14,7 @@ reason it is not.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from collections import Counter
@@ -85,28 +86,27 @@ async def evaluate_conversations(
     datasets: list[Dataset],
     chat_model: BaseChatModel | Sequence[BaseChatModel],
     config: EvaluationConfig,
-    *,
-    deadline: float | None = None,
-    retry: RetryPolicy | None = None,
-    telemetry: JudgeTelemetry | None = None,
-    on_progress: ProgressCallback | None = None,
-    ledger: JudgeLedger | None = None,
+    context: RunContext | None = None,
 ) -> list[ConversationMetrics]:
     """The per-conversation metrics of `datasets`: each distinct turn judged, tools scored.
 
     The first half of `evaluate`, also what one shard of an asynchronous job computes
     (`sharding`): a list where nothing could be scored is not an error here, and
     per-turn detail is always kept, since `build_result` needs it for its warnings and
-    drops it itself. `JudgeProviderRefused` propagates. `ledger` (`judges.usage`), when
-    given, counts the judge's tokens and cost, applies the cost cap and the judge cache
-    (for an ensemble, `JudgeLedger.for_models`: one member ledger per model).
+    drops it itself. `JudgeProviderRefused` propagates. `context` (`judges.base.RunContext`)
+    holds the deadline, the retry policy, the telemetry, the progress callback and the ledger
+    (`judges.usage`), which, when given, counts the judge's tokens and cost, applies the cost
+    cap and the judge cache (for an ensemble, `JudgeLedger.for_models`: one member ledger per
+    model).
     `chat_model` is one judge, or an ensemble's (a list): with several, or with
     `config.judge_samples` > 1, each turn is judged by a `judges.panel.JudgePanel`
     (`judges.panel.PanelError`, a ValueError, for a panel `check_panel` refuses).
     With `config.judge_cascade` (and a judge other than the offline one) the offline judge
-    settles the turns it is sure of first (`judges.cascade`); `ledger` then also gets the
+    settles the turns it is sure of first (`judges.cascade`); the ledger then also gets the
     cascade's counts, and counts only the connector's calls.
     """
+    context = context or RunContext()
+    ledger, telemetry = context.ledger, context.telemetry
     models = chat_models(chat_model)
     check_panel(models, config)
     member_ledgers: list[JudgeLedger | None] = [None] * len(models)
@@ -114,12 +114,10 @@ async def evaluate_conversations(
         member_ledgers = list(ledger.members or [ledger])
         if len(member_ledgers) != len(models):
             raise ValueError(f"a ledger of {len(member_ledgers)} judge(s) for {len(models)} judge model(s)")
-    telemetry = telemetry or JudgeTelemetry()
-    contexts = [
-        RunContext(retry=retry or RetryPolicy(), telemetry=telemetry, deadline=deadline, ledger=member_ledger)
-        for member_ledger in member_ledgers
+    judges = [
+        judge_for(model, config, dataclasses.replace(context, ledger=member_ledger))
+        for model, member_ledger in zip(models, member_ledgers, strict=True)
     ]
-    judges = [judge_for(model, config, context) for model, context in zip(models, contexts, strict=True)]
     llm: TurnJudge = SingleJudge(judges[0])
     if len(judges) > 1 or config.judge_samples > 1:
         members = [Member(judge=judge, model=judge.spec().model) for judge in judges]
@@ -137,9 +135,9 @@ async def evaluate_conversations(
     for dataset in datasets:
         for batch in dataset.conversation:
             tool_scorer.score_batch(batch)
-    cascade = _cascade(models, llm, config, retry, deadline)
+    cascade = _cascade(models, llm, config, context)
     started = time.perf_counter()
-    judged = await judge_all(distinct.values(), cascade or llm, on_progress)
+    judged = await judge_all(distinct.values(), cascade or llm, context.on_progress)
     if cascade is not None and ledger is not None:
         ledger.cascade_settled_offline = cascade.settled_offline
         ledger.cascade_sent_to_llm = cascade.sent_to_llm
@@ -153,22 +151,19 @@ async def evaluate_conversations(
 
 
 def _cascade(
-    models: list[BaseChatModel],
-    llm: TurnJudge,
-    config: EvaluationConfig,
-    retry: RetryPolicy | None,
-    deadline: float | None,
+    models: list[BaseChatModel], llm: TurnJudge, config: EvaluationConfig, context: RunContext
 ) -> CascadeJudge | None:
     """The `CascadeJudge` of `config.judge_cascade`: None when it is off, or when the only
-    judge model's judge is itself offline (the cascade would ask the same judge twice: a no-op)."""
+    judge model's judge is itself offline (the cascade would ask the same judge twice: a no-op).
+    The offline stage has telemetry and no ledger of its own: the ledger counts the connector's calls."""
     if not config.judge_cascade:
         return None
     from fair_forge_core.judges.reference import ReferenceJudge
 
     if len(models) == 1 and is_offline(models[0]):
         return None
-    context = RunContext(retry=retry or RetryPolicy(), telemetry=JudgeTelemetry(), deadline=deadline)
-    return CascadeJudge(offline=judge_for(ReferenceJudge(), config, context), llm=llm)
+    offline_context = RunContext(retry=context.retry, deadline=context.deadline)
+    return CascadeJudge(offline=judge_for(ReferenceJudge(), config, offline_context), llm=llm)
 
 
 async def evaluate(
@@ -181,8 +176,13 @@ async def evaluate(
     telemetry: JudgeTelemetry | None = None,
     on_progress: ProgressCallback | None = None,
     ledger: JudgeLedger | None = None,
+    context: RunContext | None = None,
 ) -> EvaluationResult:
     """Evaluate `datasets` with `chat_model` as judge (a list: an ensemble, `judges.panel`).
+
+    The run's settings come as one `context` (`judges.base.RunContext`: what the service and the
+    CLI pass, through `plan.execute`), or, for a library caller, as the keywords below, which
+    make one (ignored when `context` is given).
 
     `deadline` (a `time.monotonic()` instant) stops new judge calls; turns not judged
     by then are reported unscored. `telemetry`, if given, receives the judge's counters.
@@ -195,18 +195,18 @@ async def evaluate(
     The result's `provenance` records the judges, the settings and the datasets (`provenance`).
     """
     config = config or EvaluationConfig()
-    if ledger is None and config.max_cost_usd is not None:
-        ledger = JudgeLedger.for_models(chat_models(chat_model), config)
-    conversations = await evaluate_conversations(
-        datasets,
-        chat_model,
-        config,
-        deadline=deadline,
-        retry=retry,
-        telemetry=telemetry,
-        on_progress=on_progress,
-        ledger=ledger,
-    )
+    if context is None:
+        context = RunContext(
+            retry=retry or RetryPolicy(),
+            telemetry=telemetry or JudgeTelemetry(),
+            deadline=deadline,
+            ledger=ledger,
+            on_progress=on_progress,
+        )
+    if context.ledger is None and config.max_cost_usd is not None:
+        context = dataclasses.replace(context, ledger=JudgeLedger.for_models(chat_models(chat_model), config))
+    ledger = context.ledger
+    conversations = await evaluate_conversations(datasets, chat_model, config, context)
     result = build_result(conversations, config, input_warnings(datasets), ledger=ledger)
     result.provenance = provenance_of(chat_models(chat_model), config, datasets)
     return result

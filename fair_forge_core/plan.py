@@ -26,8 +26,7 @@ from fair_forge_core.schemas import ConnectorSpec, EvaluationConfig, EvaluationR
 
 if TYPE_CHECKING:
     from fair_forge_core.connectors import EndpointPolicy, Judge
-    from fair_forge_core.evaluate import ProgressCallback
-    from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy
+    from fair_forge_core.judges.base import RunContext
     from fair_forge_core.judges.cache import JudgeCache
     from fair_forge_core.judges.prices import PriceTable
     from fair_forge_core.judges.usage import JudgeLedger
@@ -162,29 +161,18 @@ def plan_ledger(
     return ledger, warnings
 
 
-async def execute(
-    plan: RunPlan,
-    *,
-    deadline: float | None = None,
-    retry: RetryPolicy | None = None,
-    telemetry: JudgeTelemetry | None = None,
-    on_progress: ProgressCallback | None = None,
-) -> EvaluationResult:
-    """Run the plan: `evaluate` with its judges and ledger; the warnings of importing traces come
-    first in the result's, the ledger's last. `JudgeProviderRefused` and `NoConversationScored`
-    propagate, for the face to map."""
-    from fair_forge_core.evaluate import evaluate
+async def execute(plan: RunPlan, context: RunContext | None = None) -> EvaluationResult:
+    """Run the plan: `evaluate` with its judges and ledger, and `context`'s deadline, retry
+    policy, telemetry and progress callback (`judges.base.RunContext`; its ledger is the plan's);
+    the warnings of importing traces come first in the result's, the ledger's last.
+    `JudgeProviderRefused` and `NoConversationScored` propagate, for the face to map."""
+    import dataclasses
 
-    result = await evaluate(
-        plan.request.datasets,
-        plan.models,
-        plan.request.config,
-        deadline=deadline,
-        retry=retry,
-        telemetry=telemetry,
-        on_progress=on_progress,
-        ledger=plan.ledger,
-    )
+    from fair_forge_core.evaluate import evaluate
+    from fair_forge_core.judges.base import RunContext
+
+    context = dataclasses.replace(context or RunContext(), ledger=plan.ledger)
+    result = await evaluate(plan.request.datasets, plan.models, plan.request.config, context=context)
     result.warnings[:0] = plan.import_warnings
     result.warnings.extend(plan.ledger_warnings)
     return result

@@ -83,7 +83,7 @@ def _evaluate_shard(
     settings: Settings, bucket: str, keys: JobKeys, index: int, target: str, context: Any
 ) -> dict[str, Any]:
     from fair_forge_core.evaluate import evaluate_conversations, run_sync
-    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+    from fair_forge_core.judges.base import JudgeProviderRefused, JudgeTelemetry, RunContext
     from fair_forge_core.schemas import Dataset, EvaluationConfig
     from fair_forge_core.sharding import dump_conversations
 
@@ -116,10 +116,7 @@ def _evaluate_shard(
                     datasets,
                     models,
                     config,
-                    deadline=deadline,
-                    retry=settings.retry_policy(),
-                    telemetry=telemetry,
-                    ledger=ledger,
+                    RunContext(retry=settings.retry_policy(), telemetry=telemetry, deadline=deadline, ledger=ledger),
                 )
             )
         except JudgeProviderRefused as exc:

@@ -278,6 +278,7 @@ def _run_evaluation(
 ) -> EvaluationResult:
     """Evaluate a validated request as `evaluate` does (`plan.execute`); exit 3 when it cannot run."""
     from fair_forge_core.evaluate import NoConversationScored, run_sync
+    from fair_forge_core.judges.base import RunContext
     from fair_forge_core.judges.llm import JudgeProviderRefused
     from fair_forge_core.plan import RunPlan, execute
 
@@ -285,7 +286,7 @@ def _run_evaluation(
     ledger, ledger_warnings = _ledger(request, [judge.model for judge in judges], max_cost_usd, judge_cache)
     plan = RunPlan(request, judges, ledger, import_warnings, ledger_warnings)
     try:
-        result = run_sync(execute(plan, on_progress=progress))
+        result = run_sync(execute(plan, RunContext(on_progress=progress)))
     except (JudgeProviderRefused, NoConversationScored) as exc:
         raise CliError(
             f"evaluation failed: {_name(path)}: {_redacted(str(exc), sorted(plan.secrets))}", EXIT_EVALUATION_FAILED

@@ -92,7 +92,7 @@ def run() -> Response:
 
 def _evaluate(request: Any, judges: list[Any], settings: Settings, import_warnings: list[str]) -> Response:
     from fair_forge_core.evaluate import NoConversationScored, run_sync
-    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
+    from fair_forge_core.judges.base import JudgeProviderRefused, JudgeTelemetry, RunContext
     from fair_forge_core.plan import RunPlan, execute
     from handler.judge_cache import ledger_for_request
 
@@ -121,9 +121,11 @@ def _evaluate(request: Any, judges: list[Any], settings: Settings, import_warnin
         result = run_sync(  # not asyncio.run: one loop per process keeps the providers' HTTP pools usable
             execute(
                 plan,
-                deadline=deadline(settings, router.lambda_context),
-                retry=settings.retry_policy(),
-                telemetry=telemetry,
+                RunContext(
+                    deadline=deadline(settings, router.lambda_context),
+                    retry=settings.retry_policy(),
+                    telemetry=telemetry,
+                ),
             )
         )
     except (JudgeProviderRefused, NoConversationScored) as exc:
