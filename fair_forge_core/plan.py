@@ -12,6 +12,7 @@ its (a 502, exit 3).
 - `plan_ledger(connectors, config, models, …)`: the `JudgeLedger` and the warnings the result gets
   about it: the cache is used only when the request may share it (`judges.cache.cache_use`,
   scoped to the caller), a cap needs a price and an output bound.
+- `plan_run(request, source, …)`: the three steps above as one `RunPlan`, what a face runs.
 - `execute(plan, …)`: `evaluate` with the plan's judges and ledger; the warnings of importing
   traces come first in the result's, the ledger's last.
 """
@@ -159,6 +160,40 @@ def plan_ledger(
     except CapNotEnforceable as exc:
         raise PlanError("cap", exc) from None
     return ledger, warnings
+
+
+def plan_run(
+    request: RunRequest,
+    source: JudgeSource,
+    *,
+    import_warnings: Sequence[str] = (),
+    prices: PriceTable | None = None,
+    cache: JudgeCache | None = None,
+    api_key_id: str | None = None,
+    max_cost_usd: float | None = None,
+    cap_label: str | None = None,
+    cache_refused: Callable[[str], str] = lambda warning: warning,
+    check_judges: Callable[[list[Judge]], None] | None = None,
+) -> RunPlan:
+    """The plan of a validated request: its judges (`build_judges`), then `check_judges` (a face's
+    own rule on them, e.g. what the server's key may buy), then its ledger (`plan_ledger`), with
+    the warnings of importing its traces (`import_warnings`) to come first in the result.
+    `PlanError` as those functions raise it."""
+    judges = build_judges(request.connector, request.config, source)
+    if check_judges is not None:
+        check_judges(judges)
+    ledger, ledger_warnings = plan_ledger(
+        request.connectors,
+        request.config,
+        [judge.model for judge in judges],
+        prices=prices,
+        cache=cache,
+        api_key_id=api_key_id,
+        max_cost_usd=max_cost_usd,
+        cap_label=cap_label,
+        cache_refused=cache_refused,
+    )
+    return RunPlan(request, judges, ledger, list(import_warnings), ledger_warnings)
 
 
 async def execute(plan: RunPlan, context: RunContext | None = None) -> EvaluationResult:

@@ -10,11 +10,12 @@ refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from fair_forge_core import connectors as core
 from fair_forge_core.connectors import ConnectorError, ConnectorNotAllowed, Judge
-from fair_forge_core.plan import JudgeSource, PlanError, build_judges
+from fair_forge_core.plan import JudgeSource, PlanError, RunPlan, build_judges, plan_run
 from fair_forge_core.schemas import ConnectorSpec
 from handler.observability import logger, secrets_masked
 from handler.settings import Settings
@@ -27,6 +28,7 @@ __all__ = [
     "build_judge",
     "judge_source",
     "judges_for_request",
+    "plan_for_request",
     "server_api_key",
 ]
 
@@ -132,6 +134,50 @@ def judges_for_request(connector: ConnectorSpec | list[ConnectorSpec], config: A
             return build_judges(connector, config, judge_source(settings))
         except PlanError as exc:
             raise _refusal(exc, specs) from None
+
+
+def plan_for_request(
+    request: Any,
+    settings: Settings,
+    *,
+    import_warnings: Sequence[str] = (),
+    api_key_id: str | None = None,
+    turns: int | None = None,
+) -> RunPlan:
+    """The `fair_forge_core.plan.RunPlan` of a validated `POST /run` or `POST /jobs` request
+    (`plan.plan_run`): its judges, what the server's key may buy (`check_server_key_calls`; for a
+    job, `turns` bounds its calls in all), its ledger — the settings' prices, the cap, and the
+    judge cache when the request opts in and one is configured, scoped to the API key that made
+    the request (`api_key_id`). A refused connector or ensemble is the 400 `_refusal` words; a
+    cap without a price or an output bound a 400 naming it; opting in to a cache the service
+    does not have a warning."""
+    from handler.judge_cache import NO_CACHE_WARNING, open_cache
+
+    cache = None
+    warnings: list[str] = []
+    if request.config.judge_cache:
+        if settings.judge_cache:
+            cache = open_cache(settings.judge_cache)
+        else:
+            warnings.append(NO_CACHE_WARNING)
+    specs = request.connectors
+    with secrets_masked(frozenset().union(*(param_secrets(spec.params) for spec in specs))):
+        try:
+            plan = plan_run(
+                request,
+                judge_source(settings),
+                import_warnings=import_warnings,
+                prices=settings.price_table(),
+                cache=cache,
+                api_key_id=api_key_id,
+                check_judges=lambda judges: check_server_key_calls(judges, request.config, settings, turns),
+            )
+        except PlanError as exc:
+            if exc.kind == "cap":
+                raise RequestError(400, str(exc)) from None
+            raise _refusal(exc, specs) from None
+    plan.ledger_warnings[:0] = warnings
+    return plan
 
 
 def _refusal(exc: PlanError, specs: list[ConnectorSpec]) -> RequestError:

@@ -1,10 +1,10 @@
-"""The service's side of the judge's cost ledger and cache: the S3 store, and one request's ledger.
+"""The service's judge cache: the S3 store, and where `FAIR_FORGE_JUDGE_CACHE` points.
 
 `FAIR_FORGE_JUDGE_CACHE` is `s3://<bucket>/<prefix>` on AWS (template.yaml's cache bucket,
 whose lifecycle rule expires entries) or a directory (the local API). A request uses it
-only when it says `config.judge_cache: true`; saying so when no cache is configured is
-not an error, but a warning in the response. `config.max_cost_usd` without a price for
-the judge's model (`FAIR_FORGE_JUDGE_PRICES`) is a 400 naming the field.
+only when it says `config.judge_cache: true` (`handler.connectors.plan_for_request`); saying
+so when no cache is configured is not an error, but a warning in the response
+(`NO_CACHE_WARNING`).
 
 boto3 is imported when the S3 store is first used (`handler.job_store.client`), not at a
 cold start; the core's `fair_forge_core.judges.cache` knows nothing of AWS.
@@ -12,11 +12,7 @@ cold start; the core's `fair_forge_core.judges.cache` knows nothing of AWS.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fair_forge_core.judges.cache import CacheError, DirectoryCache, JudgeCache, check_key
-from handler.settings import Settings
-from handler.validation import RequestError
 
 NO_CACHE_WARNING = (
     "config.judge_cache is true but this service has no judge cache (FAIR_FORGE_JUDGE_CACHE): every turn was judged"
@@ -75,41 +71,3 @@ def open_cache(location: str) -> JudgeCache:
         bucket, _, prefix = location.removeprefix("s3://").partition("/")
         return S3JudgeCache(bucket, prefix)
     return DirectoryCache(location)
-
-
-def ledger_for_request(
-    config: Any, models: list[Any], settings: Settings, connectors: list[Any], api_key_id: str | None = None
-) -> tuple[Any, list[str]]:
-    """The `JudgeLedger` of one request judged by `models` (one, or an ensemble's, built from
-    `connectors`: prices of the settings, `config.max_cost_usd`, and the cache when the request
-    opts in and one is configured), and the warnings to add.
-
-    The cache is scoped to the caller (`judges.cache.cache_scope`: the API key that made the
-    request, `api_key_id`; without one, the caller's own provider key, else the operator's), and
-    left out, with a warning, when a connector has a parameter that could change what the judge
-    receives unseen by the key (`connectors.rules.cache_unsafe_params`).
-
-    `RequestError` 400 when `config.max_cost_usd` is set and a model has no price, or no bound on its
-    reply while output costs money (`CapNotEnforceable`).
-    """
-    from fair_forge_core.plan import PlanError, plan_ledger
-
-    warnings: list[str] = []
-    cache: JudgeCache | None = None
-    if config.judge_cache:
-        if settings.judge_cache:
-            cache = open_cache(settings.judge_cache)
-        else:
-            warnings.append(NO_CACHE_WARNING)
-    try:
-        ledger, refused = plan_ledger(
-            connectors,
-            config,
-            models,
-            prices=settings.price_table(),
-            cache=cache,
-            api_key_id=api_key_id,
-        )
-    except PlanError as exc:
-        raise RequestError(400, str(exc)) from None
-    return ledger, warnings + refused

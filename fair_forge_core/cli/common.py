@@ -151,27 +151,35 @@ def _judge_source() -> Any:
 
 def _build_judges(connector: Any, config: Any, path: Path) -> list[Any]:
     """The judges of a request's `connector` (`plan.build_judges`: the service's allowlist and key
-    rules, then the ensemble's check under `config`); exit 2 naming the file and the field
-    (`connector`, or `connector[i]` in an ensemble), with the allowed class paths for one that
-    is not allowed."""
-    from fair_forge_core import connectors
-    from fair_forge_core.connectors.environment import JudgeEnvironment
+    rules, then the ensemble's check under `config`); exit 2 as `_refusal` words it."""
     from fair_forge_core.plan import PlanError, build_judges
 
     source = _judge_source()
     try:
         return build_judges(connector, config, source)
     except PlanError as exc:
-        specs = connector if isinstance(connector, list) else [connector]
-        secrets = [value for spec in specs for value in connectors.secret_values(spec.params)]
-        secrets.append(JudgeEnvironment.read().server_api_key_env or "")
-        message = _redacted(str(exc.cause), secrets)
-        if exc.kind == "connector_not_allowed":
-            allowed = ", ".join(sorted(set(connectors.allowed_connectors(source.extra_connectors).values())))
-            raise CliError(f"{_name(path)}: {exc.where}.class_path: {message}; allowed: {allowed}") from None
-        if exc.kind == "connector":
-            raise CliError(f"{_name(path)}: {exc.where}: {connectors.REFUSAL_PREFIX}{message}") from None
-        raise CliError(f"{_name(path)}: {exc.field}: {message}") from None
+        raise _refusal(exc, connector, source, path) from None
+
+
+def _refusal(exc: Any, connector: Any, source: Any, path: Path) -> CliError:
+    """A `plan.PlanError` as the CLI words it (exit 2): the file, the field (`connector`, or
+    `connector[i]` in an ensemble), the allowed class paths for one that is not allowed; a cap's
+    error as it is (it names the flag or the field). No secret of the request or the server."""
+    from fair_forge_core import connectors
+    from fair_forge_core.connectors.environment import JudgeEnvironment
+
+    if exc.kind == "cap":
+        return CliError(str(exc))
+    specs = connector if isinstance(connector, list) else [connector]
+    secrets = [value for spec in specs for value in connectors.secret_values(spec.params)]
+    secrets.append(JudgeEnvironment.read().server_api_key_env or "")
+    message = _redacted(str(exc.cause), secrets)
+    if exc.kind == "connector_not_allowed":
+        allowed = ", ".join(sorted(set(connectors.allowed_connectors(source.extra_connectors).values())))
+        return CliError(f"{_name(path)}: {exc.where}.class_path: {message}; allowed: {allowed}")
+    if exc.kind == "connector":
+        return CliError(f"{_name(path)}: {exc.where}: {connectors.REFUSAL_PREFIX}{message}")
+    return CliError(f"{_name(path)}: {exc.field}: {message}")
 
 
 def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:
@@ -219,18 +227,22 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
         raise CliError(_validation_message(path, "request (from its traces)", exc, RunRequest)) from None
 
 
-def _ledger(
-    request: RunRequest, models: list[Any], max_cost_usd: float | None, judge_cache: Path | None
-) -> tuple[Any, list[str]]:
-    """The judge's `JudgeLedger` and the warnings to add (`plan.plan_ledger`): prices from
-    `FAIR_FORGE_JUDGE_PRICES`, the cap of `--max-cost-usd` (else `config.max_cost_usd`), the cache
-    of `--judge-cache` (else, when the request opts in, of `FAIR_FORGE_JUDGE_CACHE`), scoped to the
-    caller's provider key, as the service does without an API key. `CliError` (exit 2) for a cap
-    without a price or an output bound, naming the flag or the field, and for an unusable cache
-    location."""
+def _plan(
+    request: RunRequest,
+    import_warnings: list[str],
+    path: Path,
+    max_cost_usd: float | None,
+    judge_cache: Path | None,
+) -> Any:
+    """The `plan.RunPlan` of a validated request (`plan.plan_run`): its judges, then its ledger —
+    prices from `FAIR_FORGE_JUDGE_PRICES`, the cap of `--max-cost-usd` (else
+    `config.max_cost_usd`), the cache of `--judge-cache` (else, when the request opts in, of
+    `FAIR_FORGE_JUDGE_CACHE`), scoped to the caller's provider key, as the service does without
+    an API key. Exit 2 (`_refusal`) for a refused connector or ensemble, a cap without a price or
+    an output bound, and an unusable cache location."""
     from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError
     from fair_forge_core.judges.cache import DirectoryCache, JudgeCache, open_local_cache
-    from fair_forge_core.plan import PlanError, plan_ledger
+    from fair_forge_core.plan import PlanError, plan_run
 
     try:
         environment = JudgeEnvironment.read()
@@ -246,11 +258,12 @@ def _ledger(
             cache = open_local_cache(environment.judge_cache)
         except ValueError as exc:
             raise CliError(f"FAIR_FORGE_JUDGE_CACHE: {exc}") from None
+    source = _judge_source()
     try:
-        ledger, warnings = plan_ledger(
-            request.connectors,
-            request.config,
-            models,
+        plan = plan_run(
+            request,
+            source,
+            import_warnings=import_warnings,
             prices=environment.price_table(),
             cache=cache,
             max_cost_usd=max_cost_usd,
@@ -258,13 +271,13 @@ def _ledger(
             cache_refused=lambda warning: warning.replace("config.judge_cache", "the judge cache", 1),
         )
     except PlanError as exc:
-        raise CliError(str(exc)) from None
+        raise _refusal(exc, request.connector, source, path) from None
     if request.config.judge_cache and cache is None:
-        warnings.append(
+        plan.ledger_warnings.append(
             "config.judge_cache is true but no judge cache is configured "
             "(--judge-cache or FAIR_FORGE_JUDGE_CACHE): every turn was judged"
         )
-    return ledger, warnings
+    return plan
 
 
 def _run_evaluation(
@@ -280,11 +293,9 @@ def _run_evaluation(
     from fair_forge_core.evaluate import NoConversationScored, run_sync
     from fair_forge_core.judges.base import RunContext
     from fair_forge_core.judges.llm import JudgeProviderRefused
-    from fair_forge_core.plan import RunPlan, execute
+    from fair_forge_core.plan import execute
 
-    judges = _build_judges(request.connector, request.config, path)
-    ledger, ledger_warnings = _ledger(request, [judge.model for judge in judges], max_cost_usd, judge_cache)
-    plan = RunPlan(request, judges, ledger, import_warnings, ledger_warnings)
+    plan = _plan(request, import_warnings, path, max_cost_usd, judge_cache)
     try:
         result = run_sync(execute(plan, RunContext(on_progress=progress)))
     except (JudgeProviderRefused, NoConversationScored) as exc:

@@ -26,9 +26,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from fair_forge_core.redact import redact
 from handler import job_store as store
-from handler.connectors import check_server_key_calls, judges_for_request
+from handler.connectors import plan_for_request
 from handler.invocation import api_key_id
-from handler.judge_cache import ledger_for_request
 from handler.observability import current_secrets, metrics, secrets_masked
 from handler.responses import request_id
 from handler.settings import Settings
@@ -100,22 +99,18 @@ def submit_job() -> Response:
         field = "config.max_cost_usd"
         raise RequestError(400, f"{field} {message}", [{"field": field, "message": message}])
     # The connector is checked now, as /run does, not found wrong by every worker later.
-    judges = judges_for_request(request.connector, request.config, settings)
+    # The cap's price and output bound, the cache's scope (the caller's API key) and whether the
+    # connectors may share it are decided now, as /run decides them, and stored for the workers.
     turns = sum(len(d.conversation) for d in request.datasets)
-    check_server_key_calls(judges, request.config, settings, turns)
-    with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
-        models = [judge.model for judge in judges]
-        # 400 for a cap without a price or an output bound; the cache's scope (the caller's API key)
-        # and whether the connectors may share it are decided now and stored for the workers.
-        ledger, warnings = ledger_for_request(
-            request.config, models, settings, request.connectors, api_key_id(router.current_event)
-        )
+    plan = plan_for_request(request, settings, api_key_id=api_key_id(router.current_event), turns=turns)
+    with secrets_masked(plan.secrets):
         from fair_forge_core.provenance import provenance_of
 
+        ledger = plan.ledger
         stored = {
-            "provenance": provenance_of(models, request.config, request.datasets).model_dump(mode="json"),
+            "provenance": provenance_of(plan.models, request.config, request.datasets).model_dump(mode="json"),
             "cache_scope": ledger.cache_scope if ledger.cache is not None else None,
-            "ledger_warnings": warnings,
+            "ledger_warnings": plan.ledger_warnings,
         }
         job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router), stored)
     metrics.add_metric(name="Jobs", unit=MetricUnit.Count, value=1)

@@ -20,7 +20,7 @@ from fair_forge_core.connectors import connector_loadable
 from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
-from handler.connectors import allowed_connectors, check_server_key_calls, judges_for_request
+from handler.connectors import allowed_connectors, plan_for_request
 from handler.invocation import api_key_id, deadline
 from handler.observability import log_level, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
@@ -84,27 +84,20 @@ def run() -> Response:
     request = parse_run_request(body, settings)
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):
-        judges = judges_for_request(request.connector, request.config, settings)
-        check_server_key_calls(judges, request.config, settings)
-        with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
-            return _evaluate(request, judges, settings, import_warnings)
+        # The cache, when asked for, is scoped to the API key that made the request.
+        plan = plan_for_request(
+            request, settings, import_warnings=import_warnings, api_key_id=api_key_id(router.current_event)
+        )
+        with secrets_masked(plan.secrets):
+            return _evaluate(request, plan, settings)
 
 
-def _evaluate(request: Any, judges: list[Any], settings: Settings, import_warnings: list[str]) -> Response:
+def _evaluate(request: Any, plan: Any, settings: Settings) -> Response:
     from fair_forge_core.evaluate import NoConversationScored, run_sync
     from fair_forge_core.judges.base import JudgeProviderRefused, JudgeTelemetry, RunContext
-    from fair_forge_core.plan import RunPlan, execute
-    from handler.judge_cache import ledger_for_request
+    from fair_forge_core.plan import execute
 
-    # 400: a cap without a price or an output bound. The cache is scoped to the API key that made the request.
-    ledger, ledger_warnings = ledger_for_request(
-        request.config,
-        [judge.model for judge in judges],
-        settings,
-        request.connectors,
-        api_key_id(router.current_event),
-    )
-    plan = RunPlan(request, judges, ledger, import_warnings, ledger_warnings)
+    ledger = plan.ledger
     turns = sum(len(d.conversation) for d in request.datasets)
     logger.info(
         "evaluation started",

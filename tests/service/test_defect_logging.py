@@ -52,8 +52,9 @@ def log_lines(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
     return stream
 
 
-def build_judges_breaks(connector: Any, config: Any, source: Any) -> NoReturn:
-    defect(connector.params["api_key"], connector.params["default_headers"]["X-Auth-Token"])
+def planning_breaks(request: Any, source: Any, **_: Any) -> NoReturn:
+    params = request.connector.params
+    defect(params["api_key"], params["default_headers"]["X-Auth-Token"])
 
 
 def evaluation_breaks(request: Any, *_: Any) -> NoReturn:
@@ -64,7 +65,7 @@ def evaluation_breaks(request: Any, *_: Any) -> NoReturn:
 @pytest.mark.parametrize(
     ("module", "name", "replacement"),
     [
-        (handler.connectors, "build_judges", build_judges_breaks),  # before the judge knows its secrets
+        (handler.connectors, "plan_run", planning_breaks),  # building the judge: before it knows its secrets
         (handler.routes.run, "_evaluate", evaluation_breaks),  # while the judge's secrets are masked
     ],
     ids=["building the judge", "evaluating"],
