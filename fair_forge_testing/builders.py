@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fair_forge_core.schemas import Dataset
+from fair_forge_core.schemas import ConversationMetrics, Dataset
 
 
 def turn(qa_id: str, query: str, answer: str, ground_truth: str, **extra: Any) -> dict[str, Any]:
@@ -46,3 +46,28 @@ def distinct_conversations(count: int, turns_each: int = 1, *, correct: bool = T
         )
         for c in range(count)
     ]
+
+
+def scored_conversation(
+    session_id: str, correct: bool | None, task_id: str | None = None, assistant_id: str = "agent"
+) -> ConversationMetrics:
+    """The metrics of a one-turn conversation, as evaluating it would give them: fully correct
+    (True), wrong (False) or unscored (None), without per-turn detail."""
+    return ConversationMetrics(
+        session_id=session_id,
+        assistant_id=assistant_id,
+        task_id=task_id,
+        total_interactions=1,
+        correct_interactions=int(bool(correct)),
+        unscored_interactions=int(correct is None),
+        is_scored=correct is not None,
+        is_fully_correct=correct,
+        threshold=0.7,
+        correctness_scores=[None if correct is None else float(correct)],
+        correct_indices=[0] if correct else [],
+        tool_correctness_scores=[None],
+        k=3,
+        pass_at_k=None,
+        pass_pow_k=None,
+        interactions=None,
+    )

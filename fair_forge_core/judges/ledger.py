@@ -135,30 +135,17 @@ class JudgeLedger:
         order): `for_model`'s for one model; for several, a ledger over one `for_model` ledger
         per member (`members`), whose cap applies to what they spent together. `MissingPrice`
         when a cap is set and any member's model has no price."""
+        options: dict[str, Any] = {
+            "prices": prices,
+            "cache": cache,
+            "max_cost_usd": max_cost_usd,
+            "cap_label": cap_label,
+            "cache_scope": cache_scope,
+            "budget": budget,
+        }
         if len(models) == 1:
-            return cls.for_model(
-                models[0],
-                config,
-                prices=prices,
-                cache=cache,
-                max_cost_usd=max_cost_usd,
-                cap_label=cap_label,
-                cache_scope=cache_scope,
-                budget=budget,
-            )
-        members = [
-            cls.for_model(
-                model,
-                config,
-                prices=prices,
-                cache=cache,
-                max_cost_usd=max_cost_usd,
-                cap_label=cap_label,
-                cache_scope=cache_scope,
-                budget=budget,
-            )
-            for model in models
-        ]
+            return cls.for_model(models[0], config, **options)
+        members = [cls.for_model(model, config, **options) for model in models]
         lead = members[0]
         ensemble = cls(
             model_name=" + ".join(member.model_name for member in members),

@@ -33,6 +33,7 @@ from fair_forge_core.compare import (
     tasks_needed,
 )
 from fair_forge_core.schemas import Comparison, MetricComparison
+from fair_forge_testing.builders import scored_conversation
 
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143  # standard normal quantiles (tables)
 
@@ -435,24 +436,7 @@ def test_outcomes_from_conversation_metrics_models() -> None:
     from fair_forge_core.schemas import ConversationMetrics
 
     def model(session: str, task: str | None, correct: bool | None) -> ConversationMetrics:
-        return ConversationMetrics(
-            session_id=session,
-            assistant_id="A",
-            task_id=task,
-            total_interactions=1,
-            correct_interactions=int(bool(correct)),
-            unscored_interactions=int(correct is None),
-            is_scored=correct is not None,
-            is_fully_correct=correct,
-            threshold=0.7,
-            correctness_scores=[None if correct is None else float(correct)],
-            correct_indices=[0] if correct else [],
-            tool_correctness_scores=[None],
-            k=3,
-            pass_at_k=None,
-            pass_pow_k=None,
-            interactions=None,
-        )
+        return scored_conversation(session, correct, task, assistant_id="A")
 
     models = [model("s1", "t1", True), model("s2", None, None)]
     assert outcomes_from_conversations(models, "A") == [("t1", True), ("s2", None)]

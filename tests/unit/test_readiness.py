@@ -16,28 +16,12 @@ import pytest
 from fair_forge_core import tiers
 from fair_forge_core.metrics import aggregate, per_task_exact, per_task_metrics, task_outcomes, unscored_cause
 from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig
+from fair_forge_testing.builders import scored_conversation
 
 
 def conversation(index: int, correct: bool | None, task: str | None = None) -> ConversationMetrics:
     """A one-turn conversation: fully correct, wrong, or unscored (None)."""
-    return ConversationMetrics(
-        session_id=f"s{index}",
-        assistant_id="agent",
-        task_id=task,
-        total_interactions=1,
-        correct_interactions=int(bool(correct)),
-        unscored_interactions=int(correct is None),
-        is_scored=correct is not None,
-        is_fully_correct=correct,
-        threshold=0.7,
-        correctness_scores=[None if correct is None else float(correct)],
-        correct_indices=[0] if correct else [],
-        tool_correctness_scores=[None],
-        k=3,
-        pass_at_k=None,
-        pass_pow_k=None,
-        interactions=None,
-    )
+    return scored_conversation(f"s{index}", correct, task)
 
 
 def attempts(outcomes: dict[str, list[bool]]) -> list[ConversationMetrics]:
