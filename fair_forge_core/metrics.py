@@ -26,6 +26,7 @@ from fair_forge_core.schemas import (
     Readiness,
     ToolCorrectnessScore,
 )
+from fair_forge_core.state import compare_state
 from fair_forge_core.tools import ToolScorer
 
 ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
@@ -134,7 +135,8 @@ def conversation_metrics(
     """Metrics of one conversation; `judgements[i]` belongs to `dataset.conversation[i]`.
 
     The conversation is scored only if every turn is, and fully correct only if every
-    turn is correct. pass@k / pass^k count turns: n = scored turns, c = correct ones
+    turn is correct and, when it has an `expected_state`, its end state matches
+    (`state.compare_state`, in `state_check`). pass@k / pass^k count turns: n = scored turns, c = correct ones
     (None when no turn was scored). Pass one `tool_scorer` (built from `config`) to
     all the conversations of an evaluation so that repeated turns are scored once.
     """
@@ -145,6 +147,8 @@ def conversation_metrics(
     scored = [i for i in interactions if i.is_correct is not None]
     correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]
     is_scored = len(scored) == len(interactions)
+    state_check = compare_state(dataset.expected_state, dataset.final_state) if dataset.checks_state else None
+    state_holds = state_check is None or state_check.matches
     rates = None
     if scored:
         rates = stats.estimate_rates(len(scored), len(correct_indices), config.k, config.statistical_mode)
@@ -156,7 +160,7 @@ def conversation_metrics(
         correct_interactions=len(correct_indices),
         unscored_interactions=len(interactions) - len(scored),
         is_scored=is_scored,
-        is_fully_correct=len(correct_indices) == len(interactions) if is_scored else None,
+        is_fully_correct=(len(correct_indices) == len(interactions) and state_holds) if is_scored else None,
         threshold=config.threshold,
         correctness_scores=[i.answer_score for i in interactions],
         correct_indices=correct_indices,
@@ -169,6 +173,7 @@ def conversation_metrics(
         pass_pow_k_ci_low=rates.pass_pow_k_ci_low if rates else None,
         pass_pow_k_ci_high=rates.pass_pow_k_ci_high if rates else None,
         interactions=interactions,
+        state_check=state_check,
     )
 
 

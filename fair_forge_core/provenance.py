@@ -40,9 +40,14 @@ def datasets_hash(datasets: Sequence[Dataset]) -> str:
     call keeps the order it was written in)."""
     digest = hashlib.sha256()
     for dataset in datasets:
-        digest.update(to_json(dataset))
+        # The end-state fields only when given, so that a dataset without them hashes as it always has.
+        absent = {name for name in END_STATE_FIELDS if name not in dataset.model_fields_set}
+        digest.update(to_json(dataset, exclude=absent or None))
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+END_STATE_FIELDS = ("expected_state", "final_state")
 
 
 def provenance_of(models: Sequence[BaseChatModel], config: EvaluationConfig, datasets: Sequence[Dataset]) -> Provenance:

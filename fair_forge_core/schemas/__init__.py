@@ -86,6 +86,8 @@ from fair_forge_core.schemas.result import (
     RateEstimate,
     Readiness,
     ReadinessStatus,
+    StateCheck,
+    StateDifference,
     ToolCorrectnessScore,
 )
 
@@ -135,6 +137,8 @@ __all__ = [
     "ReadinessStatus",
     "Reference",
     "RunRequest",
+    "StateCheck",
+    "StateDifference",
     "StatisticalMode",
     "StructuredOutputMethod",
     "ToolCall",

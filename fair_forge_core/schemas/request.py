@@ -123,11 +123,27 @@ class Dataset(_Request):
     context: str = ""
     task_id: str | None = None
     conversation: list[Batch] = Field(min_length=1)
+    expected_state: Any = None
+    """The end state the conversation should leave behind (any JSON; objects are compared key by
+    key, values may be argument rules: `fair_forge_core.state`). Absent: not checked."""
+    final_state: Any = None
+    """The end state the agent left behind, as the caller observed it; required with `expected_state`."""
 
     @field_validator("language", mode="before")
     @classmethod
     def _null_language_is_english(cls, value: Any) -> Any:
         return "english" if value is None else value
+
+    @model_validator(mode="after")
+    def _final_state_with_an_expected_one(self) -> Dataset:
+        if "expected_state" in self.model_fields_set and "final_state" not in self.model_fields_set:
+            raise ValueError("final_state is required when expected_state is given: report the state the agent left")
+        return self
+
+    @property
+    def checks_state(self) -> bool:
+        """Whether the conversation's end state is checked (it has an `expected_state`)."""
+        return "expected_state" in self.model_fields_set
 
 
 def input_warnings(datasets: list[Dataset]) -> list[str]:

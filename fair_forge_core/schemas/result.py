@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class _Result(BaseModel):
@@ -77,8 +77,33 @@ class RateEstimate(_Result):
     pass_pow_k_ci_high: float | None = None
 
 
+class StateDifference(_Result):
+    """One key of an expected end state (`fair_forge_core.state`): its path, the expected value
+    (or rule), the final state's value (null when absent: `present` false), whether they agree."""
+
+    path: str
+    expected: Any
+    actual: Any = None
+    present: bool
+    agrees: bool
+
+
+class StateCheck(_Result):
+    """The end state compared with the expected one (`fair_forge_core.state.compare_state`):
+    whether it matches, how many keys were checked and disagreed, and every key's comparison."""
+
+    matches: bool
+    checked: int
+    mismatched: int
+    diff: list[StateDifference]
+
+
 class ConversationMetrics(_Result):
-    """One conversation. n and c count scored turns; unscored ones are reported, not zeroed."""
+    """One conversation. n and c count scored turns; unscored ones are reported, not zeroed.
+
+    `state_check` is the end state's comparison when the conversation has an `expected_state`
+    (`fair_forge_core.state`); a conversation whose state does not match is not fully correct.
+    Absent from the JSON when there is none, so results without end states read as before."""
 
     session_id: str
     assistant_id: str
@@ -100,6 +125,14 @@ class ConversationMetrics(_Result):
     pass_pow_k_ci_low: float | None = None
     pass_pow_k_ci_high: float | None = None
     interactions: list[InteractionResult] | None
+    state_check: StateCheck | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_an_absent_state_check(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = serialize(self)
+        if self.state_check is None:
+            data.pop("state_check", None)
+        return data
 
 
 class CurvePoint(_Result):

@@ -86,6 +86,12 @@ def _rule_matcher(value: Any) -> Callable[[Any], bool] | None:
     return None
 
 
+def is_rule(value: Any) -> bool:
+    """Whether `value` is an argument rule (`{"$any_of": …}`, `{"$approx": …}`, `{"$text": …}`,
+    `{"$any": true}`) rather than a plain value."""
+    return _rule_matcher(value) is not None
+
+
 def values_agree(expected: Any, used: Any) -> bool:
     """Whether a used value agrees with an expected value (which may hold rules).
 
