@@ -93,7 +93,15 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
     for conversation in result["per_conversation_metrics"]:
         mark = {True: "PASS", False: "FAIL", None: "UNSCORED"}[conversation["is_fully_correct"]]
         scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])
-        lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]")
+        state = conversation.get("state_check")
+        ending = ""
+        if state is not None:
+            ending = (
+                "; end state matches"
+                if state["matches"]
+                else (f"; end state: {state['mismatched']} of {state['checked']} key(s) differ")
+            )
+        lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]{ending}")
     lines.extend(f"  warning: {w}" for w in result.get("warnings", []))
     return "\n".join(lines)
 
