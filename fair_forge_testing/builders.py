@@ -71,3 +71,23 @@ def scored_conversation(
         pass_pow_k=None,
         interactions=None,
     )
+
+
+def provenance_json(**changes: Any) -> dict[str, Any]:
+    """A result's `provenance` as a result file holds it, written by hand, with `changes` applied."""
+    return {
+        "version": "1.0.0",
+        "judges": [{"class_path": "fair_forge_core.judges.ReferenceJudge", "model": "reference", "identity": "a" * 64}],
+        "prompt_hash": "b" * 64,
+        "threshold": 0.7,
+        "tool_threshold": 0.8,
+        "tool_dimension_floor": 0.5,
+        "tool_weights": {},
+        "require_tool_correctness": False,
+        "k": 3,
+        "statistical_mode": {"method": "frequentist"},
+        "judge_samples": 1,
+        "judge_vote": "majority",
+        "judge_cascade": False,
+        "datasets_hash": "c" * 64,
+    } | changes

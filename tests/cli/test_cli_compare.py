@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fair_forge_testing.builders import conversation, turn
+from fair_forge_testing.builders import conversation, provenance_json, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
 from tests.cli.test_cli import ROOT, run_cli
 
@@ -382,26 +382,6 @@ def test_too_few_tasks_to_test_anything_is_not_tested_exit_5_even_without_requir
 # --------------------------------------------------------------------------- judged alike?
 
 
-def provenance(**changes: Any) -> dict[str, Any]:
-    """A provenance as a result file holds it, written by hand (evaluate does not fill it yet)."""
-    return {
-        "version": "1.0.0",
-        "judges": [{"class_path": "fair_forge_core.judges.ReferenceJudge", "model": "reference", "identity": "a" * 64}],
-        "prompt_hash": "b" * 64,
-        "threshold": 0.7,
-        "tool_threshold": 0.8,
-        "tool_dimension_floor": 0.5,
-        "tool_weights": {},
-        "require_tool_correctness": False,
-        "k": 3,
-        "statistical_mode": {"method": "frequentist"},
-        "judge_samples": 1,
-        "judge_vote": "majority",
-        "judge_cascade": False,
-        "datasets_hash": "c" * 64,
-    } | changes
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """a.result.json (MIXED) and b.result.json (NEARLY_MIXED: inconclusive), evaluated once."""
@@ -420,7 +400,10 @@ def with_provenance(results: Path, name: str, value: dict[str, Any] | None) -> P
 
 
 def test_sides_judged_alike_compare_without_a_warning_even_when_required(results: Path) -> None:
-    baseline, candidate = with_provenance(results, "a", provenance()), with_provenance(results, "b", provenance())
+    baseline, candidate = (
+        with_provenance(results, "a", provenance_json()),
+        with_provenance(results, "b", provenance_json()),
+    )
     process, comparison, _ = compare_files(baseline, candidate, "--require-same-judge")
     assert process.returncode == 0, process.stderr
     assert comparison is not None and comparison["judging_differences"] == []
@@ -428,8 +411,8 @@ def test_sides_judged_alike_compare_without_a_warning_even_when_required(results
 
 
 def test_sides_judged_differently_are_warnings_and_a_refusal_under_require_same_judge(results: Path) -> None:
-    baseline = with_provenance(results, "a", provenance())
-    candidate = with_provenance(results, "b", provenance(threshold=0.8, k=5, prompt_hash="d" * 64))
+    baseline = with_provenance(results, "a", provenance_json())
+    candidate = with_provenance(results, "b", provenance_json(threshold=0.8, k=5, prompt_hash="d" * 64))
     expected = [
         f"different prompt_hash: baseline {'b' * 12} vs candidate {'d' * 12}",
         "different threshold: baseline 0.7 vs candidate 0.8",
@@ -456,7 +439,7 @@ def test_sides_judged_differently_are_warnings_and_a_refusal_under_require_same_
 
 
 def test_a_side_without_provenance_cannot_be_checked_and_is_refused_under_require_same_judge(results: Path) -> None:
-    baseline = with_provenance(results, "a", provenance())
+    baseline = with_provenance(results, "a", provenance_json())
     candidate = with_provenance(results, "b", None)
     line = "warning: the candidate's result has no provenance: how it was judged cannot be checked"
     process = run_cli("compare", baseline, candidate)

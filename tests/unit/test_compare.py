@@ -33,7 +33,7 @@ from fair_forge_core.compare import (
     tasks_needed,
 )
 from fair_forge_core.schemas import Comparison, MetricComparison
-from fair_forge_testing.builders import scored_conversation
+from fair_forge_testing.builders import provenance_json, scored_conversation
 
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143  # standard normal quantiles (tables)
 
@@ -675,27 +675,6 @@ def test_tasks_needed_never_contradicts_the_tests_minimum_or_the_tasks_given() -
 
 
 # --------------------------------------------------------------------------- judged alike?
-
-
-def provenance_json(**changes: object) -> dict[str, object]:
-    """A provenance written by hand, as a result file holds it."""
-    data: dict[str, object] = {
-        "version": "1.0.0",
-        "judges": [{"class_path": "fair_forge_core.judges.ReferenceJudge", "model": "reference", "identity": "a" * 64}],
-        "prompt_hash": "b" * 64,
-        "threshold": 0.7,
-        "tool_threshold": 0.8,
-        "tool_dimension_floor": 0.5,
-        "tool_weights": {},
-        "require_tool_correctness": False,
-        "k": 3,
-        "statistical_mode": {"method": "frequentist"},
-        "judge_samples": 1,
-        "judge_vote": "majority",
-        "judge_cascade": False,
-        "datasets_hash": "c" * 64,
-    }
-    return data | changes
 
 
 def test_judging_differences_names_each_field_and_both_values() -> None:
