@@ -11,9 +11,23 @@ import types
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
+from pydantic import Field
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic_core import ErrorDetails
+
+
+def is_none(value: object) -> bool:
+    return value is None
+
+
+def omitted_when_none(**kwargs: Any) -> Any:
+    """A field that defaults to None and is left out of the JSON while None: how every field
+    added to a request or a result after the first release is declared, so that requests and
+    results that do not use it serialise (and hash: `provenance.datasets_hash`) byte for byte
+    as before."""
+    return Field(None, exclude_if=is_none, **kwargs)
 
 
 class NonFiniteNumber(ValueError):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
+
+from fair_forge_core.schemas.json_input import omitted_when_none
 
 
 class _Result(BaseModel):
@@ -125,14 +127,7 @@ class ConversationMetrics(_Result):
     pass_pow_k_ci_low: float | None = None
     pass_pow_k_ci_high: float | None = None
     interactions: list[InteractionResult] | None
-    state_check: StateCheck | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_an_absent_state_check(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = serialize(self)
-        if self.state_check is None:
-            data.pop("state_check", None)
-        return data
+    state_check: StateCheck | None = omitted_when_none()
 
 
 class CurvePoint(_Result):
