@@ -27,6 +27,7 @@ BENCHMARKS = (
     "benchmarks.bench_judge_path",
     "benchmarks.bench_cascade",
     "benchmarks.bench_panel",
+    "benchmarks.bench_goal_cost",
 )
 
 

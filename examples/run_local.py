@@ -93,17 +93,24 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
     for conversation in result["per_conversation_metrics"]:
         mark = {True: "PASS", False: "FAIL", None: "UNSCORED"}[conversation["is_fully_correct"]]
         scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])
-        state = conversation.get("state_check")
-        ending = ""
-        if state is not None:
-            ending = (
-                "; end state matches"
-                if state["matches"]
-                else (f"; end state: {state['mismatched']} of {state['checked']} key(s) differ")
-            )
-        lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]{ending}")
+        notes = "".join(f"; {note}" for note in conversation_notes(conversation))
+        lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]{notes}")
     lines.extend(f"  warning: {w}" for w in result.get("warnings", []))
     return "\n".join(lines)
+
+
+def conversation_notes(conversation: dict[str, Any]) -> list[str]:
+    """What a conversation's line says besides its answer scores: its end state and its goal."""
+    notes = []
+    state = conversation.get("state_check")
+    if state is not None:
+        differ = f"end state: {state['mismatched']} of {state['checked']} key(s) differ"
+        notes.append("end state matches" if state["matches"] else differ)
+    goal = conversation.get("goal_check")
+    if goal is not None:
+        verdict = {True: "achieved", False: "NOT achieved", None: f"not judged ({goal['error']})"}
+        notes.append(f"goal {verdict[goal['goal_achieved']]}{'' if goal['required'] else ' (not required)'}")
+    return notes
 
 
 def compared(comparison: dict[str, Any]) -> list[str]:

@@ -4,7 +4,8 @@ The only module that runs the judge. Identical turns (the same `JudgeRequest`:
 query, answer, ground truth, the turn's observation, and the conversation's context
 and language the judge also sees) are judged once per evaluation (`config.judge_samples`
 times by each connector of the request, when it asks for more: `judges.panel`). All judge
-calls run concurrently under each judge's cap. If a provider refuses (bad key), the evaluation stops and raises
+calls run concurrently under each judge's cap. A conversation with a `goal` is also judged as a
+whole, once (`judges.goal`), by the same judges. If a provider refuses (bad key), the evaluation stops and raises
 `JudgeProviderRefused`; if no conversation could be scored because the judge failed, it raises
 `NoConversationScored` (not when it abstained, or the cost cap or the deadline stopped it: that
 result stands, with readiness "insufficient_evidence"). Otherwise every turn is in the result, scored or with the
@@ -25,12 +26,13 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from fair_forge_core.judges.base import RunContext, SingleJudge, TurnJudge
 from fair_forge_core.judges.cascade import CascadeJudge
+from fair_forge_core.judges.goal import JudgeQuestion, goal_request
 from fair_forge_core.judges.kinds import is_offline, judge_for
 from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
 from fair_forge_core.judges.panel import JudgePanel, Member, check_panel, consensus
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import JudgeLedger
-from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics, unscored_causes
+from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics, unscored_causes, unscored_errors
 from fair_forge_core.provenance import provenance_of
 from fair_forge_core.schemas import (
     CompareConfig,
@@ -51,9 +53,9 @@ class NoConversationScored(Exception):
 
 
 async def judge_all(
-    requests: Iterable[JudgeRequest], judge: TurnJudge, on_progress: ProgressCallback | None = None
-) -> dict[JudgeRequest, TurnJudgement]:
-    """One judgement per distinct request, judged concurrently by `judge` (a `judges.base.SingleJudge`,
+    requests: Iterable[JudgeQuestion], judge: TurnJudge, on_progress: ProgressCallback | None = None
+) -> dict[JudgeQuestion, TurnJudgement]:
+    """One judgement per distinct request (a turn, or a conversation's goal), judged concurrently by `judge` (a `judges.base.SingleJudge`,
     a `JudgePanel` or a `CascadeJudge`).
 
     A `JudgeProviderRefused` from any call cancels the others and propagates.
@@ -61,7 +63,7 @@ async def judge_all(
     unique = list(dict.fromkeys(requests))
     done = 0
 
-    async def judge_one(request: JudgeRequest) -> TurnJudgement:
+    async def judge_one(request: JudgeQuestion) -> TurnJudgement:
         nonlocal done
         judgement = await judge.judge_turn(request)
         done += 1
@@ -135,9 +137,11 @@ async def evaluate_conversations(
     for dataset in datasets:
         for batch in dataset.conversation:
             tool_scorer.score_batch(batch)
+    # A conversation's goal is one more question for the same judges (`judges.goal`).
+    goals = {index: goal_request(d) for index, d in enumerate(datasets) if d.goal is not None}
     cascade = _cascade(models, llm, config, context)
     started = time.perf_counter()
-    judged = await judge_all(distinct.values(), cascade or llm, context.on_progress)
+    judged = await judge_all([*distinct.values(), *goals.values()], cascade or llm, context.on_progress)
     if cascade is not None and ledger is not None:
         ledger.cascade_settled_offline = cascade.settled_offline
         ledger.cascade_sent_to_llm = cascade.sent_to_llm
@@ -145,8 +149,14 @@ async def evaluate_conversations(
     telemetry.judging_s += telemetry.judging_ended_at - started
     judgements = {key: judged[request] for key, request in distinct.items()}
     return [
-        conversation_metrics(dataset, [judgements[key] for key in turns], config, tool_scorer=tool_scorer)
-        for dataset, turns in zip(datasets, keys, strict=True)
+        conversation_metrics(
+            dataset,
+            [judgements[key] for key in turns],
+            config,
+            tool_scorer=tool_scorer,
+            goal=judged[goals[index]] if index in goals else None,
+        )
+        for index, (dataset, turns) in enumerate(zip(datasets, keys, strict=True))
     ]
 
 
@@ -235,11 +245,10 @@ def build_result(
     aggregated.judge_consensus = consensus(conversations, config)
     warnings = list(warnings_of_input)
     if aggregated.unscored_conversations:
-        causes = Counter(
-            i.error for m in conversations if m.interactions for i in m.interactions if i.error is not None
-        )
-        # Conversations and turns are counted apart, each count named: a conversation may hold several unscored turns.
-        summary = "; ".join(f"{count} turn(s): {cause}" for cause, count in causes.most_common(3))
+        causes = Counter(reason for m in conversations for reason in unscored_errors(m))
+        # Conversations, turns and goals are counted apart, each count named: a conversation may
+        # hold several unscored turns.
+        summary = "; ".join(f"{count} {unit}(s): {cause}" for (unit, cause), count in causes.most_common(3))
         message = f"{aggregated.unscored_conversations} conversation(s) unscored and left out of n and c"
         if aggregated.total_conversations == 0 and unscored_causes(conversations)["judge_error"]:
             raise NoConversationScored(f"no conversation could be scored: {summary or 'judge errors'}")

@@ -11,7 +11,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from fair_forge_core import stats, tiers
 from fair_forge_core.schemas import (
@@ -20,9 +20,11 @@ from fair_forge_core.schemas import (
     ConversationMetrics,
     Dataset,
     EvaluationConfig,
+    GoalCheck,
     InteractionResult,
     JudgeVote,
     PerTaskMetrics,
+    RateEstimate,
     Readiness,
     ToolCorrectnessScore,
 )
@@ -31,6 +33,8 @@ from fair_forge_core.tools import ToolScorer
 
 ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
 """The error of a turn the offline judge abstained on (`judges.reference`)."""
+GOAL_ABSTAIN_MESSAGE = "the offline judge cannot decide a conversation's goal"
+"""The error of a goal the offline judge abstained on (`judges.offline`: it abstains on every goal)."""
 DEADLINE_PHRASE = "time budget exhausted"
 """How every error of a turn the deadline stopped begins (`judges.llm`)."""
 COST_CAP_PHRASE = "the cost cap ("
@@ -49,21 +53,30 @@ def unscored_cause(error: str) -> UnscoredCause:
         return "deadline"
     if COST_CAP_PHRASE in error:
         return "cost_cap"
-    if ABSTAIN_MESSAGE in error:
+    if ABSTAIN_MESSAGE in error or GOAL_ABSTAIN_MESSAGE in error:
         return "abstained"
     return "judge_error"
 
 
+def unscored_errors(conversation: ConversationMetrics) -> list[tuple[Literal["turn", "goal"], str]]:
+    """Why a conversation is unscored, each reason with what it stopped: its unscored turns'
+    errors (of results that keep per-turn detail), and its goal's when the goal is required and
+    unjudged. Empty for a scored conversation."""
+    if conversation.is_scored:
+        return []
+    errors: list[tuple[Literal["turn", "goal"], str]] = [
+        ("turn", i.error) for i in conversation.interactions or () if i.error is not None
+    ]
+    goal = conversation.goal_check
+    if goal is not None and goal.required and goal.error is not None:
+        errors.append(("goal", goal.error))
+    return errors
+
+
 def unscored_causes(conversations: list[ConversationMetrics]) -> Counter[UnscoredCause]:
-    """How many unscored turns each `unscored_cause` accounts for (turns of results that keep
-    per-turn detail; a result without it counts none)."""
-    return Counter(
-        unscored_cause(i.error)
-        for m in conversations
-        if not m.is_scored and m.interactions
-        for i in m.interactions
-        if i.error is not None
-    )
+    """How many unscored turns and required goals each `unscored_cause` accounts for
+    (`unscored_errors`; a result without per-turn detail counts only goals)."""
+    return Counter(unscored_cause(error) for m in conversations for _, error in unscored_errors(m))
 
 
 @dataclass(frozen=True)
@@ -131,12 +144,15 @@ def conversation_metrics(
     config: EvaluationConfig,
     *,
     tool_scorer: ToolScorer | None = None,
+    goal: TurnJudgement | None = None,
 ) -> ConversationMetrics:
-    """Metrics of one conversation; `judgements[i]` belongs to `dataset.conversation[i]`.
+    """Metrics of one conversation; `judgements[i]` belongs to `dataset.conversation[i]`, `goal`
+    to its `goal` (when it has one: `goal_check`).
 
-    The conversation is scored only if every turn is, and fully correct only if every
-    turn is correct and, when it has an `expected_state`, its end state matches
-    (`state.compare_state`, in `state_check`). pass@k / pass^k count turns: n = scored turns, c = correct ones
+    The conversation is scored only if every turn is (and, under `config.require_goal`, its goal
+    was judged), and fully correct only if every turn is correct, when it has an
+    `expected_state` its end state matches (`state.compare_state`, in `state_check`), and under
+    `config.require_goal` its goal is achieved. pass@k / pass^k count turns: n = scored turns, c = correct ones
     (None when no turn was scored). Pass one `tool_scorer` (built from `config`) to
     all the conversations of an evaluation so that repeated turns are scored once.
     """
@@ -146,7 +162,11 @@ def conversation_metrics(
     interactions = [interaction for interaction, _ in turns]
     scored = [i for i in interactions if i.is_correct is not None]
     correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]
-    is_scored = len(scored) == len(interactions)
+    goal_check = _goal_check(dataset.goal, goal, config) if dataset.goal is not None else None
+    # Under `require_goal` the goal decides with the turns: unjudged, it leaves the conversation unscored.
+    goal_verdict = goal_check.goal_achieved if goal_check is not None and goal_check.required else True
+    is_scored = len(scored) == len(interactions) and goal_verdict is not None
+    goal_holds = bool(goal_verdict)
     state_check = compare_state(dataset.expected_state, dataset.final_state) if dataset.checks_state else None
     state_holds = state_check is None or state_check.matches
     rates = None
@@ -160,20 +180,43 @@ def conversation_metrics(
         correct_interactions=len(correct_indices),
         unscored_interactions=len(interactions) - len(scored),
         is_scored=is_scored,
-        is_fully_correct=(len(correct_indices) == len(interactions) and state_holds) if is_scored else None,
+        is_fully_correct=(len(correct_indices) == len(interactions) and state_holds and goal_holds)
+        if is_scored
+        else None,
         threshold=config.threshold,
         correctness_scores=[i.answer_score for i in interactions],
         correct_indices=correct_indices,
         tool_correctness_scores=[tool_score for _, tool_score in turns],
         k=config.k,
-        pass_at_k=rates.pass_at_k if rates else None,
-        pass_pow_k=rates.pass_pow_k if rates else None,
-        pass_at_k_ci_low=rates.pass_at_k_ci_low if rates else None,
-        pass_at_k_ci_high=rates.pass_at_k_ci_high if rates else None,
-        pass_pow_k_ci_low=rates.pass_pow_k_ci_low if rates else None,
-        pass_pow_k_ci_high=rates.pass_pow_k_ci_high if rates else None,
+        **_rate_fields(rates),
         interactions=interactions,
         state_check=state_check,
+        goal_check=goal_check,
+    )
+
+
+_RATE_FIELDS = tuple(RateEstimate.model_fields)
+
+
+def _rate_fields(rates: RateEstimate | None) -> dict[str, Any]:
+    """A conversation's pass@k / pass^k fields from its `RateEstimate` (all None without one)."""
+    return {name: None if rates is None else getattr(rates, name) for name in _RATE_FIELDS}
+
+
+def _goal_check(goal: str, judgement: TurnJudgement | None, config: EvaluationConfig) -> GoalCheck:
+    """The `GoalCheck` of a conversation's goal from its judgement (None: it was not judged)."""
+    if judgement is None:
+        judgement = TurnJudgement(score=None, error="the goal was not judged")
+    return GoalCheck(
+        goal=goal,
+        goal_achieved=None if judgement.score is None else judgement.score >= config.threshold,
+        score=judgement.score,
+        reasoning=judgement.reasoning,
+        error=judgement.error,
+        required=config.require_goal,
+        judged_by=judgement.judged_by,
+        judge_votes=None if judgement.votes is None else list(judgement.votes),
+        judge_agreement=judgement.agreement,
     )
 
 

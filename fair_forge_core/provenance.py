@@ -68,4 +68,15 @@ def provenance_of(models: Sequence[BaseChatModel], config: EvaluationConfig, dat
         judge_vote=config.judge_vote,
         judge_cascade=config.judge_cascade,
         datasets_hash=datasets_hash(datasets),
+        **_goal_settings(config, datasets),
     )
+
+
+def _goal_settings(config: EvaluationConfig, datasets: Sequence[Dataset]) -> dict[str, object]:
+    """`require_goal` and the goal prompt's hash when some conversation has a goal, else nothing
+    (a result without goals reads as before)."""
+    if not any(dataset.goal is not None for dataset in datasets):
+        return {}
+    from fair_forge_core.judges.goal import goal_prompt_hash
+
+    return {"require_goal": config.require_goal, "goal_prompt_hash": goal_prompt_hash()}

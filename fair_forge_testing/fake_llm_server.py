@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fair_forge_core.judges.goal import parse_goal_request
 from fair_forge_core.judges.prompt import parse_judge_request
 
 __all__ = [
@@ -207,10 +208,13 @@ def judge_responder(request: dict[str, Any]) -> dict[str, Any]:
     """A deterministic judge verdict `{"score": float, "reasoning": str}`.
 
     Reads the evaluation data from the last user message (see
-    `parse_judge_request`). The score is 1.0 when the normalised agent answer
+    `parse_judge_request`); a goal question (`judges.goal`) gets `_goal_verdict`'s. The score is 1.0 when the normalised agent answer
     contains the normalised ground truth as whole words, else 0.0 (also 0.0 when
     there is no evaluation data or the ground truth is empty).
     """
+    goal = parse_goal_request(last_user_text(request))
+    if goal is not None:
+        return _goal_verdict(goal)
     judged = parse_judge_request(last_user_text(request))
     if judged is None:
         return {"score": 0.0, "reasoning": "No evaluation data found in the last user message."}
@@ -223,6 +227,21 @@ def judge_responder(request: dict[str, Any]) -> dict[str, Any]:
     return {
         "score": 0.0,
         "reasoning": f"The answer does not contain the ground truth {judged.ground_truth!r}.",
+    }
+
+
+def _goal_verdict(goal: dict[str, Any]) -> dict[str, Any]:
+    """A deterministic goal verdict: each criterion is met when the conversation's last agent
+    answer contains it (normalised, as whole words); the goal is achieved when every criterion
+    is met, or, without criteria, when that answer contains the goal's text."""
+    turns = goal.get("conversation", {}).get("turns") or [{}]
+    answer = f" {_normalise(str(turns[-1].get('agent', '')))} "
+    criteria = [str(c) for c in goal.get("criteria") or []] or [str(goal.get("goal", ""))]
+    unmet = [c for c in criteria if f" {_normalise(c)} " not in answer]
+    return {
+        "goal_achieved": not unmet,
+        "reasoning": "Every criterion is met by the last answer." if not unmet else "The last answer misses criteria.",
+        "unmet_criteria": unmet,
     }
 
 

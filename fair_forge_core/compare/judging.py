@@ -18,7 +18,8 @@ def judging_differences(baseline: Provenance | None, candidate: Provenance | Non
 
     Compared: the judges' `identity` lists (in order: the same judges, models, sampling and
     prompt, `judges.usage.judge_identity`), `prompt_hash`, `threshold`, `tool_threshold`,
-    `tool_dimension_floor` and `k`. A side without provenance (a result written before it
+    `tool_dimension_floor`, `k`, and, when either side judged goals, `require_goal` and
+    `goal_prompt_hash` (null on a side without goals). A side without provenance (a result written before it
     existed, or computed without it) is one line saying that side cannot be checked, and
     nothing else is compared. Hashes are shown by their first 12 hex digits.
     """
@@ -39,4 +40,8 @@ def judging_differences(baseline: Provenance | None, candidate: Provenance | Non
         base_value, cand_value = getattr(baseline, name), getattr(candidate, name)
         if base_value != cand_value:
             lines.append(f"different {name}: baseline {base_value:g} vs candidate {cand_value:g}")
+    for name in ("require_goal", "goal_prompt_hash"):
+        base_value, cand_value = getattr(baseline, name), getattr(candidate, name)
+        if base_value != cand_value:
+            lines.append(f"different {name}: baseline {base_value} vs candidate {cand_value}")
     return lines

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.verdict import Verdict
 from fair_forge_core.metrics import TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
@@ -104,14 +104,14 @@ class Judge(Protocol):
 
     def spec(self) -> JudgeSpec: ...
 
-    async def judge(self, request: JudgeRequest, sample: int = 0) -> Verdict: ...
+    async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict: ...
 
 
 class TurnJudge(Protocol):
     """What `evaluate` asks of the judge of an evaluation: a turn's whole judgement (a `Judge`
     through `SingleJudge`, a `judges.panel.JudgePanel`, a `judges.cascade.CascadeJudge`)."""
 
-    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement: ...
+    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement: ...
 
 
 @dataclass
@@ -121,7 +121,7 @@ class SingleJudge:
 
     judge: Judge
 
-    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
+    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
         try:
             verdict = await self.judge.judge(request)
         except JudgeCallError as exc:

@@ -24,8 +24,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from fair_forge_core.judges.base import Judge, TurnJudge
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.llm import JudgeCallError
-from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.verdict import Verdict
 from fair_forge_core.metrics import TurnJudgement
 
@@ -53,7 +53,7 @@ class CascadeJudge:
     settled_offline: int = 0
     sent_to_llm: int = 0
 
-    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
+    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
         """The offline verdict when decisive, else the LLM judge's judgement (scored or not)."""
         try:
             verdict: Verdict | None = await self.offline.judge(request)

@@ -47,10 +47,17 @@ from fair_forge_core.judges.base import (  # the error types and run settings li
     register_judge,
 )
 from fair_forge_core.judges.errors import ErrorKind, classify_error, describe_error, retry_after_s, status_code_of
+from fair_forge_core.judges.goal import (
+    GOAL_VERDICT_SCHEMA,
+    GoalRequest,
+    JudgeQuestion,
+    parse_reply,
+    question_caller_text,
+    question_messages,
+)
 from fair_forge_core.judges.limiter import AdaptiveLimiter
-from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
-from fair_forge_core.judges.verdict import VERDICT_SCHEMA, Verdict, VerdictParseError, compact, parse_verdict
+from fair_forge_core.judges.verdict import VERDICT_SCHEMA, Verdict, VerdictParseError
 from fair_forge_core.metrics import DEADLINE_PHRASE, TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
 
@@ -86,13 +93,20 @@ class AnswerJudge:
     def __post_init__(self) -> None:
         self.limiter = AdaptiveLimiter(self.config.max_concurrency)
         self._rate_limit_streak = 0  # 429s since the last answer, for the pause when no Retry-After comes
-        if self.config.use_structured_output:
+        self._runnables: dict[bool, Any] = {}
+
+    def _runnable(self, goal: bool) -> Any:
+        """The model as asked for a turn's verdict or a goal's (`judges.goal`): itself in marker mode,
+        else bound to that verdict's schema (structured output), built once for each."""
+        if not self.config.use_structured_output:
+            return self.model
+        if goal not in self._runnables:
             kwargs: dict[str, Any] = {}
             if self.config.structured_output_method:
                 kwargs["method"] = self.config.structured_output_method
-            self._runnable: Any = self.model.with_structured_output(VERDICT_SCHEMA, **kwargs)
-        else:
-            self._runnable = self.model
+            schema = GOAL_VERDICT_SCHEMA if goal else VERDICT_SCHEMA
+            self._runnables[goal] = self.model.with_structured_output(schema, **kwargs)
+        return self._runnables[goal]
 
     def spec(self) -> JudgeSpec:
         """An LLM judge: online, named by its model (`judges.usage.judge_model_name`)."""
@@ -100,29 +114,20 @@ class AnswerJudge:
 
         return JudgeSpec(kind="llm", model=judge_model_name(self.model), offline=False)
 
-    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
+    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
         """`judge(request)` as a `TurnJudgement` (`judges.base.SingleJudge`)."""
         return await SingleJudge(self).judge_turn(request)
 
-    async def judge(self, request: JudgeRequest, sample: int = 0) -> Verdict:
-        """The verdict on one turn, after retries. See the module docstring for the errors.
+    async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict:
+        """The verdict on one turn (or a conversation's goal: `judges.goal`), after retries. See the module docstring for the errors.
 
         `sample` numbers repeated judgements of one request (`config.judge_samples`,
         `judges.panel`): each has a judge cache entry of its own, so that a cached run
         repeats every sample rather than one sample N times; sample 0 is a single judgement's.
         """
-        messages = build_judge_messages(
-            request,
-            structured=self.config.use_structured_output,
-            bos_json_clause=self.config.bos_json_clause,
-            eos_json_clause=self.config.eos_json_clause,
-        )
+        messages = question_messages(request, self.config)
         # Everything the caller wrote, as `parse_verdict` compares it: a verdict found in it is forged.
-        caller_text = "\n".join(
-            compact(text)
-            for text in (request.query, request.answer, request.ground_truth, request.context, request.observation)
-            if text
-        )
+        caller_text = question_caller_text(request)
         cache_key = None
         if self.ledger is not None and self.ledger.cache is not None:
             cache_key = self.ledger.cache_key(messages, sample)
@@ -132,7 +137,7 @@ class AnswerJudge:
         attempts = parse_failures = rate_limited = 0
         while True:
             try:
-                verdict = await self._attempt(messages, caller_text)
+                verdict = await self._attempt(request, messages, caller_text)
                 if cache_key is not None and self.ledger is not None:
                     await self.ledger.store(cache_key, verdict)  # scored verdicts only: errors raise above
                 return verdict
@@ -177,7 +182,7 @@ class AnswerJudge:
             self.telemetry.retries += 1
             await asyncio.sleep(delay)
 
-    async def _attempt(self, messages: list[BaseMessage], caller_text: str) -> Verdict:
+    async def _attempt(self, request: JudgeQuestion, messages: list[BaseMessage], caller_text: str) -> Verdict:
         """One provider call in a slot of the limiter, which learns how it went; errors propagate."""
         ticket = await self._acquire()
         outcome: Literal["ok", "rate_limited", "error"] = "error"
@@ -194,12 +199,11 @@ class AnswerJudge:
                 capture = UsageCapture(self.ledger)
             self.telemetry.calls += 1
             config = {"callbacks": [capture]} if capture is not None else None
-            raw = await asyncio.wait_for(self._runnable.ainvoke(messages, config=config), timeout)
+            runnable = self._runnable(isinstance(request, GoalRequest))
+            raw = await asyncio.wait_for(runnable.ainvoke(messages, config=config), timeout)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
-            return parse_verdict(
-                raw, bos=self.config.bos_json_clause, eos=self.config.eos_json_clause, caller_text=caller_text
-            )
+            return parse_reply(request, raw, self.config, caller_text)
         except Exception as exc:
             if status_code_of(exc) == 429:
                 outcome = "rate_limited"

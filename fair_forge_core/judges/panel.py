@@ -40,9 +40,9 @@ from typing import Literal
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from fair_forge_core.judges.base import Judge
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.kinds import is_offline
 from fair_forge_core.judges.llm import JudgeCallError, JudgeProviderRefused
-from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import judge_identity
 from fair_forge_core.metrics import TurnJudgement
 from fair_forge_core.schemas import (
@@ -129,7 +129,7 @@ class JudgePanel:
             turns_at_once=config.max_concurrency,
         )
 
-    async def judge_turn(self, request: JudgeRequest) -> TurnJudgement:
+    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
         """The turn's combined judgement, with every member's vote. `JudgeProviderRefused`
         from any call propagates (the evaluation stops), as itself, not in an exception group."""
         async with self._turns:
@@ -163,7 +163,7 @@ class JudgePanel:
             reasoning = f"[{self.members[nearest].model}] {reasoning}"
         return TurnJudgement(score=score, reasoning=reasoning, votes=votes, agreement=agreeing / len(judgements))
 
-    async def _sample(self, member: Member, request: JudgeRequest, sample: int) -> tuple[float | None, str]:
+    async def _sample(self, member: Member, request: JudgeQuestion, sample: int) -> tuple[float | None, str]:
         """One judgement: (score, reasoning), or (None, the reason it failed)."""
         try:
             verdict = await member.judge.judge(request, sample)

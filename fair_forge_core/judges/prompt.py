@@ -107,10 +107,15 @@ def build_judge_messages(
     else:
         reply = (
             'Reply with one JSON object {"score": <number from 0.0 to 1.0>, "reasoning": "<one or two sentences>"} '
-            f"{_MARKERS_LEAD}{bos_json_clause}{_MARKERS_SEP}{eos_json_clause}{_MARKERS_TAIL}"
+            + marker_instruction(bos_json_clause, eos_json_clause)
         )
     human = f"Grade this turn.\n{DATA_START}\n{data}\n{DATA_END}\n{reply}"
     return [SystemMessage(content=RUBRIC), HumanMessage(content=human)]
+
+
+def marker_instruction(bos_json_clause: str, eos_json_clause: str) -> str:
+    """How marker mode's instruction ends: the reply markers, in the wording `read_judge_prompt` reads back."""
+    return f"{_MARKERS_LEAD}{bos_json_clause}{_MARKERS_SEP}{eos_json_clause}{_MARKERS_TAIL}"
 
 
 def parse_judge_request(text: str) -> JudgeRequest | None:

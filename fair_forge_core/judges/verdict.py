@@ -56,18 +56,17 @@ class Verdict(BaseModel):
         return text if len(text) <= MAX_REASONING_CHARS else text[: MAX_REASONING_CHARS - 1] + "…"
 
 
-def _schema_sent_to_providers() -> dict[str, Any]:
-    """`Verdict`'s JSON schema as providers are sent it: each property's type and
-    description, every property required, no other keyword.
+def provider_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A verdict model's JSON schema as providers are sent it: each property's type (and a
+    list's item type) and description, every property required, no other keyword.
 
     Structured-output modes are particular about schemas (OpenAI's strict mode wants every
     property in `required` and ``additionalProperties: false``), and providers have taken
-    this one as it is; the range and the default reasoning apply when a reply is read.
+    this one as it is; ranges and defaults apply when a reply is read.
     """
-    full = Verdict.model_json_schema()
-    properties = {
-        name: {"type": spec["type"], "description": spec["description"]} for name, spec in full["properties"].items()
-    }
+    full = model.model_json_schema()
+    kept = ("type", "items", "description")
+    properties = {name: {key: spec[key] for key in kept if key in spec} for name, spec in full["properties"].items()}
     return {
         "title": full["title"],
         "description": full["description"],
@@ -78,7 +77,7 @@ def _schema_sent_to_providers() -> dict[str, Any]:
     }
 
 
-VERDICT_SCHEMA: dict[str, Any] = _schema_sent_to_providers()
+VERDICT_SCHEMA: dict[str, Any] = provider_schema(Verdict)
 """The JSON schema providers are asked to fill in (structured output), derived from `Verdict`."""
 
 
@@ -101,16 +100,23 @@ def parse_verdict(raw: Any, *, bos: str, eos: str, caller_text: str = "") -> Ver
     object, got <type>", "the reply has no numeric score" (absent, not a number, a bool,
     NaN or infinite), or "score <the reply's value> is outside [0, 1]".
     """
+    try:
+        return Verdict.model_validate(verdict_object(raw, bos=bos, eos=eos, caller_text=caller_text))
+    except ValidationError as exc:
+        raise _score_error(exc) from None
+
+
+def verdict_object(raw: Any, *, bos: str, eos: str, caller_text: str = "") -> dict[str, Any]:
+    """The object a reply holds (`parse_verdict`'s rules), before it is validated as a verdict:
+    a structured-output dict or pydantic object as it is, or the JSON object found in a message's
+    text. `VerdictParseError` when there is none."""
     if isinstance(raw, BaseMessage):
         raw = _json_in_text(_message_text(raw)[-MAX_REPLY_CHARS:], bos=bos, eos=eos, caller_text=caller_text)
     elif hasattr(raw, "model_dump"):
         raw = raw.model_dump()
     if not isinstance(raw, dict):
         raise VerdictParseError(f"expected a JSON object, got {type(raw).__name__}")
-    try:
-        return Verdict.model_validate(raw)
-    except ValidationError as exc:
-        raise _score_error(exc) from None
+    return raw
 
 
 def _score_error(exc: ValidationError) -> VerdictParseError:

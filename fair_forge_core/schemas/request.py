@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR, did_you_mean
+from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR, did_you_mean, omitted_when_none
 from fair_forge_core.trace_formats import TraceFormat
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
@@ -128,6 +128,11 @@ class Dataset(_Request):
     key, values may be argument rules: `fair_forge_core.state`). Absent: not checked."""
     final_state: Any = None
     """The end state the agent left behind, as the caller observed it; required with `expected_state`."""
+    goal: str | None = omitted_when_none(min_length=1)
+    """What success means for the user, in words: the judge decides from the whole conversation
+    whether the agent achieved it (`judges.goal`). Absent: no goal is judged."""
+    goal_rubric: list[Annotated[str, Field(min_length=1)]] | None = omitted_when_none(min_length=1)
+    """The criteria of the goal, each of which must be met (needs `goal`)."""
 
     @field_validator("language", mode="before")
     @classmethod
@@ -138,6 +143,12 @@ class Dataset(_Request):
     def _final_state_with_an_expected_one(self) -> Dataset:
         if "expected_state" in self.model_fields_set and "final_state" not in self.model_fields_set:
             raise ValueError("final_state is required when expected_state is given: report the state the agent left")
+        return self
+
+    @model_validator(mode="after")
+    def _criteria_of_a_goal(self) -> Dataset:
+        if self.goal_rubric is not None and self.goal is None:
+            raise ValueError("goal_rubric needs a goal: the criteria are of the goal the judge reads")
         return self
 
     @property
@@ -279,6 +290,10 @@ class EvaluationConfig(_Request):
     judge_samples: int = Field(1, ge=1, le=MAX_JUDGE_SAMPLES)
     """Judge each distinct turn this many times with each connector (self-consistency,
     `fair_forge_core.judges.panel`); the turn's score combines them by `judge_vote`."""
+    require_goal: bool = True
+    """A conversation with a `goal` passes only when the judge finds the goal achieved (and is
+    unscored while the goal is unjudged). False: the goal is judged and reported, and only the
+    turns (and the end state) decide whether the conversation passes."""
     judge_vote: Literal["majority", "mean"] = "majority"
     """How several judgements of a turn (`judge_samples`, a list of connectors) become its score:
     "majority" (the lower median: passes when a strict majority passes) or "mean"."""

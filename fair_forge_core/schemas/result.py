@@ -100,12 +100,34 @@ class StateCheck(_Result):
     diff: list[StateDifference]
 
 
+class GoalCheck(_Result):
+    """The judge's verdict on a conversation's `goal` (`fair_forge_core.judges.goal`).
+
+    `goal_achieved` is whether `score` (1.0 achieved, 0.0 not; with several judgements their
+    combination by `config.judge_vote`) is ≥ the threshold; null when the goal could not be
+    judged (`error` says why: the offline judge abstains on every goal). `reasoning` ends with
+    the criteria the judge found unmet. `required` is `config.require_goal`: when true the
+    conversation passes only if the goal is achieved, and is unscored while it is unjudged.
+    `judged_by`, `judge_votes` and `judge_agreement` mean what they mean for a turn."""
+
+    goal: str
+    goal_achieved: bool | None
+    score: float | None
+    reasoning: str | None
+    error: str | None
+    required: bool
+    judged_by: Literal["offline", "llm"] | None = None
+    judge_votes: list[JudgeVote] | None = None
+    judge_agreement: float | None = None
+
+
 class ConversationMetrics(_Result):
     """One conversation. n and c count scored turns; unscored ones are reported, not zeroed.
 
     `state_check` is the end state's comparison when the conversation has an `expected_state`
     (`fair_forge_core.state`); a conversation whose state does not match is not fully correct.
-    Absent from the JSON when there is none, so results without end states read as before."""
+    Absent from the JSON when there is none, so results without end states read as before.
+    `goal_check` likewise is the judge's verdict on the conversation's `goal` (`GoalCheck`)."""
 
     session_id: str
     assistant_id: str
@@ -128,6 +150,7 @@ class ConversationMetrics(_Result):
     pass_pow_k_ci_high: float | None = None
     interactions: list[InteractionResult] | None
     state_check: StateCheck | None = omitted_when_none()
+    goal_check: GoalCheck | None = omitted_when_none()
 
 
 class CurvePoint(_Result):
@@ -308,7 +331,7 @@ class Provenance(_Result):
     (`fair-forge compare --require-same-judge`): the package version, the judges (one, or an
     ensemble's in request order), the prompt hash, every setting that decides a verdict or a
     figure (thresholds, floor, weights as given, `require_tool_correctness`, k, the statistical
-    mode, samples, vote and cascade), and `datasets_hash`, the sha256 (hex) of the datasets'
+    mode, samples, vote and cascade; with goals, `require_goal` and the goal prompt's hash), and `datasets_hash`, the sha256 (hex) of the datasets'
     canonical JSON (sorted keys, no spaces): equal datasets, equal hash."""
 
     version: str
@@ -325,6 +348,9 @@ class Provenance(_Result):
     judge_vote: str
     judge_cascade: bool
     datasets_hash: str
+    require_goal: bool | None = omitted_when_none()
+    goal_prompt_hash: str | None = omitted_when_none()
+    """With goals (`judges.goal`): `config.require_goal`, and the sha256 of the goal prompt's template."""
 
 
 class EvaluationResult(_Result):
