@@ -102,8 +102,23 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
                 else (f"; end state: {state['mismatched']} of {state['checked']} key(s) differ")
             )
         lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]{ending}")
+        lines.extend(f"    {line}" for line in policy_lines(conversation))
     lines.extend(f"  warning: {w}" for w in result.get("warnings", []))
     return "\n".join(lines)
+
+
+def policy_lines(conversation: dict[str, Any]) -> list[str]:
+    """One line per turn that broke its tool policy or missed its trajectory match."""
+    lines = []
+    for interaction in conversation.get("interactions") or []:
+        policy = interaction.get("tool_policy")
+        if policy is None or (policy["passed"] and policy["trajectory_matches"] is not False):
+            continue
+        broken = [v["message"] for v in policy["violations"]]
+        if policy["trajectory_matches"] is False:
+            broken.append(f"the calls do not match the expected ones ({policy['trajectory_match']})")
+        lines.append(f"{interaction['qa_id']}: tool policy: {'; '.join(broken)}")
+    return lines
 
 
 def compared(comparison: dict[str, Any]) -> list[str]:
