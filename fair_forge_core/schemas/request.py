@@ -7,7 +7,14 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR, did_you_mean, omitted_when_none
+from fair_forge_core.schemas.json_input import (
+    CONNECTOR_LIST,
+    EVERY_TOOL_LIMIT,
+    ONE_CONNECTOR,
+    PER_TOOL_LIMITS,
+    did_you_mean,
+    omitted_when_none,
+)
 from fair_forge_core.trace_formats import TraceFormat
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
@@ -70,6 +77,18 @@ ToolName = Annotated[str, Field(min_length=1)]
 CallCount = Annotated[int, Field(ge=0)]
 
 
+def _limit_shape(value: Any) -> str:
+    return PER_TOOL_LIMITS if isinstance(value, dict) else EVERY_TOOL_LIMIT
+
+
+PerToolLimit = Annotated[
+    Annotated[CallCount, Tag(EVERY_TOOL_LIMIT)] | Annotated[dict[str, CallCount], Tag(PER_TOOL_LIMITS)],
+    Discriminator(_limit_shape),
+]
+"""`max_calls_per_tool`: one limit for every tool, or limits by tool name (tagged, so that an
+error names the field, not the union's arms)."""
+
+
 class ToolPolicy(_Request):
     """Rules on the tools of a turn (`fair_forge_core.tools.policy`; README "Tool policies").
 
@@ -86,7 +105,7 @@ class ToolPolicy(_Request):
     forbidden_tools: list[ToolName] = Field(default_factory=list)
     allowed_tools: list[ToolName] | None = None
     max_tool_calls: CallCount | None = None
-    max_calls_per_tool: CallCount | dict[str, CallCount] | None = None
+    max_calls_per_tool: PerToolLimit | None = None
     ignore_parameters: dict[str, list[str]] = Field(default_factory=dict)
     trajectory_match: TrajectoryMatch | None = None
 
