@@ -24,26 +24,29 @@ from fair_forge_core.schemas import (
     ToolCall,
     ToolPolicy,
 )
+from fair_forge_core.schemas.request import TrajectoryMatch
 from fair_forge_core.tools.policy import check_tool_policy, effective_policy, trajectory_matches
 from fair_forge_testing.builders import conversation, datasets, turn
 from fair_forge_testing.handler_client import call_handler
 from tests.report_html import parse
 
-MODES = ("strict", "unordered", "subset", "superset")
+MODES: tuple[TrajectoryMatch, ...] = ("strict", "unordered", "subset", "superset")
 
 
-def used(*calls: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int]) -> list[ToolCall]:
-    return [ToolCall(tool_name=c[0], parameters=c[1], step=c[2] if len(c) > 2 else None) for c in calls]  # type: ignore[misc]
+def used(*calls: tuple[Any, ...]) -> list[ToolCall]:
+    """Used calls from (name, parameters) or (name, parameters, step)."""
+    return [ToolCall(tool_name=c[0], parameters=c[1], step=c[2] if len(c) > 2 else None) for c in calls]
 
 
-def expected(*calls: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int]) -> list[ExpectedToolCall]:
-    return [ExpectedToolCall(tool_name=c[0], parameters=c[1], step=c[2] if len(c) > 2 else None) for c in calls]  # type: ignore[misc]
+def expected(*calls: tuple[Any, ...]) -> list[ExpectedToolCall]:
+    """Expected calls from (name, parameters) or (name, parameters, step)."""
+    return [ExpectedToolCall(tool_name=c[0], parameters=c[1], step=c[2] if len(c) > 2 else None) for c in calls]
 
 
 def verdicts(
     used_calls: list[ToolCall], expected_calls: list[ExpectedToolCall], ignore: dict[str, list[str]] | None = None
 ) -> dict[str, bool]:
-    return {mode: trajectory_matches(mode, used_calls, expected_calls, ignore or {}) for mode in MODES}  # type: ignore[arg-type]
+    return {mode: trajectory_matches(mode, used_calls, expected_calls, ignore or {}) for mode in MODES}
 
 
 def verdict_table(strict: bool, unordered: bool, subset: bool, superset: bool) -> dict[str, bool]:
@@ -393,7 +396,7 @@ def test_the_service_refuses_a_bad_policy_naming_the_field(
 ) -> None:
     policies = {} if turn_policy is None else turn_policy
     one_turn = policy_turn([LOOKUP], [LOOKUP], **policies)
-    extra = {} if conversation_policy is None else {"tool_policy": conversation_policy}
+    extra: dict[str, Any] = {} if conversation_policy is None else {"tool_policy": conversation_policy}
     response = call_handler(service_body(conversation("s", [one_turn], **extra)))
     assert response.status == 400, response.body
     assert [detail["field"] for detail in response.body["details"]] == [field]
