@@ -150,6 +150,26 @@ def test_arguments_agree_by_the_rubrics_rules() -> None:
     assert verdicts(used(("f", {"x": 1}), ("f", {"x": 2})), rule_first) == verdict_table(False, True, True, True)
 
 
+@pytest.mark.parametrize(
+    ("mode", "names", "matches"),
+    [  # README "Tool policies", the table of modes, expected [a, b]
+        ("strict", "ab", True),
+        ("strict", "ba", False),
+        ("unordered", "ba", True),
+        ("unordered", "a", False),
+        ("unordered", "abc", False),
+        ("subset", "a", True),
+        ("subset", "", True),
+        ("subset", "ac", False),
+        ("superset", "bca", True),
+        ("superset", "a", False),
+    ],
+)
+def test_the_readmes_table_of_modes(mode: TrajectoryMatch, names: str, matches: bool) -> None:
+    calls = used(*((name, {}) for name in names))
+    assert trajectory_matches(mode, calls, expected(("a", {}), ("b", {})), {}) is matches
+
+
 # --------------------------------------------------------------------------- the rules
 
 
