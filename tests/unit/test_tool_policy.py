@@ -9,11 +9,13 @@ with one call step standing for one assistant message."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from examples.run_local import policy_lines
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.report import render_html
@@ -421,3 +423,18 @@ def test_the_service_refuses_a_bad_policy_naming_the_field(
     assert response.status == 400, response.body
     assert [detail["field"] for detail in response.body["details"]] == [field]
     assert reason in json.dumps(response.body)
+
+
+def test_the_example_through_the_service_and_its_make_run_line() -> None:
+    body = json.loads((Path(__file__).resolve().parents[2] / "examples" / "tool_policy.json").read_text())
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    kept, broke = response.body["per_conversation_metrics"]
+    # The extra check_policy call fails the rubric (tool_correctness_scores) but superset accepts it.
+    assert kept["tool_correctness_scores"][0]["is_correct"] is False
+    assert (kept["interactions"][0]["tool_correct"], kept["is_fully_correct"]) == (True, True)
+    assert (policy_lines(kept), broke["is_fully_correct"]) == ([], False)
+    assert policy_lines(broke) == [
+        "q1: tool policy: call 2 uses delete_account, which forbidden_tools forbids; "
+        "the turn made 3 tool calls, more than max_tool_calls 2"
+    ]
