@@ -95,6 +95,7 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
         scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])
         notes = "".join(f"; {note}" for note in conversation_notes(conversation))
         lines.append(f"  [{mark}] {conversation['session_id']}: answer scores [{scores}]{notes}")
+        lines.extend(f"    {line}" for line in policy_lines(conversation))
     lines.extend(f"  warning: {w}" for w in result.get("warnings", []))
     return "\n".join(lines)
 
@@ -111,6 +112,20 @@ def conversation_notes(conversation: dict[str, Any]) -> list[str]:
         verdict = {True: "achieved", False: "NOT achieved", None: f"not judged ({goal['error']})"}
         notes.append(f"goal {verdict[goal['goal_achieved']]}{'' if goal['required'] else ' (not required)'}")
     return notes
+
+
+def policy_lines(conversation: dict[str, Any]) -> list[str]:
+    """One line per turn that broke its tool policy or missed its trajectory match."""
+    lines = []
+    for interaction in conversation.get("interactions") or []:
+        policy = interaction.get("tool_policy")
+        if policy is None or (policy["passed"] and policy["trajectory_matches"] is not False):
+            continue
+        broken = [v["message"] for v in policy["violations"]]
+        if policy["trajectory_matches"] is False:
+            broken.append(f"the calls do not match the expected ones ({policy['trajectory_match']})")
+        lines.append(f"{interaction['qa_id']}: tool policy: {'; '.join(broken)}")
+    return lines
 
 
 def compared(comparison: dict[str, Any]) -> list[str]:

@@ -27,9 +27,11 @@ from fair_forge_core.schemas import (
     RateEstimate,
     Readiness,
     ToolCorrectnessScore,
+    ToolPolicy,
 )
 from fair_forge_core.state import compare_state
 from fair_forge_core.tools import ToolScorer
+from fair_forge_core.tools.policy import check_tool_policy, policy_of_turn, without_ignored_parameters
 
 ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
 """The error of a turn the offline judge abstained on (`judges.reference`)."""
@@ -106,21 +108,36 @@ class TurnJudgement:
 
 
 def score_turn(
-    batch: Batch, judgement: TurnJudgement, config: EvaluationConfig, tool_scorer: ToolScorer | None = None
+    batch: Batch,
+    judgement: TurnJudgement,
+    config: EvaluationConfig,
+    tool_scorer: ToolScorer | None = None,
+    policy: ToolPolicy | None = None,
 ) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
     """The verdict on one turn.
 
     Answer correct ⇔ score ≥ threshold. Tools are scored whenever the turn has
-    `ground_truth_agentic` (no tools used then scores, it is not None). Turn correct
-    ⇔ answer correct and, if tools were scored and `require_tool_correctness`, tools
-    correct. A turn without a score has `is_correct` None: unscored, not wrong.
+    `ground_truth_agentic` with expected tools (no tools used then scores, it is not None).
+    Turn correct ⇔ answer correct and, if tools were scored and `require_tool_correctness`,
+    tools correct. A turn without a score has `is_correct` None: unscored, not wrong.
     `tool_scorer` (made from `config` if not given) may be shared by many turns.
+
+    With a tool `policy` (`tools.policy`, in the result's `tool_policy`): the rubric scores the
+    calls without the policy's `ignore_parameters`; a `trajectory_match` verdict, when there is
+    one, is `tool_correct` instead of the rubric's (whose score is kept); a broken rule makes a
+    scored turn wrong, whatever `require_tool_correctness` says.
     """
-    tool_score = (tool_scorer or ToolScorer.for_config(config)).score_batch(batch)
+    check = check_tool_policy(batch, policy) if policy is not None else None
+    scored_batch = without_ignored_parameters(batch, policy.ignore_parameters) if policy is not None else batch
+    tool_score = (tool_scorer or ToolScorer.for_config(config)).score_batch(scored_batch)
     tool_correct = tool_score.is_correct if tool_score is not None else None
+    if check is not None and check.trajectory_matches is not None:
+        tool_correct = check.trajectory_matches
     answer_correct = None if judgement.score is None else judgement.score >= config.threshold
     is_correct = answer_correct
     if answer_correct and tool_correct is False and config.require_tool_correctness:
+        is_correct = False
+    if answer_correct and check is not None and not check.passed:
         is_correct = False
     interaction = InteractionResult(
         qa_id=batch.qa_id,
@@ -134,6 +151,7 @@ def score_turn(
         judged_by=judgement.judged_by,
         judge_votes=None if judgement.votes is None else list(judgement.votes),
         judge_agreement=judgement.agreement,
+        tool_policy=check,
     )
     return interaction, tool_score
 
@@ -158,7 +176,10 @@ def conversation_metrics(
     """
     if tool_scorer is None:
         tool_scorer = ToolScorer.for_config(config)
-    turns = [score_turn(b, j, config, tool_scorer) for b, j in zip(dataset.conversation, judgements, strict=True)]
+    turns = [
+        score_turn(b, j, config, tool_scorer, policy_of_turn(b, dataset.tool_policy))
+        for b, j in zip(dataset.conversation, judgements, strict=True)
+    ]
     interactions = [interaction for interaction, _ in turns]
     scored = [i for i in interactions if i.is_correct is not None]
     correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]

@@ -63,6 +63,7 @@ from fair_forge_core.schemas.request import (
     StatisticalMode,
     StructuredOutputMethod,
     ToolCall,
+    ToolPolicy,
     ToolWeights,
     TraceSource,
     TracesRunRequest,
@@ -90,6 +91,8 @@ from fair_forge_core.schemas.result import (
     StateCheck,
     StateDifference,
     ToolCorrectnessScore,
+    ToolPolicyCheck,
+    ToolPolicyViolation,
 )
 
 __all__ = [
@@ -145,6 +148,9 @@ __all__ = [
     "StructuredOutputMethod",
     "ToolCall",
     "ToolCorrectnessScore",
+    "ToolPolicy",
+    "ToolPolicyCheck",
+    "ToolPolicyViolation",
     "ToolWeights",
     "TraceSource",
     "TracesRunRequest",

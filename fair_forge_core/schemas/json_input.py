@@ -100,8 +100,10 @@ def describe_json_error(error: ValueError) -> str:
 
 ONE_CONNECTOR = "one connector"
 CONNECTOR_LIST = "connector list"
-UNION_TAGS = frozenset({ONE_CONNECTOR, CONNECTOR_LIST})
-"""The tags of the request's tagged unions (`schemas.request.Connectors`). Pydantic puts a
+EVERY_TOOL_LIMIT = "one limit for every tool"
+PER_TOOL_LIMITS = "limits per tool"
+UNION_TAGS = frozenset({ONE_CONNECTOR, CONNECTOR_LIST, EVERY_TOOL_LIMIT, PER_TOOL_LIMITS})
+"""The tags of the request's tagged unions (`schemas.request.Connectors`, `.PerToolLimit`). Pydantic puts a
 union's tag in an error's location; it names no field, so `field_path` leaves it out."""
 
 

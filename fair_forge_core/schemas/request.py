@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR, did_you_mean, omitted_when_none
+from fair_forge_core.schemas.json_input import (
+    CONNECTOR_LIST,
+    EVERY_TOOL_LIMIT,
+    ONE_CONNECTOR,
+    PER_TOOL_LIMITS,
+    did_you_mean,
+    omitted_when_none,
+)
 from fair_forge_core.trace_formats import TraceFormat
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
@@ -62,11 +69,79 @@ class AgenticTrace(_Request):
     final_answer_uses_tools: bool | None = None
 
 
+TrajectoryMatch = Literal["strict", "unordered", "subset", "superset"]
+"""How `ToolPolicy.trajectory_match` compares a turn's calls with its expected ones
+(agentevals' modes: `fair_forge_core.tools.policy`)."""
+
+ToolName = Annotated[str, Field(min_length=1)]
+CallCount = Annotated[int, Field(ge=0)]
+
+
+def _limit_shape(value: Any) -> str:
+    return PER_TOOL_LIMITS if isinstance(value, dict) else EVERY_TOOL_LIMIT
+
+
+PerToolLimit = Annotated[
+    Annotated[CallCount, Tag(EVERY_TOOL_LIMIT)] | Annotated[dict[str, CallCount], Tag(PER_TOOL_LIMITS)],
+    Discriminator(_limit_shape),
+]
+"""`max_calls_per_tool`: one limit for every tool, or limits by tool name (tagged, so that an
+error names the field, not the union's arms)."""
+
+
+class ToolPolicy(_Request):
+    """Rules on the tools of a turn (`fair_forge_core.tools.policy`; README "Tool policies").
+
+    Given on a conversation (`Dataset.tool_policy`: every turn) and/or on a turn
+    (`GroundTruthAgentic.tool_policy`): each field the turn gives replaces the conversation's.
+    `forbidden_tools`: never to be called. `allowed_tools`: the only tools that may be called
+    (None: any). `max_tool_calls`: the most calls in one turn. `max_calls_per_tool`: the most
+    calls of one tool in one turn (an int for every tool, or per tool name). `ignore_parameters`:
+    tool name → parameter names left out of every comparison of that tool's calls (the
+    trajectory match and the rubric). `trajectory_match`: compare the turn's calls with its
+    expected ones in this mode instead of the weighted rubric (None: the rubric decides).
+    A tool both forbidden and allowed is refused."""
+
+    forbidden_tools: list[ToolName] = Field(default_factory=list)
+    allowed_tools: list[ToolName] | None = None
+    max_tool_calls: CallCount | None = None
+    max_calls_per_tool: PerToolLimit | None = None
+    ignore_parameters: dict[str, list[str]] = Field(default_factory=dict)
+    trajectory_match: TrajectoryMatch | None = None
+
+    @model_validator(mode="after")
+    def _nothing_both_forbidden_and_allowed(self) -> ToolPolicy:
+        both = sorted(set(self.forbidden_tools) & set(self.allowed_tools or ()))
+        if both:
+            raise ValueError(
+                f"forbidden_tools and allowed_tools both name {', '.join(both)}: a tool is either forbidden or allowed"
+            )
+        return self
+
+    def overridden_by(self, turn: ToolPolicy) -> ToolPolicy:
+        """This (a conversation's) policy with every field `turn` gives replacing its own;
+        refused like any policy when the result forbids and allows one tool."""
+        given = {name: getattr(turn, name) for name in turn.model_fields_set}
+        return ToolPolicy.model_validate({**self.model_dump(), **given})
+
+
 class GroundTruthAgentic(_Request):
-    """The tools the agent should have used in one turn."""
+    """The tools the agent should have used in one turn, and the turn's `tool_policy`.
+
+    A `ground_truth_agentic` that gives a `tool_policy` and no `expected_tools` expects no
+    particular calls: the rubric does not score the turn (as without `ground_truth_agentic`);
+    only the policy's rules apply (`has_expected_tools`)."""
 
     expected_tools: list[ExpectedToolCall] = Field(default_factory=list)
     tool_sequence_matters: bool = False
+    tool_policy: ToolPolicy | None = omitted_when_none()
+
+    @property
+    def has_expected_tools(self) -> bool:
+        """Whether the turn's calls are compared with expected ones: `expected_tools` was given
+        (even `[]`: no call expected), or defaulted without a `tool_policy` (a library caller's
+        `GroundTruthAgentic()`, as always)."""
+        return "expected_tools" in self.model_fields_set or "tool_policy" not in self.model_fields_set
 
 
 def _none_without_expected_tools(value: Any) -> Any:
@@ -133,6 +208,8 @@ class Dataset(_Request):
     whether the agent achieved it (`judges.goal`). Absent: no goal is judged."""
     goal_rubric: list[Annotated[str, Field(min_length=1)]] | None = omitted_when_none(min_length=1)
     """The criteria of the goal, each of which must be met (needs `goal`)."""
+    tool_policy: ToolPolicy | None = omitted_when_none()
+    """Rules on the tools of every turn (`ToolPolicy`); a turn's own `tool_policy` fields replace these."""
 
     @field_validator("language", mode="before")
     @classmethod
@@ -149,6 +226,23 @@ class Dataset(_Request):
     def _criteria_of_a_goal(self) -> Dataset:
         if self.goal_rubric is not None and self.goal is None:
             raise ValueError("goal_rubric needs a goal: the criteria are of the goal the judge reads")
+        return self
+
+    @model_validator(mode="after")
+    def _turn_policies_agree_with_the_conversation(self) -> Dataset:
+        if self.tool_policy is None:
+            return self
+        for index, batch in enumerate(self.conversation):
+            own = batch.ground_truth_agentic.tool_policy if batch.ground_truth_agentic is not None else None
+            if own is None:
+                continue
+            try:
+                self.tool_policy.overridden_by(own)
+            except ValidationError as error:
+                reason = error.errors()[0]["msg"].removeprefix("Value error, ")
+                raise ValueError(
+                    f"conversation[{index}].ground_truth_agentic.tool_policy with the conversation's tool_policy: {reason}"
+                ) from None
         return self
 
     @property

@@ -7,6 +7,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from fair_forge_core.schemas.json_input import omitted_when_none
+from fair_forge_core.schemas.request import TrajectoryMatch
 
 
 class _Result(BaseModel):
@@ -43,6 +44,26 @@ class JudgeVote(_Result):
     error: str | None = None
 
 
+class ToolPolicyViolation(_Result):
+    """One broken rule of a turn's tool policy (`fair_forge_core.tools.policy`): the rule (the
+    `ToolPolicy` field), the tool (null for `max_tool_calls`), a sentence naming both."""
+
+    rule: Literal["forbidden_tools", "allowed_tools", "max_tool_calls", "max_calls_per_tool"]
+    tool_name: str | None
+    message: str
+
+
+class ToolPolicyCheck(_Result):
+    """A turn's calls under its tool policy (`fair_forge_core.tools.policy.check_tool_policy`):
+    `passed` when no rule is broken (`violations`); `trajectory_match`, the policy's mode, and
+    `trajectory_matches`, its verdict (null without a mode, or when the turn has no expected tools)."""
+
+    passed: bool
+    violations: list[ToolPolicyViolation]
+    trajectory_match: TrajectoryMatch | None
+    trajectory_matches: bool | None
+
+
 class InteractionResult(_Result):
     """Per-turn detail. `answer_score` is None when the judge could not score the turn.
     `observation` is the turn's own (what the agent saw), echoed for the report. `judged_by`
@@ -50,7 +71,9 @@ class InteractionResult(_Result):
     offline judge; "llm": sent to the connector, scored or not); null when the cascade is off.
     `judge_votes` (one per connector, in request order) and `judge_agreement` (the share of the
     turn's judgements on the side of the threshold its score is on; null when unscored) are
-    set when the turn was judged more than once (`config.judge_samples` > 1, an ensemble)."""
+    set when the turn was judged more than once (`config.judge_samples` > 1, an ensemble).
+    `tool_policy` is the turn's tool policy check (`fair_forge_core.tools.policy`), present only
+    on turns that have a policy (their own or their conversation's)."""
 
     qa_id: str
     answer_score: float | None
@@ -63,6 +86,7 @@ class InteractionResult(_Result):
     judged_by: Literal["offline", "llm"] | None = None
     judge_votes: list[JudgeVote] | None = None
     judge_agreement: float | None = None
+    tool_policy: ToolPolicyCheck | None = omitted_when_none()
 
 
 class RateEstimate(_Result):

@@ -86,6 +86,8 @@ The code, one concept a module, each importing only the ones before it: `rules`
 longest common subsequence), `evidence` (result_in_answer), `score` (the dimensions,
 overall, F1, the reasoning: `score_tool_calls`) and `scorer` (`ToolScorer`, which
 scores each distinct turn once). The names of `__all__` are importable from here.
+`policy` (tool policies and agentevals' trajectory match, README "Tool policies") stands
+beside the rubric: it reads `rules` and `pairing`, and `metrics` imports it by its own name.
 """
 
 from __future__ import annotations

@@ -47,8 +47,9 @@ class ToolScorer:
 
     def score_batch(self, batch: Batch) -> ToolCorrectnessScore | None:
         """The tool score of one turn, or None when its tools are not evaluated (no
-        `ground_truth_agentic`: expected tools and none used is a real, failing score)."""
-        if batch.ground_truth_agentic is None:
+        `ground_truth_agentic`, or one with only a `tool_policy`: expected tools and none used
+        is a real, failing score)."""
+        if batch.ground_truth_agentic is None or not batch.ground_truth_agentic.has_expected_tools:
             return None
         return self.score(batch.agentic, batch.ground_truth_agentic, batch.assistant)
 
