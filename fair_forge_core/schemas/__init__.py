@@ -79,6 +79,7 @@ from fair_forge_core.schemas.result import (
     JudgeConsensus,
     JudgeProvenance,
     JudgeVote,
+    LabelledTask,
     McNemarTest,
     MetricComparison,
     PerTaskMetrics,
@@ -88,6 +89,8 @@ from fair_forge_core.schemas.result import (
     ReadinessStatus,
     StateCheck,
     StateDifference,
+    TaskLabel,
+    TaskStability,
     ToolCorrectnessScore,
 )
 
@@ -124,6 +127,7 @@ __all__ = [
     "JudgeProvenance",
     "JudgeVote",
     "LabelledPair",
+    "LabelledTask",
     "LoneSurrogate",
     "McNemarTest",
     "MetricComparison",
@@ -141,6 +145,8 @@ __all__ = [
     "StateDifference",
     "StatisticalMode",
     "StructuredOutputMethod",
+    "TaskLabel",
+    "TaskStability",
     "ToolCall",
     "ToolCorrectnessScore",
     "ToolWeights",

@@ -260,6 +260,42 @@ class JudgeConsensus(_Result):
     mean_agreement: float | None
 
 
+TaskLabel = Literal["stable", "flaky", "failing"]
+
+
+class LabelledTask(_Result):
+    """One task with at least 2 scored attempts (`fair_forge_core.flakiness`): its attempts
+    (scored conversations), how many passed (fully correct), its unscored conversations (not
+    attempts), the observed pass rate passed / attempts, the Clopper–Pearson interval of the
+    task's pass probability from its own attempts alone, and its label: "stable" (all passed),
+    "failing" (none did) or "flaky" (some but not all)."""
+
+    task_id: str
+    attempts: int
+    passed: int
+    unscored: int
+    pass_rate: float
+    ci_low: float
+    ci_high: float
+    label: TaskLabel
+
+
+class TaskStability(_Result):
+    """Which tasks pass every time, which never, which sometimes (`config.task_stability`;
+    `fair_forge_core.flakiness.task_stability`): the labelled tasks, flaky first, then failing,
+    then stable, by task_id inside; how many of each; `unlabelled`, the tasks with fewer than 2
+    scored attempts (a conversation without a task_id is a task of its own); and the intervals'
+    level (the request's `statistical_mode.ci_level`) and method."""
+
+    ci_level: float
+    interval_method: Literal["clopper_pearson"] = "clopper_pearson"
+    stable: int
+    flaky: int
+    failing: int
+    unlabelled: int
+    tasks: list[LabelledTask]
+
+
 class AggregatedMetrics(_Result):
     """Across conversations: n = scored conversations, c = fully correct ones."""
 
@@ -289,6 +325,9 @@ class AggregatedMetrics(_Result):
     comparison: Comparison | None = None
     judge_usage: JudgeUsage | None = None
     judge_consensus: JudgeConsensus | None = None
+    task_stability: TaskStability | None = omitted_when_none()
+    """Each task's attempts labelled stable, flaky or failing, when `config.task_stability` asks
+    (`fair_forge_core.flakiness`); absent otherwise, so results read as before."""
 
 
 class JudgeProvenance(_Result):
