@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Protocol
 
 from fair_forge_core import stats
-from fair_forge_core.schemas import ConversationMetrics, LabelledTask, TaskLabel, TaskStability
+from fair_forge_core.schemas import LabelledTask, TaskLabel, TaskStability
 
 MIN_ATTEMPTS = 2
 """The scored attempts a task needs to be labelled."""
@@ -37,7 +38,19 @@ LABEL_ORDER: dict[TaskLabel, int] = {"flaky": 0, "failing": 1, "stable": 2}
 TaskKey = str | int
 
 
-def task_key(index: int, conversation: ConversationMetrics) -> TaskKey:
+class Attempt(Protocol):
+    """What the rule reads of a conversation: a `ConversationMetrics`, or the same three fields
+    of its JSON (the HTML report reads a result file)."""
+
+    @property
+    def task_id(self) -> str | None: ...
+    @property
+    def is_scored(self) -> bool: ...
+    @property
+    def is_fully_correct(self) -> bool | None: ...
+
+
+def task_key(index: int, conversation: Attempt) -> TaskKey:
     """The task of the conversation at `index`: its task_id, or, without one, its position
     (a task of its own: session ids need not be unique)."""
     return conversation.task_id if conversation.task_id is not None else index
@@ -50,7 +63,7 @@ def label_of(attempts: int, passed: int) -> TaskLabel:
     return "failing" if passed == 0 else "flaky"
 
 
-def task_stability(conversations: Sequence[ConversationMetrics], ci_level: float) -> TaskStability:
+def task_stability(conversations: Sequence[Attempt], ci_level: float) -> TaskStability:
     """Every task with at least `MIN_ATTEMPTS` scored attempts, labelled, with the interval of
     its pass probability at `ci_level` (module docstring); the others counted as unlabelled."""
     outcomes: dict[TaskKey, list[bool]] = {}

@@ -12,10 +12,12 @@ from scipy.stats import beta, binomtest
 
 from fair_forge_core.flakiness import summary, task_stability
 from fair_forge_core.metrics import aggregate
+from fair_forge_core.report import format_number, render_html
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_core.stats import clopper_pearson_interval
 from fair_forge_testing.builders import scored_conversation
 from fair_forge_testing.handler_client import call_handler
+from tests.report_html import Element, by_id, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "flaky_tasks.json"
@@ -171,3 +173,51 @@ def test_a_task_stability_that_is_not_a_boolean_is_a_400_naming_the_field() -> N
     response = call_handler(body)
     assert response.status == 400
     assert response.body["details"][0]["field"] == "config.task_stability"
+
+
+# --------------------------------------------------------------------------- the HTML report
+
+
+def stability_rows(page: str) -> list[Element]:
+    return [e for e in parse(page) if e.tag == "tr" and "task" in e.classes]
+
+
+@pytest.mark.parametrize("asked", [True, False])
+def test_the_report_lists_the_labelled_tasks_whatever_the_request_asked(asked: bool) -> None:
+    body = json.loads(EXAMPLE.read_text())
+    body["config"] = {"k": 3, "task_stability": asked, "statistical_mode": {"ci_level": 0.8}}
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    elements = parse(render_html(response.body))  # the JSON as a client reads it: the level from provenance
+    section = by_id(elements, "task-stability")
+    assert (
+        section is not None and "2 stable, 1 flaky, 1 failing" in section.text and "80% Clopper–Pearson" in section.text
+    )
+    rows = stability_rows(render_html(response.body))
+    assert [(r.attrs["data-task"], r.attrs["data-label"]) for r in rows] == [
+        ("order_status", "flaky"),
+        ("return_window", "failing"),
+        ("opening_hours", "stable"),
+        ("shipping_cost", "stable"),
+    ]
+    pills = [
+        e for e in elements if e.tag == "span" and "pill" in e.classes and e.text in {"Flaky", "Failing", "Stable"}
+    ]
+    assert [(p.text, sorted(p.classes)) for p in pills] == [
+        ("Flaky", ["pill", "pill-unscored"]),
+        ("Failing", ["pill", "pill-fail"]),
+        ("Stable", ["pill", "pill-pass"]),
+        ("Stable", ["pill", "pill-pass"]),
+    ]
+    for row in rows:
+        passed, attempts = int(row.attrs["data-passed"]), int(row.attrs["data-attempts"])
+        ci = binomtest(passed, attempts).proportion_ci(confidence_level=0.8, method="exact")
+        low, high = json.loads(row.attrs["data-ci-low"]), json.loads(row.attrs["data-ci-high"])
+        assert (low, high) == pytest.approx((ci.low, ci.high), abs=1e-10)
+        assert f"{passed} / {attempts}" in row.text and f"{format_number(low)} – {format_number(high)}" in row.text
+
+
+def test_the_report_has_no_task_stability_without_a_task_of_two_attempts() -> None:
+    body = json.loads((ROOT / "examples" / "calculator.json").read_text())
+    page = render_html(call_handler(body).body)
+    assert by_id(parse(page), "task-stability") is None and "Task stability" not in page
