@@ -90,6 +90,11 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
         lines.append(f"  {assistant}: {sub['readiness']['summary']}")
     if agg.get("comparison"):
         lines += compared(agg["comparison"])
+    if agg.get("task_stability"):
+        from fair_forge_core.flakiness import summary
+        from fair_forge_core.schemas import TaskStability
+
+        lines.append(f"  {summary(TaskStability.model_validate(agg['task_stability']))}")
     for conversation in result["per_conversation_metrics"]:
         mark = {True: "PASS", False: "FAIL", None: "UNSCORED"}[conversation["is_fully_correct"]]
         scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])

@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from fair_forge_core import stats, tiers
+from fair_forge_core.flakiness import task_key, task_stability
 from fair_forge_core.schemas import (
     AggregatedMetrics,
     Batch,
@@ -252,9 +253,7 @@ def task_outcomes(conversations: list[ConversationMetrics], k: int) -> Counter[t
     for index, conversation in enumerate(conversations):
         if not conversation.is_scored:
             continue
-        # Keyed by position when there is no task_id: session ids need not be unique.
-        key = conversation.task_id if conversation.task_id is not None else index
-        attempts[key].append(bool(conversation.is_fully_correct))
+        attempts[task_key(index, conversation)].append(bool(conversation.is_fully_correct))
     return Counter((len(o), sum(o)) for o in attempts.values() if len(o) >= k)
 
 
@@ -281,7 +280,7 @@ def per_task_metrics(conversations: list[ConversationMetrics], k: int, ci_level:
     collapses to a point when every task scored alike (5 tasks all 3 of 3: pass^3's bounds
     are [0.566, 1] at 95 %). Coverage is measured in `benchmarks/bench_per_task.py`.
     """
-    tasks = {m.task_id if m.task_id is not None else index for index, m in enumerate(conversations)}
+    tasks = {task_key(index, m) for index, m in enumerate(conversations)}
     outcomes = task_outcomes(conversations, k)
     eligible = sum(outcomes.values())
     fields: dict[str, object] = {"tasks": len(tasks), "tasks_with_k_attempts": eligible}
@@ -312,7 +311,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
 
     Unscored conversations are counted in `unscored_conversations` and left out of
     n and c. With n = 0 every rate is None. `per_task` appears when any conversation
-    has a task_id, `by_assistant` when there are several assistant_ids.
+    has a task_id, `by_assistant` when there are several assistant_ids, `task_stability` when
+    `config.task_stability` asks (`flakiness.task_stability`, over all the conversations given).
     """
     scored = [m for m in conversations if m.is_scored]
     n = len(scored)
@@ -365,6 +365,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     if any(m.task_id is not None for m in conversations):
         per_task = fields["per_task"] = per_task_metrics(scored, k, mode.ci_level)
     fields["readiness"] = _readiness(conversations, fields, per_task, config)
+    if config.task_stability:
+        fields["task_stability"] = task_stability(conversations, mode.ci_level)
     assistants = sorted({m.assistant_id for m in conversations})
     if len(assistants) > 1:
         fields["by_assistant"] = {

@@ -163,6 +163,24 @@ def wilson_interval(n: int, c: int, level: float) -> tuple[float, float]:
     return wilson_interval_of_mean(c / n, n, level)
 
 
+def clopper_pearson_interval(n: int, c: int, level: float) -> tuple[float, float]:
+    """The Clopper–Pearson ("exact") interval for a success probability, c successes in n
+    trials, at two-sided `level`: with α = 1 − level, the low bound is the α/2 quantile of
+    Beta(c, n − c + 1) (0 when c = 0) and the high bound the 1 − α/2 quantile of
+    Beta(c + 1, n − c) (1 when c = n). It inverts the two one-sided binomial tests, so its
+    coverage is at least `level` for every p. Same checks on n and c as `pass_at_k`;
+    ValueError unless 0 < level < 1."""
+    from scipy.special import betaincinv
+
+    _check_counts(n, c, 1)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    tail = (1.0 - level) / 2.0
+    low = 0.0 if c == 0 else float(betaincinv(c, n - c + 1, tail))
+    high = 1.0 if c == n else float(betaincinv(c + 1, n - c, 1.0 - tail))
+    return low, high
+
+
 def wilson_interval_of_mean(mean: float, n: int, level: float) -> tuple[float, float]:
     """`wilson_interval` with p̂ = `mean`, the mean of n values in [0, 1] (not only 0s and 1s).
 

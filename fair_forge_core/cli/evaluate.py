@@ -22,6 +22,11 @@ sampling, prompt and messages from the directory DIR, and stores new scored verd
 (`fair_forge_core.judges.cache`); without it, `FAIR_FORGE_JUDGE_CACHE` (a directory) is used
 when the request says `config.judge_cache: true`.
 
+Tasks (`fair_forge_core.flakiness`): when some task has 2 or more scored attempts, the summary
+on stderr counts the stable, flaky and failing tasks and lists the flaky and failing ones with
+their pass counts and Clopper–Pearson intervals, computed from the result's per-conversation
+metrics whatever `config.task_stability` says (the result JSON stays as the request asked).
+
 Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 """
 
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from fair_forge_core.cli.common import (
     EXIT_OK,
@@ -41,8 +46,11 @@ from fair_forge_core.cli.common import (
     _run_evaluation,
     _write,
 )
-from fair_forge_core.cli.gates import _check_gates
+from fair_forge_core.cli.gates import _check_gates, _check_task_gates
 from fair_forge_core.cli.progress import _progress
+
+if TYPE_CHECKING:
+    from fair_forge_core.schemas import TaskStability
 
 
 def format_usage(usage: Any) -> str:
@@ -65,6 +73,23 @@ def format_usage(usage: Any) -> str:
             f"{usage.cascade_sent_to_llm} sent to the connector"
         )
     return "; ".join(parts)
+
+
+def stability_lines(stability: TaskStability) -> list[str]:
+    """The tasks in a few lines: `flakiness.summary`, then each flaky and each failing task with
+    its passes and its interval (none when no task has 2 scored attempts)."""
+    from fair_forge_core.cli.common import _level
+    from fair_forge_core.flakiness import summary
+
+    if not stability.tasks:
+        return []
+    level = _level(stability.ci_level)
+    return [summary(stability)] + [
+        f"  {task.label}: {task.task_id}, {task.passed} of {task.attempts} attempts passed "
+        f"({level} interval {task.ci_low:.3f} to {task.ci_high:.3f})"
+        for task in stability.tasks
+        if task.label != "stable"
+    ]
 
 
 def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -90,11 +115,15 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
 
         _write(render_html(result), args.html, stdout)
 
+    from fair_forge_core.flakiness import task_stability
+
     agg = result.aggregated_metrics
+    level = request.config.statistical_mode.ci_level
+    stability = task_stability(result.per_conversation_metrics, level)
     if not args.quiet:
         from fair_forge_core.headline import headline_lines
 
-        for line in headline_lines(agg):
+        for line in [*headline_lines(agg), *stability_lines(stability)]:
             stderr.write(f"{line}\n")
         if agg.judge_usage is not None:
             stderr.write(f"judge: {format_usage(agg.judge_usage)}\n")
@@ -107,7 +136,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         for path in (args.out, args.html):
             if path is not None:
                 stderr.write(f"wrote {path}\n")
-    failures = _check_gates(args, agg, request.config.statistical_mode.ci_level, stderr)
+    failures = _check_gates(args, agg, level, stderr) + _check_task_gates(args, stability, stderr)
     for failure in failures:
         stderr.write(f"FAILED: {failure}\n")
     return EXIT_THRESHOLD if failures else EXIT_OK

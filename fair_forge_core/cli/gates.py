@@ -19,6 +19,14 @@ figure was not measured fails.
   in p: pass^k ≥ L^k and pass@k ≥ 1 − (1 − L)^k;
 - `--max-unscored N`: more than N conversations are unscored.
 
+Gates on tasks (`_check_task_gates`), read from `flakiness.task_stability` of the result's
+per-conversation metrics, whatever `config.task_stability` says; not measured, and so failed,
+when no task has 2 scored attempts:
+
+- `--max-flaky-tasks N`: more than N tasks are flaky (some but not all attempts passed);
+- `--min-task-pass-rate X`: some labelled task's observed pass rate (passed / attempts) is
+  below X; the failure names every such task.
+
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 from fair_forge_core.cli.common import _level
 
 if TYPE_CHECKING:
-    from fair_forge_core.schemas import AggregatedMetrics
+    from fair_forge_core.schemas import AggregatedMetrics, TaskStability
 
 GateMetric = Literal["pass_at_k", "pass_pow_k"]
 GATE_METRICS: tuple[GateMetric, ...] = ("pass_at_k", "pass_pow_k")
@@ -166,6 +174,54 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
             failures.append(
                 f"not enough evidence: {unscored} of {readiness.total} conversation(s) unscored, more than "
                 "config.max_unscored_share allows (pass --allow-unscored to accept a result with unscored data)"
+            )
+    if not args.quiet:
+        for line in passed:
+            stderr.write(f"gate met: {line}\n")
+    return failures
+
+
+def _task_list(tasks: list[str]) -> str:
+    """At most 10 task ids, and how many more."""
+    shown = ", ".join(tasks[:10])
+    return shown if len(tasks) <= 10 else f"{shown} and {len(tasks) - 10} more"
+
+
+def _check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr: TextIO) -> list[str]:
+    """The failures of `--max-flaky-tasks` and `--min-task-pass-rate` (module docstring), as
+    `_check_gates` reports its own: a gate with no labelled task to read fails, the passed
+    gates are printed as `gate met:` lines unless `--quiet`."""
+    failures: list[str] = []
+    passed: list[str] = []
+    not_measured = "no task has 2 or more scored attempts, so task stability was not measured"
+    if args.max_flaky_tasks is not None:
+        gate = f"--max-flaky-tasks {args.max_flaky_tasks}"
+        flaky = [t.task_id for t in stability.tasks if t.label == "flaky"]
+        if not stability.tasks:
+            failures.append(f"{not_measured}: {gate} cannot be met")
+        elif len(flaky) > args.max_flaky_tasks:
+            failures.append(
+                f"{len(flaky)} of {len(stability.tasks)} task(s) flaky, more than {gate} "
+                f"by {len(flaky) - args.max_flaky_tasks}: {_task_list(flaky)}"
+            )
+        else:
+            passed.append(f"{len(flaky)} of {len(stability.tasks)} task(s) flaky, at most {gate}")
+    threshold = args.min_task_pass_rate
+    if threshold is not None:
+        gate = f"--min-task-pass-rate {threshold:g}"
+        below = [t for t in stability.tasks if t.pass_rate < threshold]
+        if not stability.tasks:
+            failures.append(f"{not_measured}: {gate} cannot be met")
+        elif below:
+            names = [f"{t.task_id} {t.passed}/{t.attempts}" for t in below]
+            failures.append(
+                f"{len(below)} of {len(stability.tasks)} task(s) pass less often than {gate}: {_task_list(names)}"
+            )
+        else:
+            lowest = min(stability.tasks, key=lambda t: t.pass_rate)
+            passed.append(
+                f"every one of {len(stability.tasks)} task(s) passes at least {gate} "
+                f"(lowest: {lowest.task_id} {lowest.passed}/{lowest.attempts})"
             )
     if not args.quiet:
         for line in passed:

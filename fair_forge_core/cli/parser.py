@@ -141,6 +141,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when more than N conversations are unscored (the judge could not score them)",
     )
     evaluate.add_argument(
+        "--max-flaky-tasks",
+        type=_non_negative_int,
+        metavar="N",
+        help=(
+            "exit 1 when more than N tasks are flaky (of their 2 or more scored attempts, some but not all "
+            "passed); fails when no task has 2 scored attempts"
+        ),
+    )
+    evaluate.add_argument(
+        "--min-task-pass-rate",
+        type=_threshold,
+        metavar="X",
+        help=(
+            "exit 1 when a task with 2 or more scored attempts passed in fewer than X of them, X in [0, 1] "
+            "(the tasks are named); fails when no task has 2 scored attempts"
+        ),
+    )
+    evaluate.add_argument(
         "--max-cost-usd",
         type=_positive_number,
         metavar="X",

@@ -17,7 +17,10 @@ the verdict and its explanation, the confidence, shared tasks, P(candidate bette
 minimum detectable effect (and tasks needed when inconclusive or not tested), how the two
 sides were judged differently, a forest plot of each metric's difference with its
 interval (`charts.forest_plot`), a per-metric table, the tasks and conversations left
-unpaired and the notes; and every conversation with its
+unpaired and the notes; when some task has 2 or more scored attempts, the task stability
+section — each such task labelled stable, flaky or failing (`flakiness.task_stability` of the
+conversations, as `fair-forge evaluate` lists them, whether or not the result carries
+`task_stability`), with its passes and its Clopper–Pearson interval; and every conversation with its
 turns, failing turns highlighted with the judge's and the tool rubric's reasons. Without
 a comparison the page is exactly what it was before the section existed (its CSS is
 written only with it).
@@ -31,7 +34,8 @@ result carries `data-field` (its JSON path, as a JSON array of keys) and `data-v
 element has `data-format`, `view.FORMATS[data-format](value)` (signed differences,
 p-values, probabilities, percentages, the verdict's word) — so tests can check that the
 report shows exactly what the JSON says. Numbers the report derives
-(mean tool scores) carry `data-mean` and `data-count` instead.
+carry their exact values in other attributes instead: mean tool scores `data-mean` and
+`data-count`, the tasks' rows `data-passed`, `data-attempts`, `data-ci-low`, `data-ci-high`.
 """
 
 from fair_forge_core.report.charts import PASS_AT_COLOUR, PASS_POW_COLOUR

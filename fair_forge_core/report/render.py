@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import fair_forge_core.report.charts as charts
 from fair_forge_core.report.values import TOOL_DIMENSIONS, format_number, percent, to_json
-from fair_forge_core.report.view import Report
+from fair_forge_core.report.view import STABILITY_PILLS, Report
 from fair_forge_core.schemas import EvaluationResult
 
 if TYPE_CHECKING:
@@ -90,5 +90,6 @@ def _environment() -> Environment:
         PASS_POW_COLOUR=charts.PASS_POW_COLOUR,
         TOOL_DIMENSIONS=TOOL_DIMENSIONS,
         AGGREGATE=("aggregated_metrics",),
+        STABILITY_PILLS=STABILITY_PILLS,
     )
     return environment

@@ -32,6 +32,7 @@ from fair_forge_core.report.values import (
     plural,
     value_at,
 )
+from fair_forge_core.schemas import TaskStability
 
 
 def judge_fact(usage: Mapping[str, Any]) -> str:
@@ -113,6 +114,48 @@ def conversation_status(conversation: Mapping[str, Any]) -> tuple[str, str]:
 
 
 # --------------------------------------------------------------------------- sections
+
+
+STABILITY_PILLS = {"stable": "pass", "flaky": "unscored", "failing": "fail"}
+"""The pill colour of each task label: green, amber, red."""
+
+
+def stability_level(data: Mapping[str, Any]) -> float:
+    """The level of the tasks' intervals: the result's own `task_stability`'s when it carries one,
+    else the request's `statistical_mode.ci_level` as `provenance` records it, else the aggregate's
+    `ci_level` (Bayesian mode), else the default 0.95."""
+    agg = data["aggregated_metrics"]
+    provenance = data.get("provenance") or {}
+    for level in (
+        (agg.get("task_stability") or {}).get("ci_level"),
+        (provenance.get("statistical_mode") or {}).get("ci_level"),
+        agg.get("ci_level"),
+    ):
+        if level is not None:
+            return float(level)
+    return 0.95
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """The fields of a conversation's JSON that `flakiness.task_stability` reads."""
+
+    task_id: str | None
+    is_scored: bool
+    is_fully_correct: bool | None
+
+
+def task_stability_of(data: Mapping[str, Any]) -> TaskStability | None:
+    """The "Task stability" section's tasks: `flakiness.task_stability` of the result's
+    conversations at `stability_level`, as `fair-forge evaluate` lists them; None when no task
+    has 2 scored attempts."""
+    from fair_forge_core.flakiness import task_stability
+
+    conversations = [
+        _Attempt(c.get("task_id"), c["is_scored"], c["is_fully_correct"]) for c in data["per_conversation_metrics"]
+    ]
+    stability = task_stability(conversations, stability_level(data))
+    return stability if stability.tasks else None
 
 
 @dataclass(frozen=True)
@@ -343,6 +386,10 @@ class Report:
     @functools.cached_property
     def comparison(self) -> ComparisonView | None:
         return comparison_view(self.data)
+
+    @functools.cached_property
+    def task_stability(self) -> TaskStability | None:
+        return task_stability_of(self.data)
 
     @functools.cached_property
     def conversation_rows(self) -> list[ConversationRow]:

@@ -16,7 +16,8 @@ Result side mirrors docs/response.md and docs/statistics.md. Fields that a mode 
 situation does not
 produce are ``None`` (JSON ``null``), never a made-up number.
 
-Four modules: `request` (what an evaluation takes), `result` (what it returns),
+Modules: `request` (what an evaluation takes), `result` (what it returns; `comparison`, its
+paired comparison of two agents; `base`, the result models' base),
 `calibration` (the judge against human labels: `POST /calibrate`'s request and report) and
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
@@ -34,6 +35,7 @@ from fair_forge_core.schemas.calibration import (
     Proportion,
     UnscoredPair,
 )
+from fair_forge_core.schemas.comparison import ComparedMetric, Comparison, McNemarTest, MetricComparison
 from fair_forge_core.schemas.json_input import (
     LoneSurrogate,
     NonFiniteNumber,
@@ -71,8 +73,6 @@ from fair_forge_core.schemas.request import (
 )
 from fair_forge_core.schemas.result import (
     AggregatedMetrics,
-    ComparedMetric,
-    Comparison,
     ConversationMetrics,
     CurvePoint,
     EvaluationResult,
@@ -81,8 +81,7 @@ from fair_forge_core.schemas.result import (
     JudgeConsensus,
     JudgeProvenance,
     JudgeVote,
-    McNemarTest,
-    MetricComparison,
+    LabelledTask,
     PerTaskMetrics,
     Provenance,
     RateEstimate,
@@ -90,6 +89,8 @@ from fair_forge_core.schemas.result import (
     ReadinessStatus,
     StateCheck,
     StateDifference,
+    TaskLabel,
+    TaskStability,
     ToolCorrectnessScore,
     ToolPolicyCheck,
     ToolPolicyViolation,
@@ -129,6 +130,7 @@ __all__ = [
     "JudgeProvenance",
     "JudgeVote",
     "LabelledPair",
+    "LabelledTask",
     "LoneSurrogate",
     "McNemarTest",
     "MetricComparison",
@@ -146,6 +148,8 @@ __all__ = [
     "StateDifference",
     "StatisticalMode",
     "StructuredOutputMethod",
+    "TaskLabel",
+    "TaskStability",
     "ToolCall",
     "ToolCorrectnessScore",
     "ToolPolicy",

@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from fair_forge_core.schemas.base import _Result
 from fair_forge_core.schemas.request import ConnectorSpec, EvaluationConfig, StructuredOutputMethod, _Request
-from fair_forge_core.schemas.result import _Result
 
 Label = Literal["pass", "fail"]
 

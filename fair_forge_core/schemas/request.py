@@ -391,6 +391,10 @@ class EvaluationConfig(_Request):
     judge_vote: Literal["majority", "mean"] = "majority"
     """How several judgements of a turn (`judge_samples`, a list of connectors) become its score:
     "majority" (the lower median: passes when a strict majority passes) or "mean"."""
+    task_stability: bool = False
+    """Label each task with at least 2 scored attempts stable, flaky or failing, with the
+    Clopper–Pearson interval of its pass probability, in `aggregated_metrics.task_stability`
+    (`fair_forge_core.flakiness`). Off by default, so that results read as before."""
 
     @field_validator("statistical_mode", mode="before")
     @classmethod

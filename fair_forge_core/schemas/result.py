@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.comparison import Comparison
 from fair_forge_core.schemas.json_input import omitted_when_none
 from fair_forge_core.schemas.request import TrajectoryMatch
-
-
-class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ToolCorrectnessScore(_Result):
@@ -307,6 +305,42 @@ class JudgeConsensus(_Result):
     mean_agreement: float | None
 
 
+TaskLabel = Literal["stable", "flaky", "failing"]
+
+
+class LabelledTask(_Result):
+    """One task with at least 2 scored attempts (`fair_forge_core.flakiness`): its attempts
+    (scored conversations), how many passed (fully correct), its unscored conversations (not
+    attempts), the observed pass rate passed / attempts, the Clopper–Pearson interval of the
+    task's pass probability from its own attempts alone, and its label: "stable" (all passed),
+    "failing" (none did) or "flaky" (some but not all)."""
+
+    task_id: str
+    attempts: int
+    passed: int
+    unscored: int
+    pass_rate: float
+    ci_low: float
+    ci_high: float
+    label: TaskLabel
+
+
+class TaskStability(_Result):
+    """Which tasks pass every time, which never, which sometimes (`config.task_stability`;
+    `fair_forge_core.flakiness.task_stability`): the labelled tasks, flaky first, then failing,
+    then stable, by task_id inside; how many of each; `unlabelled`, the tasks with fewer than 2
+    scored attempts (a conversation without a task_id is a task of its own); and the intervals'
+    level (the request's `statistical_mode.ci_level`) and method."""
+
+    ci_level: float
+    interval_method: Literal["clopper_pearson"] = "clopper_pearson"
+    stable: int
+    flaky: int
+    failing: int
+    unlabelled: int
+    tasks: list[LabelledTask]
+
+
 class AggregatedMetrics(_Result):
     """Across conversations: n = scored conversations, c = fully correct ones."""
 
@@ -336,6 +370,9 @@ class AggregatedMetrics(_Result):
     comparison: Comparison | None = None
     judge_usage: JudgeUsage | None = None
     judge_consensus: JudgeConsensus | None = None
+    task_stability: TaskStability | None = omitted_when_none()
+    """Each task's attempts labelled stable, flaky or failing, when `config.task_stability` asks
+    (`fair_forge_core.flakiness`); absent otherwise, so results read as before."""
 
 
 class JudgeProvenance(_Result):
@@ -393,84 +430,3 @@ class EvaluationResult(_Result):
         conversations = [m.model_copy(update={"interactions": None}) for m in self.per_conversation_metrics]
         warnings = [*self.warnings, f"per-turn detail left out: {reason}"]
         return self.model_copy(update={"per_conversation_metrics": conversations, "warnings": warnings})
-
-
-ComparedMetric = Literal["pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased"]
-
-
-class MetricComparison(_Result):
-    """One metric of a paired comparison (`fair_forge_core.compare`): its average over the
-    tasks it is defined on for each side, the difference candidate − baseline with a
-    paired-bootstrap percentile interval, the p-value the verdict reads and its Holm
-    adjustment, and the effect the tasks given can detect. Values are None when no task
-    qualifies (`note` says why). A metric is tested when `p_value` is set; otherwise
-    `note` says why not (no task, or too few for its test to reach significance, with the
-    numbers). `minimum_detectable_effect` is None when `standard_error` is None (fewer than
-    two tasks) or exactly 0.0 (the per-task differences do not vary: "n/a (no variation)")."""
-
-    metric: ComparedMetric
-    k: int
-    tasks: int
-    baseline: float | None
-    candidate: float | None
-    difference: float | None
-    ci_low: float | None
-    ci_high: float | None
-    bootstrap_p_value: float | None
-    p_value: float | None
-    p_value_method: Literal["bootstrap", "mcnemar_exact", "mcnemar_chi2", "sign_flip_exact"] | None
-    p_value_holm: float | None
-    significant: bool
-    standard_error: float | None
-    minimum_detectable_effect: float | None
-    tasks_needed: int | None = None
-    note: str | None = None
-
-
-class McNemarTest(_Result):
-    """McNemar's test on the shared tasks when each side made one scored attempt per task:
-    b = baseline right and candidate wrong, c = the reverse."""
-
-    tasks: int
-    b: int
-    c: int
-    exact_p_value: float
-    chi2_statistic: float | None
-    chi2_p_value: float | None
-    method: Literal["exact", "chi2"]
-    p_value: float
-    difference: float
-    standard_error: float
-
-
-class Comparison(_Result):
-    """Is the candidate better than the baseline? A paired comparison over the tasks both
-    attempted (`fair_forge_core.compare.compare`). Tasks only one side scored, and unscored
-    conversations, are counted and listed, never paired. `verdict` is `not_tested` when no
-    metric could be tested (no shared task, or too few for any test to reach significance).
-    `judging_differences` lists what differs between how the two sides were judged
-    (`fair_forge_core.compare.judging_differences`; empty when alike or not checked)."""
-
-    verdict: Literal["improved", "regressed", "inconclusive", "not_tested"]
-    verdict_explanation: str
-    confidence: float
-    k: int
-    seed: int
-    bootstrap_resamples: int
-    shared_tasks: int
-    baseline_attempts: int
-    baseline_successes: int
-    candidate_attempts: int
-    candidate_successes: int
-    metrics: list[MetricComparison]
-    mcnemar: McNemarTest | None
-    prior: list[float]
-    probability_candidate_better: float | None
-    baseline_only_tasks: list[str]
-    candidate_only_tasks: list[str]
-    baseline_unscored_conversations: int
-    candidate_unscored_conversations: int
-    baseline_unscored_by_task: dict[str, int]
-    candidate_unscored_by_task: dict[str, int]
-    notes: list[str] = Field(default_factory=list)
-    judging_differences: list[str] = Field(default_factory=list)

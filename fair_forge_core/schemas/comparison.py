@@ -1,0 +1,90 @@
+"""The result of a paired comparison of two agents (`fair_forge_core.compare`), in
+`aggregated_metrics.comparison` and `fair-forge compare`'s output (docs/compare.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from fair_forge_core.schemas.base import _Result
+
+ComparedMetric = Literal["pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased"]
+
+
+class MetricComparison(_Result):
+    """One metric of a paired comparison (`fair_forge_core.compare`): its average over the
+    tasks it is defined on for each side, the difference candidate − baseline with a
+    paired-bootstrap percentile interval, the p-value the verdict reads and its Holm
+    adjustment, and the effect the tasks given can detect. Values are None when no task
+    qualifies (`note` says why). A metric is tested when `p_value` is set; otherwise
+    `note` says why not (no task, or too few for its test to reach significance, with the
+    numbers). `minimum_detectable_effect` is None when `standard_error` is None (fewer than
+    two tasks) or exactly 0.0 (the per-task differences do not vary: "n/a (no variation)")."""
+
+    metric: ComparedMetric
+    k: int
+    tasks: int
+    baseline: float | None
+    candidate: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    bootstrap_p_value: float | None
+    p_value: float | None
+    p_value_method: Literal["bootstrap", "mcnemar_exact", "mcnemar_chi2", "sign_flip_exact"] | None
+    p_value_holm: float | None
+    significant: bool
+    standard_error: float | None
+    minimum_detectable_effect: float | None
+    tasks_needed: int | None = None
+    note: str | None = None
+
+
+class McNemarTest(_Result):
+    """McNemar's test on the shared tasks when each side made one scored attempt per task:
+    b = baseline right and candidate wrong, c = the reverse."""
+
+    tasks: int
+    b: int
+    c: int
+    exact_p_value: float
+    chi2_statistic: float | None
+    chi2_p_value: float | None
+    method: Literal["exact", "chi2"]
+    p_value: float
+    difference: float
+    standard_error: float
+
+
+class Comparison(_Result):
+    """Is the candidate better than the baseline? A paired comparison over the tasks both
+    attempted (`fair_forge_core.compare.compare`). Tasks only one side scored, and unscored
+    conversations, are counted and listed, never paired. `verdict` is `not_tested` when no
+    metric could be tested (no shared task, or too few for any test to reach significance).
+    `judging_differences` lists what differs between how the two sides were judged
+    (`fair_forge_core.compare.judging_differences`; empty when alike or not checked)."""
+
+    verdict: Literal["improved", "regressed", "inconclusive", "not_tested"]
+    verdict_explanation: str
+    confidence: float
+    k: int
+    seed: int
+    bootstrap_resamples: int
+    shared_tasks: int
+    baseline_attempts: int
+    baseline_successes: int
+    candidate_attempts: int
+    candidate_successes: int
+    metrics: list[MetricComparison]
+    mcnemar: McNemarTest | None
+    prior: list[float]
+    probability_candidate_better: float | None
+    baseline_only_tasks: list[str]
+    candidate_only_tasks: list[str]
+    baseline_unscored_conversations: int
+    candidate_unscored_conversations: int
+    baseline_unscored_by_task: dict[str, int]
+    candidate_unscored_by_task: dict[str, int]
+    notes: list[str] = Field(default_factory=list)
+    judging_differences: list[str] = Field(default_factory=list)
