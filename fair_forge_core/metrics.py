@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Literal
 
 from fair_forge_core import stats, tiers
+from fair_forge_core.efficiency import aggregate_efficiency, conversation_efficiency
 from fair_forge_core.schemas import (
     AggregatedMetrics,
     Batch,
@@ -174,6 +175,7 @@ def conversation_metrics(
         pass_pow_k_ci_high=rates.pass_pow_k_ci_high if rates else None,
         interactions=interactions,
         state_check=state_check,
+        efficiency=conversation_efficiency(dataset) if config.efficiency else None,
     )
 
 
@@ -248,7 +250,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
 
     Unscored conversations are counted in `unscored_conversations` and left out of
     n and c. With n = 0 every rate is None. `per_task` appears when any conversation
-    has a task_id, `by_assistant` when there are several assistant_ids.
+    has a task_id, `by_assistant` when there are several assistant_ids, `efficiency` under
+    `config.efficiency` (`efficiency.aggregate_efficiency`).
     """
     scored = [m for m in conversations if m.is_scored]
     n = len(scored)
@@ -301,6 +304,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     if any(m.task_id is not None for m in conversations):
         per_task = fields["per_task"] = per_task_metrics(scored, k, mode.ci_level)
     fields["readiness"] = _readiness(conversations, fields, per_task, config)
+    if config.efficiency:
+        fields["efficiency"] = aggregate_efficiency(conversations)
     assistants = sorted({m.assistant_id for m in conversations})
     if len(assistants) > 1:
         fields["by_assistant"] = {

@@ -9,7 +9,9 @@ a table (per metric: both sides, the difference, its interval, the Holm-adjusted
 whether it is significant), the verdict, the minimum detectable effect ("n/a (no
 variation)" when the per-task differences do not vary) and, when inconclusive or not
 tested, how many tasks would settle it; tasks only one side scored and unscored
-conversations are `warning:` lines on stderr. Below 10 tasks a metric is tested by the
+conversations are `warning:` lines on stderr. When both sides' conversations carry
+`efficiency` (`config.efficiency`), what each spent is compared too, in lines after the
+verdict (`compare_efficiency`): it never changes the verdict. Below 10 tasks a metric is tested by the
 exact sign-flip test; one whose test cannot reach significance with so few tasks is not
 tested, and when none could be, the verdict is `not_tested`. Each difference in how the
 two sides were judged (their results' `provenance`: judges, prompt, thresholds, floor, k;
@@ -277,7 +279,27 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
     lines += _table_lines(comparison, level)
     lines += _verdict_lines(comparison, level)
     lines += _test_lines(comparison)
+    lines += _efficiency_lines(comparison, level)
     return "\n".join(lines) + "\n"
+
+
+def _efficiency_lines(comparison: Comparison, level: str) -> list[str]:
+    """When the comparison has `efficiency`: a blank line, a heading, and one line per measure
+    compared on some task (the means per side, the difference with its interval, p and its
+    test); never part of the verdict."""
+    if not comparison.efficiency:
+        return []
+    lines = ["", f"efficiency (per-task means, candidate − baseline, {level} interval; not part of the verdict):"]
+    for e in comparison.efficiency:
+        if e.difference is None:
+            continue
+        interval = "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
+        test = {"sign_flip_exact": "sign-flip", "bootstrap": "bootstrap", None: "—"}[e.p_value_method]
+        lines.append(
+            f"  {e.measure}: {_value(e.baseline)} → {_value(e.candidate)}, difference {_value(e.difference, signed=True)} "
+            f"{interval}, p = {_p_value(e.p_value)} ({test}, {e.tasks} tasks)"
+        )
+    return lines
 
 
 def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -300,7 +322,7 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             raise CliError(f"the baseline's k ({k_base}) and the candidate's k ({k_cand}) differ: choose one with --k")
         k = k_base
 
-    from fair_forge_core.compare import compare, judging_differences
+    from fair_forge_core.compare import compare, compare_efficiency, judging_differences
 
     # One result holding both assistants was judged in one evaluation: alike by construction.
     judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
@@ -312,6 +334,21 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             f"({len(judging)} difference(s), listed above)"
         )
     comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed, judging=judging)
+    comparison.efficiency = compare_efficiency(
+        [
+            m
+            for m in base_result.per_conversation_metrics
+            if m.assistant_id == args.baseline_assistant or args.baseline_assistant is None
+        ],
+        [
+            m
+            for m in cand_result.per_conversation_metrics
+            if m.assistant_id == args.candidate_assistant or args.candidate_assistant is None
+        ],
+        confidence=args.confidence,
+        resamples=comparison.bootstrap_resamples,
+        seed=args.seed,
+    )
     for warning in _comparison_warnings(comparison):
         stderr.write(f"warning: {warning}\n")
     if comparison.shared_tasks == 0:

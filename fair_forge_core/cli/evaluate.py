@@ -22,6 +22,9 @@ sampling, prompt and messages from the directory DIR, and stores new scored verd
 (`fair_forge_core.judges.cache`); without it, `FAIR_FORGE_JUDGE_CACHE` (a directory) is used
 when the request says `config.judge_cache: true`.
 
+Under `config.efficiency`, one line gives what the agent spent: each measure's median / p95
+per conversation and the cost per successful task (`fair_forge_core.efficiency.efficiency_line`).
+
 Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 """
 
@@ -102,6 +105,10 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
             from fair_forge_core.report.view import consensus_fact
 
             stderr.write(f"{consensus_fact(agg.judge_consensus.model_dump())}\n")
+        if agg.efficiency is not None:
+            from fair_forge_core.efficiency import efficiency_line
+
+            stderr.write(f"{efficiency_line(agg.efficiency)}\n")
         for warning in result.warnings:
             stderr.write(f"warning: {warning}\n")
         for path in (args.out, args.html):

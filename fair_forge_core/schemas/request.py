@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR, did_you_mean
+from fair_forge_core.schemas.json_input import CONNECTOR_LIST, ONE_CONNECTOR, did_you_mean, omitted_when_none
 from fair_forge_core.trace_formats import TraceFormat
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
@@ -79,6 +79,17 @@ def _none_without_expected_tools(value: Any) -> Any:
     return value
 
 
+class AgentUsage(_Request):
+    """What the agent itself spent on one turn (not the judge): tokens in and out, wall-clock
+    seconds, USD. Each is optional and ≥ 0; a measure a turn does not report is unknown, not 0
+    (`fair_forge_core.efficiency`). It decides no verdict."""
+
+    input_tokens: int | None = Field(None, ge=0)
+    output_tokens: int | None = Field(None, ge=0)
+    latency_s: float | None = Field(None, ge=0)
+    cost_usd: float | None = Field(None, ge=0)
+
+
 ORIGINAL_TURN_FIELDS = ("logprobs", "weight")
 """Per-turn fields of alquimia-fair-forge's `Batch` that this service reads and ignores."""
 
@@ -101,6 +112,8 @@ class Batch(_Request):
     ground_truth_agentic: GroundTruthAgentic | None = None
     logprobs: Any = Field(None, exclude=True)
     weight: Any = Field(None, exclude=True)
+    agent_usage: AgentUsage | None = omitted_when_none()
+    """What the agent spent on this turn, for `config.efficiency` (`fair_forge_core.efficiency`)."""
 
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod
@@ -282,6 +295,10 @@ class EvaluationConfig(_Request):
     judge_vote: Literal["majority", "mean"] = "majority"
     """How several judgements of a turn (`judge_samples`, a list of connectors) become its score:
     "majority" (the lower median: passes when a strict majority passes) or "mean"."""
+    efficiency: bool = False
+    """Report what each conversation spent (turns, steps, tool calls, failed and repeated calls,
+    the agent's tokens, latency and cost from `agent_usage`) and its median / p95 and cost per
+    successful task (`fair_forge_core.efficiency`). Decides no verdict."""
 
     @field_validator("statistical_mode", mode="before")
     @classmethod

@@ -6,6 +6,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fair_forge_core.schemas.efficiency import ConversationEfficiency, EfficiencyAggregate, EfficiencyComparison
 from fair_forge_core.schemas.json_input import omitted_when_none
 
 
@@ -128,6 +129,8 @@ class ConversationMetrics(_Result):
     pass_pow_k_ci_high: float | None = None
     interactions: list[InteractionResult] | None
     state_check: StateCheck | None = omitted_when_none()
+    efficiency: ConversationEfficiency | None = omitted_when_none()
+    """What the conversation spent, under `config.efficiency` (`fair_forge_core.efficiency`)."""
 
 
 class CurvePoint(_Result):
@@ -289,6 +292,8 @@ class AggregatedMetrics(_Result):
     comparison: Comparison | None = None
     judge_usage: JudgeUsage | None = None
     judge_consensus: JudgeConsensus | None = None
+    efficiency: EfficiencyAggregate | None = omitted_when_none()
+    """Under `config.efficiency`: what the conversations spent (`fair_forge_core.efficiency`)."""
 
 
 class JudgeProvenance(_Result):
@@ -424,3 +429,6 @@ class Comparison(_Result):
     candidate_unscored_by_task: dict[str, int]
     notes: list[str] = Field(default_factory=list)
     judging_differences: list[str] = Field(default_factory=list)
+    efficiency: list[EfficiencyComparison] | None = omitted_when_none()
+    """When every conversation of both sides carries `efficiency`: each measure compared
+    (`fair_forge_core.compare.efficiency`). It does not enter the verdict."""
