@@ -47,7 +47,7 @@ from fair_forge_core.cli.common import (
 from fair_forge_core.cli.progress import _progress
 
 if TYPE_CHECKING:
-    from fair_forge_core.schemas import Comparison, EvaluationResult
+    from fair_forge_core.schemas import Comparison, ConversationMetrics, EvaluationResult
 
 
 def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
@@ -113,6 +113,11 @@ def _outcomes(result: EvaluationResult, path: Path, assistant: str | None, flag:
         return outcomes_from_result(result, assistant)
     except ValueError as exc:
         raise CliError(f"{_name(path)}: {flag} {assistant}: {exc}") from None
+
+
+def _conversations_of(result: EvaluationResult, assistant: str | None) -> list[ConversationMetrics]:
+    """The conversations of one side: `assistant`'s, or all of them (`_outcomes` has checked the choice)."""
+    return [m for m in result.per_conversation_metrics if assistant is None or m.assistant_id == assistant]
 
 
 def _listed(items: Sequence[str], limit: int = 10) -> str:
@@ -335,16 +340,8 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         )
     comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed, judging=judging)
     comparison.efficiency = compare_efficiency(
-        [
-            m
-            for m in base_result.per_conversation_metrics
-            if m.assistant_id == args.baseline_assistant or args.baseline_assistant is None
-        ],
-        [
-            m
-            for m in cand_result.per_conversation_metrics
-            if m.assistant_id == args.candidate_assistant or args.candidate_assistant is None
-        ],
+        _conversations_of(base_result, args.baseline_assistant),
+        _conversations_of(cand_result, args.candidate_assistant),
         confidence=args.confidence,
         resamples=comparison.bootstrap_resamples,
         seed=args.seed,
