@@ -30,6 +30,10 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   assistant text (its `refusal` when it has no text) and `tool_calls` (a list, or null),
   which are one step.
   The answer is the turn's last assistant text (usually its last generation's).
+- A generation's `usage` (`input_tokens`, `output_tokens`) is what the turn spent on that model
+  call: the turn's `agent_usage` sums them (`TurnBuilder.usage`: a measure one of its
+  generations lacks is unknown for the turn). Generations inside a function span are skipped,
+  their usage with them. Latency and cost are not imported (the SDK exports no cost).
 - A `function` span carries no call id: it answers the first unanswered call of its name
   of the latest generation under the same `agent` span (the SDK starts parallel calls in
   call order). Its `output` is the result (the SDK exports `str(output)`, so a dict comes
@@ -55,6 +59,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -323,6 +328,7 @@ class _Reader:
                 self.builder.user(query)
                 self._query = query
             self._users = max(self._users, users)
+        self.builder.usage(**_tokens(span.data.get("usage"), f"{here}.usage", self.warn))
         if output is None and span.error is not None:
             return  # the model call failed: said with the span's error
         if output is None:
@@ -381,6 +387,19 @@ class _Reader:
         """The key of the first unanswered call named `name` of `agent`'s latest generation."""
         queue = self._pending.get(agent, {}).get(name) if name is not None else None
         return queue.popleft() if queue else None
+
+
+def _tokens(usage: Any, where: str, warn: Callable[[str], None]) -> dict[str, int | None]:
+    """A generation's `usage` as `TurnBuilder.usage` takes it: `input_tokens` and
+    `output_tokens`, each None when absent or not an integer ≥ 0 (the latter said)."""
+    tokens: dict[str, int | None] = {}
+    for name in ("input_tokens", "output_tokens"):
+        value = usage.get(name) if isinstance(usage, dict) else None
+        valid = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        if value is not None and not valid:
+            warn(f"{where}.{name}: not an integer ≥ 0; the turn's {name} are unknown")
+        tokens[name] = value if valid else None
+    return tokens
 
 
 def _sdk_span_type(data: dict[str, Any]) -> str | None:

@@ -332,3 +332,46 @@ def test_the_service_reports_efficiency_when_asked_and_refuses_a_negative_usage(
     assert refused.status == 400
     assert refused.body["details"][0]["field"] == "datasets[0].conversation[0].agent_usage.cost_usd"
     assert "greater than or equal to 0" in refused.body["details"][0]["message"]
+
+
+# --------------------------------------------------------------------------- trace imports
+
+AGENTS_FIXTURES = ROOT / "tests" / "unit" / "trace_fixtures" / "openai_agents"
+
+
+def generations(data: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The generation spans of Agents SDK export payloads, by their input_tokens (distinct in the fixtures)."""
+    return {
+        item["span_data"]["usage"]["input_tokens"]: item["span_data"]
+        for payload in data
+        for item in payload["data"]
+        if item.get("object") == "trace.span" and item["span_data"]["type"] == "generation"
+    }
+
+
+def test_openai_agents_usage_is_summed_per_turn_and_unknown_when_a_generation_lacks_it() -> None:
+    from fair_forge_core.importers.openai_agents import traces_from_openai_agents
+
+    data = json.loads((AGENTS_FIXTURES / "multi_turn.json").read_text())
+    spans = generations(data)  # turn 1: 86 + 123 in, 24 + 8 out; turn 2: 140 + 181 in, 25 + 14 out
+    spans[86]["usage"]["input_tokens"] = -5
+    del spans[181]["usage"]["output_tokens"]
+    (trace,) = traces_from_openai_agents(data)
+    assert [turn.agent_usage for turn in trace.turns] == [{"output_tokens": 24 + 8}, {"input_tokens": 140 + 181}]
+    assert any("usage.input_tokens: not an integer ≥ 0" in warning for warning in trace.warnings)
+
+
+def test_imported_tokens_reach_the_efficiency_of_a_traces_request() -> None:
+    data = json.loads((AGENTS_FIXTURES / "parallel_calls.json").read_text())
+    body = {
+        "connector": {"class_path": "fair_forge_core.judges.ReferenceJudge"},
+        "traces": {"format": "openai-agents", "items": [data]},
+        "references": [{"task_id": "compare-cities", "ground_truth_assistant": "Lima is warmer than Oslo."}],
+        "task_key": "metadata.task",
+        "config": {"k": 1, "efficiency": True},
+    }
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    spent = response.body["per_conversation_metrics"][0]["efficiency"]
+    # its two generations, 96 + 171 in and 48 + 22 out: the SDK's own task span says 267 and 70
+    assert (spent["input_tokens"], spent["output_tokens"], spent["cost_usd"]) == (267, 70, None)
