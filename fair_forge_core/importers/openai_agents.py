@@ -65,7 +65,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fair_forge_core.importers.openai_chat import assistant_text, tool_calls
-from fair_forge_core.importers.trace import NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder, read_text
+from fair_forge_core.importers.trace import (
+    NO_RESULT,
+    ImportedTrace,
+    RawCall,
+    TraceError,
+    TurnBuilder,
+    read_text,
+    read_token_count,
+)
 
 _CONTEXT_ROLES = frozenset({"system", "developer"})  # instructions: not part of the conversation's turns
 _SDK_STRUCTURE = frozenset({"task", "turn"})  # custom spans the runner makes itself: structure, no content
@@ -391,15 +399,11 @@ class _Reader:
 
 def _tokens(usage: Any, where: str, warn: Callable[[str], None]) -> dict[str, int | None]:
     """A generation's `usage` as `TurnBuilder.usage` takes it: `input_tokens` and
-    `output_tokens`, each None when absent or not an integer ≥ 0 (the latter said)."""
-    tokens: dict[str, int | None] = {}
-    for name in ("input_tokens", "output_tokens"):
-        value = usage.get(name) if isinstance(usage, dict) else None
-        valid = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        if value is not None and not valid:
-            warn(f"{where}.{name}: not an integer ≥ 0; the turn's {name} are unknown")
-        tokens[name] = value if valid else None
-    return tokens
+    `output_tokens` (`read_token_count`: None when absent or invalid, the latter said)."""
+    tokens = usage if isinstance(usage, dict) else {}
+    return {
+        name: read_token_count(tokens.get(name), f"{where}.{name}", warn) for name in ("input_tokens", "output_tokens")
+    }
 
 
 def _sdk_span_type(data: dict[str, Any]) -> str | None:

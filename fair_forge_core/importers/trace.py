@@ -136,6 +136,16 @@ def read_text(content: Any, where: str) -> str:
     raise TraceError(where, "must be a string or a list of content parts")
 
 
+def read_token_count(value: Any, where: str, warn: Callable[[str], None]) -> int | None:
+    """A token count for `TurnBuilder.usage`: an integer ≥ 0, else None (not reported); a value
+    that is there but no such integer is said (`warn`, naming `where`)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if value is not None:
+        warn(f"{where}: not an integer ≥ 0; the turn's token count is unknown")
+    return None
+
+
 class TurnBuilder:
     """The turns of one trace, built from its events in order (see the module docstring).
 

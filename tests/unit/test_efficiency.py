@@ -375,3 +375,28 @@ def test_imported_tokens_reach_the_efficiency_of_a_traces_request() -> None:
     spent = response.body["per_conversation_metrics"][0]["efficiency"]
     # its two generations, 96 + 171 in and 48 + 22 out: the SDK's own task span says 267 and 70
     assert (spent["input_tokens"], spent["output_tokens"], spent["cost_usd"]) == (267, 70, None)
+
+
+def test_otel_inference_spans_give_their_turn_its_tokens_and_agent_totals_are_not_counted_again() -> None:
+    from fair_forge_core.importers.otel_genai import traces_from_otel
+    from tests.unit.test_importer_otel import A, U, chat, request, span, text
+
+    usage = {"gen_ai.usage.input_tokens": 40, "gen_ai.usage.output_tokens": 5}
+    q2, a2, thinking = text("user", "q2"), text("assistant", "a2"), text("assistant", "thinking")
+    spans = [
+        span(0, {"gen_ai.operation.name": "invoke_agent", "gen_ai.usage.input_tokens": 999}),  # a total: not read
+        chat(1, [U], [A], **usage),
+        chat(
+            2,
+            [U, A, q2],
+            [thinking],
+            **{"gen_ai.usage.input_tokens": 60, "gen_ai.usage.output_tokens": 7},
+        ),
+        chat(3, [U, A, q2, thinking], [a2], **{"gen_ai.usage.input_tokens": 70}),  # output tokens missing
+    ]
+    (trace,) = traces_from_otel(request(*spans))
+    # turn 1: its one chat span; turn 2: 60 + 70 in, out unknown (span 3 lacks it)
+    assert [t.agent_usage for t in trace.turns] == [{"input_tokens": 40, "output_tokens": 5}, {"input_tokens": 130}]
+    # messages read from an agent span (no inference span has content): its usage is a total, not read
+    (only,) = traces_from_otel(request(chat(1, [U], [A], **{**usage, "gen_ai.operation.name": "invoke_agent"})))
+    assert (only.turns[0].answer, only.turns[0].agent_usage) == ("a", None)
