@@ -400,3 +400,25 @@ def test_otel_inference_spans_give_their_turn_its_tokens_and_agent_totals_are_no
     # messages read from an agent span (no inference span has content): its usage is a total, not read
     (only,) = traces_from_otel(request(chat(1, [U], [A], **{**usage, "gen_ai.operation.name": "invoke_agent"})))
     assert (only.turns[0].answer, only.turns[0].agent_usage) == ("a", None)
+
+
+def test_langsmith_turns_spend_what_their_root_run_totals() -> None:
+    from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
+
+    runs = json.loads(
+        (ROOT / "tests" / "unit" / "trace_fixtures" / "langsmith" / "traceable_tree_tool_error.json").read_text()
+    )
+    root = runs  # one run tree: the root holds its child_runs
+    root.update(prompt_tokens=300, completion_tokens=45, total_cost="0.00125")  # the API writes a decimal as text
+    (trace,) = traces_from_langsmith(runs)
+    # the root ran from 09:15:00.000 to 09:15:02.300
+    assert trace.turns[0].agent_usage == {
+        "input_tokens": 300,
+        "output_tokens": 45,
+        "cost_usd": 0.00125,
+        "latency_s": 2.3,
+    }
+    root.update(prompt_tokens=-1, total_cost=None)
+    (trace,) = traces_from_langsmith(runs)
+    assert trace.turns[0].agent_usage == {"output_tokens": 45, "latency_s": 2.3}
+    assert any("prompt_tokens: not an integer ≥ 0" in warning for warning in trace.warnings)
