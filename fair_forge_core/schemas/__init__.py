@@ -16,9 +16,10 @@ Result side mirrors docs/response.md and docs/statistics.md. Fields that a mode 
 situation does not
 produce are ``None`` (JSON ``null``), never a made-up number.
 
-Four modules: `request` (what an evaluation takes), `result` (what it returns),
-`calibration` (the judge against human labels: `POST /calibrate`'s request and report) and
-`json_input` (reading a request's JSON strictly). Import from this package.
+Five modules: `request` (what an evaluation takes), `result` (what it returns),
+`efficiency` (the result side of `config.efficiency`, which `result` uses), `calibration` (the
+judge against human labels: `POST /calibrate`'s request and report) and `json_input` (reading a
+request's JSON strictly). Import from this package.
 """
 
 from fair_forge_core.schemas.calibration import (
