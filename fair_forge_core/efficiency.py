@@ -67,8 +67,9 @@ MEASURES: tuple[EfficiencyMeasure, ...] = (
 
 
 def canonical_json(value: Any) -> str:
-    """`value` as JSON with sorted keys and no spaces (non-ASCII kept): equal for equal values."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """`value` as JSON with sorted keys and no spaces (non-ASCII kept): equal for equal values.
+    A value JSON has no form for (a library caller's datetime) is written as its `str`."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _call_key(call: ToolCall) -> tuple[str, str, str | None]:

@@ -44,6 +44,12 @@ def format_number(value: Any) -> str:
     return str(value)
 
 
+def format_significant(value: Any) -> str:
+    """A measure that may be small or large (tokens, seconds, USD): floats to 4 significant
+    digits (0.0066, 3.8, 1970), other values as `format_number` writes them."""
+    return f"{value:.4g}" if isinstance(value, float) else format_number(value)
+
+
 VERDICT_LABELS = {
     "improved": "Improved",
     "regressed": "Regressed",
@@ -90,6 +96,7 @@ def format_percent(value: Any) -> str:
 
 FORMATS = {
     "number": format_number,
+    "significant": format_significant,
     "signed": format_signed,
     "p": format_p,
     "probability": format_probability,

@@ -21,9 +21,11 @@ from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.provenance import datasets_hash
 from fair_forge_core.report import render_html
+from fair_forge_core.report.values import FORMATS
 from fair_forge_core.schemas import ConversationEfficiency, ConversationMetrics, Dataset, EvaluationConfig
 from fair_forge_testing.builders import conversation, datasets, scored_conversation, turn
 from fair_forge_testing.handler_client import call_handler
+from tests.report_html import parse, resolve, tied_numbers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,7 +174,25 @@ def test_the_example_counted_by_hand() -> None:
     assert summary.steps.median == 2.0 and summary.steps.p95 == pytest.approx(2 + 0.9 * 2)  # 2, 2, 4: h = 1.9
     assert "cost per successful task $0.006 (2 of 3 scored conversations fully correct)" in efficiency_line(summary)
     page = render_html(result)
-    assert 'id="efficiency-table"' in page and "1 failed, 1 repeated" in page
+    assert "4 step(s): 2 turn(s), 2 tool call(s) (1 failed, 1 repeated), 2100 input tokens" in page
+    assert_tied_numbers_are_the_json(page, "efficiency", result.model_dump(mode="json"), expected=9 * 3 + 4)
+    # 4 significant digits, not 3 decimals: p95 of 0.002, 0.003, 0.007 is 0.003 + 0.9·(0.007 − 0.003)
+    assert (
+        '<td><span class="num" data-field="[&quot;aggregated_metrics&quot;, &quot;efficiency&quot;, &quot;cost_usd&quot;, &quot;p95&quot;]"'
+        in page
+    )
+    assert 'data-format="significant">0.0066</span>' in page
+
+
+def assert_tied_numbers_are_the_json(page: str, section_id: str, data: dict[str, Any], expected: int) -> None:
+    """Every number of the section is the result's value at its data-field, written in its format."""
+    start = page.index(f'id="{section_id}"')
+    elements = parse(page[start : page.index("</section>", start)])
+    tied = tied_numbers(elements)
+    assert len(tied) == expected
+    for element, path, shown in tied:
+        assert shown == resolve(data, path), path
+        assert element.text.strip() == FORMATS[element.attrs.get("data-format", "number")](shown), path
 
 
 def test_without_the_option_results_and_hashes_read_as_before() -> None:
@@ -293,7 +313,14 @@ def test_efficiency_is_compared_only_when_both_sides_carry_it_and_never_moves_th
     assert (cost.tasks, cost.difference) == (8, pytest.approx(0.0))  # the same cost per task on both sides
     by_assistant = with_it.aggregated_metrics.by_assistant
     assert by_assistant is not None and all(a.efficiency is not None for a in by_assistant.values())
-    assert 'id="comparison-efficiency"' in render_html(with_it)
+    page = render_html(with_it)
+    assert 'id="comparison-efficiency"' in page
+    start = page.index('id="comparison-efficiency"')
+    rows = parse(page[start : page.index("</table>", start)])
+    assert len(tied_numbers(rows)) > 9
+    for element, path, shown in tied_numbers(rows):
+        assert shown == resolve(with_it.model_dump(mode="json"), path), path
+        assert element.text.strip() == FORMATS[element.attrs.get("data-format", "number")](shown), path
     assert outcomes_from_conversations(with_it.per_conversation_metrics, "old") == outcomes_from_conversations(
         without.per_conversation_metrics, "old"
     )
