@@ -180,19 +180,25 @@ _LABELS: dict[EfficiencyMeasure, str] = {
 }
 
 
+def short_number(value: float) -> str:
+    """A measure as people read it: 4 significant digits below 1000 (0.0066, 3.8, 0.9), whole
+    numbers from 1000 on (1970, 25000: never an exponent for a token count)."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def efficiency_line(aggregate: EfficiencyAggregate) -> str:
     """The one line `fair-forge evaluate` and `make run` print: each measure some conversation
-    has as `median / p95` (4 significant digits), then the cost per successful task, or why
-    there is none."""
+    has as `median / p95` (`short_number`), then the cost per successful task, or why there is
+    none."""
     parts = []
     for name in MEASURES:
         measure: EfficiencySpread = getattr(aggregate, name)
         if measure.median is not None and measure.p95 is not None:
-            parts.append(f"{_LABELS[name]} {measure.median:.4g} / {measure.p95:.4g}")
+            parts.append(f"{_LABELS[name]} {short_number(measure.median)} / {short_number(measure.p95)}")
     line = "efficiency (median / p95 per conversation): " + (", ".join(parts) or "nothing reported")
     if aggregate.cost_per_successful_task is not None:
         return (
-            f"{line}; cost per successful task ${aggregate.cost_per_successful_task:.4g} "
+            f"{line}; cost per successful task ${short_number(aggregate.cost_per_successful_task)} "
             f"({aggregate.successful_conversations} of {aggregate.scored_conversations} scored conversations fully correct)"
         )
     return f"{line}; cost per successful task: none ({aggregate.cost_note})"

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fair_forge_core.efficiency import short_number
+
 JsonPath = tuple[str | int, ...]
 
 # (field of ToolCorrectnessScore, label in the bar chart, column of the per-conversation table)
@@ -45,9 +47,9 @@ def format_number(value: Any) -> str:
 
 
 def format_significant(value: Any) -> str:
-    """A measure that may be small or large (tokens, seconds, USD): floats to 4 significant
-    digits (0.0066, 3.8, 1970), other values as `format_number` writes them."""
-    return f"{value:.4g}" if isinstance(value, float) else format_number(value)
+    """A measure that may be small or large (tokens, seconds, USD): a float as
+    `efficiency.short_number` writes it (0.0066, 3.8, 1970), other values as `format_number` does."""
+    return short_number(value) if isinstance(value, float) else format_number(value)
 
 
 VERDICT_LABELS = {

@@ -195,6 +195,13 @@ def assert_tied_numbers_are_the_json(page: str, section_id: str, data: dict[str,
         assert element.text.strip() == FORMATS[element.attrs.get("data-format", "number")](shown), path
 
 
+def test_measures_are_written_without_exponents_or_lost_digits() -> None:
+    from fair_forge_core.efficiency import short_number
+
+    written = [short_number(v) for v in (0.0066, 3.8, 0.8999999999999999, 1969.9999999999998, 25000.0, 123456.7)]
+    assert written == ["0.0066", "3.8", "0.9", "1970", "25000", "123457"]
+
+
 def test_without_the_option_results_and_hashes_read_as_before() -> None:
     plain = turn("q", "2+2?", "4", "4")
     costly = turn("q", "2+2?", "4", "4", agent_usage={"cost_usd": 0.5, "input_tokens": 3})
