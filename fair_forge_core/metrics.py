@@ -37,8 +37,9 @@ from fair_forge_core.tools.policy import check_tool_policy, policy_of_turn, with
 
 ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
 """The error of a turn the offline judge abstained on (`judges.reference`)."""
-GOAL_ABSTAIN_MESSAGE = "the offline judge cannot decide a conversation's goal"
-"""The error of a goal the offline judge abstained on (`judges.offline`: it abstains on every goal)."""
+GOAL_ABSTAIN_MESSAGE = "cannot decide a conversation's goal"
+"""How the error of a goal ends when its judge does not read goals (`judges.base.ask`): "the judge
+fair-forge-reference cannot decide a conversation's goal"."""
 DEADLINE_PHRASE = "time budget exhausted"
 """How every error of a turn the deadline stopped begins (`judges.llm`)."""
 COST_CAP_PHRASE = "the cost cap ("
@@ -228,12 +229,15 @@ def _rate_fields(rates: RateEstimate | None) -> dict[str, Any]:
 
 
 def _goal_check(goal: str, judgement: TurnJudgement | None, config: EvaluationConfig) -> GoalCheck:
-    """The `GoalCheck` of a conversation's goal from its judgement (None: it was not judged)."""
+    """The `GoalCheck` of a conversation's goal from its judgement (None: it was not judged):
+    achieved when its score says more than half of its judgements did (`judges.goal.goal_achieved`)."""
+    from fair_forge_core.judges.goal import goal_achieved
+
     if judgement is None:
         judgement = TurnJudgement(score=None, error="the goal was not judged")
     return GoalCheck(
         goal=goal,
-        goal_achieved=None if judgement.score is None else judgement.score >= config.threshold,
+        goal_achieved=None if judgement.score is None else goal_achieved(judgement.score),
         score=judgement.score,
         reasoning=judgement.reasoning,
         error=judgement.error,

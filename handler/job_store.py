@@ -260,7 +260,8 @@ def create_job(
 
     job_id = uuid.uuid4().hex
     keys = JobKeys(job_id)
-    turn_counts = [len(d.conversation) for d in request.datasets]
+    # A conversation's goal is one more judge question (`judges.goal`), about as long as its turns.
+    turn_counts = [len(d.conversation) + (d.goal is not None) for d in request.datasets]
     tool_call_counts = [sum(batch.tool_call_count() for batch in d.conversation) for d in request.datasets]
     # A shard scores at most as many tool calls as one /run may: its deterministic work is bounded alike.
     # A turn costs judge_samples calls of each connector: shards shrink so that a shard's calls do not grow.

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fair_forge_core.judges.goal import JudgeQuestion
+from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion
 from fair_forge_core.judges.verdict import Verdict
-from fair_forge_core.metrics import TurnJudgement
+from fair_forge_core.metrics import GOAL_ABSTAIN_MESSAGE, TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
 
 if TYPE_CHECKING:
@@ -91,12 +91,15 @@ class JudgeProviderRefused(Exception):
 @dataclass(frozen=True)
 class JudgeSpec:
     """What a judge says of itself: its registered `kind`, the `model` name its votes and usage
-    carry, and whether it is `offline` (no network, no cost: the cascade's first stage, never
-    an ensemble member under the cascade)."""
+    carry, whether it is `offline` (no network, no cost: the cascade's first stage, never
+    an ensemble member under the cascade), and whether it `judges_goals`."""
 
     kind: str
     model: str
     offline: bool = False
+    judges_goals: bool = False
+    """Whether it reads a conversation's goal (`judges.goal.GoalRequest`); a judge that does not
+    is never sent one: `ask` makes its judgement an abstention."""
 
 
 class Judge(Protocol):
@@ -114,6 +117,17 @@ class TurnJudge(Protocol):
     async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement: ...
 
 
+async def ask(judge: Judge, request: JudgeQuestion, sample: int = 0) -> Verdict:
+    """`judge.judge(request, sample)`, the one way panels, the cascade and `SingleJudge` ask: a
+    goal (`judges.goal.GoalRequest`) put to a judge whose spec does not say it `judges_goals`
+    (the offline judge, a plug-in judge of turns) is a `JudgeAbstained`, never a call."""
+    if isinstance(request, GoalRequest):
+        spec = judge.spec()
+        if not spec.judges_goals:
+            raise JudgeAbstained(f"the judge {spec.model} {GOAL_ABSTAIN_MESSAGE}", "it judges answers, not goals")
+    return await judge.judge(request, sample)
+
+
 @dataclass
 class SingleJudge:
     """A `Judge` as the `TurnJudge` of an evaluation: its verdict, or the turn unscored with
@@ -123,7 +137,7 @@ class SingleJudge:
 
     async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
         try:
-            verdict = await self.judge.judge(request)
+            verdict = await ask(self.judge, request)
         except JudgeCallError as exc:
             return TurnJudgement(score=None, error=str(exc))
         return TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)

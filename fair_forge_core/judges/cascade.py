@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from fair_forge_core.judges.base import Judge, TurnJudge
+from fair_forge_core.judges.base import Judge, TurnJudge, ask
 from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.llm import JudgeCallError
 from fair_forge_core.judges.verdict import Verdict
@@ -56,7 +56,7 @@ class CascadeJudge:
     async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
         """The offline verdict when decisive, else the LLM judge's judgement (scored or not)."""
         try:
-            verdict: Verdict | None = await self.offline.judge(request)
+            verdict: Verdict | None = await ask(self.offline, request)
         except JudgeCallError:
             verdict = None
         if verdict is not None and is_decisive(verdict.score):

@@ -14,10 +14,13 @@ cache, cost ledger, retries, deadline) with a prompt and a verdict schema of its
   `goal_achieved` is malformed (`VerdictParseError`: retried, then the goal is unjudged).
 
 A goal verdict is a `Verdict` of score 1.0 (achieved) or 0.0 (not achieved), whose reasoning
-ends with the unmet criteria; so a panel's vote and the threshold apply as to a turn: with
-several judgements the score is their combination (`config.judge_vote`: the majority, or the
-share that said achieved) and the goal is achieved when it is ≥ `config.threshold`.
-The offline judge has no rules for a goal and abstains on every one (`judges.offline`).
+ends with the unmet criteria; a reply that says achieved and lists unmet criteria contradicts
+itself and is malformed. With several judgements (samples, an ensemble) the score is their
+combination by `config.judge_vote` (the majority, or the share that said achieved), and the goal
+is achieved when more than half of them said so (`goal_achieved`: score > 0.5, under either
+vote); `config.threshold` is the answers' and does not apply to goals.
+A judge that cannot read a goal abstains on it (`JudgeSpec.judges_goals`: the offline judge, and
+any registered judge that does not say it reads goals; `GoalAbstaining`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fair_forge_core.judges.prompt import (
     DEFAULT_BOS,
@@ -172,6 +175,12 @@ class GoalVerdict(BaseModel):
     def _text(cls, value: object) -> str:
         return value if isinstance(value, str) else str(value)
 
+    @model_validator(mode="after")
+    def _achieved_with_nothing_unmet(self) -> GoalVerdict:
+        if self.goal_achieved and self.unmet_criteria:
+            raise ValueError("goal_achieved is true while unmet_criteria lists criteria")
+        return self
+
     def as_verdict(self) -> Verdict:
         """Score 1.0 or 0.0, and the reasoning followed by the unmet criteria (cut as a turn's is)."""
         reasoning = self.reasoning
@@ -189,15 +198,23 @@ GOAL_VERDICT_SCHEMA: dict[str, Any] = provider_schema(GoalVerdict)
 def parse_goal_verdict(raw: Any, *, bos: str, eos: str, caller_text: str = "") -> Verdict:
     """The goal's `Verdict` from a structured-output object or a chat message (found as
     `verdict.verdict_object` finds a turn's). `VerdictParseError` "the reply has no boolean
-    goal_achieved" when it is absent or not a JSON boolean ("yes", 1), or "unmet_criteria must be
-    a list of texts"."""
+    goal_achieved" when it is absent or not a JSON boolean ("yes", 1), "unmet_criteria must be
+    a list of texts", or "the reply says goal_achieved true and lists unmet criteria"."""
     found = verdict_object(raw, bos=bos, eos=eos, caller_text=caller_text)
     try:
         return GoalVerdict.model_validate(found).as_verdict()
     except ValidationError as exc:
-        if any(error["loc"][:1] == ("unmet_criteria",) for error in exc.errors()):
+        errors = exc.errors()
+        if any(error["loc"][:1] == ("unmet_criteria",) for error in errors):
             raise VerdictParseError("unmet_criteria must be a list of texts") from None
+        if any(error["type"] == "value_error" for error in errors):
+            raise VerdictParseError("the reply says goal_achieved true and lists unmet criteria") from None
         raise VerdictParseError("the reply has no boolean goal_achieved") from None
+
+
+def goal_achieved(score: float) -> bool:
+    """Whether a goal's (combined) score says achieved: more than half of its judgements did."""
+    return score > 0.5
 
 
 JudgeQuestion = JudgeRequest | GoalRequest
@@ -225,20 +242,28 @@ def question_caller_text(request: JudgeQuestion) -> str:
             request.goal,
             *request.criteria,
             request.context,
+            request.language,
             request.transcript,
             *_texts(json.loads(request.transcript)),
         )
     else:
-        texts = (request.query, request.answer, request.ground_truth, request.context, request.observation)
+        texts = (
+            request.query,
+            request.answer,
+            request.ground_truth,
+            request.context,
+            request.language,
+            request.observation,
+        )
     return "\n".join(compact(text) for text in texts if text)
 
 
 def _texts(value: Any) -> list[str]:
-    """Every string in a JSON value, keys aside."""
+    """Every string in a JSON value, its objects' keys included."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        value = list(value.values())
+        value = [*value.keys(), *value.values()]
     return [text for item in value for text in _texts(item)] if isinstance(value, list) else []
 
 

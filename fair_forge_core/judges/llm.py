@@ -109,10 +109,10 @@ class AnswerJudge:
         return self._runnables[goal]
 
     def spec(self) -> JudgeSpec:
-        """An LLM judge: online, named by its model (`judges.usage.judge_model_name`)."""
+        """An LLM judge: online, named by its model (`judges.usage.judge_model_name`), and it reads goals."""
         from fair_forge_core.judges.usage import judge_model_name
 
-        return JudgeSpec(kind="llm", model=judge_model_name(self.model), offline=False)
+        return JudgeSpec(kind="llm", model=judge_model_name(self.model), offline=False, judges_goals=True)
 
     async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
         """`judge(request)` as a `TurnJudgement` (`judges.base.SingleJudge`)."""

@@ -15,7 +15,8 @@ same three texts), and so is what the evaluation counts:
 - the deadline: once it has passed, a turn not in the cache is unscored with "time budget
   exhausted before this turn could be judged", as every judge's;
 - the cost cap: the offline judge costs nothing, so it reserves nothing;
-- a conversation's goal (`judges.goal`): no rule of its decides one, so it abstains on every goal;
+- a conversation's goal (`judges.goal`): no rule of its decides one; its spec does not say it
+  `judges_goals`, so `judges.base.ask` makes every goal an abstention;
 - a long turn (over `INLINE_MAX_CHARS` characters) is scored in a worker thread, so that it
   does not hold the event loop.
 """
@@ -29,14 +30,14 @@ from dataclasses import dataclass
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from fair_forge_core.judges.base import JudgeSpec, RunContext, register_judge
-from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.llm import JudgeAbstained, JudgeCallError
-from fair_forge_core.judges.prompt import build_judge_messages
+from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
 from fair_forge_core.judges.reference.model import INLINE_MAX_CHARS, ReferenceJudge
 from fair_forge_core.judges.reference.rules import score_answer
 from fair_forge_core.judges.usage import judge_model_name
 from fair_forge_core.judges.verdict import Verdict
-from fair_forge_core.metrics import ABSTAIN_MESSAGE, DEADLINE_PHRASE, GOAL_ABSTAIN_MESSAGE
+from fair_forge_core.metrics import ABSTAIN_MESSAGE, DEADLINE_PHRASE
 from fair_forge_core.schemas import EvaluationConfig
 
 
@@ -52,8 +53,7 @@ class RulesJudge:
         return JudgeSpec(kind="reference", model=self.model, offline=True)
 
     async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict:
-        if isinstance(request, GoalRequest):  # a goal has no reference answer for the rules to read
-            raise JudgeAbstained(GOAL_ABSTAIN_MESSAGE, "the offline judge's rules compare an answer with a reference")
+        assert isinstance(request, JudgeRequest), "goals are never put to it (`judges.base.ask`)"
         context, ledger = self.context, self.context.ledger
         key = None
         if ledger is not None and ledger.cache is not None:

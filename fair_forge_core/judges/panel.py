@@ -39,8 +39,8 @@ from typing import Literal
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from fair_forge_core.judges.base import Judge
-from fair_forge_core.judges.goal import JudgeQuestion
+from fair_forge_core.judges.base import Judge, ask
+from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion, goal_achieved
 from fair_forge_core.judges.kinds import is_offline
 from fair_forge_core.judges.llm import JudgeCallError, JudgeProviderRefused
 from fair_forge_core.judges.usage import judge_identity
@@ -156,8 +156,10 @@ class JudgePanel:
             score = combine([s for _, s, _ in judgements], "mean")
         else:
             score = combine([vote.score for vote in votes if vote.score is not None], "majority")
-        passed = score >= self.threshold
-        agreeing = sum(1 for _, s, _ in judgements if (s >= self.threshold) == passed)
+        # A judgement's side: a turn's, of the threshold; a goal's, achieved or not (`judges.goal`).
+        passes = goal_achieved if isinstance(request, GoalRequest) else (lambda s: s >= self.threshold)
+        passed = passes(score)
+        agreeing = sum(1 for _, s, _ in judgements if passes(s) == passed)
         nearest, _, reasoning = min(judgements, key=lambda j: abs(j[1] - score))
         if len(self.members) > 1:
             reasoning = f"[{self.members[nearest].model}] {reasoning}"
@@ -166,7 +168,7 @@ class JudgePanel:
     async def _sample(self, member: Member, request: JudgeQuestion, sample: int) -> tuple[float | None, str]:
         """One judgement: (score, reasoning), or (None, the reason it failed)."""
         try:
-            verdict = await member.judge.judge(request, sample)
+            verdict = await ask(member.judge, request, sample)
         except JudgeCallError as exc:
             return None, str(exc)
         return verdict.score, verdict.reasoning

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationError, ValidationInfo, field_validator, model_validator
 
 from fair_forge_core.schemas.base import _Request
 from fair_forge_core.schemas.config import MAX_CONNECTORS, EvaluationConfig
@@ -125,16 +125,25 @@ class GroundTruthAgentic(_Request):
     particular calls: the rubric does not score the turn (as without `ground_truth_agentic`);
     only the policy's rules apply (`has_expected_tools`)."""
 
-    expected_tools: list[ExpectedToolCall] = Field(default_factory=list)
+    expected_tools: list[ExpectedToolCall] | None = Field(default_factory=list)
+    """The calls expected (`[]`: none); null: not compared (a `tool_policy` given alone)."""
     tool_sequence_matters: bool = False
     tool_policy: ToolPolicy | None = omitted_when_none()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _policy_alone_compares_no_calls(cls, value: Any) -> Any:
+        # Written into the data, not read from which keys were given, so that a dump read back
+        # (`Dataset.model_dump()`, a shard) means the same.
+        if isinstance(value, dict) and "tool_policy" in value and "expected_tools" not in value:
+            return {**value, "expected_tools": None}
+        return value
+
     @property
     def has_expected_tools(self) -> bool:
-        """Whether the turn's calls are compared with expected ones: `expected_tools` was given
-        (even `[]`: no call expected), or defaulted without a `tool_policy` (a library caller's
-        `GroundTruthAgentic()`, as always)."""
-        return "expected_tools" in self.model_fields_set or "tool_policy" not in self.model_fields_set
+        """Whether the turn's calls are compared with expected ones: `expected_tools` is a list
+        (even `[]`: no call expected), not null (a `tool_policy` given without it)."""
+        return self.expected_tools is not None
 
 
 def _none_without_expected_tools(value: Any) -> Any:
@@ -191,7 +200,7 @@ class Batch(_Request):
     def tool_call_count(self) -> int:
         """The tool calls of both lists of this turn (what the tool rubric works through)."""
         used = len(self.agentic.tools_used) if self.agentic is not None else 0
-        expected = len(self.ground_truth_agentic.expected_tools) if self.ground_truth_agentic is not None else 0
+        expected = len(self.ground_truth_agentic.expected_tools or ()) if self.ground_truth_agentic is not None else 0
         return used + expected
 
 
@@ -204,9 +213,9 @@ class Dataset(_Request):
     context: str = ""
     task_id: str | None = None
     conversation: list[Batch] = Field(min_length=1)
-    expected_state: Any = None
+    expected_state: Any = omitted_when_none()
     """The end state the conversation should leave behind (any JSON; objects are compared key by
-    key, values may be argument rules: `fair_forge_core.state`). Absent: not checked."""
+    key, values may be argument rules: `fair_forge_core.state`). Absent or null: not checked."""
     final_state: Any = None
     """The end state the agent left behind, as the caller observed it; required with `expected_state`."""
     goal: str | None = omitted_when_none(min_length=1)
@@ -224,15 +233,17 @@ class Dataset(_Request):
 
     @model_validator(mode="after")
     def _final_state_with_an_expected_one(self) -> Dataset:
-        if "expected_state" in self.model_fields_set and "final_state" not in self.model_fields_set:
+        if self.expected_state is not None and "final_state" not in self.model_fields_set:
             raise ValueError("final_state is required when expected_state is given: report the state the agent left")
         return self
 
-    @model_validator(mode="after")
-    def _criteria_of_a_goal(self) -> Dataset:
-        if self.goal_rubric is not None and self.goal is None:
-            raise ValueError("goal_rubric needs a goal: the criteria are of the goal the judge reads")
-        return self
+    @field_validator("goal_rubric")
+    @classmethod
+    def _criteria_of_a_goal(cls, rubric: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        # `goal` is validated first (declared first): a rubric without it names its own field.
+        if rubric is not None and info.data.get("goal") is None:
+            raise ValueError("needs a goal: the criteria are of the goal the judge reads")
+        return rubric
 
     @model_validator(mode="after")
     def _turn_policies_agree_with_the_conversation(self) -> Dataset:
@@ -253,8 +264,9 @@ class Dataset(_Request):
 
     @property
     def checks_state(self) -> bool:
-        """Whether the conversation's end state is checked (it has an `expected_state`)."""
-        return "expected_state" in self.model_fields_set
+        """Whether the conversation's end state is checked: it has an `expected_state` (null is
+        none: read from the value, so that a dump read back means the same)."""
+        return self.expected_state is not None
 
 
 def input_warnings(datasets: list[Dataset]) -> list[str]:

@@ -100,7 +100,9 @@ def check_tool_policy(batch: Batch, policy: ToolPolicy) -> ToolPolicyCheck:
     matches = None
     expected = batch.ground_truth_agentic
     if policy.trajectory_match is not None and expected is not None and expected.has_expected_tools:
-        matches = trajectory_matches(policy.trajectory_match, used, expected.expected_tools, policy.ignore_parameters)
+        matches = trajectory_matches(
+            policy.trajectory_match, used, expected.expected_tools or [], policy.ignore_parameters
+        )
     return ToolPolicyCheck(
         passed=not violations,
         violations=violations,
@@ -194,7 +196,6 @@ def without_ignored_parameters(batch: Batch, ignore_parameters: IgnoredParameter
         tools_used = [_stripped(call, ignore_parameters) for call in batch.agentic.tools_used]
         update["agentic"] = batch.agentic.model_copy(update={"tools_used": tools_used})
     if batch.ground_truth_agentic is not None and batch.ground_truth_agentic.expected_tools:
-        # Only when there are expected calls: a copy's update marks the field as given (`has_expected_tools`).
         expected = [_stripped(call, ignore_parameters) for call in batch.ground_truth_agentic.expected_tools]
         update["ground_truth_agentic"] = batch.ground_truth_agentic.model_copy(update={"expected_tools": expected})
     return batch.model_copy(update=update)
@@ -203,7 +204,7 @@ def without_ignored_parameters(batch: Batch, ignore_parameters: IgnoredParameter
 def _calls(batch: Batch) -> list[ToolCall | ExpectedToolCall]:
     used: AgenticTrace | None = batch.agentic
     expected: GroundTruthAgentic | None = batch.ground_truth_agentic
-    return [*(used.tools_used if used else []), *(expected.expected_tools if expected else [])]
+    return [*(used.tools_used if used else []), *((expected.expected_tools or []) if expected else [])]
 
 
 def _stripped(call: Call, ignore_parameters: IgnoredParameters) -> Call:

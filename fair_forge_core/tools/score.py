@@ -184,7 +184,7 @@ def score_tool_calls(
     trace) is scored like a trace with no calls: expected tools and none used give a
     real score with selection 0, never None.
     """
-    expected_calls = expected.expected_tools
+    expected_calls = expected.expected_tools or []
     used_calls = used.tools_used if used is not None else []
     expected_names = Counter(call.tool_name for call in expected_calls)
     used_names = Counter(call.tool_name for call in used_calls)

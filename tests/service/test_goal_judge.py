@@ -14,7 +14,7 @@ from langchain_openai import ChatOpenAI
 from fair_forge_core.evaluate import NoConversationScored, evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.judges.cache import DirectoryCache
-from fair_forge_core.judges.goal import GOAL_DATA_START, GOAL_VERDICT_SCHEMA, parse_goal_request
+from fair_forge_core.judges.goal import GOAL_DATA_START, parse_goal_request
 from fair_forge_core.judges.llm import RetryPolicy
 from fair_forge_core.judges.prices import read_price_table
 from fair_forge_core.judges.usage import JudgeLedger
@@ -189,7 +189,7 @@ def test_the_cascade_sends_every_goal_to_the_llm(server: FakeLLMServer) -> None:
 def test_the_offline_judge_abstains_on_every_goal() -> None:
     result = evaluate_sync(data(ACHIEVED), ReferenceJudge(), EvaluationConfig())
     done = by_session(result)["done"]
-    assert done.goal_check.error == "the offline judge cannot decide a conversation's goal"
+    assert done.goal_check.error == "the judge fair-forge-reference cannot decide a conversation's goal"
     assert done.is_scored is False
     readiness = result.aggregated_metrics.readiness
     assert readiness.status == "insufficient_evidence" and "abstained" in readiness.summary
@@ -233,11 +233,16 @@ def test_structured_output_asks_for_the_goal_verdict_schema(server: FakeLLMServe
     assert [m.goal_check.goal_achieved for m in result.per_conversation_metrics] == [True, False]
     sent = [body["response_format"]["json_schema"]["schema"] for body in goal_requests(server)]
     assert len(sent) == 2
+    # What a provider must fill in, written out: a boolean, a text and a list of texts, all required.
     for schema in sent:
-        assert (schema["properties"], schema["required"]) == (
-            GOAL_VERDICT_SCHEMA["properties"],
-            GOAL_VERDICT_SCHEMA["required"],
-        )
+        assert {name: spec["type"] for name, spec in schema["properties"].items()} == {
+            "goal_achieved": "boolean",
+            "reasoning": "string",
+            "unmet_criteria": "array",
+        }
+        assert schema["properties"]["unmet_criteria"]["items"] == {"type": "string"}
+        assert sorted(schema["required"]) == ["goal_achieved", "reasoning", "unmet_criteria"]
+        assert schema.get("additionalProperties") is False
 
 
 def test_the_handler_reports_the_goal_and_refuses_criteria_without_a_goal() -> None:
@@ -256,4 +261,5 @@ def test_the_handler_reports_the_goal_and_refuses_criteria_without_a_goal() -> N
     del criteria_only["goal"]
     refused = call_handler({**body, "datasets": [criteria_only]})
     assert refused.status == 400
-    assert "datasets[0]" in refused.body["error"] and "goal_rubric needs a goal" in refused.body["error"]
+    assert refused.body["details"][0]["field"] == "datasets[0].goal_rubric"
+    assert "needs a goal" in refused.body["error"]

@@ -95,6 +95,25 @@ def test_a_judge_in_one_file_is_used_from_the_service_and_the_cli(
     assert cli_scores == scores
 
 
+def test_a_judge_of_turns_abstains_on_goals_in_every_combination(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A plug-in judge written for turns (its spec says nothing of goals) is never sent a goal:
+    # alone, in an ensemble and as the cascade's offline stage, the goal is an abstention.
+    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", "fair_forge_testing.length_judge.LengthModel")
+    length = {"class_path": "fair_forge_testing.length_judge.LengthModel"}
+    reference = {"class_path": "fair_forge_core.judges.ReferenceJudge"}
+    goal = {**conversation("a", [turn("q1", "Name a colour.", "Red", "Tan")]), "goal": "a colour is named"}
+    expected = {
+        "length": "the judge length cannot decide a conversation's goal",
+        "ensemble": "a judgement of the panel failed: connector[0] (length): the judge length cannot decide",
+    }
+    for name, connector in (("length", length), ("ensemble", [length, reference])):
+        response = call_handler({"connector": connector, "datasets": [goal], "config": {"k": 1}})
+        assert response.status == 200, response.body
+        check = response.body["per_conversation_metrics"][0]["goal_check"]
+        assert check["goal_achieved"] is None and check["error"].startswith(expected[name])
+        assert "abstained" in response.body["aggregated_metrics"]["readiness"]["summary"]
+
+
 def test_the_public_api_evaluates_renders_and_compares() -> None:
     import fair_forge_core as ff
     from fair_forge_core.schemas import Dataset

@@ -105,3 +105,16 @@ def test_results_without_an_end_state_carry_no_state_check(with_state: bool) -> 
     data = [end_state_conversation(ORDER)] if with_state else [conversation("a", [turn("q", "2+2?", "4", "4")])]
     result = evaluate_sync(datasets(*data), ReferenceJudge(), EvaluationConfig(k=1))
     assert ("state_check" in result.model_dump(mode="json")["per_conversation_metrics"][0]) is with_state
+
+
+def test_a_null_expected_state_is_none_and_a_dump_read_back_checks_what_the_original_did() -> None:
+    from fair_forge_core.schemas import Dataset
+
+    null_state = conversation("n", [turn("q", "2+2?", "4", "4")], expected_state=None, final_state={"x": 1})
+    plain, checked = datasets(conversation("a", [turn("q", "2+2?", "4", "4")]), end_state_conversation(ORDER))
+    assert not datasets(null_state)[0].checks_state
+    for original in (plain, checked):
+        again = Dataset.model_validate(json.loads(original.model_dump_json()))
+        assert again.checks_state is original.checks_state
+        results = [evaluate_sync([d], ReferenceJudge(), EvaluationConfig(k=1)) for d in (original, again)]
+        assert results[0].per_conversation_metrics == results[1].per_conversation_metrics

@@ -21,6 +21,7 @@ from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.report import render_html
 from fair_forge_core.schemas import (
     Batch,
+    Dataset,
     EvaluationConfig,
     ExpectedToolCall,
     ToolCall,
@@ -343,6 +344,18 @@ def test_a_turn_with_only_a_policy_is_not_scored_by_the_rubric() -> None:
     assert metrics.tool_correctness_scores == [None]
     assert (metrics.interactions[0].tool_correct, metrics.interactions[0].is_correct) == (None, True)
     assert metrics.interactions[0].tool_policy.passed
+
+
+def test_a_turn_with_only_a_policy_means_the_same_after_a_dump_read_back() -> None:
+    # A dataset written out (`model_dump`, a shard, a saved request) and read back is judged alike.
+    (original,) = datasets(conversation("s", [policy_turn([LOOKUP], None, max_tool_calls=1)]))
+    again = Dataset.model_validate(json.loads(original.model_dump_json()))
+    assert again.conversation[0].ground_truth_agentic.expected_tools is None
+    before, after = (
+        evaluate_sync([d], ReferenceJudge(), EvaluationConfig(k=1)).per_conversation_metrics[0]
+        for d in (original, again)
+    )
+    assert after == before and after.interactions[0].is_correct is True
 
 
 def test_results_without_a_policy_carry_no_tool_policy() -> None:
