@@ -456,12 +456,9 @@ class RunRequest(_Judged):
 class Reference(_Request):
     """The truth of one turn of one task, as a references file holds it: turn `turn`
     (0, the first, when absent) of every trace matched to `task_id`. `qa_id` names the
-    turn in the result (default `<task_id>-<turn>`).
-
-    `goal`, `goal_rubric`, `expected_state` and `tool_policy` describe the whole task (the
-    `Dataset` fields of the same names): written on any one reference of the task, they go
-    to every trace (attempt) of it; two references of one task giving one of them with
-    different values is an error (`importers.references`)."""
+    turn in the result (default `<task_id>-<turn>`). `goal`, `goal_rubric`, `expected_state`
+    and `tool_policy` are the task's (`Dataset`'s fields), given on any one reference of it, for
+    every trace of it (each trace's `final_state` is its metadata's: `importers.references`)."""
 
     task_id: str = Field(min_length=1)
     turn: int = Field(0, ge=0)
@@ -469,13 +466,9 @@ class Reference(_Request):
     ground_truth_assistant: str
     ground_truth_agentic: GroundTruthAgentic | None = None
     goal: str | None = omitted_when_none(min_length=1)
-    """The task's `Dataset.goal`."""
     goal_rubric: list[Annotated[str, Field(min_length=1)]] | None = omitted_when_none(min_length=1)
-    """The task's `Dataset.goal_rubric` (needs a `goal` on a reference of the task)."""
     expected_state: Any = omitted_when_none()
-    """The task's `Dataset.expected_state`; each trace's `final_state` is read from its metadata."""
     tool_policy: ToolPolicy | None = omitted_when_none()
-    """The task's `Dataset.tool_policy` (every turn; a turn's own fields replace these)."""
 
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod
