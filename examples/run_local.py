@@ -31,8 +31,8 @@ TRACE_EXAMPLES = {  # file in traces/ → (its format, the task key)
     "support_tasks.json": ("openai", "metadata.task"),
 }
 TRACE_CONFIGS = {  # file in traces/ → its request's config, when it has one
-    # The offline judge abstains on goals: the goal is reported, not required.
-    "support_tasks.json": {"require_goal": False},
+    # The offline judge abstains on goals: the goal is reported, not required; k = its 2 attempts.
+    "support_tasks.json": {"require_goal": False, "k": 2},
 }
 
 
