@@ -102,6 +102,11 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
         from fair_forge_core.schemas import TaskStability
 
         lines.append(f"  {summary(TaskStability.model_validate(agg['task_stability']))}")
+    if agg.get("efficiency"):
+        from fair_forge_core.efficiency import efficiency_line
+        from fair_forge_core.schemas import EfficiencyAggregate
+
+        lines.append(f"  {efficiency_line(EfficiencyAggregate.model_validate(agg['efficiency']))}")
     for conversation in result["per_conversation_metrics"]:
         mark = {True: "PASS", False: "FAIL", None: "UNSCORED"}[conversation["is_fully_correct"]]
         scores = ", ".join("–" if s is None else f"{s:.2f}" for s in conversation["correctness_scores"])

@@ -272,10 +272,11 @@ def compare_assistants(
     """`config.compare`: the baseline's and the candidate's conversations compared on their
     shared tasks (`fair_forge_core.compare.compare`) at the request's k, under its prior
     (`statistical_mode.prior`, Beta(1, 1) unless set). An assistant without any conversation
-    is a ValueError naming the assistants there are."""
-    from fair_forge_core.compare import compare, outcomes_from_conversations
+    is a ValueError naming the assistants there are. Under `config.efficiency` the comparison
+    also pairs what the two spent (`compare_efficiency`; not part of the verdict)."""
+    from fair_forge_core.compare import compare, compare_efficiency, outcomes_from_conversations
 
-    return compare(
+    comparison = compare(
         outcomes_from_conversations(conversations, assistants.baseline),
         outcomes_from_conversations(conversations, assistants.candidate),
         k=config.k,
@@ -283,6 +284,14 @@ def compare_assistants(
         seed=assistants.seed,
         prior=config.statistical_mode.prior,
     )
+    comparison.efficiency = compare_efficiency(
+        [m for m in conversations if m.assistant_id == assistants.baseline],
+        [m for m in conversations if m.assistant_id == assistants.candidate],
+        confidence=assistants.confidence,
+        resamples=comparison.bootstrap_resamples,
+        seed=assistants.seed,
+    )
+    return comparison
 
 
 T = TypeVar("T")

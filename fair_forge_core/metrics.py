@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from fair_forge_core import stats, tiers
+from fair_forge_core.efficiency import aggregate_efficiency, conversation_efficiency
 from fair_forge_core.flakiness import task_key, task_stability
 from fair_forge_core.schemas import (
     AggregatedMetrics,
@@ -214,6 +215,7 @@ def conversation_metrics(
         interactions=interactions,
         state_check=state_check,
         goal_check=goal_check,
+        efficiency=conversation_efficiency(dataset) if config.efficiency else None,
     )
 
 
@@ -313,6 +315,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     n and c. With n = 0 every rate is None. `per_task` appears when any conversation
     has a task_id, `by_assistant` when there are several assistant_ids, `task_stability` when
     `config.task_stability` asks (`flakiness.task_stability`, over all the conversations given).
+    has a task_id, `by_assistant` when there are several assistant_ids, `efficiency` under
+    `config.efficiency` (`efficiency.aggregate_efficiency`).
     """
     scored = [m for m in conversations if m.is_scored]
     n = len(scored)
@@ -367,6 +371,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     fields["readiness"] = _readiness(conversations, fields, per_task, config)
     if config.task_stability:
         fields["task_stability"] = task_stability(conversations, mode.ci_level)
+    if config.efficiency:
+        fields["efficiency"] = aggregate_efficiency(conversations)
     assistants = sorted({m.assistant_id for m in conversations})
     if len(assistants) > 1:
         fields["by_assistant"] = {

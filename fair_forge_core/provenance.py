@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic_core import to_json
@@ -37,11 +38,14 @@ def judge_provenance(model: BaseChatModel, config: EvaluationConfig) -> JudgePro
 def datasets_hash(datasets: Sequence[Dataset]) -> str:
     """sha256 (hex) of the datasets as validated, serialised as JSON in the models' field order
     (pydantic's serialiser: the same datasets always give the same bytes; a dict inside a tool
-    call keeps the order it was written in)."""
+    call keeps the order it was written in). A turn's `agent_usage` is left out: what the agent
+    spent decides no verdict, so a run that differs only in it judged the same conversations."""
     digest = hashlib.sha256()
     for dataset in datasets:
         # The end-state fields only when given, so that a dataset without them hashes as it always has.
-        absent = {name for name in END_STATE_FIELDS if name not in dataset.model_fields_set}
+        absent: dict[str, Any] = {name: True for name in END_STATE_FIELDS if name not in dataset.model_fields_set}
+        if any(turn.agent_usage is not None for turn in dataset.conversation):
+            absent["conversation"] = {"__all__": {"agent_usage"}}
         digest.update(to_json(dataset, exclude=absent or None))
         digest.update(b"\n")
     return digest.hexdigest()

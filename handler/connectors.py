@@ -200,7 +200,8 @@ def _refusal(exc: PlanError, specs: list[ConnectorSpec]) -> RequestError:
 def check_server_key_calls(judges: list[Judge], config: Any, settings: Settings, turns: int | None = None) -> None:
     """What a request may buy with the server's key (the operator's bill): at most
     `server_key_max_calls_per_turn` judge calls per turn (`config.judge_samples` for each
-    connector that uses the key), and for a job (`turns` given) at most
+    connector that uses the key; a conversation's goal is asked as a turn is), and for a job
+    (`turns` given: its turns and goals) at most
     `jobs_max_server_key_calls` judge calls in all. A 400 naming `config.judge_samples`, or a
     413 naming the job's calls; nothing for judges that bring their caller's key."""
     paid = sum(1 for judge in judges if judge.server_key)
@@ -221,6 +222,6 @@ def check_server_key_calls(judges: list[Judge], config: Any, settings: Settings,
     if turns is not None and turns * per_turn > settings.jobs_max_server_key_calls:
         raise RequestError(
             413,
-            f"Too many judge calls on the service's key: {turns} turns × {per_turn} calls = {turns * per_turn} "
+            f"Too many judge calls on the service's key: {turns} turns and goals × {per_turn} calls = {turns * per_turn} "
             f"(limit {settings.jobs_max_server_key_calls} a job): send fewer turns, or bring your own key",
         )

@@ -9,7 +9,9 @@ a table (per metric: both sides, the difference, its interval, the Holm-adjusted
 whether it is significant), the verdict, the minimum detectable effect ("n/a (no
 variation)" when the per-task differences do not vary) and, when inconclusive or not
 tested, how many tasks would settle it; tasks only one side scored and unscored
-conversations are `warning:` lines on stderr. Below 10 tasks a metric is tested by the
+conversations are `warning:` lines on stderr. When both sides' conversations carry
+`efficiency` (`config.efficiency`), what each spent is compared too, in lines after the
+verdict (`compare_efficiency`): it never changes the verdict. Below 10 tasks a metric is tested by the
 exact sign-flip test; one whose test cannot reach significance with so few tasks is not
 tested, and when none could be, the verdict is `not_tested`. Each difference in how the
 two sides were judged (their results' `provenance`: judges, prompt, thresholds, floor, k;
@@ -45,7 +47,7 @@ from fair_forge_core.cli.common import (
 from fair_forge_core.cli.progress import _progress
 
 if TYPE_CHECKING:
-    from fair_forge_core.schemas import Comparison, EvaluationResult
+    from fair_forge_core.schemas import Comparison, ConversationMetrics, EvaluationResult
 
 
 def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
@@ -111,6 +113,11 @@ def _outcomes(result: EvaluationResult, path: Path, assistant: str | None, flag:
         return outcomes_from_result(result, assistant)
     except ValueError as exc:
         raise CliError(f"{_name(path)}: {flag} {assistant}: {exc}") from None
+
+
+def _conversations_of(result: EvaluationResult, assistant: str | None) -> list[ConversationMetrics]:
+    """The conversations of one side: `assistant`'s, or all of them (`_outcomes` has checked the choice)."""
+    return [m for m in result.per_conversation_metrics if assistant is None or m.assistant_id == assistant]
 
 
 def _listed(items: Sequence[str], limit: int = 10) -> str:
@@ -277,7 +284,27 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
     lines += _table_lines(comparison, level)
     lines += _verdict_lines(comparison, level)
     lines += _test_lines(comparison)
+    lines += _efficiency_lines(comparison, level)
     return "\n".join(lines) + "\n"
+
+
+def _efficiency_lines(comparison: Comparison, level: str) -> list[str]:
+    """When the comparison has `efficiency`: a blank line, a heading, and one line per measure
+    compared on some task (the means per side, the difference with its interval, p and its
+    test); never part of the verdict."""
+    if not comparison.efficiency:
+        return []
+    lines = ["", f"efficiency (per-task means, candidate − baseline, {level} interval; not part of the verdict):"]
+    for e in comparison.efficiency:
+        if e.difference is None:
+            continue
+        interval = "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
+        test = {"sign_flip_exact": "sign-flip", "bootstrap": "bootstrap", None: "—"}[e.p_value_method]
+        lines.append(
+            f"  {e.measure}: {_value(e.baseline)} → {_value(e.candidate)}, difference {_value(e.difference, signed=True)} "
+            f"{interval}, p = {_p_value(e.p_value)} ({test}, {e.tasks} tasks)"
+        )
+    return lines
 
 
 def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -300,7 +327,7 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             raise CliError(f"the baseline's k ({k_base}) and the candidate's k ({k_cand}) differ: choose one with --k")
         k = k_base
 
-    from fair_forge_core.compare import compare, judging_differences
+    from fair_forge_core.compare import compare, compare_efficiency, judging_differences
 
     # One result holding both assistants was judged in one evaluation: alike by construction.
     judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
@@ -312,6 +339,13 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             f"({len(judging)} difference(s), listed above)"
         )
     comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed, judging=judging)
+    comparison.efficiency = compare_efficiency(
+        _conversations_of(base_result, args.baseline_assistant),
+        _conversations_of(cand_result, args.candidate_assistant),
+        confidence=args.confidence,
+        resamples=comparison.bootstrap_resamples,
+        seed=args.seed,
+    )
     for warning in _comparison_warnings(comparison):
         stderr.write(f"warning: {warning}\n")
     if comparison.shared_tasks == 0:

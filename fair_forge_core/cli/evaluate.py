@@ -26,6 +26,8 @@ Tasks (`fair_forge_core.flakiness`): when some task has 2 or more scored attempt
 on stderr counts the stable, flaky and failing tasks and lists the flaky and failing ones with
 their pass counts and Clopper–Pearson intervals, computed from the result's per-conversation
 metrics whatever `config.task_stability` says (the result JSON stays as the request asked).
+Under `config.efficiency`, one line gives what the agent spent: each measure's median / p95
+per conversation and the cost per successful task (`fair_forge_core.efficiency.efficiency_line`).
 
 Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 """
@@ -131,6 +133,10 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
             from fair_forge_core.report.view import consensus_fact
 
             stderr.write(f"{consensus_fact(agg.judge_consensus.model_dump())}\n")
+        if agg.efficiency is not None:
+            from fair_forge_core.efficiency import efficiency_line
+
+            stderr.write(f"{efficiency_line(agg.efficiency)}\n")
         for warning in result.warnings:
             stderr.write(f"warning: {warning}\n")
         for path in (args.out, args.html):

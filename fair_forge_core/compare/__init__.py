@@ -26,6 +26,8 @@ probability that the candidate's per-attempt success rate is higher. A metric wh
 could not reach significance whatever the outcome is reported as not tested, and a
 comparison in which no metric could be tested has the verdict `not_tested`.
 `judging_differences` says whether the two sides were judged alike (their `Provenance`).
+`compare_efficiency` (module `efficiency`) pairs what the sides spent the same way, for
+`Comparison.efficiency`; it never enters the verdict.
 The rules are stated on each function. Modules: `outcomes` (the input, per-task values),
 `tests` (the statistical tests), `verdict` (the Holm family, the verdict rule), `paired`
 (`compare`, step by step), `judging` (`judging_differences`). Pure: no I/O; numpy and scipy
@@ -38,6 +40,7 @@ import sys
 import types
 from typing import Any
 
+from fair_forge_core.compare.efficiency import compare_efficiency
 from fair_forge_core.compare.judging import judging_differences
 from fair_forge_core.compare.outcomes import (
     Outcome,
@@ -84,6 +87,7 @@ __all__ = [
     "Verdict",
     "bootstrap_resamples",
     "compare",
+    "compare_efficiency",
     "decide_verdict",
     "holm_adjust",
     "judging_differences",

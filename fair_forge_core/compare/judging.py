@@ -40,8 +40,9 @@ def judging_differences(baseline: Provenance | None, candidate: Provenance | Non
         base_value, cand_value = getattr(baseline, name), getattr(candidate, name)
         if base_value != cand_value:
             lines.append(f"different {name}: baseline {base_value:g} vs candidate {cand_value:g}")
-    for name in ("require_goal", "goal_prompt_hash"):
-        base_value, cand_value = getattr(baseline, name), getattr(candidate, name)
-        if base_value != cand_value:
-            lines.append(f"different {name}: baseline {base_value} vs candidate {cand_value}")
+    if baseline.require_goal != candidate.require_goal:
+        lines.append(f"different require_goal: baseline {baseline.require_goal} vs candidate {candidate.require_goal}")
+    if baseline.goal_prompt_hash != candidate.goal_prompt_hash:
+        base_hash, cand_hash = (p.goal_prompt_hash and p.goal_prompt_hash[:12] for p in (baseline, candidate))
+        lines.append(f"different goal_prompt_hash: baseline {base_hash} vs candidate {cand_hash}")
     return lines

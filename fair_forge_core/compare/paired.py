@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING
 from fair_forge_core.compare.outcomes import Outcome, Side, per_task_values, tally_side
 from fair_forge_core.compare.tests import (
     MIN_BOOTSTRAP_TASKS,
+    bootstrap_p_value,
     bootstrap_replicates,
     bootstrap_resamples,
     check_prior,
     mcnemar,
     minimum_detectable_effect,
     minimum_tasks,
+    paired_standard_error,
+    percentile_interval,
     probability_better,
     sign_flip_p_value,
     smallest_exact_p,
@@ -339,12 +342,7 @@ def _metric(
         candidate=math.fsum(cand_values.tolist()) / tasks,
         difference=difference,
     )
-    if tasks >= 2:
-        if min(differences) == max(differences):  # no variation: exactly 0, not a rounding residue
-            metric.standard_error = 0.0
-        else:
-            spread = math.fsum((x - difference) ** 2 for x in differences) / (tasks - 1)
-            metric.standard_error = math.sqrt(spread / tasks)
+    metric.standard_error = paired_standard_error(differences)
     if tasks < MIN_BOOTSTRAP_TASKS:
         metric.p_value, metric.method = sign_flip_p_value(differences), "sign_flip_exact"
         metric.floor = smallest_exact_p(tasks)
@@ -357,10 +355,8 @@ def _metric(
         if metric.floor is None:
             metric.notes.append("no bootstrap resample held one of its tasks: not tested")
         return metric
-    low, high = np.quantile(valid, [alpha / 2.0, 1.0 - alpha / 2.0])
-    metric.ci_low, metric.ci_high = float(low), float(high)
-    exceed = int(np.count_nonzero(np.abs(valid - difference) >= abs(difference)))
-    metric.bootstrap_p = (1 + exceed) / (len(valid) + 1)
+    metric.ci_low, metric.ci_high = percentile_interval(valid, alpha)
+    metric.bootstrap_p = bootstrap_p_value(valid, difference)
     if tasks >= MIN_BOOTSTRAP_TASKS:
         metric.p_value, metric.method, metric.floor = metric.bootstrap_p, "bootstrap", 1 / (len(valid) + 1)
     return metric

@@ -256,6 +256,38 @@ def tasks_needed(
     return max(minimum, normal)
 
 
+def paired_standard_error(differences: Sequence[float]) -> float | None:
+    """The standard error of the mean of paired per-task `differences`: their sample standard
+    deviation (n − 1) over sqrt(n); None under two differences, exactly 0.0 when they are all
+    equal (no variation, not a rounding residue)."""
+    tasks = len(differences)
+    if tasks < 2:
+        return None
+    if min(differences) == max(differences):
+        return 0.0
+    mean = math.fsum(differences) / tasks
+    spread = math.fsum((x - mean) ** 2 for x in differences) / (tasks - 1)
+    return math.sqrt(spread / tasks)
+
+
+def percentile_interval(replicates: NDArray[np.float64], alpha: float) -> tuple[float, float]:
+    """The bootstrap percentile interval at level 1 − α: the α/2 and 1 − α/2 quantiles (numpy's
+    linear interpolation) of `replicates` (none NaN, at least one)."""
+    import numpy as np
+
+    low, high = np.quantile(replicates, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(low), float(high)
+
+
+def bootstrap_p_value(replicates: NDArray[np.float64], difference: float) -> float:
+    """The two-sided bootstrap p-value of an observed mean difference D from its replicates
+    D*_b (none NaN), centred on D: p = (1 + #{b : |D*_b − D| ≥ |D|}) / (B + 1); 1 when D = 0."""
+    import numpy as np
+
+    exceed = int(np.count_nonzero(np.abs(replicates - difference) >= abs(difference)))
+    return (1 + exceed) / (len(replicates) + 1)
+
+
 def bootstrap_replicates(
     differences: NDArray[np.float64], eligible: NDArray[np.float64], resamples: int, seed: int
 ) -> NDArray[np.float64]:

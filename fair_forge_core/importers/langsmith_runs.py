@@ -50,6 +50,9 @@ The rules (shared ones in `importers.trace`):
 - runs inside a tool run are the tool's own work and are not read (warning for llm and
   tool runs); a retriever run outside a tool is context, not a call (warning); chain,
   prompt, parser and embedding runs are plumbing, skipped;
+- what the turn spent (`agent_usage`) is its root run's: `prompt_tokens`, `completion_tokens`,
+  `total_cost` (LangSmith totals a trace's on its root run) and its end_time − start_time;
+  each missing or unreadable one is unknown (an invalid token count is said);
 - the answer is the root's `outputs` (the last AI message of `messages`, else `output`,
   `answer`, `response` or `result`, else its only text), else the last llm text.
 """
@@ -70,7 +73,16 @@ from fair_forge_core.importers.langchain_messages import (
     read_tool_message,
     text_of,
 )
-from fair_forge_core.importers.trace import FINAL_STATE, NO_RESULT, ImportedTrace, RawCall, TraceError, TurnBuilder
+from fair_forge_core.importers.trace import (
+    FINAL_STATE,
+    NO_RESULT,
+    ImportedTrace,
+    RawCall,
+    TraceError,
+    TurnBuilder,
+    parse_json_text,
+    read_token_count,
+)
 
 _THREAD_KEYS = ("session_id", "thread_id", "conversation_id")
 _QUERY_KEYS = ("input", "question", "query")
@@ -167,10 +179,10 @@ def _root(members: list[_Run], trace_id: str, by_id: dict[str, _Run]) -> _Run:
     return next((run for run in tops if run.id == trace_id), tops[0] if tops else members[0])
 
 
-def _start_time(run: _Run) -> datetime | None:
-    """A run's `start_time` as a UTC time: ISO 8601 text, with an offset or `Z` (a time without
-    one is UTC, as LangSmith writes it); `None` when missing or not such text."""
-    value = run.raw.get("start_time")
+def _start_time(run: _Run, name: str = "start_time") -> datetime | None:
+    """A run's `start_time` (or the time `name`) as a UTC time: ISO 8601 text, with an offset or
+    `Z` (a time without one is UTC, as LangSmith writes it); `None` when missing or not such text."""
+    value = run.raw.get(name)
     if not isinstance(value, str):
         return None
     try:
@@ -238,6 +250,7 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             )
             ordered = members
     builder.user(_query(root, ordered, warnings))
+    builder.usage(**_root_usage(root, warnings))
     pending = _Pending()
     inside_tool: dict[str, str] = {}  # run id → where of the tool run it belongs to
     for run in ordered:
@@ -263,6 +276,25 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
         builder.assistant(answer, root.where)
     if root.raw.get("error"):
         warnings.append(f"{root.where}.error: the run failed: {_first_line(root.raw['error'])}")
+
+
+def _root_usage(root: _Run, warnings: list[str]) -> dict[str, int | float | None]:
+    """What the turn spent, from its root run (LangSmith totals a trace's tokens and cost on its
+    root): `prompt_tokens`, `completion_tokens`, `total_cost` (a number ≥ 0, or its text as the
+    API writes a decimal) and end_time − start_time; None for what is missing or unreadable."""
+    raw, start, end = root.raw, _start_time(root), _start_time(root, "end_time")
+    cost = raw.get("total_cost")
+    if isinstance(cost, str):
+        cost = parse_json_text(cost, None)
+    valid_cost = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+    return {
+        "input_tokens": read_token_count(raw.get("prompt_tokens"), f"{root.where}.prompt_tokens", warnings.append),
+        "output_tokens": read_token_count(
+            raw.get("completion_tokens"), f"{root.where}.completion_tokens", warnings.append
+        ),
+        "cost_usd": cost if valid_cost else None,
+        "latency_s": (end - start).total_seconds() if start is not None and end is not None and end >= start else None,
+    }
 
 
 def _query(root: _Run, ordered: list[_Run], warnings: list[str]) -> str:

@@ -31,6 +31,10 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   assistant text (its `refusal` when it has no text) and `tool_calls` (a list, or null),
   which are one step.
   The answer is the turn's last assistant text (usually its last generation's).
+- A generation's `usage` (`input_tokens`, `output_tokens`) is what the turn spent on that model
+  call: the turn's `agent_usage` sums them (`TurnBuilder.usage`: a measure one of its
+  generations lacks is unknown for the turn). Generations inside a function span are skipped,
+  their usage with them. Latency and cost are not imported (the SDK exports no cost).
 - A `function` span carries no call id: it answers the first unanswered call of its name
   of the latest generation under the same `agent` span (the SDK starts parallel calls in
   call order). Its `output` is the result (the SDK exports `str(output)`, so a dict comes
@@ -56,6 +60,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -69,6 +74,7 @@ from fair_forge_core.importers.trace import (
     TraceError,
     TurnBuilder,
     read_text,
+    read_token_count,
 )
 
 _CONTEXT_ROLES = frozenset({"system", "developer"})  # instructions: not part of the conversation's turns
@@ -332,6 +338,7 @@ class _Reader:
                 self.builder.user(query)
                 self._query = query
             self._users = max(self._users, users)
+        self.builder.usage(**_tokens(span.data.get("usage"), f"{here}.usage", self.warn))
         if output is None and span.error is not None:
             return  # the model call failed: said with the span's error
         if output is None:
@@ -390,6 +397,15 @@ class _Reader:
         """The key of the first unanswered call named `name` of `agent`'s latest generation."""
         queue = self._pending.get(agent, {}).get(name) if name is not None else None
         return queue.popleft() if queue else None
+
+
+def _tokens(usage: Any, where: str, warn: Callable[[str], None]) -> dict[str, int | None]:
+    """A generation's `usage` as `TurnBuilder.usage` takes it: `input_tokens` and
+    `output_tokens` (`read_token_count`: None when absent or invalid, the latter said)."""
+    tokens = usage if isinstance(usage, dict) else {}
+    return {
+        name: read_token_count(tokens.get(name), f"{where}.{name}", warn) for name in ("input_tokens", "output_tokens")
+    }
 
 
 def _sdk_span_type(data: dict[str, Any]) -> str | None:

@@ -57,6 +57,10 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   skipped and said; spans of no GenAI operation are ignored;
 - a conversation whose spans carry no message content (capture is off by default) is a
   `TraceError` saying how to turn it on;
+- an inference span read for messages gives the turn its output is read in its
+  `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` (`TurnBuilder.usage`: one inference
+  span of the turn without them makes them unknown for the turn); agent spans' totals are not
+  read (they would count their inference spans twice), nor latency or cost;
 - `metadata`: the scalar attributes of the resource and the root spans (first wins),
   `gen_ai.agent.name` and `gen_ai.conversation.id` of any span, and `trace_ids`;
   `assistant_id` is `gen_ai.agent.name`, else `service.name`, else ``agent``. The attribute
@@ -83,6 +87,7 @@ from fair_forge_core.importers.trace import (
     TraceError,
     TurnBuilder,
     parse_json_text,
+    read_token_count,
 )
 from fair_forge_core.schemas.json_input import loads_json
 
@@ -160,11 +165,20 @@ def _conversation(key: str, spans: list[Span]) -> ImportedTrace:
         history += keys
         for message, here in new:
             _feed(message, here, builder, calls, skipped)
+        if kind == "output" and span.attrs.get("gen_ai.operation.name") not in _AGENT_OPS:
+            builder.usage(
+                **{f"{n}_tokens": _count(span, f"gen_ai.usage.{n}_tokens", builder) for n in ("input", "output")}
+            )
     turns = builder.turns()
     builder.warnings += [f"{where}: {count} {what} skipped" for what, count in skipped.items()]
     metadata = _metadata(spans)
     assistant = metadata.get("gen_ai.agent.name") or metadata.get("service.name") or "agent"
     return ImportedTrace(key, str(assistant), turns, metadata, builder.warnings)
+
+
+def _count(span: Span, name: str, builder: TurnBuilder) -> int | None:
+    """A token count of an inference span's attributes (`read_token_count`)."""
+    return read_token_count(span.attrs.get(name), f"{span.where}: {name}", builder.warnings.append)
 
 
 def _timeline(

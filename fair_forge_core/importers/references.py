@@ -103,6 +103,8 @@ def join_references(
             }
             if truth.ground_truth_agentic is not None:
                 batch["ground_truth_agentic"] = truth.ground_truth_agentic.model_dump(exclude_unset=True)
+            if turn.agent_usage is not None:
+                batch["agent_usage"] = turn.agent_usage
             conversation.append(batch)
         dataset = {
             "session_id": trace.trace_id,

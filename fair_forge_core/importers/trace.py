@@ -15,7 +15,11 @@ rules once for all formats:
   trace marks as failed keeps its result (the error text) with `is_error: true`; a call
   never answered has no `result`;
 - a turn's answer is its last non-empty assistant text; a turn without one gets the
-  answer `""` (judged as no answer) and a warning.
+  answer `""` (judged as no answer) and a warning;
+- what the agent spent on a turn (`agent_usage`, for `config.efficiency`) is summed over the
+  model calls an importer reports for it (`TurnBuilder.usage`), each measure only when every
+  one of them reports it (else it is left out: unknown, not 0); model calls before the first
+  user message belong to no turn. A turn of no reported model call has no `agent_usage`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class ImportedTurn:
     query: str
     answer: str
     tools_used: list[dict[str, Any]] = field(default_factory=list)
+    agent_usage: dict[str, int | float] | None = None
+    """What the agent spent on the turn (`schemas.AgentUsage` fields), where the format carries it."""
 
 
 @dataclass
@@ -133,6 +139,16 @@ def read_text(content: Any, where: str) -> str:
     raise TraceError(where, "must be a string or a list of content parts")
 
 
+def read_token_count(value: Any, where: str, warn: Callable[[str], None]) -> int | None:
+    """A token count for `TurnBuilder.usage`: an integer ≥ 0, else None (not reported); a value
+    that is there but no such integer is said (`warn`, naming `where`)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if value is not None:
+        warn(f"{where}: not an integer ≥ 0; the turn's token count is unknown")
+    return None
+
+
 class TurnBuilder:
     """The turns of one trace, built from its events in order (see the module docstring).
 
@@ -147,12 +163,14 @@ class TurnBuilder:
         self._answers: list[str | None] = []
         self._calls: dict[str, list[dict[str, Any]]] = {}  # call id → its calls in order, for the results
         self._step = 0
+        self._unknown: set[str] = set()  # measures a model call of the current turn did not report
 
     def user(self, query: str) -> None:
         """A user message: a new turn."""
         self._turns.append(ImportedTurn(query=query, answer=""))
         self._answers.append(None)
         self._step = 0
+        self._unknown = set()
 
     def assistant(self, text: str, where: str) -> None:
         """Assistant text: the turn's answer, unless later text replaces it (blank text does not)."""
@@ -183,6 +201,22 @@ class TurnBuilder:
                     )
                 same_id.append(call)
             turn.tools_used.append(call)
+
+    def usage(self, **measures: int | float | None) -> None:
+        """What one model call of the current turn spent (`schemas.AgentUsage` names; None: not
+        reported), added to the turn's `agent_usage` (see the module docstring). Before any user
+        message it belongs to no turn and is dropped."""
+        if not self._turns:
+            return
+        turn = self._turns[-1]
+        spent = turn.agent_usage if turn.agent_usage is not None else {}
+        for name, value in measures.items():
+            if value is None or name in self._unknown:
+                self._unknown.add(name)
+                spent.pop(name, None)
+            else:
+                spent[name] = spent.get(name, 0) + value
+        turn.agent_usage = spent or None
 
     def result(self, call_id: Any, content: Any, where: str, *, is_error: bool = False, replaces: bool = False) -> None:
         """A tool's output, for the first call with `call_id` that has no result yet (an id no

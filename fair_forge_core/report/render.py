@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import fair_forge_core.report.charts as charts
-from fair_forge_core.report.values import TOOL_DIMENSIONS, format_number, percent, to_json
+from fair_forge_core.report.values import TOOL_DIMENSIONS, format_number, format_significant, percent, to_json
 from fair_forge_core.report.view import STABILITY_PILLS, Report
 from fair_forge_core.schemas import EvaluationResult
 
@@ -78,6 +78,7 @@ def _environment() -> Environment:
     )
     environment.filters.update(
         number=format_number,
+        significant=format_significant,
         json=to_json,
         percent=percent,
         coord=charts.coord,

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fair_forge_core.efficiency import short_number
+
 JsonPath = tuple[str | int, ...]
 
 # (field of ToolCorrectnessScore, label in the bar chart, column of the per-conversation table)
@@ -42,6 +44,12 @@ def format_number(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
+
+
+def format_significant(value: Any) -> str:
+    """A measure that may be small or large (tokens, seconds, USD): a float as
+    `efficiency.short_number` writes it (0.0066, 3.8, 1970), other values as `format_number` does."""
+    return short_number(value) if isinstance(value, float) else format_number(value)
 
 
 VERDICT_LABELS = {
@@ -90,6 +98,7 @@ def format_percent(value: Any) -> str:
 
 FORMATS = {
     "number": format_number,
+    "significant": format_significant,
     "signed": format_signed,
     "p": format_p,
     "probability": format_probability,

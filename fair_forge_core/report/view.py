@@ -325,9 +325,10 @@ class Report:
     def bayesian(self) -> bool:
         return bool(self.agg["statistical_mode"] == "bayesian")
 
-    def at(self, base: JsonPath, *keys: str | int) -> Value:
-        """The value at `base` + `keys`: templates cannot splice a path before further arguments."""
-        return value_at(self.data, (*base, *keys))
+    def at(self, base: JsonPath, *keys: str | int, style: str = "number") -> Value:
+        """The value at `base` + `keys` (written in `style`, a key of `FORMATS`): templates
+        cannot splice a path before further arguments."""
+        return value_at(self.data, (*base, *keys), style)
 
     def tier(self, base: JsonPath, *keys: str | int) -> Tier:
         return Tier(self.at(base, *keys))

@@ -16,8 +16,9 @@ Result side mirrors docs/response.md and docs/statistics.md. Fields that a mode 
 situation does not
 produce are ``None`` (JSON ``null``), never a made-up number.
 
-Modules: `request` (what an evaluation takes), `result` (what it returns; `comparison`, its
-paired comparison of two agents; `base`, the result models' base),
+Modules: `request` (what an evaluation takes; `config`, its options), `result` (what it returns; `comparison`, its
+paired comparison of two agents; `efficiency`, the result side of `config.efficiency`; `base`,
+the result models' base),
 `calibration` (the judge against human labels: `POST /calibrate`'s request and report) and
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
@@ -36,6 +37,25 @@ from fair_forge_core.schemas.calibration import (
     UnscoredPair,
 )
 from fair_forge_core.schemas.comparison import ComparedMetric, Comparison, McNemarTest, MetricComparison
+from fair_forge_core.schemas.config import (
+    MAX_CONNECTORS,
+    MAX_JUDGE_SAMPLES,
+    MAX_K,
+    PRIOR_RANGE,
+    TOOL_WEIGHT_KEYS,
+    CompareConfig,
+    EvaluationConfig,
+    StatisticalMode,
+    StructuredOutputMethod,
+    ToolWeights,
+)
+from fair_forge_core.schemas.efficiency import (
+    ConversationEfficiency,
+    EfficiencyAggregate,
+    EfficiencyComparison,
+    EfficiencyMeasure,
+    EfficiencySpread,
+)
 from fair_forge_core.schemas.json_input import (
     LoneSurrogate,
     NonFiniteNumber,
@@ -46,27 +66,18 @@ from fair_forge_core.schemas.json_input import (
     loads_json,
 )
 from fair_forge_core.schemas.request import (
-    MAX_CONNECTORS,
-    MAX_JUDGE_SAMPLES,
-    MAX_K,
     ORIGINAL_TURN_FIELDS,
-    PRIOR_RANGE,
-    TOOL_WEIGHT_KEYS,
     AgenticTrace,
+    AgentUsage,
     Batch,
-    CompareConfig,
     ConnectorSpec,
     Dataset,
-    EvaluationConfig,
     ExpectedToolCall,
     GroundTruthAgentic,
     Reference,
     RunRequest,
-    StatisticalMode,
-    StructuredOutputMethod,
     ToolCall,
     ToolPolicy,
-    ToolWeights,
     TraceSource,
     TracesRunRequest,
     input_warnings,
@@ -104,6 +115,7 @@ __all__ = [
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
     "TOOL_WEIGHT_KEYS",
+    "AgentUsage",
     "AgenticTrace",
     "AggregatedMetrics",
     "Batch",
@@ -117,9 +129,14 @@ __all__ = [
     "Comparison",
     "ConfusionTable",
     "ConnectorSpec",
+    "ConversationEfficiency",
     "ConversationMetrics",
     "CurvePoint",
     "Dataset",
+    "EfficiencyAggregate",
+    "EfficiencyComparison",
+    "EfficiencyMeasure",
+    "EfficiencySpread",
     "EvaluationConfig",
     "EvaluationResult",
     "ExpectedToolCall",

@@ -13,8 +13,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from fair_forge_core.schemas.base import _Result
-from fair_forge_core.schemas.request import ConnectorSpec, EvaluationConfig, StructuredOutputMethod, _Request
+from fair_forge_core.schemas.base import _Request, _Result
+from fair_forge_core.schemas.config import EvaluationConfig, StructuredOutputMethod
+from fair_forge_core.schemas.request import ConnectorSpec
 
 Label = Literal["pass", "fail"]
 

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field
 
 from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.efficiency import EfficiencyComparison
+from fair_forge_core.schemas.json_input import omitted_when_none
 
 ComparedMetric = Literal["pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased"]
 
@@ -88,3 +90,6 @@ class Comparison(_Result):
     candidate_unscored_by_task: dict[str, int]
     notes: list[str] = Field(default_factory=list)
     judging_differences: list[str] = Field(default_factory=list)
+    efficiency: list[EfficiencyComparison] | None = omitted_when_none()
+    """When every conversation of both sides carries `efficiency`: each measure compared
+    (`fair_forge_core.compare.efficiency`). It does not enter the verdict."""

@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field
 
 from fair_forge_core.schemas.base import _Result
 from fair_forge_core.schemas.comparison import Comparison
+from fair_forge_core.schemas.efficiency import ConversationEfficiency, EfficiencyAggregate
 from fair_forge_core.schemas.json_input import omitted_when_none
 from fair_forge_core.schemas.request import TrajectoryMatch
 
@@ -173,6 +174,8 @@ class ConversationMetrics(_Result):
     interactions: list[InteractionResult] | None
     state_check: StateCheck | None = omitted_when_none()
     goal_check: GoalCheck | None = omitted_when_none()
+    efficiency: ConversationEfficiency | None = omitted_when_none()
+    """What the conversation spent, under `config.efficiency` (`fair_forge_core.efficiency`)."""
 
 
 class CurvePoint(_Result):
@@ -373,6 +376,8 @@ class AggregatedMetrics(_Result):
     task_stability: TaskStability | None = omitted_when_none()
     """Each task's attempts labelled stable, flaky or failing, when `config.task_stability` asks
     (`fair_forge_core.flakiness`); absent otherwise, so results read as before."""
+    efficiency: EfficiencyAggregate | None = omitted_when_none()
+    """Under `config.efficiency`: what the conversations spent (`fair_forge_core.efficiency`)."""
 
 
 class JudgeProvenance(_Result):

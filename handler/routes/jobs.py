@@ -101,8 +101,9 @@ def submit_job() -> Response:
     # The connector is checked now, as /run does, not found wrong by every worker later.
     # The cap's price and output bound, the cache's scope (the caller's API key) and whether the
     # connectors may share it are decided now, as /run decides them, and stored for the workers.
-    turns = sum(len(d.conversation) for d in request.datasets)
-    plan = plan_for_request(request, settings, api_key_id=api_key_id(router.current_event), turns=turns)
+    # What the judge is asked: every turn, and every conversation's goal once (`judges.goal`).
+    questions = sum(len(d.conversation) + (d.goal is not None) for d in request.datasets)
+    plan = plan_for_request(request, settings, api_key_id=api_key_id(router.current_event), turns=questions)
     with secrets_masked(plan.secrets):
         from fair_forge_core.provenance import provenance_of
 

@@ -168,6 +168,13 @@ def test_the_server_key_buys_a_bounded_number_of_calls(aws: JobsAWS, monkeypatch
     monkeypatch.setenv("FAIR_FORGE_JOBS_MAX_SERVER_KEY_CALLS", "10")
     too_many = aws.submit(server_key_body(["a"], 1, conversations=12))
     assert too_many.status == 413 and "limit 10 a job" in too_many.body["error"]
+    # A goal is one more judge call per conversation: counted with the turns.
+    monkeypatch.setenv("FAIR_FORGE_JOBS_MAX_SERVER_KEY_CALLS", "4")
+    one_turn_each = [{**c, "conversation": c["conversation"][:1]} for c in varied_conversations(3)]
+    assert aws.submit({**server_key_body(["a"], 1), "datasets": one_turn_each}).status == 202  # 3 calls
+    with_goals = [{**c, "goal": "every answer is right"} for c in one_turn_each]
+    refused = aws.submit({**server_key_body(["a"], 1), "datasets": with_goals})
+    assert refused.status == 413 and "6 turns and goals" in refused.body["error"]
     # The caller's own key is the caller's bill: not bounded here.
     own = server_key_body(["a"], 10, conversations=12)
     own["connector"]["params"]["api_key"] = "sk-callers-own-0123456789abcdef"

@@ -710,6 +710,14 @@ def test_judging_differences_names_each_field_and_both_values() -> None:
     assert judging_differences(None, base) == [
         "the baseline's result has no provenance: how it was judged cannot be checked"
     ]
+    # goals: judged on one side only, or under another rule or prompt
+    goals = Provenance.model_validate(provenance_json(require_goal=True, goal_prompt_hash="9" * 64))
+    assert judging_differences(base, goals) == [
+        "different require_goal: baseline None vs candidate True",
+        f"different goal_prompt_hash: baseline None vs candidate {'9' * 12}",
+    ]
+    relaxed = Provenance.model_validate(provenance_json(require_goal=False, goal_prompt_hash="9" * 64))
+    assert judging_differences(goals, relaxed) == ["different require_goal: baseline True vs candidate False"]
     assert judging_differences(None, None) == [
         "the baseline's result has no provenance: how it was judged cannot be checked",
         "the candidate's result has no provenance: how it was judged cannot be checked",

@@ -165,3 +165,26 @@ def test_criteria_without_a_goal_are_refused() -> None:
     with pytest.raises(ValueError, match="goal"):
         dataset(goal="")
     assert GoalRequest("g", (), "{}") == GoalRequest("g", (), "{}")  # equal questions are judged once
+
+
+def test_the_html_report_shows_each_goal_and_why_it_was_not_judged() -> None:
+    from fair_forge_core.evaluate import build_result
+    from fair_forge_core.report import render_html
+    from tests.report_html import parse
+
+    config = EvaluationConfig(require_goal=False, k=1)
+    achieved = conversation_metrics(
+        dataset(session_id="achieved"), [TURN_PASSES], config, goal=TurnJudgement(score=1.0, reasoning="done")
+    )
+    unjudged = conversation_metrics(
+        dataset(session_id="unjudged", goal="Say <b>hello</b>"),
+        [TURN_PASSES],
+        config,
+        goal=TurnJudgement(score=None, error="the offline judge cannot decide a conversation's goal"),
+    )
+    page = parse(render_html(build_result([achieved, unjudged], config)))
+    goals = [element.text for element in page if element.tag == "p" and "goal" in element.classes]
+    assert goals == [
+        "Goal (not required): Book a table for two — achieved (done)",
+        "Goal (not required): Say <b>hello</b> — not judged: the offline judge cannot decide a conversation's goal",
+    ]

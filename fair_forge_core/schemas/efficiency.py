@@ -1,0 +1,92 @@
+"""The result side of `config.efficiency` (`fair_forge_core.efficiency`: the rules), apart from
+`result` so that each module stays short; `result` uses these models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fair_forge_core.schemas.base import _Result
+
+EfficiencyMeasure = Literal[
+    "turns",
+    "steps",
+    "tool_calls",
+    "failed_tool_calls",
+    "repeated_tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "latency_s",
+    "cost_usd",
+]
+"""The measures of `ConversationEfficiency`, in the order results list them."""
+
+
+class ConversationEfficiency(_Result):
+    """What one conversation spent (`fair_forge_core.efficiency.conversation_efficiency`, whose
+    docstring is the rule): turns, steps (tool calls + turns), tool calls, failed ones, repeated
+    ones; and the agent's tokens, latency (s) and cost (USD) summed over the turns, null unless
+    every turn reports that measure in its `agent_usage`."""
+
+    turns: int
+    steps: int
+    tool_calls: int
+    failed_tool_calls: int
+    repeated_tool_calls: int
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_s: float | None
+    cost_usd: float | None
+
+
+class EfficiencySpread(_Result):
+    """One efficiency measure over the conversations that have it: how many, and its median and
+    95th percentile (linear interpolation between closest ranks: `efficiency.quantile`); null
+    when none has it."""
+
+    conversations: int
+    median: float | None
+    p95: float | None
+
+
+class EfficiencyAggregate(_Result):
+    """Efficiency across conversations (`fair_forge_core.efficiency.aggregate_efficiency`, whose
+    docstring is the rule): each measure's `EfficiencySpread`; the agents' total cost over the
+    scored conversations and, divided by the fully correct ones, `cost_per_successful_task`
+    (null with `cost_note` saying why: a scored conversation without a cost, or no success)."""
+
+    conversations: int
+    turns: EfficiencySpread
+    steps: EfficiencySpread
+    tool_calls: EfficiencySpread
+    failed_tool_calls: EfficiencySpread
+    repeated_tool_calls: EfficiencySpread
+    input_tokens: EfficiencySpread
+    output_tokens: EfficiencySpread
+    latency_s: EfficiencySpread
+    cost_usd: EfficiencySpread
+    scored_conversations: int
+    successful_conversations: int
+    total_cost_usd: float | None
+    cost_per_successful_task: float | None
+    cost_note: str | None = None
+
+
+class EfficiencyComparison(_Result):
+    """One efficiency measure compared (`fair_forge_core.compare.efficiency`): over the shared
+    tasks where both sides have it, the mean per side of the per-task means, the mean paired
+    difference candidate − baseline with the comparison's paired-bootstrap interval, and its
+    p-value by the pass metrics' rule (the exact sign-flip test under 10 tasks, else the
+    bootstrap p-value; not Holm-adjusted). Never part of the verdict. Values are null without
+    such a task (`note`)."""
+
+    measure: EfficiencyMeasure
+    tasks: int
+    baseline: float | None
+    candidate: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_value_method: Literal["bootstrap", "sign_flip_exact"] | None
+    standard_error: float | None
+    note: str | None = None

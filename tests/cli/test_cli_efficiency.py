@@ -1,0 +1,49 @@
+"""`config.efficiency` in the CLI: `evaluate` prints one line of it, `compare` the paired
+efficiency after the verdict (never changing it). Values by hand from the inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fair_forge_core.cli.common import EXIT_NOT_TESTED
+from fair_forge_testing.builders import conversation, turn
+from tests.cli.test_cli import run_cli
+
+
+def test_evaluate_prints_the_medians_and_the_cost_per_successful_task(tmp_path: Path) -> None:
+    process = run_cli("evaluate", "examples/efficiency.json", "--out", tmp_path / "r.json")
+    assert process.returncode == 0, process.stderr
+    line = next(x for x in process.stderr.splitlines() if x.startswith("efficiency"))
+    # steps 4, 2, 2: median 2, p95 at h = 1.9 → 2 + 0.9·2; cost (0.007 + 0.002 + 0.003) / 2 successes
+    assert "steps 2 / 3.8" in line and "cost per successful task $0.006 (2 of 3 scored" in line
+
+
+def test_compare_prints_the_paired_efficiency_after_the_verdict(tmp_path: Path) -> None:
+    conversations = [
+        conversation(
+            f"{who}-{t}",
+            [turn("q", f"What is {t} plus 1?", f"It is {t + 1}.", str(t + 1), agent_usage={"cost_usd": cost})],
+            assistant_id=who,
+            task_id=f"t{t}",
+        )
+        for who, cost in (("old", 0.004), ("new", 0.002))
+        for t in range(3)
+    ]
+    request = {"connector": {"class_path": "fair_forge_core.judges.ReferenceJudge"}, "datasets": conversations}
+    for efficiency in (True, False):
+        path = tmp_path / f"both-{efficiency}.json"
+        path.write_text(json.dumps({**request, "config": {"k": 1, "efficiency": efficiency}}))
+        out = tmp_path / f"comparison-{efficiency}.json"
+        choose = ("--baseline-assistant", "old", "--candidate-assistant", "new", "--quiet", "--out", out)
+        process = run_cli("compare", path, path, *choose)
+        assert process.returncode == EXIT_NOT_TESTED, process.stderr  # 3 tasks: not tested, whatever the cost
+        lines = process.stdout.splitlines()
+        cost = [x for x in lines if x.strip().startswith("cost_usd:")]
+        if not efficiency:
+            assert cost == [] and "efficiency" not in json.loads(out.read_text())
+            continue
+        # every task −0.002: the sign-flip test's smallest p over 3 tasks, 2/2³
+        assert cost == ["  cost_usd: 0.004 → 0.002, difference -0.002 [-0.002, -0.002], p = 0.250 (sign-flip, 3 tasks)"]
+        assert lines.index(cost[0]) > next(i for i, x in enumerate(lines) if x.startswith("verdict:"))
+        assert json.loads(out.read_text())["verdict"] == "not_tested"
