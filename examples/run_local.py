@@ -3,7 +3,7 @@
 Examples whose connector needs a provider key (groq.json, openai.json) are listed
 but not sent; fill in a key and POST them yourself with curl. Each trace file in
 `traces/` is sent as traces with its references (`TRACE_EXAMPLES`: its format and
-what matches a trace to its task). Full responses are written to
+what matches a trace to its task; `TRACE_CONFIGS`: its config, if any). Full responses are written to
 `out/<example>.response.json`.
 """
 
@@ -28,6 +28,11 @@ TRACE_EXAMPLES = {  # file in traces/ → (its format, the task key)
     "otel_genai.json": ("otel", "metadata.app.task"),
     "openai_agents.json": ("openai-agents", "metadata.task"),
     "langsmith_runs.json": ("langsmith", "metadata.task"),
+    "support_tasks.json": ("openai", "metadata.task"),
+}
+TRACE_CONFIGS = {  # file in traces/ → its request's config, when it has one
+    # The offline judge abstains on goals: the goal is reported, not required; k = its 2 attempts.
+    "support_tasks.json": {"require_goal": False, "k": 2},
 }
 
 
@@ -44,6 +49,8 @@ def trace_requests() -> list[tuple[str, dict[str, Any]]]:
             "references": [json.loads(line) for line in references if line.strip()],
             "task_key": task_key,
         }
+        if name in TRACE_CONFIGS:
+            body["config"] = TRACE_CONFIGS[name]
         requests.append((f"traces/{name} ({trace_format})", body))
     return requests
 

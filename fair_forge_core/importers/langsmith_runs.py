@@ -24,8 +24,9 @@ The rules (shared ones in `importers.trace`):
   are one conversation, whose id is that value; its turns in root `start_time` order (as
   above: UTC; a root without a readable one keeps the input order, with a warning).
   (The run field `session_id` is the project, not the thread.) Otherwise the id is the
-  trace's. Metadata is the first root's `extra.metadata`; the assistant is its
-  `assistant_id`, else the root's `name`;
+  trace's. Metadata is the first root's `extra.metadata`, but for `final_state` (the end
+  state the agent left, `importers.references`), the last root's (in turn order) that has
+  one; the assistant is its `assistant_id`, else the root's `name`;
 - the query is read from the root's `inputs`: the last human message of `messages` (the
   new one, after any history), else `input`, `question` or `query`, else its only text;
   else the last human message of the first llm run's `messages` (a warning says so);
@@ -73,6 +74,7 @@ from fair_forge_core.importers.langchain_messages import (
     text_of,
 )
 from fair_forge_core.importers.trace import (
+    FINAL_STATE,
     NO_RESULT,
     ImportedTrace,
     RawCall,
@@ -212,9 +214,12 @@ def _conversation(thread_id: str, traces: list[list[_Run]]) -> ImportedTrace:
     builder.warnings += warnings
     for trace in traces:
         _turn(trace[0], trace, builder)
-    metadata = _metadata(first)
+    metadata = dict(_metadata(first))
+    states = [_metadata(trace[0])[FINAL_STATE] for trace in traces if FINAL_STATE in _metadata(trace[0])]
+    if states:  # the end state is after the last turn: the latest root's that has one
+        metadata[FINAL_STATE] = states[-1]
     assistant_id = metadata.get("assistant_id") or first.raw.get("name") or "agent"
-    return ImportedTrace(thread_id, str(assistant_id), builder.turns(), dict(metadata), builder.warnings)
+    return ImportedTrace(thread_id, str(assistant_id), builder.turns(), metadata, builder.warnings)
 
 
 def _start_order(runs: list[_Run]) -> list[int] | _Run:

@@ -12,7 +12,8 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
 - Traces sharing a `group_id` (the SDK's "chat thread ID") are one conversation, whose id
   is that group_id; a trace without one is a conversation, whose id is the trace's. Its
   metadata is its traces' `metadata` merged, the earliest trace's value kept when two
-  differ (said). Conversations come in the order of their first trace object in the
+  differ (said), but for `final_state` (the end state the agent left,
+  `importers.references`): the latest trace's that has one. Conversations come in the order of their first trace object in the
   input; spans whose trace object is missing make a trace of their own, last (said).
 - A conversation's spans are read in `started_at` order (the exporter sends a span when it
   ends, children before parents). Spans inside a `function` span (an agent used as a tool)
@@ -66,6 +67,7 @@ from typing import Any
 
 from fair_forge_core.importers.openai_chat import assistant_text, tool_calls
 from fair_forge_core.importers.trace import (
+    FINAL_STATE,
     NO_RESULT,
     ImportedTrace,
     RawCall,
@@ -199,7 +201,7 @@ def _conversation(traces: list[_Trace]) -> ImportedTrace:
         elif not trace.spans:
             reader.warn(f"{trace.where}: trace {trace.id!r} has no spans in the input")
         for name, value in trace.metadata.items():
-            if name not in metadata:
+            if name not in metadata or name == FINAL_STATE:  # the end state: the latest trace's
                 metadata[name] = value
             elif metadata[name] != value:
                 reader.warn(f"{trace.where}.metadata.{name}: differs from an earlier trace's; {metadata[name]!r} kept")

@@ -63,7 +63,11 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   read (they would count their inference spans twice), nor latency or cost;
 - `metadata`: the scalar attributes of the resource and the root spans (first wins),
   `gen_ai.agent.name` and `gen_ai.conversation.id` of any span, and `trace_ids`;
-  `assistant_id` is `gen_ai.agent.name`, else `service.name`, else ``agent``.
+  `assistant_id` is `gen_ai.agent.name`, else `service.name`, else ``agent``. The attribute
+  `final_state` (the end state the agent left, `importers.references`) is the exception: it
+  is the latest root span's (in start order) that has it, else the latest resource's; as
+  attributes cannot hold objects, a string holding JSON text is parsed (other text stays
+  text), and a `kvlistValue` or `arrayValue` is read as the object or list it encodes.
 """
 
 from __future__ import annotations
@@ -76,11 +80,13 @@ from typing import Any
 
 from fair_forge_core.importers.otel_spans import CONTENT, EVENT_ROLES, Span, bare_spans, read_spans
 from fair_forge_core.importers.trace import (
+    FINAL_STATE,
     NO_RESULT,
     ImportedTrace,
     RawCall,
     TraceError,
     TurnBuilder,
+    parse_json_text,
     read_token_count,
 )
 from fair_forge_core.schemas.json_input import loads_json
@@ -444,8 +450,13 @@ def _metadata(spans: list[Span]) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     for span in spans:
         for key, value in {**span.resource, **(span.attrs if span.root else {})}.items():
-            if key not in CONTENT and isinstance(value, (str, int, float, bool)):
+            if key not in CONTENT and key != FINAL_STATE and isinstance(value, (str, int, float, bool)):
                 metadata.setdefault(key, value)
+    # The end state is the latest one (spans are in start order): a root span's, else a resource's.
+    states = [s.attrs[FINAL_STATE] for s in spans if s.root and FINAL_STATE in s.attrs]
+    states = states or [s.resource[FINAL_STATE] for s in spans if FINAL_STATE in s.resource]
+    if states:
+        metadata[FINAL_STATE] = parse_json_text(states[-1], states[-1]) if isinstance(states[-1], str) else states[-1]
     for key in ("gen_ai.agent.name", "gen_ai.conversation.id"):
         value = next((s.attrs[key] for s in spans if isinstance(s.attrs.get(key), str)), None)
         if value is not None:

@@ -8,28 +8,44 @@ key of its metadata, `first_user_message` for its first query. Several traces of
 task are attempts at it (they share its `task_id`). What does not match is reported in
 `JoinReport`, never dropped silently: a trace with no task, a task no trace ran, a turn
 without a reference.
+
+Task fields: `goal`, `goal_rubric`, `expected_state` and `tool_policy` (`TASK_FIELDS`)
+describe the task, so a reference of any turn may give them, and each goes to the dataset
+of every trace of its task. One field given on two references of a task must have the same
+value (compared as canonical JSON: key order aside, `1` and `1.0` differ); otherwise the
+second is a `TraceError` naming it (``references[3].goal``). The rules of `Dataset` hold
+per task: a `goal_rubric` needs a `goal` on some reference of the task, and a turn's
+`ground_truth_agentic.tool_policy` must agree with the task's `tool_policy`.
+End states: the state a trace's agent left is per trace, its metadata's `final_state` (any
+JSON value; how each format carries metadata is in its importer's docstring). A trace of a
+task with an `expected_state` and no `final_state` is left out and reported
+(`JoinReport.traces_without_final_state`); a trace's `final_state` is ignored when its
+task expects none.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from fair_forge_core.importers.trace import ImportedTrace, TraceError
-from fair_forge_core.schemas import Reference, did_you_mean, error_message, field_path
+from fair_forge_core.importers.trace import FINAL_STATE, ImportedTrace, TraceError
+from fair_forge_core.schemas import Reference, ToolPolicy, did_you_mean, error_message, field_path
 
 
 @dataclass
 class JoinReport:
     """What the join could not use: trace ids without a task, task ids without a trace,
-    and `trace id: turn n` for turns without a reference (their traces are left out)."""
+    `trace id: turn n` for turns without a reference, and the ids of traces whose task
+    expects an end state but whose metadata has no `final_state` (both kinds left out)."""
 
     unmatched_traces: list[str] = field(default_factory=list)
     unused_tasks: list[str] = field(default_factory=list)
     turns_without_reference: list[str] = field(default_factory=list)
+    traces_without_final_state: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
         """One line per problem, for a person to read."""
@@ -37,7 +53,16 @@ class JoinReport:
             [f"trace {t!r} matches no task of the references" for t in self.unmatched_traces]
             + [f"task {t!r} of the references matches no trace" for t in self.unused_tasks]
             + [f"{t} has no reference: its trace is left out" for t in self.turns_without_reference]
+            + [
+                f"trace {t!r}: the task expects an end state and the trace's metadata has no final_state:"
+                " the trace is left out"
+                for t in self.traces_without_final_state
+            ]
         )
+
+
+TASK_FIELDS = ("goal", "goal_rubric", "expected_state", "tool_policy")
+"""The fields of a `Reference` that describe its whole task (module docstring)."""
 
 
 def join_references(
@@ -46,7 +71,7 @@ def join_references(
     """The `datasets` of a `/run` request for the traces that match a task, and the report.
     `references` are `Reference`s or their JSON; one that is not valid is a `TraceError`
     naming its field (``references[3].ground_truth_assistant``)."""
-    by_task = _references_by_task(references)
+    by_task, task_fields = _references_by_task(references)
     _check_task_key(traces, task_key)
     report = JoinReport()
     used: set[str] = set()
@@ -59,8 +84,12 @@ def join_references(
         used.add(task)
         truths = by_task[task]
         missing = [f"trace {trace.trace_id!r}: turn {n}" for n in range(len(trace.turns)) if n not in truths]
-        if missing:
-            report.turns_without_reference += missing
+        report.turns_without_reference += missing
+        fields = task_fields[task]
+        no_state = "expected_state" in fields and FINAL_STATE not in trace.metadata
+        if no_state:
+            report.traces_without_final_state.append(trace.trace_id)
+        if missing or no_state:
             continue
         conversation = []
         for number, turn in enumerate(trace.turns):
@@ -77,20 +106,24 @@ def join_references(
             if turn.agent_usage is not None:
                 batch["agent_usage"] = turn.agent_usage
             conversation.append(batch)
-        datasets.append(
-            {
-                "session_id": trace.trace_id,
-                "assistant_id": trace.assistant_id,
-                "task_id": task,
-                "conversation": conversation,
-            }
-        )
+        dataset = {
+            "session_id": trace.trace_id,
+            "assistant_id": trace.assistant_id,
+            "task_id": task,
+            "conversation": conversation,
+            **fields,
+        }
+        if "expected_state" in fields:
+            dataset["final_state"] = trace.metadata[FINAL_STATE]
+        datasets.append(dataset)
     report.unused_tasks = [task for task in by_task if task not in used]
     return datasets, report
 
 
-def _references_by_task(references: list[Any]) -> dict[str, dict[int, Reference]]:
+def _references_by_task(references: list[Any]) -> tuple[dict[str, dict[int, Reference]], dict[str, dict[str, Any]]]:
+    """Each task's references by turn, and its `TASK_FIELDS` (`_task_fields`)."""
     by_task: dict[str, dict[int, Reference]] = defaultdict(dict)
+    indexed: dict[str, list[tuple[int, Reference]]] = defaultdict(list)
     for index, raw in enumerate(references):
         try:
             reference = raw if isinstance(raw, Reference) else Reference.model_validate(raw)
@@ -106,7 +139,45 @@ def _references_by_task(references: list[Any]) -> dict[str, dict[int, Reference]
                 f"references[{index}]", f"a second reference for task {reference.task_id!r}, turn {reference.turn}"
             )
         by_task[reference.task_id][reference.turn] = reference
-    return dict(by_task)
+        indexed[reference.task_id].append((index, reference))
+    return dict(by_task), {task: _task_fields(of_task) for task, of_task in indexed.items()}
+
+
+def _task_fields(references: list[tuple[int, Reference]]) -> dict[str, Any]:
+    """The `TASK_FIELDS` the references of one task (with their indices) give, as JSON (module
+    docstring: one value per field, a `goal_rubric` needs a `goal`, turn policies agree)."""
+    given: dict[str, tuple[Any, str]] = {}  # field → (its JSON, the reference that gave it first)
+    for index, reference in references:
+        for name in TASK_FIELDS:
+            if name not in reference.model_fields_set:
+                continue
+            value = getattr(reference, name)
+            value = value.model_dump(exclude_unset=True) if isinstance(value, ToolPolicy) else value
+            where = f"references[{index}].{name}"
+            if name not in given:
+                given[name] = (value, where)
+            elif _canonical(value) != _canonical(given[name][0]):
+                raise TraceError(where, f"differs from {given[name][1]}: a task has one {name}")
+    if "goal_rubric" in given and "goal" not in given:
+        raise TraceError(given["goal_rubric"][1], "needs a goal: no reference of the task gives one")
+    policy = next((r.tool_policy for _, r in references if r.tool_policy is not None), None)
+    for index, reference in references:
+        own = reference.ground_truth_agentic.tool_policy if reference.ground_truth_agentic is not None else None
+        if policy is None or own is None:
+            continue
+        try:
+            policy.overridden_by(own)
+        except ValidationError as error:
+            reason = error.errors()[0]["msg"].removeprefix("Value error, ")
+            raise TraceError(
+                f"references[{index}].ground_truth_agentic.tool_policy",
+                f"with the task's tool_policy ({given['tool_policy'][1]}): {reason}",
+            ) from None
+    return {name: value for name, (value, _) in given.items()}
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 TASK_KEY_FORMS = "none (the trace id), `first_user_message` or `metadata.<name>`"

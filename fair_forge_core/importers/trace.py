@@ -66,6 +66,9 @@ class ImportedTrace:
     warnings: list[str] = field(default_factory=list)
 
 
+FINAL_STATE = "final_state"
+"""The metadata key of a trace that holds the end state its agent left (`importers.references`)."""
+
 NO_RESULT: Any = object()
 """A call whose result is not (or not yet) known: `ToolCall.result` stays absent."""
 
@@ -264,7 +267,7 @@ def traces_of_message_lists(
 
     A trace is `{"id", "messages", "metadata"?, "assistant_id"?}` or a bare list of messages;
     its id defaults to `trace-<index>`, its `assistant_id` to `metadata.assistant_id`, then
-    `agent`. Traces are named `traces[i]`, their messages `traces[i].messages[j]` (`traces[i][j]`
+    `agent`; `metadata.final_state` (any JSON value) is the end state the agent left. Traces are named `traces[i]`, their messages `traces[i].messages[j]` (`traces[i][j]`
     for a bare list, `traces[j]` when the whole input is one); `read_messages` feeds them to
     the trace's `TurnBuilder`.
     """

@@ -323,13 +323,19 @@ class RunRequest(_Judged):
 class Reference(_Request):
     """The truth of one turn of one task, as a references file holds it: turn `turn`
     (0, the first, when absent) of every trace matched to `task_id`. `qa_id` names the
-    turn in the result (default `<task_id>-<turn>`)."""
+    turn in the result (default `<task_id>-<turn>`). `goal`, `goal_rubric`, `expected_state`
+    and `tool_policy` are the task's (`Dataset`'s fields), given on any one reference of it, for
+    every trace of it (each trace's `final_state` is its metadata's: `importers.references`)."""
 
     task_id: str = Field(min_length=1)
     turn: int = Field(0, ge=0)
     qa_id: str | None = None
     ground_truth_assistant: str
     ground_truth_agentic: GroundTruthAgentic | None = None
+    goal: str | None = omitted_when_none(min_length=1)
+    goal_rubric: list[Annotated[str, Field(min_length=1)]] | None = omitted_when_none(min_length=1)
+    expected_state: Any = omitted_when_none()
+    tool_policy: ToolPolicy | None = omitted_when_none()
 
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod

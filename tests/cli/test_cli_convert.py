@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.run_local import TRACE_EXAMPLES
+from examples.run_local import TRACE_CONFIGS, TRACE_EXAMPLES
 from tests.cli.test_cli import ROOT, run_cli
 
 TRACES = ROOT / "examples" / "traces"
@@ -28,9 +28,12 @@ def test_convert_then_evaluate_every_trace_example(name: str) -> None:
     request = json.loads(converted.stdout)
     tasks = {json.loads(line)["task_id"] for line in references.read_text().splitlines() if line.strip()}
     assert {d["task_id"] for d in request["datasets"]} == tasks  # every task of the references ran
+    # convert writes `config: {}`; an example's own config (make run's) is set as a user would set it
+    # (support_tasks.json has a goal, which the offline judge cannot decide: it must not be required).
+    request["config"].update(TRACE_CONFIGS.get(name, {}))
     evaluated = subprocess.run(
         [sys.executable, "-m", "fair_forge_core", "evaluate", "-", "--quiet"],
-        input=converted.stdout,
+        input=json.dumps(request),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -85,3 +88,24 @@ def test_tool_results_that_are_not_finite_or_hold_a_lone_surrogate_stay_text_and
         timeout=120,
     )
     assert evaluated.returncode == 0, evaluated.stderr
+
+
+def test_convert_writes_a_tasks_fields_from_the_references_and_names_the_line_of_a_conflict(tmp_path: Path) -> None:
+    state = {"order": {"status": "cancelled"}}
+    messages = [{"role": "user", "content": "Cancel order 7"}, {"role": "assistant", "content": "Done."}]
+    traces_file, refs_file = tmp_path / "traces.json", tmp_path / "refs.jsonl"
+    traces_file.write_text(json.dumps([{"id": "run-0", "metadata": {"final_state": state}, "messages": messages}]))
+    task = {"goal": "The order is cancelled", "expected_state": state, "tool_policy": {"max_tool_calls": 1}}
+    refs = [{"task_id": "run-0", "ground_truth_assistant": "Cancelled", **task}]
+    refs_file.write_text(json.dumps(refs[0]) + "\n")
+    done = run_cli("convert", traces_file, "--from", "openai", "--references", refs_file)
+    assert done.returncode == 0, done.stderr
+    (dataset,) = json.loads(done.stdout)["datasets"]
+    assert {name: dataset[name] for name in task} == task
+    assert dataset["final_state"] == state
+    refs_file.write_text(json.dumps(refs[0]) + "\n\n" + json.dumps({**refs[0], "turn": 1, "goal": "Other"}) + "\n")
+    done = run_cli("convert", traces_file, "--from", "openai", "--references", refs_file)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: {refs_file}: line 3: references[1].goal: differs from references[0].goal: a task has one goal\n",
+    )
