@@ -14,11 +14,11 @@ Each labelled task carries its observed pass rate c/n and the Clopper–Pearson 
 request's `statistical_mode.ci_level` (`stats.clopper_pearson_interval`: the α/2 quantile of
 Beta(c, n − c + 1), 0 at c = 0; the 1 − α/2 quantile of Beta(c + 1, n − c), 1 at c = n). The
 interval is on the task's pass probability from its own attempts alone: nothing is pooled
-across tasks, so 3 of 3 still allows a pass probability as low as 0.29 at 95 %. Over several
-assistants, a task's attempts are all of theirs, as for `per_task`; `by_assistant` has each
-assistant's own.
+across tasks, so 3 of 3 still allows a pass probability as low as 0.29 at 95 %. A task several
+assistants attempted is one entry per assistant (`assistant_id`): one agent passing every time
+and another never is one stable and one failing task, not a flaky one.
 
-Tasks are listed most useful first: flaky, then failing, then stable, by task_id inside.
+Tasks are listed most useful first: flaky, then failing, then stable, by task_id, then assistant.
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ TaskKey = str | int
 
 
 class Attempt(Protocol):
-    """What the rule reads of a conversation: a `ConversationMetrics`, or the same three fields
+    """What the rule reads of a conversation: a `ConversationMetrics`, or the same four fields
     of its JSON (the HTML report reads a result file)."""
 
+    @property
+    def assistant_id(self) -> str: ...
     @property
     def task_id(self) -> str | None: ...
     @property
@@ -66,10 +68,10 @@ def label_of(attempts: int, passed: int) -> TaskLabel:
 def task_stability(conversations: Sequence[Attempt], ci_level: float) -> TaskStability:
     """Every task with at least `MIN_ATTEMPTS` scored attempts, labelled, with the interval of
     its pass probability at `ci_level` (module docstring); the others counted as unlabelled."""
-    outcomes: dict[TaskKey, list[bool]] = {}
-    unscored: Counter[TaskKey] = Counter()
+    outcomes: dict[tuple[str, TaskKey], list[bool]] = {}
+    unscored: Counter[tuple[str, TaskKey]] = Counter()
     for index, conversation in enumerate(conversations):
-        key = task_key(index, conversation)
+        key = (conversation.assistant_id, task_key(index, conversation))
         attempts = outcomes.setdefault(key, [])
         if conversation.is_scored:
             attempts.append(bool(conversation.is_fully_correct))
@@ -83,7 +85,8 @@ def task_stability(conversations: Sequence[Attempt], ci_level: float) -> TaskSta
         low, high = stats.clopper_pearson_interval(n, c, ci_level)
         tasks.append(
             LabelledTask(
-                task_id=str(key),  # a task keyed by position has one conversation: never labelled
+                task_id=str(key[1]),  # a task keyed by position has one conversation: never labelled
+                assistant_id=key[0],
                 attempts=n,
                 passed=c,
                 unscored=unscored[key],
@@ -93,7 +96,7 @@ def task_stability(conversations: Sequence[Attempt], ci_level: float) -> TaskSta
                 label=label_of(n, c),
             )
         )
-    tasks.sort(key=lambda task: (LABEL_ORDER[task.label], task.task_id))
+    tasks.sort(key=lambda task: (LABEL_ORDER[task.label], task.task_id, task.assistant_id))
     labels = Counter(task.label for task in tasks)
     return TaskStability(
         ci_level=ci_level,
@@ -103,6 +106,13 @@ def task_stability(conversations: Sequence[Attempt], ci_level: float) -> TaskSta
         unlabelled=len(outcomes) - len(tasks),
         tasks=tasks,
     )
+
+
+def task_name(task: LabelledTask, stability: TaskStability) -> str:
+    """How a task is named on screen: its task_id, and its assistant when several assistants' tasks
+    are listed (`checkout (agent_b)`)."""
+    several = len({t.assistant_id for t in stability.tasks}) > 1
+    return f"{task.task_id} ({task.assistant_id})" if several else task.task_id
 
 
 def summary(stability: TaskStability) -> str:

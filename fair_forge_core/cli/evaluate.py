@@ -81,13 +81,13 @@ def stability_lines(stability: TaskStability) -> list[str]:
     """The tasks in a few lines: `flakiness.summary`, then each flaky and each failing task with
     its passes and its interval (none when no task has 2 scored attempts)."""
     from fair_forge_core.cli.common import _level
-    from fair_forge_core.flakiness import summary
+    from fair_forge_core.flakiness import summary, task_name
 
     if not stability.tasks:
         return []
     level = _level(stability.ci_level)
     return [summary(stability)] + [
-        f"  {task.label}: {task.task_id}, {task.passed} of {task.attempts} attempts passed "
+        f"  {task.label}: {task_name(task, stability)}, {task.passed} of {task.attempts} attempts passed "
         f"({level} interval {task.ci_low:.3f} to {task.ci_high:.3f})"
         for task in stability.tasks
         if task.label != "stable"

@@ -21,7 +21,7 @@ figure was not measured fails.
 
 Gates on tasks (`_check_task_gates`), read from `flakiness.task_stability` of the result's
 per-conversation metrics, whatever `config.task_stability` says; not measured, and so failed,
-when no task has 2 scored attempts:
+when some task (of some assistant) has fewer than 2 scored attempts:
 
 - `--max-flaky-tasks N`: more than N tasks are flaky (some but not all attempts passed);
 - `--min-task-pass-rate X`: some labelled task's observed pass rate (passed / attempts) is
@@ -189,39 +189,45 @@ def _task_list(tasks: list[str]) -> str:
 
 def _check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr: TextIO) -> list[str]:
     """The failures of `--max-flaky-tasks` and `--min-task-pass-rate` (module docstring), as
-    `_check_gates` reports its own: a gate with no labelled task to read fails, the passed
-    gates are printed as `gate met:` lines unless `--quiet`."""
+    `_check_gates` reports its own. A task gate fails when some task (of some assistant) has fewer
+    than 2 scored attempts, none included: its stability, or its pass rate, was not measured. The
+    passed gates are printed as `gate met:` lines unless `--quiet`."""
+    from fair_forge_core.flakiness import MIN_ATTEMPTS, task_name
+
     failures: list[str] = []
     passed: list[str] = []
-    not_measured = "no task has 2 or more scored attempts, so task stability was not measured"
+    tasks = stability.tasks
+    total = len(tasks) + stability.unlabelled
+    not_measured = (
+        f"{stability.unlabelled} of {total} task(s) have fewer than {MIN_ATTEMPTS} scored attempts, "
+        "so their stability was not measured"
+    )
     if args.max_flaky_tasks is not None:
         gate = f"--max-flaky-tasks {args.max_flaky_tasks}"
-        flaky = [t.task_id for t in stability.tasks if t.label == "flaky"]
-        if not stability.tasks:
-            failures.append(f"{not_measured}: {gate} cannot be met")
-        elif len(flaky) > args.max_flaky_tasks:
+        flaky = [task_name(t, stability) for t in tasks if t.label == "flaky"]
+        if len(flaky) > args.max_flaky_tasks:
             failures.append(
-                f"{len(flaky)} of {len(stability.tasks)} task(s) flaky, more than {gate} "
+                f"{len(flaky)} of {total} task(s) flaky, more than {gate} "
                 f"by {len(flaky) - args.max_flaky_tasks}: {_task_list(flaky)}"
             )
+        elif stability.unlabelled:
+            failures.append(f"{not_measured}: {gate} cannot be met")
         else:
-            passed.append(f"{len(flaky)} of {len(stability.tasks)} task(s) flaky, at most {gate}")
+            passed.append(f"{len(flaky)} of {total} task(s) flaky, at most {gate}")
     threshold = args.min_task_pass_rate
     if threshold is not None:
         gate = f"--min-task-pass-rate {threshold:g}"
-        below = [t for t in stability.tasks if t.pass_rate < threshold]
-        if not stability.tasks:
+        below = [t for t in tasks if t.pass_rate < threshold]
+        if below:
+            names = [f"{task_name(t, stability)} {t.passed}/{t.attempts}" for t in below]
+            failures.append(f"{len(below)} of {total} task(s) pass less often than {gate}: {_task_list(names)}")
+        elif stability.unlabelled:
             failures.append(f"{not_measured}: {gate} cannot be met")
-        elif below:
-            names = [f"{t.task_id} {t.passed}/{t.attempts}" for t in below]
-            failures.append(
-                f"{len(below)} of {len(stability.tasks)} task(s) pass less often than {gate}: {_task_list(names)}"
-            )
         else:
-            lowest = min(stability.tasks, key=lambda t: t.pass_rate)
+            lowest = min(tasks, key=lambda t: t.pass_rate)
             passed.append(
-                f"every one of {len(stability.tasks)} task(s) passes at least {gate} "
-                f"(lowest: {lowest.task_id} {lowest.passed}/{lowest.attempts})"
+                f"every one of {total} task(s) passes at least {gate} "
+                f"(lowest: {task_name(lowest, stability)} {lowest.passed}/{lowest.attempts})"
             )
     if not args.quiet:
         for line in passed:

@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=(
             "exit 1 when more than N tasks are flaky (of their 2 or more scored attempts, some but not all "
-            "passed); fails when no task has 2 scored attempts"
+            "passed); fails when some task has fewer than 2 scored attempts"
         ),
     )
     evaluate.add_argument(
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="X",
         help=(
             "exit 1 when a task with 2 or more scored attempts passed in fewer than X of them, X in [0, 1] "
-            "(the tasks are named); fails when no task has 2 scored attempts"
+            "(the tasks are named); fails when some task has fewer than 2 scored attempts"
         ),
     )
     evaluate.add_argument(

@@ -140,6 +140,7 @@ def stability_level(data: Mapping[str, Any]) -> float:
 class _Attempt:
     """The fields of a conversation's JSON that `flakiness.task_stability` reads."""
 
+    assistant_id: str
     task_id: str | None
     is_scored: bool
     is_fully_correct: bool | None
@@ -152,7 +153,8 @@ def task_stability_of(data: Mapping[str, Any]) -> TaskStability | None:
     from fair_forge_core.flakiness import task_stability
 
     conversations = [
-        _Attempt(c.get("task_id"), c["is_scored"], c["is_fully_correct"]) for c in data["per_conversation_metrics"]
+        _Attempt(c["assistant_id"], c.get("task_id"), c["is_scored"], c["is_fully_correct"])
+        for c in data["per_conversation_metrics"]
     ]
     stability = task_stability(conversations, stability_level(data))
     return stability if stability.tasks else None

@@ -313,13 +313,14 @@ TaskLabel = Literal["stable", "flaky", "failing"]
 
 
 class LabelledTask(_Result):
-    """One task with at least 2 scored attempts (`fair_forge_core.flakiness`): its attempts
+    """One task of one assistant with at least 2 scored attempts (`fair_forge_core.flakiness`): its attempts
     (scored conversations), how many passed (fully correct), its unscored conversations (not
     attempts), the observed pass rate passed / attempts, the Clopper–Pearson interval of the
     task's pass probability from its own attempts alone, and its label: "stable" (all passed),
     "failing" (none did) or "flaky" (some but not all)."""
 
     task_id: str
+    assistant_id: str
     attempts: int
     passed: int
     unscored: int

@@ -82,13 +82,13 @@ def test_min_task_pass_rate_fails_below_x_and_names_every_task_below() -> None:
 
 
 @pytest.mark.parametrize("gate", [["--max-flaky-tasks", "5"], ["--min-task-pass-rate", "0"]])
-def test_a_task_gate_fails_when_no_task_has_two_attempts(gate: list[str]) -> None:
+def test_a_task_gate_fails_when_a_task_has_fewer_than_two_attempts(gate: list[str]) -> None:
     # calculator.json has no task ids: every conversation is a task of one attempt.
     code, _, stderr = evaluate(CALCULATOR, "--quiet", *gate)
     assert code == 1
     assert (
-        f"FAILED: no task has 2 or more scored attempts, so task stability was not measured: {' '.join(gate)} "
-        "cannot be met\n" in stderr
+        "FAILED: 2 of 2 task(s) have fewer than 2 scored attempts, so their stability was not measured: "
+        f"{' '.join(gate)} cannot be met\n" in stderr
     )
     assert "tasks:" not in evaluate(CALCULATOR)[2]  # nothing to list either
 
@@ -105,3 +105,28 @@ def test_a_bad_task_gate_value_exits_2_naming_its_flag(arguments: list[str], mes
     process = run_cli("evaluate", FLAKY, *arguments)
     assert process.returncode == 2
     assert message in process.stderr and process.stdout == ""
+
+
+def test_a_task_gate_fails_on_one_task_not_measured_and_names_each_assistants_task(tmp_path: Path) -> None:
+    body = json.loads(FLAKY.read_text())
+    once = json.loads(json.dumps(body["datasets"][0]))
+    once.update(session_id="once", task_id="asked_once")
+    request = tmp_path / "r.json"
+    request.write_text(json.dumps({**body, "datasets": [*body["datasets"], once]}))
+    # The example's 4 tasks plus one asked once: 0 flaky would pass on the labelled tasks alone.
+    code, _, stderr = evaluate(request, "--quiet", "--max-flaky-tasks", "1")
+    assert code == 1
+    assert "FAILED: 1 of 5 task(s) have fewer than 2 scored attempts" in stderr
+    # A second assistant that always fails order_status: its own failing task, named with it.
+    other = [
+        {**json.loads(json.dumps(d)), "assistant_id": "agent_b", "session_id": f"b-{d['session_id']}"}
+        for d in body["datasets"]
+        if d["task_id"] == "order_status"
+    ]
+    for dataset in other:
+        for batch in dataset["conversation"]:
+            batch["assistant"] = "I cannot help with that."
+    request.write_text(json.dumps({**body, "datasets": [*body["datasets"], *other]}))
+    code, _, stderr = evaluate(request, "--min-task-pass-rate", "0.5")
+    assert code == 1
+    assert "pass less often than --min-task-pass-rate 0.5: order_status (agent_b) 0/3, return_window (" in stderr

@@ -131,10 +131,11 @@ def test_aggregate_carries_it_only_when_asked_for_each_assistant_too() -> None:
     assert plain.task_stability is None and "task_stability" not in plain.model_dump(mode="json")
     asked = aggregate(conversations, EvaluationConfig(k=2, task_stability=True))
     assert asked.task_stability is not None and asked.by_assistant is not None
-    # Over both assistants a task's attempts are all of theirs (as per_task pools them).
-    assert [(t.task_id, t.label, t.passed, t.attempts) for t in asked.task_stability.tasks] == [
-        ("t1", "flaky", 2, 4),
-        ("t2", "flaky", 1, 2),
+    # Each assistant's attempts at a task are its own: a always passes t1, b never does; neither is flaky.
+    assert [(t.task_id, t.assistant_id, t.label, t.passed, t.attempts) for t in asked.task_stability.tasks] == [
+        ("t2", "a", "flaky", 1, 2),
+        ("t1", "b", "failing", 0, 2),
+        ("t1", "a", "stable", 2, 2),
     ]
     a, b = asked.by_assistant["a"].task_stability, asked.by_assistant["b"].task_stability
     assert a is not None and b is not None
