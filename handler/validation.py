@@ -233,7 +233,8 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
     if not datasets:
         raise RequestError(
             400,
-            "No trace matched a task of the references: nothing to evaluate",
+            "No trace could be evaluated (none matched a task of the references with every turn's "
+            "reference and the end state its task expects): nothing to evaluate",
             [{"field": "references", "message": warning} for warning in warnings[:MAX_IMPORT_WARNINGS]],
         )
     if len(warnings) > MAX_IMPORT_WARNINGS:

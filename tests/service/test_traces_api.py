@@ -163,7 +163,10 @@ def test_datasets_and_traces_together_are_refused() -> None:
 def test_no_trace_matching_a_task_is_a_400_listing_why() -> None:
     response = call_handler(traces_body(task_key=None))  # trace ids are not task ids here
     assert response.status == 400
-    assert response.body["error"] == "No trace matched a task of the references: nothing to evaluate"
+    assert response.body["error"] == (
+        "No trace could be evaluated (none matched a task of the references with every turn's "
+        "reference and the end state its task expects): nothing to evaluate"
+    )
     assert response.body["details"][0] == {
         "field": "references",
         "message": "trace 'run-001' matches no task of the references",
