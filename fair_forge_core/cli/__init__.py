@@ -4,9 +4,10 @@ render reports, with no AWS and no server.
     fair-forge evaluate request.json [--out result.json] [--html report.html]
         [--fail-under-pass-pow-k X] [--fail-if-lower-bound 'METRIC<X' ...] [--max-unscored N]
         [--allow-unscored] [--max-cost-usd X] [--judge-cache DIR]
+        [--junit FILE] [--markdown FILE] [--jsonl FILE] [--csv FILE]
     fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
         [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
-        [--require-same-judge]
+        [--require-same-judge] [--junit FILE] [--markdown FILE]
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
     fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
@@ -16,7 +17,8 @@ A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < 
 
 Each command is one module of this package, whose docstring states its rules:
 `cli.evaluate` (`evaluate`, its judge's cost and cache), `cli.gates` (the gates of `evaluate`),
-`cli.compare`, `cli.report`, `cli.convert`, `cli.calibrate`. The parser and the flags' types
+`cli.compare`, `cli.report`, `cli.convert`, `cli.calibrate`; the outputs for CI systems
+(`--junit`, `--markdown`, `--jsonl`, `--csv`, the step summary) `cli.outputs`. The parser and the flags' types
 are `cli.parser`; the progress bar `cli.progress`; what the commands share (reading files,
 validation messages, writing, building judges and ledgers, the exit codes, `CliError`)
 `cli.common`.

@@ -17,7 +17,8 @@ tested, and when none could be, the verdict is `not_tested`. Each difference in 
 two sides were judged (their results' `provenance`: judges, prompt, thresholds, floor, k;
 `fair_forge_core.compare.judging_differences`) is a `warning:` line, and a refusal (exit 2)
 under `--require-same-judge`, which also refuses a side without provenance. `--out`
-writes the `Comparison` JSON.
+writes the `Comparison` JSON; `--junit` and `--markdown` (and the step summary under
+`GITHUB_STEP_SUMMARY`) the outputs CI systems read (`cli.outputs`), whatever the verdict.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from fair_forge_core.cli.common import (
     EXIT_REGRESSED,
     STDIN,
     CliError,
-    _check_writable,
     _level,
     _name,
     _read_json,
@@ -308,7 +308,9 @@ def _efficiency_lines(comparison: Comparison, level: str) -> list[str]:
 
 
 def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    _check_writable(args.out, "--out")
+    from fair_forge_core.cli.outputs import COMPARE_OUTPUTS, check_outputs, write_comparison_outputs
+
+    check_outputs(args, COMPARE_OUTPUTS)
     same_file = _side_key(args.baseline) == _side_key(args.candidate)
     if same_file and args.baseline_assistant == args.candidate_assistant:
         raise CliError(
@@ -354,18 +356,18 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     def describe(path: Path, assistant: str | None) -> str:
         return _name(path) + (f" (assistant {assistant})" if assistant is not None else "")
 
-    stdout.write(
-        format_comparison(
-            comparison,
-            describe(args.baseline, args.baseline_assistant),
-            describe(args.candidate, args.candidate_assistant),
-        )
-    )
+    baseline_name = describe(args.baseline, args.baseline_assistant)
+    candidate_name = describe(args.candidate, args.candidate_assistant)
+    stdout.write(format_comparison(comparison, baseline_name, candidate_name))
     stdout.flush()
+    written = []
     if args.out is not None:
         _write(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", args.out, stdout)
-        if not args.quiet:
-            stderr.write(f"wrote {args.out}\n")
+        written.append(args.out)
+    written += write_comparison_outputs(args, comparison, baseline_name, candidate_name, stdout)
+    if not args.quiet:
+        for path in written:
+            stderr.write(f"wrote {path}\n")
     if comparison.verdict == "regressed":
         return EXIT_REGRESSED
     if comparison.verdict == "not_tested":

@@ -7,8 +7,9 @@ in the result's `warnings` — builds the judge from `connector` under the same 
 and key rules as the service (`fair_forge_core.connectors`), shows its progress on stderr
 (a bar redrawn in place on a terminal; otherwise one plain line such as `judging 120/400`
 every few seconds, and the last), and writes the result JSON (to `--out`, else to stdout)
-and optionally the HTML report. `--out` and `--html` are checked before the judge runs
-(the directory exists, a file can be created there). Without `connector.params.api_key`,
+and optionally the HTML report and the outputs CI systems read (`--junit`, `--markdown`,
+`--jsonl`, `--csv` and the step summary: `cli.outputs`). Every output is checked before the
+judge runs (the directory exists, a file can be created there, no two outputs name one file). Without `connector.params.api_key`,
 the key comes from `LLM_API_KEY` — never for a connector whose endpoint the file chooses.
 `FAIR_FORGE_EXTRA_CONNECTORS` extends the allowlist, as for the service.
 
@@ -41,8 +42,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from fair_forge_core.cli.common import (
     EXIT_OK,
     EXIT_THRESHOLD,
-    CliError,
-    _check_writable,
     _read_json,
     _request_of,
     _run_evaluation,
@@ -95,10 +94,9 @@ def stability_lines(stability: TaskStability) -> list[str]:
 
 
 def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    _check_writable(args.out, "--out")
-    _check_writable(args.html, "--html")
-    if args.out is not None and args.html is not None and args.out.resolve() == args.html.resolve():
-        raise CliError(f"--out and --html name the same file: {args.out}")
+    from fair_forge_core.cli.outputs import EVALUATE_OUTPUTS, check_outputs, write_evaluation_outputs
+
+    check_outputs(args, EVALUATE_OUTPUTS)
     body = _read_json(args.request, "request file", stdin)
     request, import_warnings = _request_of(body, args.request)
     result = _run_evaluation(
@@ -121,6 +119,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
 
     agg = result.aggregated_metrics
     level = request.config.statistical_mode.ci_level
+    written = write_evaluation_outputs(args, result, level, stdout)
     stability = task_stability(result.per_conversation_metrics, level)
     if not args.quiet:
         from fair_forge_core.headline import headline_lines
@@ -139,7 +138,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
             stderr.write(f"{efficiency_line(agg.efficiency)}\n")
         for warning in result.warnings:
             stderr.write(f"warning: {warning}\n")
-        for path in (args.out, args.html):
+        for path in (args.out, args.html, *written):
             if path is not None:
                 stderr.write(f"wrote {path}\n")
     failures = _check_gates(args, agg, level, stderr) + _check_task_gates(args, stability, stderr)

@@ -112,6 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", type=Path, help="write the result JSON here (default: stdout)")
     evaluate.add_argument("--html", type=Path, help="also write the HTML report here")
     evaluate.add_argument(
+        "--junit", type=Path, metavar="FILE", help="also write JUnit XML here: a test case per task (or conversation)"
+    )
+    evaluate.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="FILE",
+        help="also write a Markdown summary here (appended to $GITHUB_STEP_SUMMARY too when it is set)",
+    )
+    evaluate.add_argument("--jsonl", type=Path, metavar="FILE", help="also write one JSON line per turn here")
+    evaluate.add_argument("--csv", type=Path, metavar="FILE", help="also write one CSV row per turn here")
+    evaluate.add_argument(
         "--fail-under-pass-pow-k",
         type=_threshold,
         metavar="X",
@@ -208,6 +219,15 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--seed", type=_non_negative_int, default=0, help="the bootstrap's seed (default: 0)")
     compare.add_argument("--k", type=_positive_int, help="k of pass@k and pass^k (default: the results' k)")
     compare.add_argument("--out", type=Path, help="write the comparison JSON here")
+    compare.add_argument(
+        "--junit", type=Path, metavar="FILE", help="also write JUnit XML here: a test case per metric and the verdict"
+    )
+    compare.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="FILE",
+        help="also write a Markdown summary here (appended to $GITHUB_STEP_SUMMARY too when it is set)",
+    )
     compare.add_argument("--require-conclusive", action="store_true", help="exit 4 when the verdict is inconclusive")
     compare.add_argument(
         "--require-same-judge",

@@ -1,0 +1,31 @@
+"""Outputs CI systems read (#26 §2), each a pure function from a result to text; the CLI only
+writes the files (`fair-forge evaluate` / `compare` `--junit`, `--markdown`, `--jsonl`,
+`--csv`, and the step summary under `GITHUB_STEP_SUMMARY`).
+
+- `cases`: the test cases of a result (a task, or a conversation without a task_id), passed,
+  failed or skipped, with the reasons; the rule is its docstring.
+- `junit`: JUnit XML of an evaluation (a testsuite per assistant) or a comparison (a case per
+  metric and the verdict).
+- `markdown`: the Markdown summary of an evaluation or a comparison.
+- `rows`: one row per turn as JSON Lines or CSV.
+"""
+
+from fair_forge_core.exports.cases import Case, cases, failure_reasons, unscored_reasons
+from fair_forge_core.exports.junit import junit_comparison, junit_evaluation
+from fair_forge_core.exports.markdown import markdown_comparison, markdown_evaluation
+from fair_forge_core.exports.rows import ROW_FIELDS, csv_rows, jsonl_rows, turn_rows
+
+__all__ = [
+    "ROW_FIELDS",
+    "Case",
+    "cases",
+    "csv_rows",
+    "failure_reasons",
+    "jsonl_rows",
+    "junit_comparison",
+    "junit_evaluation",
+    "markdown_comparison",
+    "markdown_evaluation",
+    "turn_rows",
+    "unscored_reasons",
+]

@@ -1,0 +1,161 @@
+"""JUnit XML of an evaluation or a comparison, the test report Jenkins, GitLab and GitHub's
+test reporters read (the tests validate it against tests/data/junit.xsd, the Ant JUnit report format those
+readers document).
+
+Evaluation (`junit_evaluation`): `<testsuites name="fair-forge evaluate">` holding one
+`<testsuite>` per assistant (in the order the result lists them), with `tests`, `failures`,
+`errors` (always 0: an evaluation that could not run writes no report) and `skipped`
+counts, and as `<properties>` the assistant's readiness, tier, k, pass@k and pass^k. One
+`<testcase>` per case of `cases.cases` (a task, or a conversation without a task_id;
+`classname` is the assistant): a failed case has one `<failure>` whose `message` is the
+first reason and whose text is every reason, one a line; a skipped case one `<skipped>`
+with why; a task's unscored attempts are its `<system-out>`.
+
+Comparison (`junit_comparison`): one `<testsuite name="fair-forge compare">`, one case per
+compared metric, named by its id (`pass@k`) — failed when significantly lower (the candidate regressed on it), skipped
+when not tested (`note` says why), passed otherwise — and a case `verdict`: failed when
+`regressed` (or `inconclusive` under `require_conclusive`), skipped when `not_tested`.
+
+No `time` attributes: nothing here was timed. Characters XML 1.0 cannot hold (control
+characters in a judge's reasoning) are dropped, so the file always parses.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from fair_forge_core.exports.cases import Case, Outcome, cases
+from fair_forge_core.schemas import AggregatedMetrics, Comparison, EvaluationResult, MetricComparison
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` without the characters XML 1.0 does not allow (C0 controls but tab and newlines,
+    lone surrogates, U+FFFE, U+FFFF)."""
+    return _NOT_XML.sub("", text)
+
+
+def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes: str) -> ET.Element:
+    element = ET.SubElement(parent, tag, {key: xml_text(value) for key, value in attributes.items()})
+    if text is not None:
+        element.text = xml_text(text)
+    return element
+
+
+def _document(root: ET.Element) -> str:
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _figure(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def _properties(suite: ET.Element, aggregated: AggregatedMetrics | None) -> None:
+    if aggregated is None:
+        return
+    properties = _element(suite, "properties")
+    readiness = aggregated.readiness
+    values = {
+        "readiness": "" if readiness is None else readiness.summary,
+        "tier": aggregated.interpretation or "",
+        "k": str(aggregated.k),
+        "pass_at_k": _figure(aggregated.pass_at_k),
+        "pass_pow_k": _figure(aggregated.pass_pow_k),
+    }
+    for name, value in values.items():
+        _element(properties, "property", name=name, value=value)
+
+
+def _testcase(suite: ET.Element, case: Case) -> None:
+    element = _element(suite, "testcase", classname=case.assistant_id, name=case.name)
+    if case.outcome == "failed":
+        _element(element, "failure", "\n".join(case.reasons), message=case.message, type=case.kind)
+    elif case.outcome == "skipped":
+        _element(element, "skipped", "\n".join(case.reasons), message=case.message)
+    if case.notes:
+        _element(element, "system-out", "\n".join(case.notes))
+
+
+def _counts(element: ET.Element, all_cases: Sequence[Case], *, skipped: bool = True) -> None:
+    element.set("tests", str(len(all_cases)))
+    element.set("failures", str(sum(1 for c in all_cases if c.outcome == "failed")))
+    element.set("errors", "0")
+    if skipped:  # the schema has no `skipped` on <testsuites>
+        element.set("skipped", str(sum(1 for c in all_cases if c.outcome == "skipped")))
+
+
+def junit_evaluation(result: EvaluationResult) -> str:
+    """The JUnit XML of an evaluation (module docstring)."""
+    all_cases = cases(result.per_conversation_metrics)
+    root = ET.Element("testsuites", {"name": "fair-forge evaluate"})
+    _counts(root, all_cases, skipped=False)
+    assistants = list(dict.fromkeys(c.assistant_id for c in all_cases))
+    by_assistant = result.aggregated_metrics.by_assistant
+    for assistant in assistants:
+        suite_cases = [c for c in all_cases if c.assistant_id == assistant]
+        suite = _element(root, "testsuite", name=assistant)
+        _counts(suite, suite_cases)
+        own = by_assistant.get(assistant) if by_assistant else result.aggregated_metrics
+        _properties(suite, own)
+        for case in suite_cases:
+            _testcase(suite, case)
+    return _document(root)
+
+
+def metric_case(metric: MetricComparison) -> Case:
+    """A compared metric as a case: failed when significantly lower, skipped when not tested."""
+    from fair_forge_core.report.charts import metric_label
+
+    # Named by its id (`pass@k`), not its label at k (`pass@3`): a CI keeps a test's history by
+    # its name, and at k = 1 the labels of pass@1 and pass@k would be one name.
+    name = metric.metric
+    label = metric_label(metric.metric, metric.k)
+    if metric.p_value is None:
+        return Case("compare", "metric", name, (), "skipped", (metric.note or "not tested",), ())
+    if metric.significant and metric.difference is not None and metric.difference < 0:
+        reason = (
+            f"{label} significantly lower: {_figure(metric.baseline)} → {_figure(metric.candidate)}, difference "
+            f"{metric.difference:+.3f} [{_figure(metric.ci_low)}, {_figure(metric.ci_high)}], "
+            f"p (Holm) {_figure(metric.p_value_holm)}, over {metric.tasks} task(s)"
+        )
+        return Case("compare", "metric", name, (), "failed", (reason,), ())
+    return Case("compare", "metric", name, (), "passed", (), ())
+
+
+def verdict_case(comparison: Comparison, require_conclusive: bool = False) -> Case:
+    """The verdict as a case: failed when regressed (or inconclusive under `require_conclusive`),
+    skipped when not tested, passed otherwise; its reason is the verdict's explanation."""
+    reasons = (comparison.verdict_explanation,)
+    failed = comparison.verdict == "regressed" or (comparison.verdict == "inconclusive" and require_conclusive)
+    outcome: Outcome = "failed" if failed else "skipped" if comparison.verdict == "not_tested" else "passed"
+    return Case("compare", "verdict", "verdict", (), outcome, reasons, ())
+
+
+def junit_comparison(comparison: Comparison, require_conclusive: bool = False) -> str:
+    """The JUnit XML of a comparison (module docstring)."""
+    all_cases = [*(metric_case(m) for m in comparison.metrics), verdict_case(comparison, require_conclusive)]
+    root = ET.Element("testsuites", {"name": "fair-forge compare"})
+    _counts(root, all_cases, skipped=False)
+    suite = _element(root, "testsuite", name="fair-forge compare")
+    _counts(suite, all_cases)
+    properties = _element(suite, "properties")
+    for name, value in (
+        ("verdict", comparison.verdict),
+        ("shared_tasks", str(comparison.shared_tasks)),
+        ("k", str(comparison.k)),
+        ("confidence", repr(comparison.confidence)),
+    ):
+        _element(properties, "property", name=name, value=value)
+    for case in all_cases:
+        element = _element(suite, "testcase", classname="compare", name=case.name)
+        if case.outcome == "failed":
+            _element(element, "failure", "\n".join(case.reasons), message=case.reasons[0], type=case.kind)
+        elif case.outcome == "skipped":
+            _element(element, "skipped", "\n".join(case.reasons), message=case.reasons[0])
+        elif case.name == "verdict":
+            _element(element, "system-out", comparison.verdict_explanation)
+    return _document(root)

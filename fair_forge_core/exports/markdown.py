@@ -1,0 +1,325 @@
+"""Markdown of an evaluation or a comparison: a CI job's step summary (GitHub's
+`GITHUB_STEP_SUMMARY`) or a pull-request comment.
+
+Evaluation (`markdown_evaluation`), in order:
+
+1. the headline (`headline.headline_lines`: readiness, the tier and its figures, the per-task
+   line, the sample-size warning), one bullet each;
+2. "Key figures": pass@k and pass^k over the scored conversations, the share of them fully
+   correct, and the per-task pass@k and pass^k when the result has them, each to 3
+   decimals with its interval at the request's level: in Bayesian mode the credible interval
+   the result carries; in frequentist mode Wilson's interval [L, U] of c/n
+   (`stats.wilson_interval`), pushed through each metric (both increase with the rate:
+   pass^k [L^k, U^k], pass@k [1 − (1 − L)^k, 1 − (1 − U)^k]; the low ends are the bounds
+   `--fail-if-lower-bound` reads); per task, Wilson's interval over tasks the result carries;
+3. "Assistants", when there are several: each one's counts, figures and readiness;
+4. "Tasks", when some task has 2 or more scored attempts (`flakiness.task_stability`): the
+   summary line and each flaky and failing task with its passes and Clopper–Pearson interval;
+5. "Worst cases": the failed cases (`cases.cases`), lowest share of passing attempts first,
+   then the skipped ones, each with its first reason, at most `MAX_CASES` (the rest counted);
+6. "Efficiency" (`efficiency.efficiency_line`) when the result has it; 7. the warnings.
+
+Comparison (`markdown_comparison`): the verdict and its explanation, both sides' counts, one
+table row per metric (`fair-forge compare`'s columns), the efficiency comparison when there is
+one, what was left unpaired and how the two sides were judged differently.
+
+Numbers have 3 decimals, a missing one is `—`. Table cells have their `|` escaped and their
+newlines folded, and reasons are cut at `MAX_REASON` characters. Pure: text, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fair_forge_core import stats
+from fair_forge_core.exports.cases import Case, cases
+from fair_forge_core.schemas import AggregatedMetrics, Comparison, EvaluationResult
+
+MAX_CASES = 10
+"""How many worst cases the summary lists."""
+MAX_REASON = 300
+"""How many characters of a reason a table cell shows."""
+MAX_WARNINGS = 10
+
+
+def cell(text: str, limit: int | None = None) -> str:
+    """`text` fit for a Markdown table cell: one line, `|` escaped, cut at `limit` with `…`."""
+    line = " ".join(text.split())
+    if limit is not None and len(line) > limit:
+        line = line[: limit - 1] + "…"
+    return line.replace("|", "\\|")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[str]:
+    """A Markdown table; the columns at the indices `right` are right-aligned (numbers)."""
+    align = ["---:" if i in right else "---" for i in range(len(header))]
+    return [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join(align) + " |",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
+def _n(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def _pair(low: float | None, high: float | None) -> tuple[float, float] | None:
+    return None if low is None or high is None else (low, high)
+
+
+def conversation_intervals(aggregated: AggregatedMetrics, level: float) -> dict[str, tuple[float, float] | None]:
+    """The intervals of pass@k, pass^k and the success rate over scored conversations (module
+    docstring, 2.); None where nothing was scored or the mode carries none."""
+    n, c, k = aggregated.total_conversations, aggregated.fully_correct_conversations, aggregated.k
+    if n == 0:
+        return {"pass_at_k": None, "pass_pow_k": None, "success": None}
+    low, high = stats.wilson_interval(n, c, level)
+    if aggregated.statistical_mode == "bayesian":
+        return {
+            "pass_at_k": _pair(aggregated.pass_at_k_ci_low, aggregated.pass_at_k_ci_high),
+            "pass_pow_k": _pair(aggregated.pass_pow_k_ci_low, aggregated.pass_pow_k_ci_high),
+            "success": (low, high),
+        }
+    return {
+        "pass_at_k": (stats.at_least_one_of(low, k), stats.at_least_one_of(high, k)),
+        "pass_pow_k": (low**k, high**k),
+        "success": (low, high),
+    }
+
+
+def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]:
+    k, n = aggregated.k, aggregated.total_conversations
+    intervals = conversation_intervals(aggregated, level)
+    method = "credible" if aggregated.statistical_mode == "bayesian" else "Wilson"
+
+    def interval(name: str) -> str:
+        bounds = intervals[name]
+        return "—" if bounds is None else _interval(*bounds)
+
+    over = f"{n} scored conversation(s)"
+    rows = [
+        [f"pass@{k}", _n(aggregated.pass_at_k), interval("pass_at_k"), f"{over}, {method}"],
+        [f"pass^{k}", _n(aggregated.pass_pow_k), interval("pass_pow_k"), f"{over}, {method}"],
+        [
+            "fully correct conversations",
+            _n(aggregated.conversation_success_rate),
+            interval("success"),
+            f"{aggregated.fully_correct_conversations} of {over}, Wilson",
+        ],
+    ]
+    per_task = aggregated.per_task
+    if per_task is not None and per_task.pass_at_k is not None:
+        over_tasks = (
+            f"{per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} attempts, Wilson over tasks"
+        )
+        rows += [
+            [
+                f"per-task pass@{k}",
+                _n(per_task.pass_at_k),
+                _interval(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high),
+                over_tasks,
+            ],
+            [
+                f"per-task pass^{k}",
+                _n(per_task.pass_pow_k),
+                _interval(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high),
+                over_tasks,
+            ],
+        ]
+    return rows
+
+
+def _assistant_lines(aggregated: AggregatedMetrics) -> list[str]:
+    if not aggregated.by_assistant or len(aggregated.by_assistant) < 2:
+        return []
+    k = aggregated.k
+    rows = [
+        [
+            cell(name),
+            str(own.total_conversations),
+            str(own.fully_correct_conversations),
+            str(own.unscored_conversations),
+            _n(own.pass_at_k),
+            _n(own.pass_pow_k),
+            cell(own.readiness.summary if own.readiness is not None else own.interpretation or "—"),
+        ]
+        for name, own in aggregated.by_assistant.items()
+    ]
+    header = ["assistant", "scored", "fully correct", "unscored", f"pass@{k}", f"pass^{k}", "readiness"]
+    return ["", "### Assistants", "", *_table(header, rows, (1, 2, 3, 4, 5))]
+
+
+def _task_lines(result: EvaluationResult, level: float) -> list[str]:
+    from fair_forge_core.flakiness import summary, task_stability
+    from fair_forge_core.report.values import percent
+
+    stability = task_stability(result.per_conversation_metrics, level)
+    if not stability.tasks:
+        return []
+    rows = [
+        [cell(t.task_id), t.label, f"{t.passed} of {t.attempts}", _n(t.pass_rate), _interval(t.ci_low, t.ci_high)]
+        for t in stability.tasks
+        if t.label != "stable"
+    ]
+    lines = ["", "### Tasks", "", summary(stability) + " (stable tasks are counted, not listed)"]
+    if rows:
+        header = ["task", "label", "passed", "pass rate", f"{percent(level)} interval (Clopper–Pearson)"]
+        lines += ["", *_table(header, rows, right=(2, 3, 4))]
+    return lines
+
+
+def worst_cases(all_cases: Sequence[Case]) -> list[Case]:
+    """The failed cases, lowest share of passing scored attempts first (then by name), then the
+    skipped ones by name."""
+    failed = sorted((c for c in all_cases if c.outcome == "failed"), key=lambda c: (c.passed / c.scored, c.name))
+    skipped = sorted((c for c in all_cases if c.outcome == "skipped"), key=lambda c: c.name)
+    return failed + skipped
+
+
+def _worst_lines(result: EvaluationResult) -> list[str]:
+    all_cases = cases(result.per_conversation_metrics)
+    worst = worst_cases(all_cases)
+    if not worst:
+        return ["", "### Worst cases", "", f"Every one of the {len(all_cases)} case(s) passed."]
+    rows = [
+        [
+            cell(c.name),
+            cell(c.assistant_id),
+            c.outcome,
+            f"{c.passed} of {c.scored}",
+            cell(c.reasons[0] if c.reasons else "", MAX_REASON),
+        ]
+        for c in worst[:MAX_CASES]
+    ]
+    lines = ["", "### Worst cases", "", *_table(["case", "assistant", "outcome", "passed", "first reason"], rows, (3,))]
+    if len(worst) > MAX_CASES:
+        lines += ["", f"… and {len(worst) - MAX_CASES} more failed or skipped case(s)."]
+    return lines
+
+
+def markdown_evaluation(result: EvaluationResult, ci_level: float, title: str = "Fair-Forge evaluation") -> str:
+    """The Markdown summary of an evaluation (module docstring); `ci_level` is the request's
+    `statistical_mode.ci_level`."""
+    from fair_forge_core.headline import headline_lines
+    from fair_forge_core.report.values import percent
+
+    agg = result.aggregated_metrics
+    lines = [f"## {cell(title)}", "", *(f"- {cell(line)}" for line in headline_lines(agg))]
+    header = ["figure", "value", f"{percent(ci_level)} interval", "over"]
+    lines += ["", "### Key figures", "", *_table(header, _figure_rows(agg, ci_level), right=(1, 2))]
+    if agg.unscored_conversations:
+        lines += [
+            "",
+            f"{agg.unscored_conversations} of {agg.total_conversations + agg.unscored_conversations} "
+            "conversation(s) unscored, left out of the figures.",
+        ]
+    lines += _assistant_lines(agg)
+    lines += _task_lines(result, ci_level)
+    lines += _worst_lines(result)
+    if agg.efficiency is not None:
+        from fair_forge_core.efficiency import efficiency_line
+
+        lines += ["", "### Efficiency", "", cell(efficiency_line(agg.efficiency))]
+    if result.warnings:
+        lines += ["", "### Warnings", "", *(f"- {cell(w, MAX_REASON)}" for w in result.warnings[:MAX_WARNINGS])]
+        if len(result.warnings) > MAX_WARNINGS:
+            lines.append(f"- … and {len(result.warnings) - MAX_WARNINGS} more")
+    return "\n".join(lines) + "\n"
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.3f}"
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _comparison_rows(comparison: Comparison) -> list[list[str]]:
+    from fair_forge_core.report.charts import metric_label
+
+    return [
+        [
+            metric_label(m.metric, m.k),
+            str(m.tasks),
+            _n(m.baseline),
+            _n(m.candidate),
+            _signed(m.difference),
+            "—" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]",
+            _p(m.p_value_holm),
+            "yes" if m.significant else "no" if m.p_value is not None else "not tested",
+        ]
+        for m in comparison.metrics
+    ]
+
+
+def _efficiency_comparison_lines(comparison: Comparison) -> list[str]:
+    if not comparison.efficiency:
+        return []
+    rows = [
+        [
+            e.measure,
+            str(e.tasks),
+            _n(e.baseline),
+            _n(e.candidate),
+            _signed(e.difference),
+            "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]",
+            _p(e.p_value),
+        ]
+        for e in comparison.efficiency
+        if e.difference is not None
+    ]
+    header = ["measure", "tasks", "baseline", "candidate", "difference", "interval", "p"]
+    return ["", "### Efficiency (per-task means; not part of the verdict)", "", *_table(header, rows, range(1, 7))]
+
+
+def markdown_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
+    """The Markdown summary of a comparison (module docstring); `baseline` and `candidate` name
+    the sides as `fair-forge compare` prints them."""
+    from fair_forge_core.report.values import format_verdict, percent
+
+    level = percent(comparison.confidence)
+    lines = [
+        f"## Fair-Forge comparison: {format_verdict(comparison.verdict)}",
+        "",
+        f"**Verdict: {comparison.verdict}** — {cell(comparison.verdict_explanation)}",
+        "",
+        f"- baseline: {cell(baseline)} — {comparison.baseline_successes} of {comparison.baseline_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"- candidate: {cell(candidate)} — {comparison.candidate_successes} of {comparison.candidate_attempts} "
+        "attempts fully correct on the shared tasks",
+        f"- {comparison.shared_tasks} shared task(s), k = {comparison.k}, confidence {level}",
+        "",
+        *_table(
+            ["metric", "tasks", "baseline", "candidate", "difference", f"{level} interval", "p (Holm)", "significant"],
+            _comparison_rows(comparison),
+            range(1, 7),
+        ),
+    ]
+    notes = [f"{m.metric}: {m.note}" for m in comparison.metrics if m.note]
+    lines += _efficiency_comparison_lines(comparison)
+    unpaired = [
+        f"{len(tasks)} task(s) scored only for the {side}, not compared"
+        for side, tasks in (
+            ("baseline", comparison.baseline_only_tasks),
+            ("candidate", comparison.candidate_only_tasks),
+        )
+        if tasks
+    ]
+    unpaired += [
+        f"{count} unscored {side} conversation(s) left out"
+        for side, count in (
+            ("baseline", comparison.baseline_unscored_conversations),
+            ("candidate", comparison.candidate_unscored_conversations),
+        )
+        if count
+    ]
+    extra = notes + unpaired + [f"judged differently: {d}" for d in comparison.judging_differences]
+    if extra:
+        lines += ["", "### Notes", "", *(f"- {cell(line, MAX_REASON)}" for line in extra)]
+    return "\n".join(lines) + "\n"
