@@ -29,6 +29,11 @@ metrics whatever `config.task_stability` says (the result JSON stays as the requ
 Under `config.efficiency`, one line gives what the agent spent: each measure's median / p95
 per conversation and the cost per successful task (`fair_forge_core.efficiency.efficiency_line`).
 
+`--otel-events FILE` also writes the verdicts as OpenTelemetry `gen_ai.evaluation.result`
+events, the OTLP JSON of one logs export request (`fair_forge_core.otel_events`: the convention
+version, the events, the linking to the evaluated spans), timed at the evaluation's end; it is
+checked before the judge runs, like `--out`.
+
 Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 """
 
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fair_forge_core.cli.common import (
@@ -97,8 +103,13 @@ def stability_lines(stability: TaskStability) -> list[str]:
 def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     _check_writable(args.out, "--out")
     _check_writable(args.html, "--html")
-    if args.out is not None and args.html is not None and args.out.resolve() == args.html.resolve():
-        raise CliError(f"--out and --html name the same file: {args.out}")
+    _check_writable(args.otel_events, "--otel-events")
+    outputs = [("--out", args.out), ("--html", args.html), ("--otel-events", args.otel_events)]
+    named = [(flag, path, path.resolve()) for flag, path in outputs if path is not None]
+    for n, (flag, path, resolved) in enumerate(named):
+        for other, _, other_resolved in named[n + 1 :]:
+            if resolved == other_resolved:
+                raise CliError(f"{flag} and {other} name the same file: {path}")
     body = _read_json(args.request, "request file", stdin)
     request, import_warnings = _request_of(body, args.request)
     result = _run_evaluation(
@@ -116,6 +127,11 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         from fair_forge_core.report import render_html
 
         _write(render_html(result), args.html, stdout)
+    if args.otel_events is not None:
+        from fair_forge_core.otel_events import evaluation_events, otlp_logs_json
+
+        events = otlp_logs_json(evaluation_events(result, request.datasets), time.time_ns())
+        _write(json.dumps(events, indent=2, ensure_ascii=False) + "\n", args.otel_events, stdout)
 
     from fair_forge_core.flakiness import task_stability
 
@@ -139,7 +155,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
             stderr.write(f"{efficiency_line(agg.efficiency)}\n")
         for warning in result.warnings:
             stderr.write(f"warning: {warning}\n")
-        for path in (args.out, args.html):
+        for path in (args.out, args.html, args.otel_events):
             if path is not None:
                 stderr.write(f"wrote {path}\n")
     failures = _check_gates(args, agg, level, stderr) + _check_task_gates(args, stability, stderr)

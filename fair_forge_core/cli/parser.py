@@ -174,6 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="reuse verdicts of identical judge requests stored in DIR, and store new ones there",
     )
     evaluate.add_argument(
+        "--otel-events",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "also write each verdict as an OpenTelemetry gen_ai.evaluation.result event (OTLP JSON logs), "
+            "linked to the evaluated spans when the traces were OpenTelemetry spans"
+        ),
+    )
+    evaluate.add_argument(
         "--allow-unscored",
         action="store_true",
         help=(
