@@ -183,6 +183,15 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     evaluate.add_argument(
+        "--otel-export",
+        action="store_true",
+        help=(
+            "also send those events through the OpenTelemetry SDK's OTLP/HTTP exporter, configured by "
+            "OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_LOGS_ENDPOINT) and the other OTEL_* variables; "
+            "needs opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http"
+        ),
+    )
+    evaluate.add_argument(
         "--allow-unscored",
         action="store_true",
         help=(
