@@ -38,20 +38,23 @@ def judge_provenance(model: BaseChatModel, config: EvaluationConfig) -> JudgePro
 def datasets_hash(datasets: Sequence[Dataset]) -> str:
     """sha256 (hex) of the datasets as validated, serialised as JSON in the models' field order
     (pydantic's serialiser: the same datasets always give the same bytes; a dict inside a tool
-    call keeps the order it was written in). A turn's `agent_usage` is left out: what the agent
-    spent decides no verdict, so a run that differs only in it judged the same conversations."""
+    call keeps the order it was written in). A turn's `agent_usage` and `trace_span` are left
+    out: what the agent spent, and where in a trace its answer was, decide no verdict, so a run
+    that differs only in them judged the same conversations."""
     digest = hashlib.sha256()
     for dataset in datasets:
         # The end-state fields only when given, so that a dataset without them hashes as it always has.
         absent: dict[str, Any] = {name: True for name in END_STATE_FIELDS if name not in dataset.model_fields_set}
-        if any(turn.agent_usage is not None for turn in dataset.conversation):
-            absent["conversation"] = {"__all__": {"agent_usage"}}
+        unhashed = {name for turn in dataset.conversation for name in TURN_FIELDS_NOT_HASHED if getattr(turn, name)}
+        if unhashed:
+            absent["conversation"] = {"__all__": unhashed}
         digest.update(to_json(dataset, exclude=absent or None))
         digest.update(b"\n")
     return digest.hexdigest()
 
 
 END_STATE_FIELDS = ("expected_state", "final_state")
+TURN_FIELDS_NOT_HASHED = ("agent_usage", "trace_span")
 
 
 def provenance_of(models: Sequence[BaseChatModel], config: EvaluationConfig, datasets: Sequence[Dataset]) -> Provenance:

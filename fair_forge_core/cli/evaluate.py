@@ -30,6 +30,15 @@ metrics whatever `config.task_stability` says (the result JSON stays as the requ
 Under `config.efficiency`, one line gives what the agent spent: each measure's median / p95
 per conversation and the cost per successful task (`fair_forge_core.efficiency.efficiency_line`).
 
+`--otel-events FILE` also writes the verdicts as OpenTelemetry `gen_ai.evaluation.result`
+events, the OTLP JSON of one logs export request (`fair_forge_core.otel_events`: the convention
+version, the events, the linking to the evaluated spans), timed at the evaluation's end; it is
+checked before the judge runs, like `--out`. `--otel-export` sends the same events through the
+OpenTelemetry SDK's OTLP/HTTP exporter (`fair_forge_core.otel_sdk`), after the outputs are
+written and the gates checked; before the judge runs it needs the SDK installed and an endpoint
+configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`), else exit 2
+naming what is missing; an export that fails is exit 3 (the outputs are written).
+
 Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 """
 
@@ -37,11 +46,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fair_forge_core.cli.common import (
+    EXIT_EVALUATION_FAILED,
     EXIT_OK,
     EXIT_THRESHOLD,
+    CliError,
     _read_json,
     _request_of,
     _run_evaluation,
@@ -51,6 +63,7 @@ from fair_forge_core.cli.gates import _check_gates, _check_task_gates
 from fair_forge_core.cli.progress import _progress
 
 if TYPE_CHECKING:
+    from fair_forge_core.otel_events import EvaluationEvent
     from fair_forge_core.schemas import TaskStability
 
 
@@ -97,6 +110,8 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
     from fair_forge_core.cli.outputs import EVALUATE_OUTPUTS, check_outputs, write_evaluation_outputs
 
     check_outputs(args, EVALUATE_OUTPUTS)
+    if args.otel_export:
+        _check_otel_export()
     body = _read_json(args.request, "request file", stdin)
     request, import_warnings = _request_of(body, args.request)
     result = _run_evaluation(
@@ -114,6 +129,12 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         from fair_forge_core.report import render_html
 
         _write(render_html(result), args.html, stdout)
+    from fair_forge_core.otel_events import evaluation_events, otlp_logs_json
+
+    events = evaluation_events(result, request.datasets) if args.otel_events or args.otel_export else []
+    ended = time.time_ns()
+    if args.otel_events is not None:
+        _write(json.dumps(otlp_logs_json(events, ended), indent=2, ensure_ascii=False) + "\n", args.otel_events, stdout)
 
     from fair_forge_core.flakiness import task_stability
 
@@ -138,10 +159,38 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
             stderr.write(f"{efficiency_line(agg.efficiency)}\n")
         for warning in result.warnings:
             stderr.write(f"warning: {warning}\n")
-        for path in (args.out, args.html, *written):
+        for path in (args.out, args.html, args.otel_events, *written):
             if path is not None:
                 stderr.write(f"wrote {path}\n")
     failures = _check_gates(args, agg, level, stderr) + _check_task_gates(args, stability, stderr)
     for failure in failures:
         stderr.write(f"FAILED: {failure}\n")
+    if args.otel_export:
+        _export(events, ended, stderr, quiet=args.quiet)
     return EXIT_THRESHOLD if failures else EXIT_OK
+
+
+def _check_otel_export() -> None:
+    """Exit 2 before any judging when `--otel-export` cannot work: no endpoint configured, or no SDK."""
+    from fair_forge_core.otel_sdk import ENDPOINT_VARIABLES, OtelSdkMissing, check_sdk, configured_endpoint
+
+    if configured_endpoint() is None:
+        raise CliError(
+            f"--otel-export: set {' or '.join(reversed(ENDPOINT_VARIABLES))} to the collector's OTLP/HTTP URL"
+        )
+    try:
+        check_sdk()
+    except OtelSdkMissing as exc:
+        raise CliError(f"--otel-export: {exc}") from None
+
+
+def _export(events: list[EvaluationEvent], ended: int, stderr: TextIO, *, quiet: bool) -> None:
+    """Send the events through the SDK (`otel_sdk.export_events`); a failure is exit 3."""
+    from fair_forge_core.otel_sdk import OtelExportFailed, export_events
+
+    try:
+        export_events(events, ended)
+    except OtelExportFailed as exc:
+        raise CliError(f"--otel-export: {exc}", EXIT_EVALUATION_FAILED) from None
+    if not quiet:
+        stderr.write(f"sent {len(events)} evaluation event(s) through the OpenTelemetry SDK\n")

@@ -108,6 +108,7 @@ def write_comparison_outputs(
 EVALUATE_OUTPUTS = {
     "--out": "out",
     "--html": "html",
+    "--otel-events": "otel_events",
     "--junit": "junit",
     "--markdown": "markdown",
     "--jsonl": "jsonl",

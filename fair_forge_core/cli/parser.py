@@ -185,6 +185,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="reuse verdicts of identical judge requests stored in DIR, and store new ones there",
     )
     evaluate.add_argument(
+        "--otel-events",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "also write each verdict as an OpenTelemetry gen_ai.evaluation.result event (OTLP JSON logs), "
+            "linked to the evaluated spans when the traces were OpenTelemetry spans"
+        ),
+    )
+    evaluate.add_argument(
+        "--otel-export",
+        action="store_true",
+        help=(
+            "also send those events through the OpenTelemetry SDK's OTLP/HTTP exporter, configured by "
+            "OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_LOGS_ENDPOINT) and the other OTEL_* variables; "
+            "needs opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http"
+        ),
+    )
+    evaluate.add_argument(
         "--allow-unscored",
         action="store_true",
         help=(

@@ -61,6 +61,8 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` (`TurnBuilder.usage`: one inference
   span of the turn without them makes them unknown for the turn); agent spans' totals are not
   read (they would count their inference spans twice), nor latency or cost;
+- a turn keeps the trace and span ids of the span whose output gave its answer
+  (`ImportedTurn.trace_span`, lower-cased; none when an id is not hex of its OTLP length);
 - `metadata`: the scalar attributes of the resource and the root spans (first wins),
   `gen_ai.agent.name` and `gen_ai.conversation.id` of any span, and `trace_ids`;
   `assistant_id` is `gen_ai.agent.name`, else `service.name`, else ``agent``. The attribute
@@ -74,6 +76,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
@@ -163,8 +166,9 @@ def _conversation(key: str, spans: list[Span]) -> ImportedTrace:
                 builder.warnings.append(f"{span.where}: its input continues none of the conversation read so far")
             new, keys = new[overlap:], keys[overlap:]
         history += keys
+        origin = _trace_span(span) if kind == "output" else None  # an input's text was produced elsewhere
         for message, here in new:
-            _feed(message, here, builder, calls, skipped)
+            _feed(message, here, builder, calls, skipped, origin)
         if kind == "output" and span.attrs.get("gen_ai.operation.name") not in _AGENT_OPS:
             builder.usage(
                 **{f"{n}_tokens": _count(span, f"gen_ai.usage.{n}_tokens", builder) for n in ("input", "output")}
@@ -333,7 +337,25 @@ class _Calls:
         return None
 
 
-def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, calls: _Calls, skipped: Counter[str]) -> None:
+def _trace_span(span: Span) -> dict[str, str] | None:
+    """`{"trace_id", "span_id"}` of a span (`schemas.TraceSpan`), lower-cased; None when either id
+    is not hex of its OTLP length (32 and 16 digits: a base64 id links nothing)."""
+    if _TRACE_ID.fullmatch(span.trace_id) and _SPAN_ID.fullmatch(span.span_id):
+        return {"trace_id": span.trace_id.lower(), "span_id": span.span_id.lower()}
+    return None
+
+
+_TRACE_ID, _SPAN_ID = re.compile(r"[0-9a-fA-F]{32}"), re.compile(r"[0-9a-fA-F]{16}")
+
+
+def _feed(
+    message: dict[str, Any],
+    where: str,
+    builder: TurnBuilder,
+    calls: _Calls,
+    skipped: Counter[str],
+    origin: dict[str, str] | None = None,
+) -> None:
     role, texts, asked = message["role"], [], []
     for n, part in enumerate(message["parts"]):
         here, kind = f"{where}.parts[{n}]", part.get("type")
@@ -351,7 +373,7 @@ def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, calls: _Cal
         builder.user("".join(texts))
         calls.new_turn()
     elif role == "assistant":
-        builder.assistant("".join(texts), where)
+        builder.assistant("".join(texts), where, span=origin)
         builder.step(asked, where)
         for call in asked:
             calls.asked(call)

@@ -105,6 +105,8 @@ def join_references(
                 batch["ground_truth_agentic"] = truth.ground_truth_agentic.model_dump(exclude_unset=True)
             if turn.agent_usage is not None:
                 batch["agent_usage"] = turn.agent_usage
+            if turn.trace_span is not None:
+                batch["trace_span"] = turn.trace_span
             conversation.append(batch)
         dataset = {
             "session_id": trace.trace_id,

@@ -15,7 +15,8 @@ rules once for all formats:
   trace marks as failed keeps its result (the error text) with `is_error: true`; a call
   never answered has no `result`;
 - a turn's answer is its last non-empty assistant text; a turn without one gets the
-  answer `""` (judged as no answer) and a warning;
+  answer `""` (judged as no answer) and a warning; the OpenTelemetry span that text came
+  from, when the importer names one (`trace_span`), is kept with it;
 - what the agent spent on a turn (`agent_usage`, for `config.efficiency`) is summed over the
   model calls an importer reports for it (`TurnBuilder.usage`), each measure only when every
   one of them reports it (else it is left out: unknown, not 0); model calls before the first
@@ -41,8 +42,18 @@ class TraceError(ValueError):
         self.problem = problem
 
 
+class _AnswerSpan:
+    """Where a turn's answer came from, kept out of `ImportedTurn`'s dataclass fields (a base
+    that is no dataclass adds none), so that `dataclasses.asdict` of a turn — what the
+    importers' golden fixtures hold — is the same whether a format has span ids or not."""
+
+    trace_span: dict[str, str] | None = None
+    """`{"trace_id", "span_id"}` (`schemas.TraceSpan`) of the OpenTelemetry span whose output gave
+    the answer, where the format has such ids (the `otel` importer); else None."""
+
+
 @dataclass
-class ImportedTurn:
+class ImportedTurn(_AnswerSpan):
     """One user query and what the agent did about it: its tool calls (each with `step`,
     shared by calls made in parallel) and its final answer."""
 
@@ -161,6 +172,7 @@ class TurnBuilder:
         self.warnings: list[str] = []
         self._turns: list[ImportedTurn] = []
         self._answers: list[str | None] = []
+        self._spans: list[dict[str, str] | None] = []  # the span of each turn's answer (`ImportedTurn.trace_span`)
         self._calls: dict[str, list[dict[str, Any]]] = {}  # call id → its calls in order, for the results
         self._step = 0
         self._unknown: set[str] = set()  # measures a model call of the current turn did not report
@@ -169,14 +181,17 @@ class TurnBuilder:
         """A user message: a new turn."""
         self._turns.append(ImportedTurn(query=query, answer=""))
         self._answers.append(None)
+        self._spans.append(None)
         self._step = 0
         self._unknown = set()
 
-    def assistant(self, text: str, where: str) -> None:
-        """Assistant text: the turn's answer, unless later text replaces it (blank text does not)."""
+    def assistant(self, text: str, where: str, *, span: dict[str, str] | None = None) -> None:
+        """Assistant text: the turn's answer, unless later text replaces it (blank text does not);
+        `span` (`ImportedTurn.trace_span`) is where the text came from, replaced with it."""
         self._current(where)
         if text.strip():
             self._answers[-1] = text
+            self._spans[-1] = span
 
     def step(self, calls: list[RawCall], where: str) -> None:
         """One step: calls made together, which share a `step` number."""
@@ -239,6 +254,8 @@ class TurnBuilder:
         """The finished turns; an error when the trace holds no user message."""
         if not self._turns:
             raise TraceError(self.where, "holds no user message: there is no query to evaluate")
+        for turn, span in zip(self._turns, self._spans, strict=True):
+            turn.trace_span = span
         for number, (turn, answer) in enumerate(zip(self._turns, self._answers, strict=True)):
             if answer is None:
                 self.warnings.append(

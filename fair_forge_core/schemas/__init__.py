@@ -79,6 +79,7 @@ from fair_forge_core.schemas.request import (
     ToolCall,
     ToolPolicy,
     TraceSource,
+    TraceSpan,
     TracesRunRequest,
     input_warnings,
 )
@@ -174,6 +175,7 @@ __all__ = [
     "ToolPolicyViolation",
     "ToolWeights",
     "TraceSource",
+    "TraceSpan",
     "TracesRunRequest",
     "UnscoredPair",
     "describe_json_error",

@@ -167,6 +167,16 @@ class AgentUsage(_Request):
     cost_usd: float | None = Field(None, ge=0)
 
 
+class TraceSpan(_Request):
+    """The OpenTelemetry span a turn's answer came from: its trace id (32 hex digits) and span
+    id (16 hex digits), as OTLP JSON writes them. The `otel` importer sets it on the turns it
+    reads; `fair_forge_core.otel_events` links the turn's evaluation events to it. It decides no
+    verdict."""
+
+    trace_id: str = Field(pattern=r"^[0-9a-fA-F]{32}$")
+    span_id: str = Field(pattern=r"^[0-9a-fA-F]{16}$")
+
+
 ORIGINAL_TURN_FIELDS = ("logprobs", "weight")
 """Per-turn fields of alquimia-fair-forge's `Batch` that this service reads and ignores."""
 
@@ -191,6 +201,8 @@ class Batch(_Request):
     weight: Any = Field(None, exclude=True)
     agent_usage: AgentUsage | None = omitted_when_none()
     """What the agent spent on this turn, for `config.efficiency` (`fair_forge_core.efficiency`)."""
+    trace_span: TraceSpan | None = omitted_when_none()
+    """The OpenTelemetry span of the turn's answer (`TraceSpan`), for `fair-forge evaluate --otel-events`."""
 
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod

@@ -647,3 +647,19 @@ def test_hex_ids_are_kept_as_written_and_still_one_trace_in_either_case() -> Non
     spans = [chat(1, [U], [call("1")]) | {"traceId": upper}, chat(2, [U, call("1")], [A])]
     (trace,) = traces_from_otel(request(*spans))
     assert (trace.trace_id, trace.metadata["trace_ids"], trace.warnings) == (upper, [upper], [])
+
+
+def test_each_turn_keeps_the_span_its_answer_came_from_in_lower_case_hex() -> None:
+    """old_events.json, read by hand: the answer is the `gen_ai.choice` log record of the second
+    chat span (spanId 8000000000000002); the first span's choice holds only tool calls."""
+    text = (FIXTURES / "old_events.json").read_text()
+    (trace,) = traces_from_otel(json.loads(text))
+    assert [turn.trace_span for turn in trace.turns] == [{"trace_id": "8e" * 16, "span_id": "8000000000000002"}]
+    (upper,) = traces_from_otel(
+        json.loads(text.replace("8e8e", "8E8E").replace("8000000000000002", "800000000000000A"))
+    )
+    assert upper.turns[0].trace_span == {"trace_id": "8e" * 16, "span_id": "800000000000000a"}
+    # a base64 span id (a protobuf-JSON mapping) is no OTLP hex id: the turn links to nothing
+    (base64,) = traces_from_otel(json.loads(text.replace("8000000000000002", "gAAAAAAAAAI=")))
+    assert base64.turns[0].trace_span is None
+    assert trace.turns[0].answer == base64.turns[0].answer

@@ -1,0 +1,83 @@
+"""`fair-forge evaluate --otel-events FILE`: the verdicts as OTLP JSON `gen_ai.evaluation.result`
+events, from OpenTelemetry traces through `convert` as a user runs it (the event's rules and
+names are tested in tests/unit/test_otel_events.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from tests.cli.test_cli import CALCULATOR, ROOT, run_cli
+
+TRACES = ROOT / "examples" / "traces"
+
+
+def test_convert_then_evaluate_writes_events_linked_to_the_evaluated_spans(tmp_path: Path) -> None:
+    request = tmp_path / "request.json"
+    converted = run_cli(
+        "convert",
+        TRACES / "otel_genai.json",
+        "--from",
+        "otel",
+        "--references",
+        TRACES / "otel_genai.references.jsonl",
+        "--task-key",
+        "metadata.app.task",
+        "--out",
+        request,
+    )
+    assert converted.returncode == 0, converted.stderr
+    before = time.time_ns()
+    done = run_cli("evaluate", request, "--out", tmp_path / "result.json", "--otel-events", tmp_path / "events.json")
+    after = time.time_ns()
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {tmp_path / 'events.json'}" in done.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    (resource_logs,) = json.loads((tmp_path / "events.json").read_text())["resourceLogs"]
+    (scope_logs,) = resource_logs["scopeLogs"]
+    answers = [
+        r for r in scope_logs["logRecords"] if r["attributes"][0]["value"]["stringValue"] == "answer_correctness"
+    ]
+    # one answer event per turn of the result, in its order, with the turn's score
+    turns = [(m["session_id"], i) for m in result["per_conversation_metrics"] for i in m["interactions"]]
+    assert len(answers) == len(turns) == 5  # the example's references: 1 + 1 + 1 + 2 turns
+    for record, (_, interaction) in zip(answers, turns, strict=True):
+        values = {a["key"]: next(iter(a["value"].values())) for a in record["attributes"]}
+        assert values["gen_ai.evaluation.score.value"] == interaction["answer_score"]
+        assert values["fair_forge.qa_id"] == interaction["qa_id"]
+        assert before <= int(record["timeUnixNano"]) <= after
+    # the answers' spans, read by hand from examples/traces/otel_genai.json (the last chat span of each turn)
+    assert [(r["traceId"], r["spanId"]) for r in answers] == [
+        ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902ba"),
+        ("4bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902ba"),
+        ("4bf92f3577b34da6a3ce929d0e0e4738", "20f067aa0ba902bb"),
+        ("4bf92f3577b34da6a3ce929d0e0e4739", "30f067aa0ba902ba"),
+        ("4bf92f3577b34da6a3ce929d0e0e473a", "40f067aa0ba902ba"),
+    ]
+
+
+def test_without_the_flag_nothing_is_written_and_the_result_is_unchanged(tmp_path: Path) -> None:
+    plain = run_cli("evaluate", CALCULATOR, "--out", tmp_path / "plain.json", "--quiet")
+    with_events = run_cli(
+        "evaluate", CALCULATOR, "--out", tmp_path / "with.json", "--otel-events", tmp_path / "e.json", "--quiet"
+    )
+    assert plain.returncode == with_events.returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.json", "plain.json", "with.json"]
+
+    def verdicts(name: str) -> object:
+        result = json.loads((tmp_path / name).read_text())
+        return result["per_conversation_metrics"], result["aggregated_metrics"]["pass_at_k"]
+
+    assert verdicts("plain.json") == verdicts("with.json")
+
+
+def test_an_unwritable_events_file_exits_2_naming_the_flag_before_judging(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir" / "events.json"
+    done = run_cli("evaluate", CALCULATOR, "--otel-events", missing)
+    assert done.returncode == 2
+    assert done.stderr == f"error: --otel-events {missing}: the directory {missing.parent} does not exist\n"
+    same = tmp_path / "x.json"
+    done = run_cli("evaluate", CALCULATOR, "--out", same, "--otel-events", same)
+    assert (done.returncode, done.stderr) == (2, f"error: --out and --otel-events name the same file: {same}\n")
+    assert not same.exists()
