@@ -66,10 +66,10 @@ TIER_ORDER: tuple[str, ...] = ("needs_improvement", "inconsistent", "functional"
 ResultLike = Any  # EvaluationResult | str | Path | Mapping[str, Any]
 
 
-def _fail_from_cli(exc: Exception) -> None:
-    """A `CliError` (bad input, or an evaluation that could not run) as a failed test."""
-    __tracebackhide__ = True
-    pytest.fail(str(exc), pytrace=False)
+def _cli_failure(exc: Exception) -> BaseException:
+    """A `CliError` (bad input, or an evaluation that could not run) as the failure of the test
+    (`pytest.fail`'s exception, raised `from None`: the message alone, no traceback)."""
+    return pytest.fail.Exception(str(exc), pytrace=False)
 
 
 def _as_result(result: ResultLike, what: str = "result") -> EvaluationResult:
@@ -88,7 +88,7 @@ def _as_result(result: ResultLike, what: str = "result") -> EvaluationResult:
         if isinstance(result, str | Path):
             return _result_of(_read_json(Path(result), "result file", io.StringIO()), Path(result))
     except CliError as exc:
-        _fail_from_cli(exc)
+        raise _cli_failure(exc) from None
     raise TypeError(f"{what} must be an EvaluationResult, a result file's path or its JSON dict, got {type(result)}")
 
 
@@ -124,8 +124,7 @@ class FairForge:
             validated, import_warnings = _request_of(body, path)
             return _run_evaluation(validated, import_warnings, path, None)
         except CliError as exc:
-            _fail_from_cli(exc)
-            raise  # not reached: pytest.fail raises
+            raise _cli_failure(exc) from None
 
 
 def _as_json(dataset: Any) -> Any:
@@ -245,7 +244,7 @@ def _side(value: ResultLike, what: str, cache: dict[str, EvaluationResult]) -> E
         try:
             return _load_side(Path(value), io.StringIO(), sys.stderr, True, cache)
         except CliError as exc:
-            _fail_from_cli(exc)
+            raise _cli_failure(exc) from None
     return _as_result(value, what)
 
 
@@ -257,8 +256,7 @@ def _outcomes(result: EvaluationResult, assistant: str | None, what: str) -> lis
     try:
         return cli_outcomes(result, Path(f"<{what}>"), assistant, f"{what}_assistant")
     except CliError as exc:
-        _fail_from_cli(exc)
-        raise  # not reached: pytest.fail raises
+        raise _cli_failure(exc) from None
 
 
 def assert_no_regression(
