@@ -405,3 +405,10 @@ def test_the_cli_evaluates_compares_and_reports_with_only_the_slim_requirements(
     assert "verdict: " in done.stdout and "Traceback" not in done.stderr, done.stderr
     assert done.returncode in (0, 1, 4, 5)  # a verdict, whichever it is: not bad input (2), not a failed run (3)
     assert "numpy" in loaded and not loaded & set(refused)
+
+
+def test_a_provider_without_its_extra_is_bad_input_naming_it(installed: Path, refused: list[str]) -> None:
+    done, _ = run_slim(installed, refused, "evaluate", ROOT / "examples" / "openai.json", "--quiet")
+    assert done.returncode == 2, done.stderr
+    assert "langchain_openai.chat_models.ChatOpenAI is allowed but its package is not installed" in done.stderr
+    assert "Traceback" not in done.stderr
