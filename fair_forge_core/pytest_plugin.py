@@ -41,7 +41,8 @@ pytest's own `--junitxml` reports these tests like any other (a failure carries 
   any test: nothing was checked), when no task was scored on both sides, under
   `require_conclusive=True` when it is `inconclusive`, and under `require_same_judge=True`
   when the two were judged differently (`compare.judging_differences`). The message is the
-  comparison's report as `fair-forge compare` prints it. Returns the `Comparison`.
+  comparison's report as `fair-forge compare` prints it, and its `warning:` lines of the
+  differences in judging. Returns the `Comparison`.
 
 Every failure is an `AssertionError` whose message names the figure, its value and the
 threshold; the helpers' own frames are hidden from pytest's traceback.
@@ -294,6 +295,7 @@ def assert_no_regression(
     if comparison.shared_tasks == 0:
         raise AssertionError("no task was scored on both sides: nothing to compare")
     report = format_comparison(comparison, _describe(baseline, "baseline"), _describe(candidate, "candidate"))
+    report += "".join(f"warning: {difference}\n" for difference in judging)  # as `compare` prints them
     if comparison.verdict == "regressed":
         raise AssertionError(f"the candidate regressed against the baseline\n{report}")
     if comparison.verdict == "not_tested":

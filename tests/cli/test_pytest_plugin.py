@@ -235,3 +235,17 @@ def test_a_wrong_tier_name_is_a_usage_error() -> None:
 
     with pytest.raises(ValueError, match="at_least must be one of needs_improvement, inconsistent, functional"):
         assert_readiness({}, at_least="good")
+
+
+def test_require_same_judge_fails_on_a_difference_in_judging() -> None:
+    from fair_forge_core.pytest_plugin import FairForge, assert_no_regression
+
+    forge = FairForge()
+    baseline = forge.evaluate(sums(12), config={"k": 3})
+    candidate = forge.evaluate(sums(12), config={"k": 3, "threshold": 0.9})
+    with pytest.raises(AssertionError, match=r"not judged alike: .*threshold"):
+        assert_no_regression(baseline, candidate, require_same_judge=True)
+    # Without it, the same outcomes on 12 tasks are no regression (and no difference either).
+    assert assert_no_regression(baseline, candidate).verdict == "inconclusive"
+    with pytest.raises(AssertionError, match="inconclusive, and require_conclusive=True"):
+        assert_no_regression(baseline, candidate, require_conclusive=True)
