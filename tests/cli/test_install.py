@@ -55,11 +55,12 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     # No build isolation: nothing is downloaded (only 127.0.0.1 traffic in tests).
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(work / "dist"), str(source)],
-        check=True,
         capture_output=True,
+        text=True,
     )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return work / "dist"
 
 
