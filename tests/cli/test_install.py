@@ -199,6 +199,8 @@ EXTRA_ONLY_IMPORTS = {
     "certifi": {"openai", "groq"},
     # the pytest plugin: loaded by pytest, which is there when it runs.
     "pytest": set(),
+    # otel_sdk.py: `evaluate --otel-export`, imported only when asked for.
+    "opentelemetry": {"otel"},
 }
 THROUGH_ANOTHER_REQUIREMENT = {
     # pydantic requires the one pydantic-core release it was built with (==): a range of ours could only conflict.
@@ -234,7 +236,7 @@ def test_each_allowed_provider_is_an_extra_and_all_holds_them_all(wheel: Path) -
     from fair_forge_core.connectors.allowlist import BUILTIN_CONNECTORS
 
     meta = wheel_metadata(wheel)
-    extras = {"openai", "groq", "anthropic", "google", "ollama"}
+    extras = {"openai", "groq", "anthropic", "google", "ollama", "otel"}
     assert set(meta.get_all("Provides-Extra") or []) == extras | {"all"}
     (everything,) = required(meta, "all")  # fair-forge-agentic[openai,groq,…]: itself with every extra
     assert canonicalize_name(everything.name) == "fair-forge-agentic" and everything.extras == extras
@@ -252,8 +254,9 @@ def test_each_allowed_provider_is_an_extra_and_all_holds_them_all(wheel: Path) -
         "langchain-ollama",
     }
     assert providers <= under_all
-    for extra in extras:  # each extra is one provider's package (and what it needs)
+    for extra in extras - {"otel"}:  # each provider extra is one provider's package (and what it needs)
         assert len(names(required(meta, extra)) & providers) == 1, extra
+    assert names(required(meta, "otel")) == {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"}
 
 
 def test_the_entry_points_are_the_command_and_the_pytest_plugin(wheel: Path) -> None:
