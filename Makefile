@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 3000
 
-.PHONY: venv run serve test lint typecheck lock schema bench clean
+.PHONY: venv run serve test lint typecheck lock schema bench docs clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,5 +59,10 @@ lint: venv
 bench: venv
 	$(BIN)/python -m benchmarks
 
+## docs: build the docs site (mkdocs.yml) strictly into site/: a broken link or anchor, or any warning, fails
+## (`make test` runs the same build: tests/unit/test_docs_site.py)
+docs: venv
+	$(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis out
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis out site
