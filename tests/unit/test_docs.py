@@ -1,7 +1,10 @@
-"""The documentation holds together: every relative link in `docs/*.md` and README.md points at
-a file that exists and, for an ``#anchor`` into a Markdown page, at one of its headings (GitHub's
-slug rules); every docs page has one H1 and is linked from `docs/index.md`; and the code cites
-the docs pages, never the contract file that is not in the repository."""
+"""The documentation holds together: every relative link in the docs pages (`docs/**/*.md`) and
+README.md points at a file that exists and, for an ``#anchor`` into a Markdown page, at one of its
+headings (GitHub's slug rules, which the site's `pymdownx.slugs` shares); every docs page has one
+H1 and is in the site's nav (mkdocs.yml); no docs page links out of `docs/` (the site could not
+follow it); every citation of a section in the code (`README "X"`, `docs/how-to/ci.md "X"`) names
+a heading of that page; and the code cites the docs pages, never the contract file that is not in
+the repository. The site's strict build is tests/unit/test_docs_site.py."""
 
 from __future__ import annotations
 
@@ -10,13 +13,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-CHECKED_PAGES = [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
+DOCS_PAGES = sorted(DOCS.rglob("*.md"))
+CHECKED_PAGES = [*DOCS_PAGES, ROOT / "README.md"]
 """The pages whose links are checked."""
 
-CODE_DIRS = ("fair_forge_core", "handler", "tests", "benchmarks", "fair_forge_testing")
+CODE_DIRS = ("fair_forge_core", "handler", "tests", "benchmarks", "fair_forge_testing", "examples", "scripts")
 OLD_CONTRACT = "DESIGN" + ".md"
 """The file the code used to cite; spelt in two pieces so that this file does not mention it."""
 
@@ -175,10 +180,33 @@ def test_relative_links_point_at_existing_files_and_headings(page: Path) -> None
     assert broken_links(page) == []
 
 
-def test_every_docs_page_has_one_h1_and_is_linked_from_the_index() -> None:
-    pages = sorted(DOCS.glob("*.md"))
-    assert {page.name for page in pages} >= {
+def nav_pages(mkdocs_yml: str) -> list[str]:
+    """The pages (paths under `docs/`) the nav of `mkdocs_yml` lists, in order. The file's Python
+    tags (the slugify function) are read as nothing: only the nav matters here."""
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+
+    def walk(entry: object) -> list[str]:
+        if isinstance(entry, str):
+            return [entry]
+        if isinstance(entry, list):
+            return [page for item in entry for page in walk(item)]
+        if isinstance(entry, dict):
+            return [page for value in entry.values() for page in walk(value)]
+        return []
+
+    return walk(yaml.load(mkdocs_yml, Loader=Loader)["nav"])  # a SafeLoader: nothing is constructed
+
+
+def test_every_docs_page_has_one_h1_and_is_in_the_nav() -> None:
+    pages = {str(page.relative_to(DOCS)) for page in DOCS_PAGES}
+    assert pages >= {
         "index.md",
+        "tutorial.md",
+        "semantics.md",
         "request.md",
         "response.md",
         "correctness.md",
@@ -188,10 +216,89 @@ def test_every_docs_page_has_one_h1_and_is_linked_from_the_index() -> None:
         "judge.md",
         "limits.md",
         "jobs.md",
+        "compare.md",
+        "architecture.md",
     }
-    assert {page.name: h1_count(page.read_text(encoding="utf-8")) for page in pages} == {page.name: 1 for page in pages}
-    linked = {target.partition("#")[0] for target in link_targets((DOCS / "index.md").read_text(encoding="utf-8"))}
-    assert {page.name for page in pages if page.name != "index.md"} <= linked
+    assert {str(page.relative_to(DOCS)): h1_count(page.read_text(encoding="utf-8")) for page in DOCS_PAGES} == {
+        page: 1 for page in pages
+    }
+    nav = nav_pages((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert sorted(nav) == sorted(pages)  # each page once, and no nav entry without its page
+
+
+def test_the_contract_page_links_every_semantics_page() -> None:
+    semantics = {"request.md", "response.md", "correctness.md", "tool-rubric.md", "statistics.md"}
+    semantics |= {"readiness.md", "judge.md", "limits.md", "jobs.md", "compare.md"}
+    linked = {target.partition("#")[0] for target in link_targets((DOCS / "semantics.md").read_text(encoding="utf-8"))}
+    assert semantics <= linked
+
+
+@pytest.mark.parametrize("page", DOCS_PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_docs_pages_link_nothing_outside_docs(page: Path) -> None:
+    """The site holds `docs/` only: a link to `../examples/x.json` works on GitHub and breaks on
+    the site, so a repository file is named in `code` instead."""
+    outside = [
+        target
+        for target in link_targets(page.read_text(encoding="utf-8"))
+        if target
+        and not _SCHEME.match(target)
+        and not target.startswith(("//", "#"))
+        and not (page.parent / target.partition("#")[0]).resolve().is_relative_to(DOCS.resolve())
+    ]
+    assert outside == []
+
+
+# --------------------------------------------------------------------------- citations of sections
+
+_CITATION = re.compile(r'(README|docs/[\w./-]+\.md)\s+(?:#\s*)?"([^"]{1,160})"')
+"""A citation of a section by name: `README "Flaky tasks"`, `docs/how-to/ci.md "Gate your CI"`; the
+heading's text may wrap onto the next line (of a docstring, or of a ``#`` comment)."""
+
+
+def dangling_citations(text: str, where: str, root: Path = ROOT) -> list[str]:
+    """The citations in `text` naming a page that does not exist or a heading that page does not
+    have (compared by GitHub slug, so `code` spans and case do not matter)."""
+    problems = []
+    for match in _CITATION.finditer(text):
+        page = root / ("README.md" if match.group(1) == "README" else match.group(1))
+        heading = " ".join(re.sub(r"\n\s*#?\s*", " ", match.group(2)).split())
+        line = text.count("\n", 0, match.start()) + 1
+        if not page.is_file():
+            problems.append(f"{where}:{line}: {match.group(1)}: no such page")
+        elif github_slug(heading) not in anchors(page.read_text(encoding="utf-8")):
+            problems.append(f'{where}:{line}: {match.group(1)} has no heading "{heading}"')
+    return problems
+
+
+def test_dangling_citations_finds_missing_pages_and_headings(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# Title\n## Flaky tasks\n", encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ci.md").write_text("# CI\n## Gate your `CI`\n", encoding="utf-8")
+    text = (
+        'Docs: README "Flaky tasks", docs/ci.md "Gate your\n    # CI" and docs/ci.md "Gate your CI".\n'
+        'Gone: README "Tool policies", docs/gone.md "X", docs/ci.md "Flaky tasks".\n'
+    )
+    assert dangling_citations(text, "x.py", tmp_path) == [
+        'x.py:3: README has no heading "Tool policies"',
+        "x.py:3: docs/gone.md: no such page",
+        'x.py:3: docs/ci.md has no heading "Flaky tasks"',
+    ]
+
+
+def test_every_citation_of_a_section_names_a_heading_that_exists() -> None:
+    files = [
+        path
+        for directory in CODE_DIRS
+        for path in sorted((ROOT / directory).rglob("*"))
+        if path.suffix in {".py", ".sh", ".md"} and "__pycache__" not in path.parts and path != Path(__file__)
+    ]  # this file's own examples of citations aside
+    files += [*CHECKED_PAGES, ROOT / "SECURITY.md"]
+    problems = [
+        problem
+        for path in files
+        for problem in dangling_citations(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    ]
+    assert problems == []
 
 
 def test_code_cites_docs_pages_not_the_missing_contract_file() -> None:
