@@ -62,7 +62,7 @@ bench: venv
 ## docs: build the docs site (mkdocs.yml) strictly into site/: a broken link or anchor, or any warning, fails
 ## (`make test` runs the same build: tests/unit/test_docs_site.py)
 docs: venv
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis out site
