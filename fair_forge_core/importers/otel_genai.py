@@ -55,6 +55,13 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   `gen_ai.tool.call.arguments`, and is said. A response part read later replaces the
   result (it is what the model saw); other GenAI operations (embeddings, retrieval) are
   skipped and said; spans of no GenAI operation are ignored;
+- an MCP `tools/call` span (`mcp.method.name`, MCP semantic conventions: its
+  `gen_ai.operation.name` is `execute_tool` when set, the tool in `gen_ai.tool.name`) is a
+  tool span as above, unless another tool span records its call: one it descends from by
+  `parentSpanId` (the agent's `execute_tool` span around its MCP client span, the client
+  span around the server's), or, not linked, an `execute_tool` span of the same trace and
+  tool name that is no MCP span and whose time holds it. Such a span is skipped and said,
+  so a call is read once (`_mcp_same_call`);
 - a conversation whose spans carry no message content (capture is off by default) is a
   `TraceError` saying how to turn it on;
 - an inference span read for messages gives the turn its output is read in its
@@ -78,7 +85,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
-from fair_forge_core.importers.otel_spans import CONTENT, EVENT_ROLES, Span, bare_spans, read_spans
+from fair_forge_core.importers.otel_spans import CONTENT, EVENT_ROLES, WHERE, Span, bare_spans, id_key, read_spans
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -118,7 +125,12 @@ def traces_from_otel(data: Any) -> list[ImportedTrace]:
 
 
 def _traces(data: Any) -> list[ImportedTrace]:
-    spans, root, not_hex = read_spans(data)
+    return traces_of_spans(*read_spans(data))
+
+
+def traces_of_spans(spans: list[Span], root: str, not_hex: str | None) -> list[ImportedTrace]:
+    """The conversations of spans `read_spans` read (module docstring), also for the spans of
+    another convention translated to this one (`openinference`)."""
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.key[0], []).append(span)
@@ -189,6 +201,7 @@ def _timeline(
     while an inference span read for messages is still open (its stream closed late), right
     after that span's output (the latest-ending such span's). `spans` are in start order."""
     inference = [s for s in spans if s.attrs.get("gen_ai.operation.name") not in _AGENT_OPS and any(read[id(s)])]
+    same_call = _mcp_same_call(spans)
     talkers = {id(s) for s in (inference or [s for s in spans if any(read[id(s)])])}
     events: list[tuple[tuple[int, int, int], str, Span]] = []
     opened = (-1, -1)  # (end, event number of the output) of the latest-ending inference span started so far
@@ -199,13 +212,47 @@ def _timeline(
             events += [((span.start, number, 0), "input", span), ((span.end, number + 1, 0), "output", span)]
             if inference and span.end > opened[0]:
                 opened = (span.end, number + 1)
-        elif operation == "execute_tool":
+        elif id(span) in same_call:
+            skipped["MCP tools/call spans of a call another tool span records"] += 1
+        elif operation == "execute_tool" or _is_mcp_call(span):
             late = opened[0] > span.start
             events.append(((*opened, 1 + number) if late else (span.start, number, 0), "tool", span))
         elif isinstance(operation, str) and operation not in _READ_OPS:
             skipped[f"spans of operation {operation!r}"] += 1
     events.sort(key=lambda event: event[0])
     return [(kind, span) for _, kind, span in events]
+
+
+def _is_mcp_call(span: Span) -> bool:
+    """An MCP `tools/call` span (`mcp.method.name`; `gen_ai.operation.name` is only recommended on it)."""
+    return span.attrs.get("mcp.method.name") == "tools/call"
+
+
+def _mcp_same_call(spans: list[Span]) -> set[int]:
+    """The MCP `tools/call` spans that record a call another tool span records already (their
+    `id`s): those under a tool span (`execute_tool` or `tools/call`, by `parentSpanId`: the
+    agent's tool span around its MCP client span, the client span around the server's), and,
+    not linked to one, those inside the time of an `execute_tool` span that is no MCP span,
+    of the same trace and `gen_ai.tool.name`. Each call is read once, from its outermost span."""
+    by_id = {s.key: s for s in spans}
+    outer: dict[tuple[str, Any], list[Span]] = {}  # (trace, tool name) → its execute_tool spans that are no MCP span
+    for span in spans:
+        if span.attrs.get("gen_ai.operation.name") == "execute_tool" and not _is_mcp_call(span):
+            outer.setdefault((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), []).append(span)
+    same: set[int] = set()
+    for span in (s for s in spans if _is_mcp_call(s)):
+        seen, parent = {span.key}, by_id.get((span.key[0], id_key(span.parent_id)))
+        while parent is not None and parent.key not in seen:  # `seen`: a parent cycle ends the walk
+            if parent.attrs.get("gen_ai.operation.name") == "execute_tool" or _is_mcp_call(parent):
+                same.add(id(span))
+                break
+            seen.add(parent.key)
+            parent = by_id.get((parent.key[0], id_key(parent.parent_id)))
+        else:
+            around = outer.get((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), [])
+            if any(other.start <= span.start and span.end <= other.end for other in around):
+                same.add(id(span))
+    return same
 
 
 def _overlap(history: list[Any], keys: list[Any]) -> int:
@@ -336,7 +383,7 @@ class _Calls:
 def _feed(message: dict[str, Any], where: str, builder: TurnBuilder, calls: _Calls, skipped: Counter[str]) -> None:
     role, texts, asked = message["role"], [], []
     for n, part in enumerate(message["parts"]):
-        here, kind = f"{where}.parts[{n}]", part.get("type")
+        here, kind = str(part.get(WHERE) or f"{where}.parts[{n}]"), part.get("type")
         if kind == "text":
             texts.append(str(part.get("content", "")))
         elif kind == "tool_call":
@@ -420,7 +467,7 @@ def _attribute(span: Span, key: str) -> list[Message]:
             raise TraceError(f"{where}[{n}]", "a message is an object with a `role` and a list of `parts`")
         parts = [p if isinstance(p, dict) else {"type": type(p).__name__} for p in message["parts"]]
         parts = [p for p in parts if p.get("type") != "text" or str(p.get("content", "")).strip()]
-        messages.append(({"role": message.get("role"), "parts": parts}, f"{where}[{n}]"))
+        messages.append(({"role": message.get("role"), "parts": parts}, str(message.get(WHERE) or f"{where}[{n}]")))
     return messages
 
 
