@@ -100,7 +100,7 @@ from fair_forge_core.schemas.json_input import loads_json
 
 _AGENT_OPS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
 _READ_OPS = _AGENT_OPS | {"chat", "text_completion", "generate_content", "execute_tool"}
-_CAPTURE = (
+CAPTURE = (
     "no span carries message content, so there is no query to evaluate: turn content capture on in the"
     " instrumentation (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true for the OpenTelemetry Python"
     " GenAI instrumentations) and export the traces again"
@@ -128,9 +128,12 @@ def _traces(data: Any) -> list[ImportedTrace]:
     return traces_of_spans(*read_spans(data))
 
 
-def traces_of_spans(spans: list[Span], root: str, not_hex: str | None) -> list[ImportedTrace]:
+def traces_of_spans(
+    spans: list[Span], root: str, not_hex: str | None, *, no_content: str = CAPTURE
+) -> list[ImportedTrace]:
     """The conversations of spans `read_spans` read (module docstring), also for the spans of
-    another convention translated to this one (`openinference`)."""
+    another convention translated to this one (`openinference`); `no_content` says how to
+    capture content when a conversation has none."""
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.key[0], []).append(span)
@@ -145,7 +148,7 @@ def traces_of_spans(spans: list[Span], root: str, not_hex: str | None) -> list[I
         conversations.setdefault(next((i for i in ids if isinstance(i, str) and i), trace_id), []).extend(members)
     if not conversations:
         raise TraceError(root, "holds no GenAI span (no gen_ai.* attribute or event)")
-    traces = [_conversation(key, members) for key, members in conversations.items()]
+    traces = [_conversation(key, members, no_content) for key, members in conversations.items()]
     if skipped:
         more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
         traces[0].warnings.append(f"traces without any GenAI span skipped: {', '.join(skipped[:5])}{more}")
@@ -154,13 +157,13 @@ def traces_of_spans(spans: list[Span], root: str, not_hex: str | None) -> list[I
     return traces
 
 
-def _conversation(key: str, spans: list[Span]) -> ImportedTrace:
+def _conversation(key: str, spans: list[Span], no_content: str) -> ImportedTrace:
     spans.sort(key=lambda s: s.start)  # stable: equal times keep the input's order
     where = spans[0].where
     builder, calls, skipped = TurnBuilder(where), _Calls(), Counter[str]()
     read = {id(s): _messages(s, builder.warnings) for s in spans}
     if not any(p.get("type") == "text" for i, o in read.values() for m, _ in i + o for p in m["parts"]):
-        raise TraceError(where, f"trace {key}: {_CAPTURE}")
+        raise TraceError(where, f"trace {key}: {no_content}")
     history: list[tuple[str, ...]] = []
     for kind, span in _timeline(spans, read, skipped):
         if kind == "tool":
