@@ -20,6 +20,7 @@ import pytest
 
 from fair_forge_core.importers import TraceError, datasets_from_traces
 from fair_forge_core.importers.langfuse import traces_from_langfuse
+from fair_forge_core.trace_formats import looks_like_traces
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "unit" / "trace_fixtures" / "langfuse"
@@ -148,3 +149,8 @@ def test_the_example_joins_its_references_with_no_problem() -> None:
     )
     assert warnings == []
     assert (count, sorted(d["task_id"] for d in datasets)) == (2, ["book-slot", "weather-oslo"])
+
+
+def test_a_langfuse_trace_given_as_a_request_is_seen_as_a_traces_file() -> None:
+    assert looks_like_traces(trace())
+    assert not looks_like_traces({"datasets": [], "observations": []})
