@@ -18,7 +18,8 @@ EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j
   trace's. A trace is one turn;
 - the query is the trace's `input`: text, the last user message of a list of messages
   (OpenAI or LangChain shapes) or of its `messages`, else its `input`, `question` or
-  `query`, else its only text; else the last user message of the first generation's
+  `query`, else the only text of `args` and `kwargs` (what the SDK's `@observe` records of
+  the function's arguments), else its only text; else the last user message of the first generation's
   `input` (said); else an error naming `input`;
 - observations are read in `startTime` order (equal or unreadable times: input order, an
   unreadable one said); those inside a TOOL observation (by `parentObservationId`) are the
@@ -250,6 +251,10 @@ def _text_in(value: Any, where: str, kind: str, keys: tuple[str, ...]) -> str | 
     named = [value[k] for k in keys if isinstance(value.get(k), str)]
     if named:
         return str(named[0])
+    if isinstance(value.get("args"), list) and isinstance(value.get("kwargs", {}), dict):  # `@observe`'s record
+        texts = [*value["args"], *value.get("kwargs", {}).values()]
+        texts = [item for item in texts if isinstance(item, str)]
+        return texts[0] if len(texts) == 1 else None
     texts = [item for item in value.values() if isinstance(item, str)]
     return texts[0] if len(texts) == 1 else None
 

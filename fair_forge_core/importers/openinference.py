@@ -34,7 +34,8 @@ By `openinference.span.kind`:
   `input.value` of `input.mime_type` text/plain (the default), or JSON holding text, or an
   object holding text in `input`, `query`, `question` or `message` (and likewise `output`);
 - other kinds (RETRIEVER, EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR, PROMPT) are context,
-  not read;
+  not read; an LLM or TOOL span under a TOOL span (by `parentSpanId`) is the tool's own
+  work (a sub-agent, a tool calling a model): not read, and counted in the warnings;
 - `session.id` (any span) is the conversation (the traces of one session are one
   conversation, as `gen_ai.conversation.id`); `agent.name` (any span) the assistant
   (else the resource's `service.name`, else ``agent``); a root span's `metadata` (a JSON
@@ -53,7 +54,7 @@ import re
 from typing import Any
 
 from fair_forge_core.importers.otel_genai import traces_of_spans
-from fair_forge_core.importers.otel_spans import WHERE, Span, bare_spans, read_spans
+from fair_forge_core.importers.otel_spans import WHERE, Span, bare_spans, id_key, read_spans
 from fair_forge_core.importers.trace import FINAL_STATE, ImportedTrace, TraceError, parse_json_text
 
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant"}
@@ -74,7 +75,11 @@ def traces_from_openinference(data: Any) -> list[ImportedTrace]:
     """The conversations of the OpenInference spans in `data` (see the module docstring)."""
     try:
         spans, root, not_hex = read_spans(data)
-        translated = [_translate(span) for span in spans]
+        flat = [_flat(span.attrs) for span in spans]
+        inside = _inside_tool(spans, [_kind(attrs) for attrs in flat])
+        translated = [
+            _translate(span, attrs, n in inside) for n, (span, attrs) in enumerate(zip(spans, flat, strict=True))
+        ]
         if not any(translated) and not any(k.startswith("gen_ai.") for s in spans for k in s.attrs):
             raise TraceError(root, "holds no OpenInference span (openinference.span.kind LLM, TOOL, AGENT or CHAIN)")
         return traces_of_spans(spans, root, not_hex, no_content=_CAPTURE)
@@ -84,15 +89,45 @@ def traces_from_openinference(data: Any) -> list[ImportedTrace]:
         ) from None
 
 
-def _translate(span: Span) -> bool:
-    """`span`'s OpenInference attributes as the GenAI attributes they mean (module docstring);
-    whether it is of a kind that is read."""
-    attrs = _flat(span.attrs)
+def _kind(attrs: dict[str, Any]) -> str | None:
     kind = attrs.get("openinference.span.kind")
+    return kind.upper() if isinstance(kind, str) else None
+
+
+def _inside_tool(spans: list[Span], kinds: list[str | None]) -> set[int]:
+    """The indexes of the spans under a TOOL span (by `parentSpanId`, within a trace): each walk
+    up stops at a span already decided, so each span is visited once; a cycle ends a walk."""
+    index = {span.key: n for n, span in enumerate(spans)}
+    decided: dict[int, bool] = {}
+    for start in range(len(spans)):
+        chain, node, found = [start], start, False
+        while start not in decided:
+            parent = index.get((spans[node].key[0], id_key(spans[node].parent_id)))
+            if parent is None or parent in chain:
+                break
+            if kinds[parent] == "TOOL" or decided.get(parent, False):
+                found = True
+                break
+            if parent in decided:
+                break
+            chain.append(parent)
+            node = parent
+        for member in chain:
+            decided.setdefault(member, found)
+    return {n for n, inside in decided.items() if inside}
+
+
+def _translate(span: Span, attrs: dict[str, Any], inside_tool: bool) -> bool:
+    """`span`'s OpenInference attributes (`attrs`, flattened) as the GenAI attributes they mean
+    (module docstring); whether it is of a kind that is read. An LLM or TOOL span inside a
+    TOOL span is the tool's own work: it is named as an operation that is skipped and said."""
+    kind = _kind(attrs)
     where = f"{span.where}.attributes"
-    operation = _OPERATIONS.get(kind.upper()) if isinstance(kind, str) else None
+    operation = _OPERATIONS.get(kind) if kind is not None else None
     genai: dict[str, Any] = {}
-    if operation == "chat":
+    if inside_tool and operation in ("chat", "execute_tool"):
+        operation = f"{kind} inside a TOOL span: the tool's own work"
+    elif operation == "chat":
         genai["gen_ai.input.messages"] = _messages(attrs, "llm.input_messages", where)
         genai["gen_ai.output.messages"] = _messages(attrs, "llm.output_messages", where)
         genai["gen_ai.usage.input_tokens"] = attrs.get("llm.token_count.prompt")

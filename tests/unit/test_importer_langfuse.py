@@ -154,3 +154,11 @@ def test_the_example_joins_its_references_with_no_problem() -> None:
 def test_a_langfuse_trace_given_as_a_request_is_seen_as_a_traces_file() -> None:
     assert looks_like_traces(trace())
     assert not looks_like_traces({"datasets": [], "observations": []})
+
+
+def test_the_arguments_observe_records_give_the_query_when_one_of_them_is_text() -> None:
+    (imported,) = traces_from_langfuse(trace(input={"args": ["Weather in Rome?"], "kwargs": {"retries": 2}}))
+    assert imported.turns[0].query == "Weather in Rome?"
+    with pytest.raises(TraceError) as raised:
+        traces_from_langfuse(trace(input={"args": ["a"], "kwargs": {"b": "c"}}))
+    assert raised.value.field == "traces[0].input"

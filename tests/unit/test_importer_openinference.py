@@ -207,3 +207,32 @@ def test_the_example_joins_its_references_with_no_problem() -> None:
     datasets, warnings, count = datasets_from_traces("openinference", traces, references, task_key="metadata.task")
     assert warnings == []
     assert len(datasets) == count == len({r["task_id"] for r in references})
+
+
+def test_llm_and_tool_spans_under_a_tool_span_are_the_tools_own_work_and_are_said() -> None:
+    output = {
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "research",
+    }
+    tool = span(
+        3, {"openinference.span.kind": "TOOL", "tool.name": "research", "tool.id": "c1", "output.value": "done"}, 1
+    )
+    chain = span(4, {"openinference.span.kind": "CHAIN"}, parent=3)
+    sub_llm = span(5, {"openinference.span.kind": "LLM", **messages("llm.input_messages", ("user", "sub-question"))}, 4)
+    sub_tool = span(6, {"openinference.span.kind": "TOOL", "tool.name": "search", "output.value": "x"}, 5)
+    (trace,) = traces_from_openinference(request(AGENT, llm(2, **ASKED, **output), tool, chain, sub_llm, sub_tool))
+    assert [turn.query for turn in trace.turns] == ["q"]
+    assert trace.turns[0].tools_used == [{"tool_name": "research", "parameters": {}, "step": 1, "result": "done"}]
+    assert f'{SPANS}[0]: 1 spans of operation "LLM inside a TOOL span: the tool\'s own work" skipped' in trace.warnings
+    assert f'{SPANS}[0]: 1 spans of operation "TOOL inside a TOOL span: the tool\'s own work" skipped' in trace.warnings
+
+
+def test_a_parent_cycle_ends_the_walk_up_and_reads_the_spans() -> None:
+    answered = messages("llm.output_messages", ("assistant", "a"))
+    looped = request(
+        span(2, {"openinference.span.kind": "LLM", **ASKED, **answered}, parent=3),
+        span(3, {"openinference.span.kind": "CHAIN"}, parent=2),
+    )
+    (trace,) = traces_from_openinference(looped)
+    assert [(t.query, t.answer) for t in trace.turns] == [("q", "a")]
