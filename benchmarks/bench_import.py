@@ -1,8 +1,9 @@
 """Issue #14 — importers: 10,000 spans (messages, runs, span objects) of each trace format.
 
 Each format's example in `examples/traces/` is copied until it holds at least 10,000
-units (messages for `openai` and `langchain`, spans for `otel`, trace and span objects
-for `openai-agents`, runs for `langsmith`); each copy gets fresh ids (hex ids and UUIDs
+units (messages for `openai` and `langchain`, spans for `otel` and `openinference`, trace
+and span objects for `openai-agents`, runs for `langsmith`, traces and observations for
+`langfuse`); each copy gets fresh ids (hex ids and UUIDs
 rewritten consistently, conversation and thread ids suffixed), so copies stay separate
 conversations as in a real export. Timed: the importer alone, and `datasets_from_traces`
 (import and the join with the example's references). Target: under 3 s each.
@@ -29,27 +30,37 @@ TARGET_S = 3.0
 _UUID = re.compile(r"(?<=[0-9a-f]{8}-)[0-9a-f]{4}(?=-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")  # its 2nd group
 _HEX = re.compile(r"(?<![0-9a-f-])(?:[0-9a-f]{32}|[0-9a-f]{24}|[0-9a-f]{16})(?![0-9a-f-])")  # trace, span ids
 _THREAD = re.compile(
-    r'("(?:group_id|thread_id|conversation_id)":"|"gen_ai\.conversation\.id","value":\{"stringValue":")([^"]+)'
+    r'("(?:group_id|thread_id|conversation_id|sessionId)":"'
+    r'|"(?:gen_ai\.conversation|session)\.id","value":\{"stringValue":")([^"]+)'
 )
+_LANGFUSE_ID = re.compile(r'("(?:id|traceId|parentObservationId)":")([^"]+)')  # Langfuse ids are any text
 
 
-def fresh_copy(compact: str, n: int) -> Any:
+def fresh_copy(compact: str, n: int, trace_format: str = "") -> Any:
     """The example (compact JSON text) with its ids made unique to copy `n`."""
+    if trace_format == "langfuse":
+        compact = _LANGFUSE_ID.sub(lambda m: f"{m.group(1)}{m.group(2)}~{n}", compact)
     text = _UUID.sub(lambda m: f"{n:04x}", compact)
     text = _HEX.sub(lambda m: f"{n:08x}{m.group(0)[8:]}", text)
     text = _THREAD.sub(lambda m: f"{m.group(1)}{m.group(2)}~{n}", text)
     return json.loads(text)
 
 
-UNITS: dict[str, Callable[[list[Any]], int]] = {
-    "openai": lambda items: sum(len(t["messages"] if isinstance(t, dict) else t) for t in items),
-    "langchain": lambda items: sum(len(t["messages"] if isinstance(t, dict) else t) for t in items),
-    "otel": lambda items: sum(
+def _otlp_spans(items: list[Any]) -> int:
+    return sum(
         len(scope.get("spans", []))
         for request in items
         for resource in request.get("resourceSpans", [])
         for scope in resource.get("scopeSpans", [])
-    ),
+    )
+
+
+UNITS: dict[str, Callable[[list[Any]], int]] = {
+    "openai": lambda items: sum(len(t["messages"] if isinstance(t, dict) else t) for t in items),
+    "langchain": lambda items: sum(len(t["messages"] if isinstance(t, dict) else t) for t in items),
+    "otel": _otlp_spans,
+    "openinference": _otlp_spans,
+    "langfuse": lambda items: sum(1 + len(t.get("observations") or []) for t in items),
     "openai-agents": lambda items: sum(len(payload["data"]) if isinstance(payload, dict) else 1 for payload in items),
     "langsmith": len,
 }
@@ -60,7 +71,7 @@ def scaled(items: list[Any], trace_format: str, units: int) -> tuple[list[Any], 
     """Copies of an example's items as one list with at least `units` units, and their count."""
     compact = json.dumps(items, separators=(",", ":"), ensure_ascii=False)
     copies = math.ceil(units / UNITS[trace_format](items))
-    scaled_items = [item for n in range(copies) for item in fresh_copy(compact, n)]
+    scaled_items = [item for n in range(copies) for item in fresh_copy(compact, n, trace_format)]
     return scaled_items, UNITS[trace_format](scaled_items)
 
 

@@ -28,6 +28,8 @@ TRACE_EXAMPLES = {  # file in traces/ → (its format, the task key)
     "otel_genai.json": ("otel", "metadata.app.task"),
     "openai_agents.json": ("openai-agents", "metadata.task"),
     "langsmith_runs.json": ("langsmith", "metadata.task"),
+    "openinference_spans.json": ("openinference", "metadata.task"),
+    "langfuse_traces.json": ("langfuse", "metadata.task"),
     "support_tasks.json": ("openai", "metadata.task"),
 }
 TRACE_CONFIGS = {  # file in traces/ → its request's config, when it has one

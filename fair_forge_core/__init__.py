@@ -11,7 +11,7 @@ the Lambda's cold start)::
 
 - `evaluate` / `evaluate_sync`: judge and score conversations (`Dataset`s), any LangChain chat
   model as the judge, or a list of them (an ensemble); `EvaluationConfig` holds every option.
-- `datasets_from_traces`: agent traces (five formats) and a references file to datasets.
+- `datasets_from_traces`: agent traces (seven formats) and a references file to datasets.
 - `compare`: is the candidate better than the baseline? (`compare(baseline, candidate, k=3)`: the
   package `fair_forge_core.compare`, callable as its `compare` function)
 - `render_html`: the self-contained HTML report of a result.

@@ -3,17 +3,28 @@
 
 from typing import Literal, get_args
 
-TraceFormat = Literal["openai", "langchain", "otel", "openai-agents", "langsmith"]
+TraceFormat = Literal["openai", "langchain", "otel", "openai-agents", "langsmith", "openinference", "langfuse"]
 """`TraceSource.format` in a request, `fair-forge convert --from` on the command line."""
 
 TRACE_FORMATS: tuple[str, ...] = get_args(TraceFormat)
 
 
 TRACE_EXPORT_KEYS = frozenset(
-    {"resourceSpans", "resourceLogs", "traceId", "spanId", "messages", "data", "object", "span_data", "run_type"}
+    {
+        "resourceSpans",
+        "resourceLogs",
+        "traceId",
+        "spanId",
+        "messages",
+        "data",
+        "object",
+        "span_data",
+        "run_type",
+        "observations",
+    }
 )
 """Top-level keys of what the importers read (an OTLP export request or span, a message list
-trace, an OpenAI Agents payload or object, a LangSmith run), never of a request."""
+trace, an OpenAI Agents payload or object, a LangSmith run, a Langfuse trace), never of a request."""
 
 
 def looks_like_traces(data: object) -> bool:

@@ -14,9 +14,11 @@ Every problem is a `TraceError` naming the trace and the field (`traces[2].messa
 
 from fair_forge_core.importers.formats import IMPORTERS, datasets_from_traces, request_field
 from fair_forge_core.importers.langchain_messages import traces_from_langchain
+from fair_forge_core.importers.langfuse import traces_from_langfuse
 from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
+from fair_forge_core.importers.openinference import traces_from_openinference
 from fair_forge_core.importers.otel_genai import traces_from_otel
 from fair_forge_core.importers.references import JoinReport, join_references
 from fair_forge_core.importers.trace import ImportedTrace, ImportedTurn, TraceError
@@ -31,8 +33,10 @@ __all__ = [
     "join_references",
     "request_field",
     "traces_from_langchain",
+    "traces_from_langfuse",
     "traces_from_langsmith",
     "traces_from_openai",
     "traces_from_openai_agents",
+    "traces_from_openinference",
     "traces_from_otel",
 ]

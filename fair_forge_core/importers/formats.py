@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 from fair_forge_core.importers.langchain_messages import traces_from_langchain
+from fair_forge_core.importers.langfuse import traces_from_langfuse
 from fair_forge_core.importers.langsmith_runs import traces_from_langsmith
 from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
+from fair_forge_core.importers.openinference import traces_from_openinference
 from fair_forge_core.importers.otel_genai import traces_from_otel
 from fair_forge_core.importers.references import join_references
 from fair_forge_core.importers.trace import ImportedTrace, TraceError
@@ -19,6 +21,8 @@ IMPORTERS: dict[str, Callable[[Any], list[ImportedTrace]]] = {
     "otel": traces_from_otel,
     "openai-agents": traces_from_openai_agents,
     "langsmith": traces_from_langsmith,
+    "openinference": traces_from_openinference,
+    "langfuse": traces_from_langfuse,
 }
 """Each trace format and the importer that reads it: the keys are `schemas.TRACE_FORMATS` (tested)."""
 

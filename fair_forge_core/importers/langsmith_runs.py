@@ -408,6 +408,10 @@ class _Pending:
         call = _first(self._by_arguments.get((name, arguments))) if arguments is not None else None
         return call or _first(self._by_name.get(name))
 
+    def take_id(self, call_id: str) -> _Call | None:
+        """The first unanswered call with `call_id`, marked answered; `None` when none is left."""
+        return _first(self._by_id.get(call_id))
+
 
 def _first(queue: deque[_Call] | None) -> _Call | None:
     """The first unanswered call of `queue`, taken out of it and marked answered."""

@@ -55,6 +55,13 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   `gen_ai.tool.call.arguments`, and is said. A response part read later replaces the
   result (it is what the model saw); other GenAI operations (embeddings, retrieval) are
   skipped and said; spans of no GenAI operation are ignored;
+- an MCP `tools/call` span (`mcp.method.name`, MCP semantic conventions: its
+  `gen_ai.operation.name` is `execute_tool` when set, the tool in `gen_ai.tool.name`) is a
+  tool span as above, unless another tool span records its call: one it descends from by
+  `parentSpanId` (the agent's `execute_tool` span around its MCP client span, the client
+  span around the server's), or, not linked, an `execute_tool` span of the same trace and
+  tool name that is no MCP span and whose time holds it. Such a span is skipped and said,
+  so a call is read once (`_mcp_same_call`);
 - a conversation whose spans carry no message content (capture is off by default) is a
   `TraceError` saying how to turn it on;
 - an inference span read for messages gives the turn its output is read in its
@@ -81,7 +88,8 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
-from fair_forge_core.importers.otel_spans import CONTENT, EVENT_ROLES, Span, bare_spans, read_spans
+from fair_forge_core.importers.otel_messages import Message, span_messages
+from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Span, bare_spans, id_key, read_spans
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -92,16 +100,14 @@ from fair_forge_core.importers.trace import (
     parse_json_text,
     read_token_count,
 )
-from fair_forge_core.schemas.json_input import loads_json
 
 _AGENT_OPS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
 _READ_OPS = _AGENT_OPS | {"chat", "text_completion", "generate_content", "execute_tool"}
-_CAPTURE = (
+CAPTURE = (
     "no span carries message content, so there is no query to evaluate: turn content capture on in the"
     " instrumentation (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true for the OpenTelemetry Python"
     " GenAI instrumentations) and export the traces again"
 )
-Message = tuple[dict[str, Any], str]  # a message ({"role", "parts"}) and its field path
 
 
 NOT_HEX = (
@@ -121,7 +127,15 @@ def traces_from_otel(data: Any) -> list[ImportedTrace]:
 
 
 def _traces(data: Any) -> list[ImportedTrace]:
-    spans, root, not_hex = read_spans(data)
+    return traces_of_spans(*read_spans(data))
+
+
+def traces_of_spans(
+    spans: list[Span], root: str, not_hex: str | None, *, no_content: str = CAPTURE
+) -> list[ImportedTrace]:
+    """The conversations of spans `read_spans` read (module docstring), also for the spans of
+    another convention translated to this one (`openinference`); `no_content` says how to
+    capture content when a conversation has none."""
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.key[0], []).append(span)
@@ -136,7 +150,7 @@ def _traces(data: Any) -> list[ImportedTrace]:
         conversations.setdefault(next((i for i in ids if isinstance(i, str) and i), trace_id), []).extend(members)
     if not conversations:
         raise TraceError(root, "holds no GenAI span (no gen_ai.* attribute or event)")
-    traces = [_conversation(key, members) for key, members in conversations.items()]
+    traces = [_conversation(key, members, no_content) for key, members in conversations.items()]
     if skipped:
         more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
         traces[0].warnings.append(f"traces without any GenAI span skipped: {', '.join(skipped[:5])}{more}")
@@ -145,13 +159,13 @@ def _traces(data: Any) -> list[ImportedTrace]:
     return traces
 
 
-def _conversation(key: str, spans: list[Span]) -> ImportedTrace:
+def _conversation(key: str, spans: list[Span], no_content: str) -> ImportedTrace:
     spans.sort(key=lambda s: s.start)  # stable: equal times keep the input's order
     where = spans[0].where
     builder, calls, skipped = TurnBuilder(where), _Calls(), Counter[str]()
-    read = {id(s): _messages(s, builder.warnings) for s in spans}
+    read = {id(s): span_messages(s, builder.warnings) for s in spans}
     if not any(p.get("type") == "text" for i, o in read.values() for m, _ in i + o for p in m["parts"]):
-        raise TraceError(where, f"trace {key}: {_CAPTURE}")
+        raise TraceError(where, f"trace {key}: {no_content}")
     history: list[tuple[str, ...]] = []
     for kind, span in _timeline(spans, read, skipped):
         if kind == "tool":
@@ -193,6 +207,7 @@ def _timeline(
     while an inference span read for messages is still open (its stream closed late), right
     after that span's output (the latest-ending such span's). `spans` are in start order."""
     inference = [s for s in spans if s.attrs.get("gen_ai.operation.name") not in _AGENT_OPS and any(read[id(s)])]
+    same_call = _mcp_same_call(spans)
     talkers = {id(s) for s in (inference or [s for s in spans if any(read[id(s)])])}
     events: list[tuple[tuple[int, int, int], str, Span]] = []
     opened = (-1, -1)  # (end, event number of the output) of the latest-ending inference span started so far
@@ -203,13 +218,47 @@ def _timeline(
             events += [((span.start, number, 0), "input", span), ((span.end, number + 1, 0), "output", span)]
             if inference and span.end > opened[0]:
                 opened = (span.end, number + 1)
-        elif operation == "execute_tool":
+        elif id(span) in same_call:
+            skipped["MCP tools/call spans of a call another tool span records"] += 1
+        elif operation == "execute_tool" or _is_mcp_call(span):
             late = opened[0] > span.start
             events.append(((*opened, 1 + number) if late else (span.start, number, 0), "tool", span))
         elif isinstance(operation, str) and operation not in _READ_OPS:
             skipped[f"spans of operation {operation!r}"] += 1
     events.sort(key=lambda event: event[0])
     return [(kind, span) for _, kind, span in events]
+
+
+def _is_mcp_call(span: Span) -> bool:
+    """An MCP `tools/call` span (`mcp.method.name`; `gen_ai.operation.name` is only recommended on it)."""
+    return span.attrs.get("mcp.method.name") == "tools/call"
+
+
+def _mcp_same_call(spans: list[Span]) -> set[int]:
+    """The MCP `tools/call` spans that record a call another tool span records already (their
+    `id`s): those under a tool span (`execute_tool` or `tools/call`, by `parentSpanId`: the
+    agent's tool span around its MCP client span, the client span around the server's), and,
+    not linked to one, those inside the time of an `execute_tool` span that is no MCP span,
+    of the same trace and `gen_ai.tool.name`. Each call is read once, from its outermost span."""
+    by_id = {s.key: s for s in spans}
+    outer: dict[tuple[str, Any], list[Span]] = {}  # (trace, tool name) → its execute_tool spans that are no MCP span
+    for span in spans:
+        if span.attrs.get("gen_ai.operation.name") == "execute_tool" and not _is_mcp_call(span):
+            outer.setdefault((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), []).append(span)
+    same: set[int] = set()
+    for span in (s for s in spans if _is_mcp_call(s)):
+        seen, parent = {span.key}, by_id.get((span.key[0], id_key(span.parent_id)))
+        while parent is not None and parent.key not in seen:  # `seen`: a parent cycle ends the walk
+            if parent.attrs.get("gen_ai.operation.name") == "execute_tool" or _is_mcp_call(parent):
+                same.add(id(span))
+                break
+            seen.add(parent.key)
+            parent = by_id.get((parent.key[0], id_key(parent.parent_id)))
+        else:
+            around = outer.get((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), [])
+            if any(other.start <= span.start and span.end <= other.end for other in around):
+                same.add(id(span))
+    return same
 
 
 def _overlap(history: list[Any], keys: list[Any]) -> int:
@@ -358,7 +407,7 @@ def _feed(
 ) -> None:
     role, texts, asked = message["role"], [], []
     for n, part in enumerate(message["parts"]):
-        here, kind = f"{where}.parts[{n}]", part.get("type")
+        here, kind = str(part.get(WHERE) or f"{where}.parts[{n}]"), part.get("type")
         if kind == "text":
             texts.append(str(part.get("content", "")))
         elif kind == "tool_call":
@@ -403,69 +452,6 @@ def _tool_span(span: Span, builder: TurnBuilder, calls: _Calls) -> None:
     builder.step([RawCall(name, arguments, span.where, call_id, result, failed)], span.where)
     if call_id:
         calls.known(call_id, answered=True)
-
-
-def _messages(span: Span, warnings: list[str]) -> tuple[list[Message], list[Message]]:
-    """A span's input and output messages, from its attributes or its older events;
-    system messages left out, as are messages without parts (content not captured)."""
-    inputs, outputs = _attribute(span, "gen_ai.input.messages"), _attribute(span, "gen_ai.output.messages")
-    for name, body, where in span.events:
-        role = EVENT_ROLES[name]
-        if name == "gen_ai.choice":
-            if body.get("index", 0) not in (0, "0"):
-                continue  # the later choices are said below, with those of output attributes
-            body = body.get("message") if isinstance(body.get("message"), dict) else {}
-            where = f"{where}.message"
-        message = {"role": role, "parts": _event_parts(body, where)}
-        (outputs if name == "gen_ai.choice" else inputs).append((message, where))
-    choices = sum(1 for name, body, _ in span.events if name == "gen_ai.choice") or len(outputs)
-    if choices > 1:
-        warnings.append(f"{span.where}: {choices} output choices; the first is read")
-    keep = [(m, w) for m, w in inputs if m["role"] not in ("system", "developer") and m["parts"]]
-    return keep, [(m, w) for m, w in outputs if m["parts"]]
-
-
-def _attribute(span: Span, key: str) -> list[Message]:
-    raw, where = span.attrs.get(key), f"{span.where}.attributes.{key}"
-    if raw is None:
-        return []
-    if isinstance(raw, str):
-        try:
-            raw = loads_json(raw)  # strict JSON: NaN, ±Infinity and lone surrogates are refused too
-        except (ValueError, RecursionError):  # nested deeper than Python's parser goes: not JSON to us
-            raise TraceError(where, "is not JSON") from None
-    if not isinstance(raw, list):
-        raise TraceError(where, "must be a list of messages")
-    messages = []
-    for n, message in enumerate(raw):
-        if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
-            raise TraceError(f"{where}[{n}]", "a message is an object with a `role` and a list of `parts`")
-        parts = [p if isinstance(p, dict) else {"type": type(p).__name__} for p in message["parts"]]
-        parts = [p for p in parts if p.get("type") != "text" or str(p.get("content", "")).strip()]
-        messages.append(({"role": message.get("role"), "parts": parts}, f"{where}[{n}]"))
-    return messages
-
-
-def _event_parts(body: dict[str, Any], where: str) -> list[dict[str, Any]]:
-    """An older event's body (`content`, `tool_calls`, `id`) as the parts of a message;
-    `tool_calls` is a list of objects (`{"id", "function": {"name", "arguments"}}`)."""
-    parts: list[dict[str, Any]] = []
-    content, call_id = body.get("content"), body.get("id", body.get("tool_call_id"))
-    if call_id is not None and "content" in body:
-        parts.append({"type": "tool_call_response", "id": call_id, "response": content})
-    elif isinstance(content, list):
-        parts += [{"type": "text", "content": p["text"]} for p in content if isinstance(p, dict) and "text" in p]
-    elif content not in (None, ""):
-        parts.append({"type": "text", "content": content if isinstance(content, str) else json.dumps(content)})
-    tool_calls = body.get("tool_calls") or []
-    if not isinstance(tool_calls, list):
-        raise TraceError(f"{where}.tool_calls", "must be a list of tool calls")
-    for n, call in enumerate(tool_calls):
-        if not isinstance(call, dict):
-            raise TraceError(f"{where}.tool_calls[{n}]", 'a tool call is an object ({"id", "function"})')
-        function = call["function"] if isinstance(call.get("function"), dict) else {}
-        parts.append({"type": "tool_call", "id": call.get("id"), **function})
-    return parts
 
 
 def _metadata(spans: list[Span]) -> dict[str, Any]:

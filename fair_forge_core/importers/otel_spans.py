@@ -18,6 +18,9 @@ CONTENT = frozenset(
 EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.choice": "assistant"}
 EVENT_ROLES |= {"gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+WHERE = "\0where"
+"""A key a message or part built by another importer may carry (`openinference`): its field path
+in that importer's input, named in errors and warnings instead of the GenAI attribute's."""
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Span:
     failed: bool
     status: str
     events: list[tuple[str, Any, str]] = field(default_factory=list)  # (name, body, where)
+    parent_id: str = ""  # `parentSpanId` as written ("" for a root)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -151,6 +155,7 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[Span]:
             resource,
             status.get("code") in (2, "2", "STATUS_CODE_ERROR", "ERROR"),
             str(status.get("message") or ""),
+            parent_id=str(span.get("parentSpanId") or ""),
         )
         for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
             if isinstance(event.get("name"), str) and event["name"] in EVENT_ROLES:

@@ -663,3 +663,51 @@ def test_each_turn_keeps_the_span_its_answer_came_from_in_lower_case_hex() -> No
     (base64,) = traces_from_otel(json.loads(text.replace("8000000000000002", "gAAAAAAAAAI=")))
     assert base64.turns[0].trace_span is None
     assert trace.turns[0].answer == base64.turns[0].answer
+
+
+# --- MCP tools/call spans (semantic-conventions docs/gen-ai/mcp.md) ---
+
+
+def mcp(number: int, name: str = "f", **attrs: Any) -> dict[str, Any]:
+    """An MCP client span of `tools/call` (mcp.md: `mcp.method.name` required, the tool in `gen_ai.tool.name`)."""
+    extra = {key: attrs.pop(key) for key in ("parentSpanId", "status") if key in attrs}
+    return span(number, {"mcp.method.name": "tools/call", "gen_ai.tool.name": name, **attrs}, **extra)
+
+
+def test_an_mcp_span_not_linked_to_the_tool_span_whose_time_holds_it_is_the_same_call() -> None:
+    outer = tool(2, "c1", **{"gen_ai.tool.call.result": "1"})
+    outer["endTimeUnixNano"] = str(1000 * 4)  # holds span 3 (3000–3500)
+    (trace,) = traces_from_otel(request(chat(1, [U], [call("c1")]), outer, mcp(3), chat(5, [U, call("c1")], [A])))
+    assert trace.turns[0].tools_used == [{"tool_name": "f", "parameters": {}, "step": 1, "result": 1}]
+    assert trace.warnings == [f"{SPANS}[0]: 1 MCP tools/call spans of a call another tool span records skipped"]
+
+
+def test_an_mcp_span_of_another_tool_or_outside_the_tool_span_is_a_call_of_its_own() -> None:
+    other_name = mcp(3, "g", **{"gen_ai.tool.call.result": "2"})  # inside span 2's time, but another tool
+    later = mcp(5, **{"gen_ai.tool.call.result": "3"})  # after span 2 ended
+    data = request(chat(1, [U], [call("c1")]), tool(2, "c1", **{"gen_ai.tool.call.result": "1"}), other_name, later)
+    (trace,) = traces_from_otel(data)
+    assert [(c["tool_name"], c["step"], c.get("result")) for c in trace.turns[0].tools_used] == [
+        ("f", 1, 1),
+        ("g", 2, 2),
+        ("f", 3, 3),
+    ]
+    assert not any("MCP" in warning for warning in trace.warnings)
+
+
+def test_an_mcp_span_alone_answers_its_call_and_its_tool_error_marks_it() -> None:
+    # mcp.md: a CallToolResult with isError sets error.type to `tool_error`
+    failed = mcp(2, **{"error.type": "tool_error", "gen_ai.operation.name": "execute_tool"})
+    (trace,) = traces_from_otel(request(chat(1, [U], [call("c1")]), failed, chat(3, [U, call("c1")], [A])))
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "f", "parameters": {}, "step": 1, "result": "tool_error", "is_error": True}
+    ]
+    assert trace.warnings == []
+
+
+def test_an_mcp_server_span_under_its_client_span_is_one_call_and_a_parent_cycle_ends() -> None:
+    client = mcp(2, parentSpanId=f"{3:016x}", **{"gen_ai.tool.call.result": "1"})
+    server = mcp(3, parentSpanId=f"{2:016x}")  # a cycle: each is the other's parent
+    (trace,) = traces_from_otel(request(chat(1, [U], [call("c1")]), client, server))
+    assert len(trace.turns[0].tools_used) == 1
+    assert trace.warnings[-1] == f"{SPANS}[0]: 2 MCP tools/call spans of a call another tool span records skipped"

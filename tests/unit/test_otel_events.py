@@ -324,7 +324,11 @@ def test_conversation_events_link_to_the_trace_only_when_the_conversation_has_on
     assert "traceId" not in goals["conv-budget-7"] and "spanId" not in goals["conv-budget-7"]  # two traces
 
 
-@pytest.mark.parametrize("name", sorted(name for name, (kind, _) in TRACE_EXAMPLES.items() if kind != "otel"))
+OTLP_FORMATS = {"otel", "openinference"}
+"""The formats whose traces are OpenTelemetry spans (OpenInference's are OTLP spans read by the otel rules)."""
+
+
+@pytest.mark.parametrize("name", sorted(name for name, (kind, _) in TRACE_EXAMPLES.items() if kind not in OTLP_FORMATS))
 def test_other_trace_formats_link_nothing(name: str) -> None:
     trace_format, task_key = TRACE_EXAMPLES[name]
     lines = (TRACES / name).with_suffix(".references.jsonl").read_text().splitlines()
@@ -354,3 +358,25 @@ def test_a_turn_without_a_span_serialises_as_before_and_a_bad_span_is_named() ->
     with pytest.raises(ValidationError) as refused:
         Batch.model_validate({**turn, "trace_span": {"trace_id": "abc", "span_id": "00f067aa0ba902ba"}})
     assert refused.value.errors()[0]["loc"] == ("trace_span", "trace_id")
+
+
+def test_openinference_spans_link_each_turn_to_its_answer_span() -> None:
+    (name,) = [name for name, (kind, _) in TRACE_EXAMPLES.items() if kind == "openinference"]
+    trace_format, task_key = TRACE_EXAMPLES[name]
+    spans = json.loads((TRACES / name).read_text())
+    lines = (TRACES / name).with_suffix(".references.jsonl").read_text().splitlines()
+    references = [json.loads(line) for line in lines if line.strip()]
+    raw, _, _ = datasets_from_traces(trace_format, spans, references, task_key=task_key)
+    _, payload = evaluated([Dataset.model_validate(d) for d in raw], EvaluationConfig(require_goal=False))
+    linked = [r for r in records(payload) if "spanId" in r]
+    # Every answer event names a span of the example file (read from the file, not from our output).
+    known = {
+        (span["traceId"].lower(), span["spanId"].lower())
+        for request in (spans if isinstance(spans, list) else [spans])
+        for resource in request.get("resourceSpans", [])
+        for scope in resource.get("scopeSpans", [])
+        for span in scope.get("spans", [])
+    }
+    answers = [r for r in records(payload) if attributes(r)["gen_ai.evaluation.name"] == "answer_correctness"]
+    assert answers and all("spanId" in r for r in answers)
+    assert {(r["traceId"], r["spanId"]) for r in linked} <= known

@@ -1,0 +1,342 @@
+"""Langfuse traces → `ImportedTrace`s.
+
+The input is what Langfuse's public API gives for a trace with its observations
+(`GET /api/public/traces/{traceId}`: `TraceWithFullDetails`, as `langfuse.api.trace.get`
+returns it and the UI exports it as JSON): one such trace, a list of them, or a page
+``{"data": [...], "meta": …}`` whose traces carry their observations in full. A trace is
+``{"id", "timestamp", "name", "input", "output", "sessionId", "userId", "metadata", "tags",
+"latency", "totalCost", "observations": [...]}`` and an observation ``{"id", "type", "name",
+"startTime", "endTime", "parentObservationId", "input", "output", "level", "statusMessage",
+"usageDetails", "usage", …}`` (Langfuse's OpenAPI spec, `ObservationsView`), its `type`
+GENERATION, SPAN, EVENT, or one of the newer AGENT, TOOL, CHAIN, RETRIEVER, EVALUATOR,
+EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j].output``
+(``data[i]…`` for a page). The rules (shared ones in `importers.trace`):
+
+- traces with the same `sessionId` are one conversation (a Langfuse session), whose id it
+  is, its turns in `timestamp` order (ISO 8601, compared in UTC; a time without offset is
+  UTC; if one is missing or unreadable, the input order, said); otherwise the id is the
+  trace's. A trace is one turn;
+- the query is the trace's `input`: text, the last user message of a list of messages
+  (OpenAI or LangChain shapes) or of its `messages`, else its `input`, `question` or
+  `query`, else the only text of `args` and `kwargs` (what the SDK's `@observe` records of
+  the function's arguments), else its only text; else the last user message of the first generation's
+  `input` (said); else an error naming `input`;
+- observations are read in `startTime` order (equal or unreadable times: input order, an
+  unreadable one said); those inside a TOOL observation (by `parentObservationId`) are the
+  tool's own work, not read (a generation or tool there is said);
+- a GENERATION is one step: its `output` is the model's message (OpenAI's
+  ``{"role": "assistant", "content", "tool_calls"}``, a LangChain message, ``choices`` or
+  ``generations``, read as in `langsmith_runs`), or text; its text and tool calls, parallel
+  calls sharing the step. A generation without output is said (with its `statusMessage`
+  when its `level` is ERROR). Tool messages in its `input` (``role: tool`` with a
+  `tool_call_id`) answer the calls with that id that nothing has answered yet;
+- a TOOL observation answers a call: the one whose id is its `metadata.tool_call_id` (or
+  `input.tool_call_id`), else the first unanswered call of its `name` whose arguments equal
+  its `input`, else the first unanswered call of its name (`langsmith_runs._Pending`); its
+  result is its `output`; at `level` ERROR it is an error, its result the `output` or else
+  the `statusMessage`. A TOOL that answers no call is a call of its own step, said. Other
+  types (SPAN, EVENT, AGENT, CHAIN, RETRIEVER, …) are the application's plumbing, not read;
+- the answer is the trace's `output` (text, an assistant message, the last assistant message
+  of a list or of `messages`, else `output`, `answer`, `response` or `result`, else its only
+  text), else the last generation's text;
+- what a turn spent (`agent_usage`): the tokens of its generations (`usageDetails.input` /
+  `.output`, else `usage.input` / `.output`; one generation without them makes them
+  unknown), and the trace's `totalCost` (USD) and `latency` (seconds) (Langfuse totals them
+  per trace);
+- metadata is the first trace's `metadata` object, with the trace fields `name`, `userId`,
+  `sessionId`, `release`, `version`, `environment` and `tags` under those names when it has
+  no key of that name (so `--task-key metadata.name` matches on the trace's name), but for
+  `final_state` (the end state the agent left, `importers.references`): the last trace's (in
+  turn order) that has one. The assistant is `metadata.assistant_id`, else the first trace's
+  `name`, else ``agent``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fair_forge_core.importers.langchain_messages import (
+    is_message,
+    last_text,
+    message_fields,
+    read_ai_message,
+    read_tool_message,
+    text_of,
+)
+from fair_forge_core.importers.langsmith_runs import _answer, _output_message, _Pending
+from fair_forge_core.importers.trace import (
+    FINAL_STATE,
+    NO_RESULT,
+    ImportedTrace,
+    RawCall,
+    TraceError,
+    TurnBuilder,
+    read_token_count,
+)
+
+_QUERY_KEYS = ("input", "question", "query")
+_TRACE_FIELDS = ("name", "userId", "sessionId", "release", "version", "environment", "tags")
+_NEVER = datetime.max.replace(tzinfo=UTC)
+
+Item = tuple[dict[str, Any], str]  # an object of the input and its field path
+
+
+def traces_from_langfuse(data: Any) -> list[ImportedTrace]:
+    """The conversations of the Langfuse traces in `data` (see the module docstring)."""
+    if isinstance(data, dict) and "observations" not in data and isinstance(data.get("data"), list):
+        raw, root = data["data"], "data"
+    else:
+        raw, root = (data if isinstance(data, list) else [data]), "traces"
+    sessions: dict[str, list[Item]] = {}
+    for n, trace in enumerate(raw):
+        where = f"{root}[{n}]"
+        if not isinstance(trace, dict):
+            raise TraceError(where, "a Langfuse trace is an object")
+        trace_id, session = trace.get("id"), trace.get("sessionId")
+        if not isinstance(trace_id, str) or not trace_id:
+            raise TraceError(f"{where}.id", "must be a non-empty string")
+        key = session if isinstance(session, str) and session else trace_id
+        sessions.setdefault(key, []).append((trace, where))
+    if not sessions:
+        raise TraceError(root, "holds no trace")
+    return [_conversation(key, traces) for key, traces in sessions.items()]
+
+
+def _time(value: Any) -> datetime | None:
+    """An ISO 8601 time in UTC (without an offset: UTC), or None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except (ValueError, OverflowError):
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _in_time_order(items: list[Item], field: str) -> tuple[list[Item], str | None]:
+    """`items` sorted by the time in `field` (stable), or as they are with the path of the first
+    that has no readable time."""
+    times = [_time(item.get(field)) for item, _ in items]
+    missing = next((where for (_, where), moment in zip(items, times, strict=True) if moment is None), None)
+    if missing is not None:
+        return items, missing
+    order = sorted(range(len(items)), key=lambda n: times[n] or _NEVER)
+    return [items[n] for n in order], None
+
+
+def _conversation(key: str, traces: list[Item]) -> ImportedTrace:
+    traces, missing = _in_time_order(traces, "timestamp") if len(traces) > 1 else (traces, None)
+    builder = TurnBuilder(traces[0][1])
+    if missing is not None:
+        builder.warnings.append(
+            f"{missing}.timestamp: not an ISO 8601 time; the traces of the session {key!r} are read in input order"
+        )
+    for trace, where in traces:
+        _turn(trace, where, builder)
+    first, first_where = traces[0]
+    metadata = _metadata(first, first_where, builder.warnings)
+    states = [trace["metadata"][FINAL_STATE] for trace, _ in traces if _has_final_state(trace)]
+    if states:
+        metadata[FINAL_STATE] = states[-1]
+    assistant_id = metadata.get("assistant_id") or first.get("name") or "agent"
+    return ImportedTrace(key, str(assistant_id), builder.turns(), metadata, builder.warnings)
+
+
+def _has_final_state(trace: dict[str, Any]) -> bool:
+    return isinstance(trace.get("metadata"), dict) and FINAL_STATE in trace["metadata"]
+
+
+def _metadata(trace: dict[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
+    raw = trace.get("metadata")
+    metadata = dict(raw) if isinstance(raw, dict) else {}
+    if raw is not None and not isinstance(raw, dict):
+        warnings.append(f"{where}.metadata: not an object; not read")
+    metadata.pop(FINAL_STATE, None)  # the conversation's is the last trace's (`_conversation`)
+    for name in _TRACE_FIELDS:
+        if trace.get(name) not in (None, "", []):
+            metadata.setdefault(name, trace[name])
+    return metadata
+
+
+def _observations(trace: dict[str, Any], where: str, warnings: list[str]) -> list[Item]:
+    raw = trace.get("observations")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise TraceError(f"{where}.observations", "must be a list of observations")
+    items = []
+    for n, observation in enumerate(raw):
+        here = f"{where}.observations[{n}]"
+        if isinstance(observation, str):
+            raise TraceError(
+                here,
+                "an observation id only (a trace list gives ids): export each trace with"
+                " GET /api/public/traces/{traceId}, whose observations are in full",
+            )
+        if not isinstance(observation, dict):
+            raise TraceError(here, "an observation is an object")
+        if not isinstance(observation.get("type"), str):
+            raise TraceError(f"{here}.type", "must be a string (GENERATION, TOOL, SPAN, EVENT, …)")
+        items.append((observation, here))
+    ordered, missing = _in_time_order(items, "startTime")
+    if missing is not None:
+        warnings.append(
+            f"{missing}.startTime: not an ISO 8601 time; the observations of {where} are read in input order"
+        )
+    return ordered
+
+
+def _turn(trace: dict[str, Any], where: str, builder: TurnBuilder) -> None:
+    warnings = builder.warnings
+    observations = _observations(trace, where, warnings)
+    builder.user(_query(trace, where, observations, warnings))
+    builder.usage(cost_usd=_number(trace.get("totalCost")), latency_s=_number(trace.get("latency")))
+    by_id = {str(o.get("id")): o for o, _ in observations if o.get("id") is not None}
+    pending = _Pending()
+    for observation, here in observations:
+        kind = observation["type"].upper()
+        tool = _tool_above(observation, by_id)
+        if tool is not None:
+            if kind in ("GENERATION", "TOOL"):
+                warnings.append(f"{here}: a {kind} inside the TOOL observation {tool!r}; the tool's own work, not read")
+        elif kind == "GENERATION":
+            _generation(observation, here, builder, pending)
+        elif kind == "TOOL":
+            _tool(observation, here, builder, pending)
+    answer = _answer_of(trace.get("output"), f"{where}.output")
+    if answer:
+        builder.assistant(answer, f"{where}.output")
+
+
+def _tool_above(observation: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str | None:
+    """The id of the TOOL observation `observation` descends from (by `parentObservationId`), if any."""
+    seen: set[str] = set()
+    parent = observation.get("parentObservationId")
+    while isinstance(parent, str) and parent in by_id and parent not in seen:  # `seen`: a cycle ends the walk
+        seen.add(parent)
+        above = by_id[parent]
+        if str(above.get("type", "")).upper() == "TOOL":
+            return parent
+        parent = above.get("parentObservationId")
+    return None
+
+
+def _query(trace: dict[str, Any], where: str, observations: list[Item], warnings: list[str]) -> str:
+    query = _text_in(trace.get("input"), f"{where}.input", "human", _QUERY_KEYS)
+    if query is not None:
+        return query
+    for observation, here in observations:
+        if observation["type"].upper() == "GENERATION":
+            query = _text_in(observation.get("input"), f"{here}.input", "human", ())
+            if query is not None:
+                warnings.append(f"{where}.input: no query; the last user message of {here} taken")
+                return query
+            break
+    raise TraceError(f"{where}.input", "holds no query (text, messages, input, question, query or one text)")
+
+
+def _text_in(value: Any, where: str, kind: str, keys: tuple[str, ...]) -> str | None:
+    """Text of a trace's `input` (kind human) or `output` (kind ai): see the module docstring."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return last_text(value, where, kind)
+    if not isinstance(value, dict):
+        return None
+    if "messages" in value:
+        found = last_text(value["messages"], f"{where}.messages", kind)
+        if found is not None:
+            return found
+    named = [value[k] for k in keys if isinstance(value.get(k), str)]
+    if named:
+        return str(named[0])
+    if isinstance(value.get("args"), list) and isinstance(value.get("kwargs", {}), dict):  # `@observe`'s record
+        texts = [*value["args"], *value.get("kwargs", {}).values()]
+        texts = [item for item in texts if isinstance(item, str)]
+        return texts[0] if len(texts) == 1 else None
+    texts = [item for item in value.values() if isinstance(item, str)]
+    return texts[0] if len(texts) == 1 else None
+
+
+def _answer_of(output: Any, where: str) -> str | None:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return last_text(output, where, "ai")
+    if is_message(output):
+        kind, fields, fields_where = message_fields(output, where)
+        return text_of(fields.get("content") or "", f"{fields_where}.content") if kind == "ai" else None
+    return _answer(output, where)
+
+
+def _generation(observation: dict[str, Any], where: str, builder: TurnBuilder, pending: _Pending) -> None:
+    warnings = builder.warnings
+    inputs = observation.get("input")
+    messages = inputs.get("messages") if isinstance(inputs, dict) else inputs
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict) and "tool" in (message.get("role"), message.get("type")):
+            call_id, content, is_error = read_tool_message(message)
+            call = pending.take_id(call_id) if isinstance(call_id, str) else None
+            if call is not None:
+                builder.result(call.key, content, where, is_error=is_error)
+    output, here = observation.get("output"), f"{where}.output"
+    usage = observation.get("usageDetails") or observation.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    builder.usage(
+        input_tokens=read_token_count(usage.get("input"), f"{where}.usageDetails.input", warnings.append),
+        output_tokens=read_token_count(usage.get("output"), f"{where}.usageDetails.output", warnings.append),
+    )
+    if output in (None, "", {}):
+        failed = str(observation.get("level", "")).upper() == "ERROR"
+        status = f" (it failed: {_first_line(observation.get('statusMessage'))})" if failed else ""
+        warnings.append(f"{here}: a generation without output{status}")
+        return
+    if isinstance(output, str):
+        builder.assistant(output, here)
+        return
+    if not isinstance(output, dict):
+        raise TraceError(here, "must be the model's message (an object) or its text")
+    message, message_where, count = _output_message(output, here)
+    if count > 1:
+        warnings.append(f"{here}: {count} candidate messages; the first is read")
+    kind, fields, fields_where = message_fields(message, message_where)
+    if kind != "ai":
+        raise TraceError(message_where, "a generation's output message is not an assistant message")
+    text, calls = read_ai_message(fields, fields_where, warnings)
+    builder.assistant(text, here)
+    for n, asked in enumerate(calls):
+        pending.add(asked, f"{where}#{n}", warnings)
+    builder.step(calls, here)
+
+
+def _tool(observation: dict[str, Any], where: str, builder: TurnBuilder, pending: _Pending) -> None:
+    inputs, metadata = observation.get("input"), observation.get("metadata")
+    ids = [metadata.get("tool_call_id") if isinstance(metadata, dict) else None]
+    ids.append(inputs.get("tool_call_id") if isinstance(inputs, dict) else None)
+    failed = str(observation.get("level", "")).upper() == "ERROR"
+    result = observation.get("output", NO_RESULT)
+    if result is None:
+        result = NO_RESULT
+    if failed and result is NO_RESULT:
+        result = str(observation.get("statusMessage") or "error")
+    call = pending.take(ids, str(observation.get("name")), inputs)
+    if call is None:
+        builder.warnings.append(
+            f"{where}: a TOOL observation that answers no model tool call; read as a call of its own"
+        )
+        builder.step([RawCall(observation.get("name"), inputs, where, None, result, failed)], where)
+        return
+    if result is not NO_RESULT:
+        builder.result(call.key, result, where, is_error=failed)
+
+
+def _number(value: Any) -> float | None:
+    """A cost or latency: a number ≥ 0, else None (unknown)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _first_line(text: Any) -> str:
+    return (str(text or "").splitlines() or [""])[0][:120]
