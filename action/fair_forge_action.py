@@ -342,8 +342,12 @@ def _api_error(exc: urllib.error.HTTPError) -> str:
 
 def comment() -> int:
     """Post or update the sticky comment when asked and possible; always 0."""
-    if _input("comment").lower() not in ("true", ""):
-        print("comment: false: no pull-request comment")
+    wish = _input("comment").lower() or "true"
+    if wish != "true":
+        if wish != "false":
+            print(f"::warning title=fair-forge::input comment: expected true or false, got {wish!r}: no comment")
+        else:
+            print("comment: false: no pull-request comment")
         return 0
     token = _input("github-token")
     if not token:

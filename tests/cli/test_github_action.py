@@ -598,3 +598,62 @@ def test_action_yml_is_a_composite_action_whose_steps_use_only_what_it_declares(
     }
     given = {name for step in steps for name in step.get("env", {})}
     assert read <= given, read - given
+
+
+# --------------------------------------------------------------------------- the comment step alone
+
+
+def comment_step(
+    tmp_path: Path, github: FakeGitHub, event: dict[str, Any], **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The comment step's script run on its own, as action.yml runs it, with `env` added."""
+    base = environment(tmp_path / "workspace", github, event)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "comment"],
+        env=base | {"INPUT_GITHUB_TOKEN": TOKEN, "FF_STATUS": "exit 0: fair-forge evaluate: every gate met"} | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "issue"),
+    [
+        ({"issue": {"number": 12, "pull_request": {"url": "…"}}, "comment": {"body": "rerun"}}, 12),
+        ({"pull_request": {"number": 13}, "number": 13}, 13),
+        ({"issue": {"number": 14}, "comment": {"body": "an issue, not a PR"}}, None),
+    ],
+)
+def test_the_pull_request_comes_from_the_event(
+    tmp_path: Path, github: FakeGitHub, event: dict[str, Any], issue: int | None
+) -> None:
+    done = comment_step(tmp_path, github, event)
+    assert done.returncode == 0, done.stderr
+    if issue is None:
+        assert "not a pull request" in done.stdout and github.requests == []
+    else:
+        assert [(r["method"], r["path"]) for r in github.requests][-1] == (
+            "POST",
+            f"/repos/{REPOSITORY}/issues/{issue}/comments",
+        )
+
+
+def test_a_summary_too_long_for_a_comment_is_cut_to_githubs_limit(tmp_path: Path, github: FakeGitHub) -> None:
+    directory = tmp_path / "results"
+    directory.mkdir()
+    (directory / "summary.md").write_text(
+        "## Fair-Forge evaluation\n\n" + "| a long row |\n" * 8000
+    )  # 120,026 characters
+    done = comment_step(tmp_path, github, PULL_REQUEST, FF_DIRECTORY=str(directory))
+    assert done.returncode == 0, done.stderr
+    (body,) = github.bodies()
+    assert len(body) <= 65_536 < len((directory / "summary.md").read_text())  # GitHub's limit on a comment body
+    assert body.startswith("<!-- fair-forge: fair-forge-report -->\n")
+    assert body.endswith("… cut to fit a comment: the whole summary is in the job's step summary.\n")
+
+
+def test_a_comment_input_other_than_true_or_false_is_named(tmp_path: Path, github: FakeGitHub) -> None:
+    done = comment_step(tmp_path, github, PULL_REQUEST, INPUT_COMMENT="yes please")
+    assert "::warning title=fair-forge::input comment: expected true or false, got 'yes please'" in done.stdout
+    assert github.requests == []
