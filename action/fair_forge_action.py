@@ -102,6 +102,14 @@ def _set_outputs(outputs: Mapping[str, str]) -> None:
                 file.write(f"{name}={value}\n")
 
 
+def _append_summary(text: str) -> None:
+    """Append `text` to `$GITHUB_STEP_SUMMARY` when it is set (the CLI appends its own Markdown)."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY", "")
+    if path:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(text)
+
+
 def _flags(name: str) -> list[str]:
     """The input `name` split as a shell would split it (quotes kept together), never run by one."""
     try:
@@ -187,14 +195,11 @@ def evaluate() -> int:
         for file in FILES:
             (directory / file).unlink(missing_ok=True)
         request, code = _request(directory)
-    except InputError as exc:
-        outputs["status"] = f"exit {BAD_INPUT}: {exc}"
-        print(f"::error title=fair-forge::{exc}")
-        _set_outputs(outputs)
-        return 0
-    except OSError as exc:
-        outputs["status"] = f"exit {BAD_INPUT}: cannot create the output directory: {exc.strerror or exc}"
-        print(f"::error title=fair-forge::{outputs['status']}")
+    except (InputError, OSError) as exc:
+        reason = str(exc) if isinstance(exc, InputError) else f"cannot create the output directory: {exc.strerror}"
+        outputs["status"] = f"exit {BAD_INPUT}: {reason}"
+        print(f"::error title=fair-forge::{reason}")
+        _append_summary(f"**Fair-Forge**: {outputs['status']}\n")
         _set_outputs(outputs)
         return 0
 
@@ -229,6 +234,8 @@ def evaluate() -> int:
             if code == 0:
                 outputs.update({"exit-code": str(compared), "status": _status("compare", compared)})
     print(outputs["status"], flush=True)
+    if not (directory / SUMMARY).exists():
+        _append_summary(f"**Fair-Forge**: {outputs['status']} (see the job's log)\n")
     _set_outputs(outputs)
     return 0
 
@@ -307,25 +314,33 @@ class GitHub:
                 return match.group(1)
         return None
 
-    def find(self, number: int, marker: str) -> int | None:
-        """The id of the first comment of PR `number` whose body starts with `marker`, reading every page."""
+    def find(self, number: int, marker: str) -> list[int]:
+        """The ids of the comments of PR `number` whose body starts with `marker`, oldest first,
+        reading every page."""
+        found = []
         url: str | None = f"{self.api}/repos/{self.repository}/issues/{number}/comments?per_page={PER_PAGE}"
         while url:
             comments, link = self._call("GET", url)
             for comment in comments if isinstance(comments, list) else []:
                 if isinstance(comment, dict) and str(comment.get("body", "")).startswith(marker):
-                    return int(comment["id"])
+                    found.append(int(comment["id"]))
             url = self._next_page(link)
-        return None
+        return found
 
     def upsert(self, number: int, marker: str, body: str) -> str:
-        """Update the sticky comment, or create it; what was done."""
-        existing = self.find(number, marker)
-        if existing is None:
-            self._call("POST", f"{self.api}/repos/{self.repository}/issues/{number}/comments", {"body": body})
-            return f"created the comment on pull request #{number}"
-        self._call("PATCH", f"{self.api}/repos/{self.repository}/issues/comments/{existing}", {"body": body})
-        return f"updated comment {existing} on pull request #{number}"
+        """Update the sticky comment, or create it; what was done. A comment with the marker that
+        the token may not edit (someone else wrote it: 403, or it is gone: 404) is passed over, so
+        that a copied marker cannot stop the sticky comment."""
+        for existing in self.find(number, marker):
+            try:
+                self._call("PATCH", f"{self.api}/repos/{self.repository}/issues/comments/{existing}", {"body": body})
+            except urllib.error.HTTPError as exc:
+                if exc.code not in (403, 404):
+                    raise
+                continue
+            return f"updated comment {existing} on pull request #{number}"
+        self._call("POST", f"{self.api}/repos/{self.repository}/issues/{number}/comments", {"body": body})
+        return f"created the comment on pull request #{number}"
 
 
 def _api_error(exc: urllib.error.HTTPError) -> str:

@@ -117,6 +117,8 @@ def handler_for(api: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             if single and self.command == "PATCH" and isinstance(body, dict):
                 for comment in (c for comments in api.comments.values() for c in comments):
                     if comment["id"] == int(single.group(1)):
+                        if comment["user"]["login"] != "github-actions[bot]":  # the token's own comments only
+                            return self._reply(403, {"message": "Resource not accessible by integration"})
                         comment["body"] = body["body"]
                         return self._reply(200, comment)
             return self._reply(404, {"message": "Not Found"})
@@ -471,6 +473,7 @@ def test_a_bad_input_of_the_action_exits_2_naming_it(tmp_path: Path, inputs: dic
     assert job.code == 2
     assert f"::error title=fair-forge::{message}" in job.steps["evaluate"].stdout
     assert job.outputs["evaluate"]["status"].startswith(f"exit 2: {message}")
+    assert f"**Fair-Forge**: exit 2: {message}" in job.summary
 
 
 def test_a_bad_input_of_the_cli_exits_2_as_the_cli_does(tmp_path: Path) -> None:
@@ -478,6 +481,7 @@ def test_a_bad_input_of_the_cli_exits_2_as_the_cli_does(tmp_path: Path) -> None:
     assert job.code == 2 and job.outputs["evaluate"]["evaluate-exit-code"] == "2"
     assert "missing.json" in job.steps["evaluate"].stderr
     assert job.outputs["evaluate"]["result"] == ""
+    assert job.summary == "**Fair-Forge**: exit 2: fair-forge evaluate: bad input (see the job's log)\n"
 
 
 @pytest.mark.parametrize(
@@ -657,3 +661,17 @@ def test_a_comment_input_other_than_true_or_false_is_named(tmp_path: Path, githu
     done = comment_step(tmp_path, github, PULL_REQUEST, INPUT_COMMENT="yes please")
     assert "::warning title=fair-forge::input comment: expected true or false, got 'yes please'" in done.stdout
     assert github.requests == []
+
+
+def test_a_copied_marker_in_someone_elses_comment_does_not_stop_the_sticky_comment(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    github.add(PR, "<!-- fair-forge: fair-forge-report -->\nnot the bot's", "mallory")  # the API refuses its edit
+    first = comment_step(tmp_path, github, PULL_REQUEST)
+    second = comment_step(tmp_path, github, PULL_REQUEST, FF_STATUS="exit 1: fair-forge evaluate: a gate failed")
+    assert first.returncode == second.returncode == 0
+    assert [r["method"] for r in github.requests] == ["GET", "PATCH", "POST", "GET", "PATCH", "PATCH"]
+    forged, mine = github.comments[PR]
+    assert forged["body"].endswith("not the bot's") and mine["user"]["login"] == "github-actions[bot]"
+    assert "exit 1: fair-forge evaluate: a gate failed" in mine["body"]
+    assert f"updated comment {mine['id']} on pull request #7" in second.stdout
