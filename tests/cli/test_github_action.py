@@ -397,6 +397,7 @@ def test_a_pull_request_gets_one_comment_created_then_updated_never_a_second(
     [
         ("gate fails", 1, "exit 1: fair-forge evaluate: a gate failed"),
         ("regression", 1, "exit 1: fair-forge compare: regressed"),
+        ("regression against a request", 1, "exit 1: fair-forge compare: regressed"),
         ("not tested", 5, "exit 5: fair-forge compare: not tested"),
         ("conclusion required", 4, "exit 4: fair-forge compare: inconclusive, under --require-conclusive"),
     ],
@@ -407,6 +408,11 @@ def test_the_job_fails_with_the_clis_exit_code_after_the_comment_and_the_upload(
     inputs = {
         "gate fails": {"request": str(data["one_in_three"]), "gates": GATES},
         "regression": {"request": str(data["one_in_three"]), "baseline": str(data["baseline"])},
+        # both sides evaluated: compare evaluates a baseline given as a request file
+        "regression against a request": {
+            "request": str(data["one_in_three"]),
+            "baseline": str(data["baseline_request"]),
+        },
         "not tested": {"request": str(data["five_wrong"]), "baseline": str(data["five_baseline"])},
         "conclusion required": {
             "request": str(data["all_right"]),
@@ -424,8 +430,8 @@ def test_the_job_fails_with_the_clis_exit_code_after_the_comment_and_the_upload(
     if scenario != "gate fails":  # compare ran on evaluate's result, and wrote its files
         assert job.outputs["evaluate"]["evaluate-exit-code"] == "0"
         comparison = json.loads(Path(tmp_path / "workspace" / job.outputs["evaluate"]["comparison"]).read_text())
-        verdicts = {"regression": "regressed", "not tested": "not_tested", "conclusion required": "inconclusive"}
-        assert comparison["verdict"] == verdicts[scenario]
+        verdicts = {"not tested": "not_tested", "conclusion required": "inconclusive"}
+        assert comparison["verdict"] == verdicts.get(scenario, "regressed")
 
 
 def test_a_failing_gate_still_compares_and_the_job_keeps_evaluates_code(tmp_path: Path, data: dict[str, Path]) -> None:
@@ -675,3 +681,17 @@ def test_a_copied_marker_in_someone_elses_comment_does_not_stop_the_sticky_comme
     assert forged["body"].endswith("not the bot's") and mine["user"]["login"] == "github-actions[bot]"
     assert "exit 1: fair-forge evaluate: a gate failed" in mine["body"]
     assert f"updated comment {mine['id']} on pull request #7" in second.stdout
+
+
+def test_the_readme_workflow_uses_only_declared_inputs_and_its_table_lists_them_all() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("\n## GitHub Action\n") :]
+    section = section[: section.index("\n## ", 1)]
+    block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    workflow = yaml.safe_load(block.group(1))
+    (step,) = [step for step in workflow["jobs"]["evaluate"]["steps"] if step["uses"] == "OWNER/REPO@REF"]
+    assert set(step["with"]) <= set(ACTION["inputs"])
+    table = set(re.findall(r"^\| (.+?) \|", section, re.MULTILINE)) - {"input", "---"}
+    listed = {name.strip("` ") for row in table for name in row.split(",")}
+    assert listed == set(ACTION["inputs"])
