@@ -261,14 +261,21 @@ def _pull_request_number() -> int | None:
     return None
 
 
+def _without_mentions(text: str) -> str:
+    """`text` with every `@` followed by a zero-width space: the summaries quote judges and agents,
+    and an `@name` in them must not notify anyone (GitHub renders it as it reads)."""
+    return text.replace("@", "@\u200b")
+
+
 def comment_body(name: str, directory: Path | None, status: str, artifact_url: str, run_url: str) -> str:
-    """The comment: the marker, the status line, evaluate's then compare's Markdown, the links; cut
-    to fit `MAX_COMMENT` (saying so) when the summaries are longer."""
+    """The comment: the marker, the status line, evaluate's then compare's Markdown (no `@`
+    mention in them notifies anyone), the links; cut to fit `MAX_COMMENT` (saying so) when the
+    summaries are longer."""
     parts = [MARKER.format(name=name), f"**Fair-Forge** `{name}`: {status or 'the evaluation did not run'}", ""]
     for file in (SUMMARY, COMPARE_SUMMARY):
         path = directory / file if directory else None
         if path is not None and path.is_file():
-            parts += [path.read_text(encoding="utf-8").strip(), ""]
+            parts += [_without_mentions(path.read_text(encoding="utf-8").strip()), ""]
     links = []
     if artifact_url:
         links.append(f"[HTML report and results (artifact `{name}`)]({artifact_url})")

@@ -695,3 +695,11 @@ def test_the_readme_workflow_uses_only_declared_inputs_and_its_table_lists_them_
     table = set(re.findall(r"^\| (.+?) \|", section, re.MULTILINE)) - {"input", "---"}
     listed = {name.strip("` ") for row in table for name in row.split(",")}
     assert listed == set(ACTION["inputs"])
+
+
+def test_a_mention_in_the_summaries_notifies_no_one(tmp_path: Path) -> None:
+    from action.fair_forge_action import SUMMARY, comment_body
+
+    (tmp_path / SUMMARY).write_text("the judge: ask @octocat about it\n", encoding="utf-8")
+    body = comment_body("report", tmp_path, "passed", "", "")
+    assert "@octocat" not in body and "@\u200boctocat" in body
