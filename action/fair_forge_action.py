@@ -262,9 +262,13 @@ def _pull_request_number() -> int | None:
 
 
 def _without_mentions(text: str) -> str:
-    """`text` with every `@` followed by a zero-width space: the summaries quote judges and agents,
-    and an `@name` in them must not notify anyone (GitHub renders it as it reads)."""
-    return text.replace("@", "@\u200b")
+    """`text` with a zero-width space after every `@` that would start a mention (`@name`, not
+    the `@` of `pass@k` or of an address): the summaries quote judges and agents, and an `@name`
+    in them must not notify anyone (GitHub renders it as it reads)."""
+    return _MENTION.sub("@\u200b", text)
+
+
+_MENTION = re.compile(r"(?<![\w@.])@(?=[A-Za-z0-9])")
 
 
 def comment_body(name: str, directory: Path | None, status: str, artifact_url: str, run_url: str) -> str:

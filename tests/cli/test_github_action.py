@@ -700,6 +700,6 @@ def test_the_readme_workflow_uses_only_declared_inputs_and_its_table_lists_them_
 def test_a_mention_in_the_summaries_notifies_no_one(tmp_path: Path) -> None:
     from action.fair_forge_action import SUMMARY, comment_body
 
-    (tmp_path / SUMMARY).write_text("the judge: ask @octocat about it\n", encoding="utf-8")
+    (tmp_path / SUMMARY).write_text("the judge: ask @octocat (pass@3, a@b.org)\n", encoding="utf-8")
     body = comment_body("report", tmp_path, "passed", "", "")
-    assert "@octocat" not in body and "@\u200boctocat" in body
+    assert "ask @\u200boctocat (pass@3, a@b.org)" in body
