@@ -341,6 +341,39 @@ def test_health_says_which_allowed_connectors_can_be_loaded_here_importing_no_pr
     assert report["imported"] == []  # found, not imported: no provider SDK is loaded by /health
 
 
+OFFLINE_RUN_IMPORTS = """
+import json, sys
+from fair_forge_testing.handler_client import call_handler
+response = call_handler(json.loads(sys.stdin.read()))
+heavy = ("scipy", "numpy", "openai", "langchain_openai", "langchain_groq", "groq")
+print(json.dumps({
+    "status": response.status,
+    "tool_scores": [s for m in response.body["per_conversation_metrics"] for s in m["tool_correctness_scores"]],
+    "pairing_ran": "fair_forge_core.tools.pairing" in sys.modules,
+    "imported": sorted(m for m in sys.modules if m.split(".")[0] in heavy),
+}))
+"""
+
+
+def test_an_offline_run_with_tool_calls_imports_no_scipy_numpy_or_provider_sdk() -> None:
+    # #27 target 3: the first /run on a cold process imports only what it uses. The tool
+    # rubric's assignment is ours (not scipy's), the default frequentist intervals need no
+    # scipy, and the offline judge no provider SDK. The probe checks the rubric did run.
+    done = subprocess.run(
+        [sys.executable, "-c", OFFLINE_RUN_IMPORTS],
+        input=json.dumps(CALCULATOR),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["status"] == 200
+    assert report["pairing_ran"] and any(score is not None for score in report["tool_scores"])
+    assert report["imported"] == []
+
+
 def test_unknown_route_is_404_in_the_error_shape() -> None:
     assert_error(call_handler(method="GET", path="/nope"), 404, "Not found")
 
