@@ -130,8 +130,9 @@ def first_request_cpu_report(runs: int, baseline: Path | None, base_url: str) ->
             print("     " + line(f"{key} CPU", [sample[key] for sample in samples]))
         for key, modules in samples[-1]["modules"].items():
             print(f"     heavy modules after {key}: {', '.join(modules) or 'none'}")
-    offline_first = statistics.median(sample["first"] for sample in results[("offline (ReferenceJudge)", "new")])
-    print("   " + verdict(offline_first <= 0.8, "first offline request ≤ 0.8 s of CPU beyond the import"))
+    for connector in connectors:
+        first = statistics.median(sample["first"] for sample in results[(connector, "new")])
+        print("   " + verdict(first <= 0.8, f"first request, {connector}: ≤ 0.8 s of CPU beyond the import"))
 
 
 def main() -> None:
