@@ -29,7 +29,7 @@ serve: venv
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict fair_forge_core
+	$(BIN)/mypy --strict fair_forge_core action/fair_forge_action.py
 	$(BIN)/mypy handler
 	$(BIN)/python -m pytest
 
@@ -52,7 +52,7 @@ schema: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict fair_forge_core
+	$(BIN)/mypy --strict fair_forge_core action/fair_forge_action.py
 	$(BIN)/mypy handler
 
 ## bench: every benchmark in benchmarks/ (about 3 minutes, 127.0.0.1 only); figures in benchmarks/RESULTS.md

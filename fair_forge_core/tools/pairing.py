@@ -104,14 +104,89 @@ def _name_tables(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall])
 
 def _best_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
     """A one-to-one (row, column) assignment of maximum total weight, with
-    ``min(rows, columns)`` pairs: scipy's `linear_sum_assignment` (imported here, so that
-    importing this module does not import scipy). Integer weights below 2**53 keep it exact."""
-    if not weights or not weights[0]:
-        return []
-    from scipy.optimize import linear_sum_assignment
+    ``min(rows, columns)`` pairs, in increasing row order; [] for an empty matrix.
 
-    row_indices, column_indices = linear_sum_assignment(weights, maximize=True)
-    return [(int(i), int(j)) for i, j in zip(row_indices, column_indices, strict=True)]
+    Crouse's shortest augmenting path (the Jonker–Volgenant family, O(rows² · columns)),
+    step for step as scipy's `linear_sum_assignment(weights, maximize=True)` does it
+    (scipy/optimize/rectangular_lsap.cpp): the same operations in the same order, so on
+    ties it chooses the same optimum — `_optimal_assignments` keeps the pairs chosen,
+    not only their total. Ours so that a request does not import scipy and numpy (~0.5 s
+    of CPU) for matrices of a few tool calls. Integer weights are exact (Python ints);
+    float weights round as scipy's float64 do.
+    """
+    rows, columns = len(weights), len(weights[0]) if weights else 0
+    if not rows or not columns:
+        return []
+    transpose = columns < rows  # the solver wants rows ≤ columns
+    if transpose:
+        rows, columns = columns, rows
+        cost = [[-weights[j][i] for j in range(columns)] for i in range(rows)]
+    else:
+        cost = [[-weight for weight in row] for row in weights]  # maximise = minimise the negation
+    row_potential: list[float] = [0] * rows
+    column_potential: list[float] = [0] * columns
+    column_of_row = [-1] * rows
+    row_of_column = [-1] * columns
+    for current in range(rows):
+        sink, lowest, path, distance, rows_seen, columns_seen = _augmenting_path(
+            cost, row_potential, column_potential, row_of_column, current
+        )
+        row_potential[current] += lowest
+        for i in rows_seen:
+            if i != current:
+                row_potential[i] += lowest - distance[column_of_row[i]]
+        for j in columns_seen:
+            column_potential[j] -= lowest - distance[j]
+        j = sink
+        while True:  # flip the path: each row on it takes the column after it
+            i = path[j]
+            row_of_column[j] = i
+            column_of_row[i], j = j, column_of_row[i]
+            if i == current:
+                break
+    if transpose:
+        return sorted((column, row) for row, column in enumerate(column_of_row))
+    return list(enumerate(column_of_row))
+
+
+def _augmenting_path(
+    cost: Sequence[Sequence[float]],
+    row_potential: Sequence[float],
+    column_potential: Sequence[float],
+    row_of_column: Sequence[int],
+    start: int,
+) -> tuple[int, float, list[int], list[float], set[int], set[int]]:
+    """Dijkstra from row `start` over reduced costs to the nearest free column: (that
+    column, its distance, the row before each column on the paths, each column's
+    distance, the rows and the columns reached). Columns are scanned from the last
+    (scipy's order: a constant matrix gets the identity); among equally near columns
+    the first free one scanned ends the search."""
+    columns = len(cost[0])
+    remaining = list(range(columns - 1, -1, -1))
+    distance: list[float] = [math.inf] * columns
+    path = [-1] * columns
+    rows_seen: set[int] = set()
+    columns_seen: set[int] = set()
+    reached: float = 0
+    i = start
+    while True:
+        rows_seen.add(i)
+        index, lowest = -1, math.inf
+        cost_row, potential = cost[i], row_potential[i]
+        for position, j in enumerate(remaining):
+            reduced = reached + cost_row[j] - potential - column_potential[j]
+            if reduced < distance[j]:
+                path[j], distance[j] = i, reduced
+            if distance[j] < lowest or (distance[j] == lowest and row_of_column[j] == -1):
+                index, lowest = position, distance[j]
+        reached = lowest
+        j = remaining[index]
+        columns_seen.add(j)
+        remaining[index] = remaining[-1]
+        remaining.pop()
+        if row_of_column[j] == -1:
+            return j, reached, path, distance, rows_seen, columns_seen
+        i = row_of_column[j]
 
 
 _EXACT_SEARCH_LIMIT = 720

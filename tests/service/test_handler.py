@@ -341,6 +341,61 @@ def test_health_says_which_allowed_connectors_can_be_loaded_here_importing_no_pr
     assert report["imported"] == []  # found, not imported: no provider SDK is loaded by /health
 
 
+FIRST_RUN_IMPORTS = """
+import json, sys
+from fair_forge_testing.fake_llm_server import FakeLLMServer
+from fair_forge_testing.handler_client import call_handler
+body = json.loads(sys.stdin.read())
+with FakeLLMServer() as server:
+    if body["connector"]["class_path"].startswith("langchain_openai"):
+        body["connector"]["params"] = {"model": "m", "api_key": "sk-local", "base_url": server.base_url}
+    response = call_handler(body)
+heavy = ("scipy", "numpy", "openai", "langchain_openai", "langchain_groq", "groq")
+print(json.dumps({
+    "status": response.status,
+    "tool_scores": [s for m in response.body["per_conversation_metrics"] for s in m["tool_correctness_scores"]],
+    "unscored": sum(m["unscored_interactions"] for m in response.body["per_conversation_metrics"]),
+    "judged_offline": "fair_forge_core.judges.offline" in sys.modules,
+    "loaded": sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy}),
+    "reference_rules": "fair_forge_core.judges.reference" in sys.modules,
+}))
+"""
+
+
+def first_run_imports(body: dict[str, Any]) -> dict[str, Any]:
+    """What one /run of `body` in a fresh process imported (the judge server in that process)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_RUN_IMPORTS],
+        input=json.dumps(body),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["status"] == 200 and report["unscored"] == 0
+    assert any(score is not None for score in report["tool_scores"])  # the tool rubric ran
+    return report
+
+
+def test_an_offline_run_with_tool_calls_imports_no_scipy_numpy_or_provider_sdk() -> None:
+    # #27 target 3: the first /run on a cold process imports only what it uses. The tool
+    # rubric's assignment is ours (not scipy's), the default frequentist intervals need no
+    # scipy, and the offline judge no provider SDK.
+    report = first_run_imports(CALCULATOR)
+    assert report["judged_offline"] and report["reference_rules"]
+    assert report["loaded"] == []
+
+
+def test_a_chat_openai_run_loads_its_sdk_but_not_scipy_numpy_or_the_offline_rules() -> None:
+    body = copy.deepcopy(CALCULATOR)
+    body["connector"] = {"class_path": "langchain_openai.chat_models.ChatOpenAI", "params": {}}
+    report = first_run_imports(body)
+    assert report["loaded"] == ["langchain_openai", "openai"]
+    assert not report["judged_offline"] and not report["reference_rules"]
+
+
 def test_unknown_route_is_404_in_the_error_shape() -> None:
     assert_error(call_handler(method="GET", path="/nope"), 404, "Not found")
 

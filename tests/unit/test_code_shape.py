@@ -18,7 +18,7 @@ from radon.complexity import cc_visit
 from radon.visitors import Class, Function
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("fair_forge_core", "handler")
+PACKAGES = ("fair_forge_core", "handler", "action")
 MAX_COMPLEXITY = 25
 MAX_LINES = 500
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from fair_forge_core.judges import ReferenceJudge
-from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy, RunContext
-from fair_forge_core.judges.kinds import is_offline, judge_for, registration_for
+from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy, RunContext, model_class_path
+from fair_forge_core.judges.kinds import REFERENCE_JUDGE_CLASS, is_offline, judge_for, registration_for
 from fair_forge_core.judges.llm import AnswerJudge, JudgeCallError
 from fair_forge_core.judges.offline import RulesJudge
 from fair_forge_core.judges.prompt import JudgeRequest
@@ -51,6 +51,12 @@ def outcome(judge: Any, request: JudgeRequest) -> tuple[float | None, str]:
     except JudgeCallError as exc:
         return None, str(exc)
     return verdict.score, verdict.reasoning
+
+
+def test_the_offline_judge_is_registered_under_the_reference_judges_own_class_path() -> None:
+    # `judges.kinds` registers it by path, so that `judges.offline` loads only when used (#27):
+    # a moved or renamed class must fail here, not fall through to the LLM judge.
+    assert model_class_path(ReferenceJudge) == REFERENCE_JUDGE_CLASS
 
 
 @pytest.mark.parametrize("path", LABELLED, ids=lambda p: p.name)
