@@ -1,0 +1,70 @@
+"""The tutorial and the README's tour show commands that exist: every `fair-forge …` line of
+their shell blocks parses with the CLI's own parser (a renamed or removed flag fails here), and
+the tutorial's workflow gives this repository's action (action.yml) only inputs it declares."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fair_forge_core.cli.parser import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "docs" / "tutorial.md", ROOT / "README.md"]
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def blocks(markdown: str, language: str) -> list[str]:
+    return [body for lang, body in _BLOCK.findall(markdown) if lang == language]
+
+
+def commands(script: str) -> list[list[str]]:
+    """The `fair-forge` commands of a shell block: continuation lines joined, comments dropped,
+    each cut at its first shell operator (`|`, `<`, `>`, `&&`, `;`)."""
+    joined = re.sub(r"\\\n\s*", " ", script)
+    found = []
+    for line in joined.splitlines():
+        if not line.startswith("fair-forge "):
+            continue  # another command (curl with its JSON, pip, make): not ours to parse
+        words = shlex.split(line, comments=True)
+        cut = [n for n, word in enumerate(words) if word in {"|", "<", ">", ">>", "&&", ";"}]
+        found.append(words[1 : cut[0]] if cut else words[1:])
+    return found
+
+
+def test_commands_reads_continuations_comments_and_pipes() -> None:
+    script = (
+        "fair-forge convert a.json --from openai \\\n    --references r.jsonl | fair-forge evaluate -  # c\n"
+        "ls\nfair-forge evaluate - < r.json\n"
+    )
+    assert commands(script) == [
+        ["convert", "a.json", "--from", "openai", "--references", "r.jsonl"],
+        ["evaluate", "-"],
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_command_shown_parses(page: Path) -> None:
+    shown = [words for block in blocks(page.read_text(encoding="utf-8"), "bash") for words in commands(block)]
+    assert {words[0] for words in shown} >= {"convert", "evaluate", "compare"}
+    parser = build_parser()
+    for words in shown:
+        if words == ["--version"]:
+            continue
+        try:
+            parser.parse_args(words)
+        except SystemExit as exit_:  # argparse's way to refuse
+            pytest.fail(f"{page.name}: fair-forge {shlex.join(words)}: refused by the parser ({exit_.code})")
+
+
+def test_the_tutorials_workflow_gives_the_action_only_its_inputs() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    (workflow,) = blocks((ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), "yaml")
+    steps = yaml.safe_load(workflow)["jobs"]["evaluate"]["steps"]
+    (step,) = [step for step in steps if step.get("uses") == "OWNER/REPO@REF"]
+    assert set(step["with"]) <= set(action["inputs"])
+    assert {"request", "baseline", "gates"} <= set(step["with"])
