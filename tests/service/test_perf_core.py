@@ -269,3 +269,34 @@ JSON_VALUES = st.recursive(
 @given(JSON_VALUES)
 def test_measure_agrees_with_its_definition(value: Any) -> None:
     assert _measure(value) == reference_measure(value)
+
+
+class _Text(str):
+    pass
+
+
+class _Mapping(dict):  # type: ignore[type-arg]
+    pass
+
+
+class _Items(list):  # type: ignore[type-arg]
+    pass
+
+
+SUBCLASSED_VALUES = st.recursive(
+    st.none() | st.integers() | st.text(max_size=30) | st.text(max_size=30).map(_Text),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(_Items)
+        | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+        | st.dictionaries(st.text(max_size=12).map(_Text), inner, max_size=4).map(_Mapping)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(SUBCLASSED_VALUES)
+def test_measure_counts_subclasses_of_str_dict_and_list_as_they_are(value: Any) -> None:
+    # json.loads makes only the exact types; a body built in Python may hold subclasses.
+    assert _measure(value) == reference_measure(value)
