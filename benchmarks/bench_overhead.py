@@ -16,14 +16,21 @@ body from a file and times one `lambda_handler` call; peak RSS is that process's
 request is far above them (and above what API Gateway carries):
 FAIR_FORGE_MAX_BODY_BYTES, FAIR_FORGE_MAX_CONVERSATIONS, FAIR_FORGE_MAX_TURNS and
 FAIR_FORGE_MAX_RESPONSE_BYTES (the full ~23 MB response is built and measured).
-Target: median ≤ 2.5 s and peak RSS ≤ 500 MB.
+Target: median ≤ 2.5 s and peak RSS ≤ 500 MB (issue #27 target 2: ≤ 1.5 s and ≤ 350 MB).
 
-    python -m benchmarks.bench_overhead [--runs 5]
+With `--baseline DIR` (a checkout of other code, e.g. `git archive main | tar -x -C DIR`),
+each run is a pair of fresh processes, this code and DIR's, in alternating order; both are
+measured by this file's `child` (run from DIR with DIR first on the path: DIR's handler,
+workloads and `benchmarks.common`), and their responses must be the same JSON (sha256 of
+the body without its request id).
+
+    python -m benchmarks.bench_overhead [--runs 5] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -32,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import ROOT, header, line, verdict
 from fair_forge_testing.workloads import REFERENCE, pooled_conversations, request, turn_pool
@@ -71,6 +79,7 @@ def child(path: str) -> None:
                 "tool_scores": sum(s is not None for m in metrics for s in m["tool_correctness_scores"]),
                 "response_mb": len(json.dumps(body)) / 1e6,
                 "error": body.get("error"),
+                "sha256": hashlib.sha256(json.dumps({**body, "request_id": None}).encode()).hexdigest(),
             }
         )
     )
@@ -79,6 +88,7 @@ def child(path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline", help="a checkout of other code, measured alternately with this one")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -99,28 +109,17 @@ def main() -> None:
     print("   limits raised in the measured process: " + ", ".join(f"{k}={v}" for k, v in LIMITS.items()))
     del conversations, turns
 
-    results = []
+    baseline = Path(args.baseline).resolve() if args.baseline else None
+    results: list[dict[str, Any]] = []
+    before: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "request.json"
         path.write_text(raw, encoding="utf-8")
         del raw
-        env = {**os.environ, **LIMITS}
-        for _ in range(args.runs):
-            out = subprocess.run(
-                [sys.executable, "-m", "benchmarks.bench_overhead", "--child", str(path)],
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-            if out.returncode != 0:
-                raise SystemExit(f"measured process failed:\n{out.stderr[-3000:]}")
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-            if result["status"] != 200 or result["turns"] != CONVERSATIONS * TURNS:
-                raise SystemExit(f"unexpected response: {result}")
-            results.append(result)
+        order = [(ROOT, results), *([(baseline, before)] if baseline is not None else [])]
+        for index in range(args.runs):
+            for tree, into in order if index % 2 == 0 else order[::-1]:
+                into.append(measure(tree, path))
     first = results[0]
     print(
         f"   response: {first['response_mb']:.1f} MB, {first['conversations']:,} conversations, "
@@ -129,10 +128,42 @@ def main() -> None:
     print("   " + line("wall", [r["seconds"] for r in results]))
     print("   " + line("peak RSS", [r["peak_rss_mb"] for r in results], unit="MB", digits=0))
     print(f"   (RSS after import and warm-up, before the request: {first['rss_before_mb']:.0f} MB)")
+    if before:
+        print(f"   baseline {baseline}, alternating with this code:")
+        print("   " + line("baseline wall", [r["seconds"] for r in before]))
+        print("   " + line("baseline peak RSS", [r["peak_rss_mb"] for r in before], unit="MB", digits=0))
+        for name, key in (("wall", "seconds"), ("peak RSS", "peak_rss_mb")):
+            ratio = statistics.median(r[key] for r in results) / statistics.median(r[key] for r in before)
+            print(f"   {name} ratio (median this / median baseline): {ratio:.2f}")
+        same = {r["sha256"] for r in results + before}
+        print(f"   responses the same JSON in every run of both: {'yes' if len(same) == 1 else 'NO'}")
     wall = statistics.median(r["seconds"] for r in results)
     rss = statistics.median(r["peak_rss_mb"] for r in results)
     print("   " + verdict(wall <= 2.5, "median ≤ 2.5 s"))
     print("   " + verdict(rss <= 500, "peak RSS ≤ 500 MB"))
+    print("   " + verdict(wall <= 1.5, "median ≤ 1.5 s (#27 target 2)"))
+    print("   " + verdict(rss <= 350, "peak RSS ≤ 350 MB (#27 target 2)"))
+
+
+def measure(tree: Path, path: Path) -> dict[str, Any]:
+    """One fresh process running `child` on the code of `tree` (this checkout or a baseline)."""
+    # The file is run by its path, so `tree` goes first on the path: its packages are the ones imported.
+    env = {**os.environ, **LIMITS, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(path)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"measured process failed ({tree}):\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    if result["status"] != 200 or result["turns"] != CONVERSATIONS * TURNS:
+        raise SystemExit(f"unexpected response ({tree}): {result}")
+    return result
 
 
 if __name__ == "__main__":

@@ -182,16 +182,25 @@ def _measure(value: Any) -> tuple[int, int]:
     while level:  # one nesting level at a time: no (value, depth) pair per item, ~3x faster
         depth += 1
         children: list[Any] = []
+        strings: list[str] = []  # the level's strings and keys, measured in one `max` at the end
         for item in level:
-            if isinstance(item, str):
-                if len(item) > longest:
-                    longest = len(item)
+            kind = type(item)  # the exact types json.loads makes first; isinstance for their subclasses
+            if kind is str:
+                strings.append(item)
+            elif kind is dict:
+                children += item.values()
+                strings += item
+            elif kind is list:
+                children += item
+            elif isinstance(item, str):
+                strings.append(item)
             elif isinstance(item, dict):
                 children += item.values()
-                if item:
-                    longest = max(longest, *map(len, item))
+                strings += item
             elif isinstance(item, list):
                 children += item
+        if strings:
+            longest = max(longest, max(map(len, strings)))
         level = children
     return longest, depth
 

@@ -131,6 +131,6 @@ def _report_response(report: CalibrationReport, settings: Settings) -> Response:
         warnings = [*report.warnings, "per-pair reasoning left out: the full response would exceed the limit"]
         trimmed = report.model_copy(update={"results": results, "warnings": warnings})
         body = CalibrationResponse.model_construct(**dict(trimmed), request_id=rid).model_dump_json()
-    if payload_size(body) > settings.max_response_bytes:
-        return error_response(413, "Response too large even without the judge's reasoning: send fewer pairs", rid)
+        if payload_size(body) > settings.max_response_bytes:  # measured again only when trimmed
+            return error_response(413, "Response too large even without the judge's reasoning: send fewer pairs", rid)
     return Response(status_code=200, content_type="application/json", body=body)

@@ -225,6 +225,26 @@ def test_the_response_is_the_same_json_as_json_dumps_of_model_dump() -> None:
     )
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    body=st.text(alphabet=st.characters(codec=None, exclude_categories=())),
+    chunk=st.integers(min_value=1, max_value=8),
+)
+def test_the_payload_size_is_the_length_of_the_escaped_body(body: str, chunk: int) -> None:
+    # Any text: quotes, backslashes, controls, non-ASCII, characters beyond U+FFFF (a
+    # surrogate pair in the escaped text) and lone surrogates, cut into slices anywhere.
+    assert handler.responses.payload_size(body, chunk) == len(json.dumps(body))
+    assert handler.responses.payload_size(body) == len(json.dumps(body))
+
+
+def test_the_payload_size_counts_each_kind_of_character() -> None:
+    # By hand: 2 quotes + '"' → 2, '\\' → 2, newline → 2, U+0001 → 6, 'é' → 6, '🎉' → 12, 'a' → 1.
+    text = 'a"\\\n\x01é🎉'
+    for chunk in (1, 2, 3, 100):
+        assert handler.responses.payload_size(text, chunk) == 2 + 1 + 2 + 2 + 2 + 6 + 6 + 12
+    assert handler.responses.payload_size("") == 2
+
+
 def reference_measure(value: Any, depth: int = 1) -> tuple[int, int]:
     """The definition: longest string (keys included) and deepest nesting, recursively."""
     if isinstance(value, str):
@@ -248,4 +268,35 @@ JSON_VALUES = st.recursive(
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(JSON_VALUES)
 def test_measure_agrees_with_its_definition(value: Any) -> None:
+    assert _measure(value) == reference_measure(value)
+
+
+class _Text(str):
+    pass
+
+
+class _Mapping(dict):  # type: ignore[type-arg]
+    pass
+
+
+class _Items(list):  # type: ignore[type-arg]
+    pass
+
+
+SUBCLASSED_VALUES = st.recursive(
+    st.none() | st.integers() | st.text(max_size=30) | st.text(max_size=30).map(_Text),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(_Items)
+        | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+        | st.dictionaries(st.text(max_size=12).map(_Text), inner, max_size=4).map(_Mapping)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(SUBCLASSED_VALUES)
+def test_measure_counts_subclasses_of_str_dict_and_list_as_they_are(value: Any) -> None:
+    # json.loads makes only the exact types; a body built in Python may hold subclasses.
     assert _measure(value) == reference_measure(value)
