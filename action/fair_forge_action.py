@@ -29,6 +29,7 @@ package is installed (`install`), and beside whichever `fair-forge` the `package
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -120,7 +121,7 @@ def _flags(name: str) -> list[str]:
 
 def _report_name() -> str:
     name = _input("report-name") or "fair-forge-report"
-    if not ARTIFACT_NAME.match(name):
+    if not ARTIFACT_NAME.match(name) or name.strip() in (".", ".."):
         raise InputError(f'input report-name: {name!r} is not an artifact name (no " : < > | * ? \\ / or line breaks)')
     return name
 
@@ -157,6 +158,19 @@ def _fair_forge(args: Sequence[str]) -> int:
     return subprocess.run([sys.executable, "-m", "fair_forge_core", *args], check=False).returncode
 
 
+def _check_inputs_outside(directory: Path) -> None:
+    """`InputError` when an input file is one of the files this step writes in `directory`
+    (they are removed before a run: a baseline kept as `result.json` there would be lost)."""
+    written = {(directory / file).resolve() for file in FILES}
+    for name in ("request", "traces", "references", "baseline"):
+        value = _input(name)
+        if value and Path(value).resolve() in written:
+            raise InputError(
+                f"input {name}: {value} is a file this action writes in its output-directory: "
+                "move it, or choose another output-directory"
+            )
+
+
 def _request(directory: Path) -> tuple[str | None, int]:
     """The request file to evaluate (converted from the traces when they are the input), or
     (None, the failing code)."""
@@ -190,6 +204,7 @@ def evaluate() -> int:
         directory = Path(_input("output-directory") or f"fair-forge-results/{name}")
         gates, compare_flags = _flags("gates"), _flags("compare-flags")
         baseline = _input("baseline")
+        _check_inputs_outside(directory)
         directory.mkdir(parents=True, exist_ok=True)
         outputs["directory"] = str(directory)
         for file in FILES:
@@ -234,7 +249,9 @@ def evaluate() -> int:
             if code == 0:
                 outputs.update({"exit-code": str(compared), "status": _status("compare", compared)})
     print(outputs["status"], flush=True)
-    if not (directory / SUMMARY).exists():
+    failed_step_silent = outputs["exit-code"] != "0" and outputs["compare-exit-code"] not in ("", "0", "1")
+    if not (directory / SUMMARY).exists() or (failed_step_silent and not (directory / COMPARE_SUMMARY).exists()):
+        # The job fails on a step whose Markdown is missing (compare refused its inputs): say so.
         _append_summary(f"**Fair-Forge**: {outputs['status']} (see the job's log)\n")
     _set_outputs(outputs)
     return 0
@@ -262,13 +279,14 @@ def _pull_request_number() -> int | None:
 
 
 def _without_mentions(text: str) -> str:
-    """`text` with a zero-width space after every `@` that would start a mention (`@name`, not
-    the `@` of `pass@k` or of an address): the summaries quote judges and agents, and an `@name`
-    in them must not notify anyone (GitHub renders it as it reads)."""
+    """`text` with a zero-width space after every `@` that could start a mention (GitHub finds
+    mentions in the rendered text: `@name` after anything but a letter or digit, `_@name_` and
+    `.@name` included; `pass@k` and `a@b.org` stay as written): the summaries quote judges and
+    agents, and an `@name` in them must not notify anyone."""
     return _MENTION.sub("@\u200b", text)
 
 
-_MENTION = re.compile(r"(?<![\w@.])@(?=[A-Za-z0-9])")
+_MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9])")
 
 
 def comment_body(name: str, directory: Path | None, status: str, artifact_url: str, run_url: str) -> str:
@@ -405,7 +423,8 @@ def comment() -> int:
         print(github.upsert(number, MARKER.format(name=name), body))
     except urllib.error.HTTPError as exc:
         print(f"::warning title=fair-forge::could not post the pull-request comment: {_api_error(exc)}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException, KeyError, TypeError) as exc:
+        # Whatever the API answered (or failed to), the comment never decides the job's result.
         reason = getattr(exc, "reason", None) or exc.__class__.__name__
         print(f"::warning title=fair-forge::could not reach the GitHub API for the comment: {reason}")
     return 0

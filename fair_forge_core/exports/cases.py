@@ -6,13 +6,14 @@ Rule (one case per task, or per conversation):
 - A case is a task when its conversations carry a `task_id`: the conversations of one
   assistant sharing a task_id are the attempts of one case (`flakiness.task_key`, per
   assistant). A conversation without a task_id is a case of its own.
-- A case is *skipped* when none of its conversations is scored; its reasons are the
-  unscored turns' errors and, under `config.require_goal`, the unjudged goal's.
-- Else it *failed* when any scored conversation is not fully correct: a task passes only
+- A case *failed* when any scored conversation is not fully correct: a task passes only
   when every scored attempt passed (pass^k's reading: an agent that sometimes fails a task
   is not reliable on it; a flaky task is a failure, as `--max-flaky-tasks 0` would make it).
-  Its reasons are each failing attempt's (`failure_reasons`). Unscored attempts of a task
-  with scored ones neither pass nor fail it: they are noted (`notes`).
+  Its reasons are each failing attempt's (`failure_reasons`); its unscored attempts are
+  noted (`notes`).
+- Else it is *skipped* when any of its conversations is unscored (none scored, or some
+  attempts not measured: what was not measured never reads as a pass); its reasons are the
+  unscored turns' errors and, under `config.require_goal`, the unjudged goal's.
 - Else it *passed*.
 
 Turns are numbered from 1 in the reasons ("turn 2 (q2)"); the rows of `rows` give the
@@ -191,16 +192,13 @@ def _case(
         # A task's reasons name the attempt they belong to.
         return [f"{conversation.session_id}: {reason}" if several else reason for reason in reasons]
 
-    if not scored:
-        reasons = [r for c in members for r in labelled(c, unscored_reasons(c))]
-        return Case(assistant, kind, name, tuple(members), "skipped", tuple(reasons), ())
     failing = [c for c in scored if not c.is_fully_correct]
+    if not failing and len(scored) < len(members):
+        reasons = [r for c in members if not c.is_scored for r in labelled(c, unscored_reasons(c))]
+        return Case(assistant, kind, name, tuple(members), "skipped", tuple(reasons), ())
     reasons = [r for c in failing for r in labelled(c, failure_reasons(c))]
     notes = [
-        f"{c.session_id}: unscored, not counted: {reason}"
-        for c in members
-        if not c.is_scored
-        for reason in unscored_reasons(c)
+        f"{c.session_id}: unscored: {reason}" for c in members if not c.is_scored for reason in unscored_reasons(c)
     ]
     return Case(assistant, kind, name, tuple(members), "failed" if failing else "passed", tuple(reasons), tuple(notes))
 

@@ -9,7 +9,7 @@ counts, and as `<properties>` the assistant's readiness, tier, k, pass@k and pas
 `<testcase>` per case of `cases.cases` (a task, or a conversation without a task_id;
 `classname` is the assistant): a failed case has one `<failure>` whose `message` is the
 first reason and whose text is every reason, one a line; a skipped case one `<skipped>`
-with why; a task's unscored attempts are its `<system-out>`.
+with why; a failed task's unscored attempts are its `<system-out>`.
 
 Comparison (`junit_comparison`): one `<testsuite name="fair-forge compare">`, one case per
 compared metric, named by its id (`pass@k`) — failed when significantly lower (the candidate regressed on it), skipped

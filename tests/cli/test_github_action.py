@@ -472,6 +472,15 @@ def test_traces_are_converted_then_evaluated(tmp_path: Path) -> None:
         ({"traces": "t.json", "format": "openai"}, "input traces needs the input references"),
         ({"request": "a.json", "gates": "--max-flaky-tasks '0"}, "input gates: cannot split it into flags"),
         ({"request": "a.json", "report-name": "a/b"}, "input report-name: 'a/b' is not an artifact name"),
+        ({"request": "a.json", "report-name": ".."}, "input report-name: '..' is not an artifact name"),
+        (
+            {"request": "out/result.json", "output-directory": "out"},
+            "input request: out/result.json is a file this action writes in its output-directory",
+        ),
+        (
+            {"request": "a.json", "baseline": "out/result.json", "output-directory": "out"},
+            "input baseline: out/result.json is a file this action writes in its output-directory",
+        ),
     ],
 )
 def test_a_bad_input_of_the_action_exits_2_naming_it(tmp_path: Path, inputs: dict[str, str], message: str) -> None:
@@ -480,6 +489,22 @@ def test_a_bad_input_of_the_action_exits_2_naming_it(tmp_path: Path, inputs: dic
     assert f"::error title=fair-forge::{message}" in job.steps["evaluate"].stdout
     assert job.outputs["evaluate"]["status"].startswith(f"exit 2: {message}")
     assert f"**Fair-Forge**: exit 2: {message}" in job.summary
+
+
+def test_an_input_kept_in_the_output_directory_is_not_removed(tmp_path: Path) -> None:
+    baseline = tmp_path / "workspace" / "out" / "result.json"
+    baseline.parent.mkdir(parents=True)
+    baseline.write_text('{"kept": true}')
+    job = run_action(tmp_path, {"request": "a.json", "baseline": "out/result.json", "output-directory": "out"})
+    assert job.code == 2 and baseline.read_text() == '{"kept": true}'
+
+
+def test_a_compare_that_refuses_its_inputs_says_so_in_the_summary(tmp_path: Path, data: dict[str, Path]) -> None:
+    job = run_action(tmp_path, {"request": str(data["all_right"]), "baseline": str(tmp_path / "nowhere.json")})
+    assert job.code == 2 and job.outputs["evaluate"]["compare-exit-code"] == "2"
+    assert job.summary.endswith(
+        "**Fair-Forge**: exit 2: fair-forge compare: bad input, or the two sides judged differently (see the job's log)\n"
+    )
 
 
 def test_a_bad_input_of_the_cli_exits_2_as_the_cli_does(tmp_path: Path) -> None:
@@ -700,6 +725,7 @@ def test_the_readme_workflow_uses_only_declared_inputs_and_its_table_lists_them_
 def test_a_mention_in_the_summaries_notifies_no_one(tmp_path: Path) -> None:
     from action.fair_forge_action import SUMMARY, comment_body
 
-    (tmp_path / SUMMARY).write_text("the judge: ask @octocat (pass@3, a@b.org)\n", encoding="utf-8")
+    (tmp_path / SUMMARY).write_text("ask @octocat (pass@3, a@b.org) _@a_ @@b .@c é@d\n", encoding="utf-8")
     body = comment_body("report", tmp_path, "passed", "", "")
-    assert "ask @\u200boctocat (pass@3, a@b.org)" in body
+    zws = "\u200b"
+    assert f"ask @{zws}octocat (pass@3, a@b.org) _@{zws}a_ @@{zws}b .@{zws}c é@{zws}d" in body

@@ -240,14 +240,25 @@ def test_a_required_goal_fails_when_not_achieved_and_skips_when_not_judged() -> 
     assert "cannot decide" in (case.find("skipped").get("message") or "")  # type: ignore[union-attr]
 
 
-def test_a_tasks_unscored_attempts_are_noted_not_counted() -> None:
+def test_a_task_with_an_unscored_attempt_is_skipped_unless_a_scored_one_failed() -> None:
     config = EvaluationConfig(k=1)
     data = datasets(*(conversation(f"a{i}", [turn("q1", "2+2?", "4", "4")], task_id="sum") for i in range(3)))
-    judgements = [TurnJudgement(1.0, "right"), TurnJudgement(1.0, "right"), TurnJudgement(None, error="timed out")]
-    result = build_result([conversation_metrics(d, [j], config) for d, j in zip(data, judgements, strict=True)], config)
-    [case] = cases_by_name(valid_junit(junit_evaluation(result))).values()
-    assert case.find("failure") is None and case.find("skipped") is None
-    assert case.findtext("system-out") == "a2: unscored, not counted: turn 1 (q1): timed out"
+
+    def only_case(first: TurnJudgement) -> ET.Element:
+        judgements = [first, TurnJudgement(1.0, "right"), TurnJudgement(None, error="timed out")]
+        metrics = [conversation_metrics(d, [j], config) for d, j in zip(data, judgements, strict=True)]
+        [case] = cases_by_name(valid_junit(junit_evaluation(build_result(metrics, config)))).values()
+        return case
+
+    # Two attempts passed, one was not measured: not a pass.
+    measured_in_part = only_case(TurnJudgement(1.0, "right"))
+    assert measured_in_part.find("failure") is None
+    assert measured_in_part.find("skipped").get("message", "") + (measured_in_part.findtext("skipped") or "") != ""
+    assert "a2: turn 1 (q1): timed out" in ET.tostring(measured_in_part, encoding="unicode")
+    # A scored attempt failed: a failure, whatever the unscored one would have said, which is noted.
+    failed = only_case(TurnJudgement(0.0, "wrong"))
+    assert failed.find("failure") is not None and failed.find("skipped") is None
+    assert failed.findtext("system-out") == "a2: unscored: turn 1 (q1): timed out"
 
 
 def test_conversations_sharing_a_session_id_are_distinct_cases() -> None:
