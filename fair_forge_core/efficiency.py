@@ -1,4 +1,4 @@
-"""What an agent spent to get its answers (`config.efficiency`). Pure: no I/O. Docs: README
+"""What an agent spent to get its answers (`config.efficiency`). Pure: no I/O. Docs: docs/how-to/task-checks.md
 "Efficiency and cost".
 
 Per conversation (`conversation_efficiency`), counted over all its turns:

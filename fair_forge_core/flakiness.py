@@ -1,5 +1,5 @@
 """Flakiness per task (#25 §5): which tasks pass every time, which never, which only sometimes.
-Pure: no I/O. Docs: README "Flaky tasks".
+Pure: no I/O. Docs: docs/how-to/task-checks.md "Flaky tasks".
 
 Rule: tasks are keyed as `metrics.task_outcomes` keys them (`task_key`): conversations sharing a
 `task_id` are attempts at one task; a conversation without a `task_id` is a task of its own,

@@ -1,5 +1,5 @@
 """What produced a result (`schemas.Provenance`), so that two results can be checked to be
-comparable before they are compared (README "Compare two agents").
+comparable before they are compared (docs/how-to/compare.md "Compare two agents").
 
 `judge_provenance` names a judge by its class path and model and fingerprints it with the sha256
 of `judges.usage.judge_identity` (class path, model, sampling parameters, endpoint when set,

@@ -1,5 +1,5 @@
 """The end state a conversation should leave behind (`Dataset.expected_state`), compared with the
-one the caller reports (`Dataset.final_state`). Pure: no I/O. Docs: README "Check the end state".
+one the caller reports (`Dataset.final_state`). Pure: no I/O. Docs: docs/how-to/task-checks.md "Check the end state".
 
 Rule: `expected_state` states what must hold, key by key. Its nested objects are walked down to
 their leaves — a leaf is anything that is not an object, or an object that is an argument rule

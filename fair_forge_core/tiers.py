@@ -1,5 +1,5 @@
-"""Readiness tiers from pass@k and pass^k, and the readiness headline (docs: README "Readiness
-tiers" and "Gate your CI"). Pure functions."""
+"""Readiness tiers from pass@k and pass^k, and the readiness headline (docs: docs/semantics.md "Readiness
+tiers" and docs/how-to/ci.md "Gate your CI"). Pure functions."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ run in separate Lambdas, so their reservations go to one item of the operator's 
 - `expires_at` (the table's time-to-live attribute) removes the item a week later.
 
 So the shards together never reserve more than the cap, whatever their number and timing, and
-the job's spending is bounded as `/run`'s is (README "Judge cost and cache").
+the job's spending is bounded as `/run`'s is (docs/how-to/cost-and-cache.md "Judge cost and cache").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Operator settings, read from the environment (pydantic-settings).
 
-Each field is the variable `FAIR_FORGE_<FIELD>` (the README's configuration table),
+Each field is the variable `FAIR_FORGE_<FIELD>` (docs/how-to/deploy.md "Configuration by environment"),
 except the few without the prefix, named by their alias. An empty variable means the
 default. A malformed one (`FAIR_FORGE_MAX_TURNS=ten`, a bad CIDR range) raises
 `SettingsError` naming the variable: `handler.app` and `handler.job_lambdas` read the
@@ -27,7 +27,7 @@ __all__ = ["Settings", "SettingsError"]
 
 
 class Settings(JudgeEnvironment):
-    """Limits and options of the service. Each field's environment variable is in the README.
+    """Limits and options of the service. Each field's environment variable is in docs/how-to/deploy.md.
 
     The judge's part (extra connectors, endpoint networks, what the server's key buys,
     `LLM_API_KEY`) is `fair_forge_core.connectors.environment.JudgeEnvironment`, which

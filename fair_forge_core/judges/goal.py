@@ -1,5 +1,5 @@
 """The goal judge's question: did the agent achieve the user's goal over the whole conversation?
-Docs: README "Judge the goal".
+Docs: docs/how-to/task-checks.md "Judge the goal".
 
 A conversation with a `goal` (and optionally `goal_rubric`, the criteria) is judged once as a
 whole, besides its turns: a `GoalRequest` carries the goal, the criteria and the transcript (every

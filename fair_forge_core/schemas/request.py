@@ -83,7 +83,7 @@ error names the field, not the union's arms)."""
 
 
 class ToolPolicy(_Request):
-    """Rules on the tools of a turn (`fair_forge_core.tools.policy`; README "Tool policies").
+    """Rules on the tools of a turn (`fair_forge_core.tools.policy`; docs/how-to/task-checks.md "Tool policies").
 
     Given on a conversation (`Dataset.tool_policy`: every turn) and/or on a turn
     (`GroundTruthAgentic.tool_policy`): each field the turn gives replaces the conversation's.

@@ -86,7 +86,7 @@ The code, one concept a module, each importing only the ones before it: `rules`
 longest common subsequence), `evidence` (result_in_answer), `score` (the dimensions,
 overall, F1, the reasoning: `score_tool_calls`) and `scorer` (`ToolScorer`, which
 scores each distinct turn once). The names of `__all__` are importable from here.
-`policy` (tool policies and agentevals' trajectory match, README "Tool policies") stands
+`policy` (tool policies and agentevals' trajectory match, docs/how-to/task-checks.md "Tool policies") stands
 beside the rubric: it reads `rules` and `pairing`, and `metrics` imports it by its own name.
 """
 

@@ -1,5 +1,5 @@
 """Tool policies (`ToolPolicy`): rules on the calls of one turn, and agentevals' trajectory match
-as an alternative to the weighted rubric. Pure: no I/O. Docs: README "Tool policies".
+as an alternative to the weighted rubric. Pure: no I/O. Docs: docs/how-to/task-checks.md "Tool policies".
 
 Which policy. A conversation's `tool_policy` applies to each of its turns; a turn's own
 (`ground_truth_agentic.tool_policy`) replaces it field by field: each field the turn gives

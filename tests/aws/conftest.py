@@ -30,7 +30,7 @@ LOG_GROUP = f"/aws/lambda/{NAME}"
 # A script's run against moto takes 5-15 s on a quiet machine (deploy.sh the longest); the limit is far above
 # ten times that, so that only a hung script, never a slow machine, fails a test.
 SCRIPT_TIMEOUT_S = 300.0
-# How to get v2 (the one hint, also in the README): Debian 12's `awscli` package is v2, Ubuntu's is v1.
+# How to get v2 (the one hint, also in docs/how-to/deploy.md "Deploy"): Debian 12's `awscli` package is v2, Ubuntu's is v1.
 AWS_CLI_V2_HINT = (
     "install AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html; "
     "on Debian 12 `apt-get install awscli` is v2, on Ubuntu it is v1)"

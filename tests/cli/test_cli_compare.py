@@ -182,13 +182,12 @@ def test_an_improvement_exits_0_even_when_a_conclusion_is_required(tmp_path: Pat
     assert "verdict: IMPROVED — the candidate is significantly better than the baseline" in process.stdout
 
 
-def test_the_readme_example_prints_what_the_readme_shows() -> None:
+def test_the_docs_example_prints_what_the_docs_show() -> None:
     process = run_cli("compare", "examples/compare/baseline.json", "examples/compare/candidate.json", "--quiet")
     assert process.returncode == 0, process.stderr
     assert "verdict: IMPROVED" in process.stdout
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Compare two agents") : readme.index("## Reports")]
-    assert process.stdout in section  # pasted as it is printed
+    page = (ROOT / "docs" / "how-to" / "compare.md").read_text()  # docs/how-to/compare.md "Compare two agents"
+    assert process.stdout in page  # pasted as it is printed
 
 
 # --------------------------------------------------------------------------- inputs

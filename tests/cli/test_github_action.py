@@ -708,9 +708,9 @@ def test_a_copied_marker_in_someone_elses_comment_does_not_stop_the_sticky_comme
     assert f"updated comment {mine['id']} on pull request #7" in second.stdout
 
 
-def test_the_readme_workflow_uses_only_declared_inputs_and_its_table_lists_them_all() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("\n## GitHub Action\n") :]
+def test_the_docs_workflow_uses_only_declared_inputs_and_its_table_lists_them_all() -> None:
+    page = (ROOT / "docs" / "how-to" / "ci.md").read_text()  # docs/how-to/ci.md "GitHub Action"
+    section = page[page.index("\n## GitHub Action\n") :]
     section = section[: section.index("\n## ", 1)]
     block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
     assert block is not None

@@ -2,7 +2,7 @@
 
 The real `ChatOpenAI` against fake OpenAI-compatible servers that declare each completion's
 usage. Golden numbers come from what the servers reported and the price table's arithmetic,
-and the worst case of a call from the rule the README states (the bytes of the messages sent,
+and the worst case of a call from the rule docs/how-to/cost-and-cache.md "Judge cost and cache" states (the bytes of the messages sent,
 8 tokens a message and 8 for the reply, at the input price, plus `max_tokens` at the output
 price), computed here from the requests the servers recorded, never from the ledger.
 """
@@ -42,7 +42,7 @@ def declared_usage(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def worst_case(body: dict[str, Any]) -> float:
-    """The README's worst case of one call, from the request as the server received it."""
+    """The worst case of one call (docs/how-to/cost-and-cache.md), from the request as the server received it."""
     input_bound = message_bytes(body) + 8 * (len(body["messages"]) + 1)
     return (input_bound * INPUT_PRICE + MAX_TOKENS * OUTPUT_PRICE) / 1e6
 

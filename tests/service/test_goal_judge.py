@@ -1,4 +1,4 @@
-"""The goal judge (README "Judge the goal") through the real `ChatOpenAI` client against the fake
+"""The goal judge (docs/how-to/task-checks.md "Judge the goal") through the real `ChatOpenAI` client against the fake
 OpenAI-compatible server on 127.0.0.1: verdicts, a malformed verdict, a failing judge, samples,
 an ensemble, the cascade, the cache, the cost ledger and cap, structured output, the handler."""
 

@@ -1,5 +1,5 @@
 """A task's goal, expected state and tool policy from the references, and each trace's final_state
-from its metadata (`importers.references`, module docstring; README "Goals, end states and
+from its metadata (`importers.references`, module docstring; docs/how-to/traces.md "Goals, end states and
 policies from the references"): the join, every format's metadata, the handler (the CLI's
 `convert`: tests/cli/test_cli_convert.py)."""
 

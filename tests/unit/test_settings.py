@@ -1,4 +1,4 @@
-"""`handler.settings`: the environment variables of the README, their defaults and clamps,
+"""`handler.settings`: the environment variables of docs/how-to/deploy.md "Configuration by environment", their defaults and clamps,
 and a malformed one refused at start with its name, not answered 500 on every request."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def test_arguments_agree_by_the_rubrics_rules() -> None:
 
 @pytest.mark.parametrize(
     ("mode", "names", "matches"),
-    [  # README "Tool policies", the table of modes, expected [a, b]
+    [  # docs/how-to/task-checks.md "Tool policies", the table of modes, expected [a, b]
         ("strict", "ab", True),
         ("strict", "ba", False),
         ("unordered", "ba", True),
