@@ -154,12 +154,43 @@ def _template_value(value: Any, parameters: dict[str, Any]) -> Any:
     return value
 
 
+_DYNAMODB_ITEM_CALLS = (
+    "update_item",
+    "put_item",
+    "delete_item",
+    "get_item",
+    "batch_write_item",
+    "transact_write_items",
+)
+_DYNAMODB_LOCK = threading.RLock()
+
+
+def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make moto's DynamoDB apply each request atomically, as DynamoDB does: moto's backend reads
+    and writes an item without a lock, so two threads' `UpdateItem`s of one item can lose one
+    update (8 threads × 150 increments end near 1,050, not 1,200), and a conditional reservation
+    then passes a cap it should not. The backend's item calls take one lock."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    for name in _DYNAMODB_ITEM_CALLS:
+        original = getattr(DynamoDBBackend, name)
+
+        def serialised(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with _DYNAMODB_LOCK:
+                return __original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, serialised)
+
+
 @contextmanager
 def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_size: int = 100) -> Iterator[JobsAWS]:
-    """moto with the jobs' resources of template.yaml, the handlers dispatched in-process, the environment set."""
+    """moto with the jobs' resources of template.yaml, the handlers dispatched in-process, the environment set
+    (moto's DynamoDB made atomic per request: `atomic_dynamodb`)."""
     from moto.awslambda_simple.models import LambdaSimpleBackend
 
     import handler.job_store
+
+    atomic_dynamodb(monkeypatch)
 
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",

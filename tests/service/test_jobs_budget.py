@@ -22,7 +22,7 @@ import handler.job_lambdas as lambdas
 import handler.job_store as store
 from fair_forge_testing.fake_llm_server import FakeLLMServer, openai_usage
 from fair_forge_testing.handler_client import call_handler
-from fair_forge_testing.jobs_harness import REGION, JobsAWS, jobs_aws
+from fair_forge_testing.jobs_harness import REGION, JobsAWS, atomic_dynamodb, jobs_aws
 from fair_forge_testing.jobs_support import varied_conversations
 from handler.job_budget import DynamoBudget
 from handler.local import LocalLambdaContext
@@ -80,6 +80,7 @@ def test_concurrent_reservations_never_pass_the_cap(monkeypatch: pytest.MonkeyPa
         "AWS_DEFAULT_REGION": REGION,
     }.items():
         monkeypatch.setenv(name, value)
+    atomic_dynamodb(monkeypatch)  # moto's items are not atomic across threads; DynamoDB's are
     with mock_aws():
         store.client.cache_clear()
         dynamodb = boto3.client("dynamodb", region_name=REGION)
