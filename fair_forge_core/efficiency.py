@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from fair_forge_core.schemas import (
     ConversationEfficiency,
@@ -52,18 +52,8 @@ from fair_forge_core.schemas import (
     ToolCall,
 )
 
-MEASURES: tuple[EfficiencyMeasure, ...] = (
-    "turns",
-    "steps",
-    "tool_calls",
-    "failed_tool_calls",
-    "repeated_tool_calls",
-    "input_tokens",
-    "output_tokens",
-    "latency_s",
-    "cost_usd",
-)
-"""Every measure of `ConversationEfficiency`, in its field order."""
+MEASURES: tuple[EfficiencyMeasure, ...] = get_args(EfficiencyMeasure)
+"""Every measure of `ConversationEfficiency`, in its field order (the literal's, named once)."""
 
 
 def canonical_json(value: Any) -> str:
