@@ -13,9 +13,10 @@ from tests.cli.test_cli import CALCULATOR, ROOT, run_cli
 TRACES = ROOT / "examples" / "traces"
 
 
-def test_convert_then_evaluate_writes_events_linked_to_the_evaluated_spans(tmp_path: Path) -> None:
+def converted_request(tmp_path: Path) -> Path:
+    """The OTel trace example converted by `fair-forge convert`, as a user runs it."""
     request = tmp_path / "request.json"
-    converted = run_cli(
+    done = run_cli(
         "convert",
         TRACES / "otel_genai.json",
         "--from",
@@ -27,7 +28,12 @@ def test_convert_then_evaluate_writes_events_linked_to_the_evaluated_spans(tmp_p
         "--out",
         request,
     )
-    assert converted.returncode == 0, converted.stderr
+    assert done.returncode == 0, done.stderr
+    return request
+
+
+def test_convert_then_evaluate_writes_events_linked_to_the_evaluated_spans(tmp_path: Path) -> None:
+    request = converted_request(tmp_path)
     before = time.time_ns()
     done = run_cli("evaluate", request, "--out", tmp_path / "result.json", "--otel-events", tmp_path / "events.json")
     after = time.time_ns()

@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from fair_forge_core.cli import main
 from fair_forge_core.otel_sdk import OtelSdkMissing, check_sdk
 from tests.cli.test_cli import CALCULATOR, ROOT, run_cli
+from tests.cli.test_cli_otel_events import converted_request
 
 TRACES = ROOT / "examples" / "traces"
 
@@ -72,24 +73,6 @@ def collector() -> Iterator[Collector]:
 def otel_env(**variables: str) -> dict[str, str]:
     """The test's environment without any OTEL_* variable of the machine, plus `variables`."""
     return {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}, **variables}
-
-
-def converted_request(tmp_path: Path) -> Path:
-    request = tmp_path / "request.json"
-    done = run_cli(
-        "convert",
-        TRACES / "otel_genai.json",
-        "--from",
-        "otel",
-        "--references",
-        TRACES / "otel_genai.references.jsonl",
-        "--task-key",
-        "metadata.app.task",
-        "--out",
-        request,
-    )
-    assert done.returncode == 0, done.stderr
-    return request
 
 
 def plain(value: Any) -> Any:
