@@ -25,7 +25,7 @@ import xmlschema
 from scipy.stats import binomtest
 
 from fair_forge_core.compare import compare
-from fair_forge_core.evaluate import build_result, evaluate_sync
+from fair_forge_core.evaluate import build_result
 from fair_forge_core.exports import (
     ROW_FIELDS,
     cases,
@@ -36,20 +36,13 @@ from fair_forge_core.exports import (
     markdown_comparison,
     markdown_evaluation,
 )
-from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.metrics import TurnJudgement, conversation_metrics
-from fair_forge_core.schemas import Comparison, EvaluationConfig, EvaluationResult, RunRequest
+from fair_forge_core.schemas import Comparison, EvaluationConfig, EvaluationResult
 from fair_forge_testing.builders import conversation, datasets, turn
+from tests.unit.test_report import evaluate_example
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = xmlschema.XMLSchema(ROOT / "tests" / "data" / "junit.xsd")
-
-
-def evaluate_example(name: str, **config: Any) -> EvaluationResult:
-    body = json.loads((ROOT / "examples" / name).read_text())
-    body["config"] = {**body.get("config", {}), **config}
-    request = RunRequest.model_validate(body)
-    return evaluate_sync(request.datasets, ReferenceJudge(), request.config)
 
 
 @pytest.fixture(scope="module")
