@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 3000
+# pytest-xdist workers of `make test`: one per CPU; each test file runs whole in one worker (its fixtures built once)
+TEST_WORKERS ?= auto
 
 .PHONY: venv run serve test lint typecheck lock schema bench docs clean
 
@@ -25,13 +27,13 @@ run: venv
 serve: venv
 	$(BIN)/python -m handler.local --port $(PORT)
 
-## test: the whole suite (lint and type checks included)
+## test: the whole suite (lint and type checks included), on every CPU (TEST_WORKERS=0: in this process alone)
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict fair_forge_core action/fair_forge_action.py
 	$(BIN)/mypy handler
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 ## lock: pin requirements.txt with hashes into requirements.lock (what the Lambda image installs)
 lock: venv

@@ -18,7 +18,7 @@ import pytest
 
 from fair_forge_testing.builders import conversation, provenance_json, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply
-from tests.cli.test_cli import ROOT, run_cli
+from tests.cli.test_cli import ROOT, run_cli, run_cli_in_process
 
 REFERENCE_JUDGE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
 Pattern = list[tuple[bool, ...]]
@@ -113,7 +113,7 @@ def compare_files(*args: str | Path) -> tuple[subprocess.CompletedProcess[str], 
     """Run `compare … --out`; the process, the comparison JSON (None when not written), its path."""
     out = Path(str(args[0])).parent / "comparison.json"
     out.unlink(missing_ok=True)
-    process = run_cli("compare", *args, "--out", out)
+    process = run_cli_in_process("compare", *args, "--out", out)
     return process, (json.loads(out.read_text()) if out.exists() else None), out
 
 
@@ -153,7 +153,7 @@ def test_identical_agents_are_no_significant_change_exit_0_or_4_when_a_conclusio
     assert "shared tasks needed to settle it: none would — no difference was observed" in process.stdout
     assert_table_equals_json(process.stdout, comparison)
 
-    required = run_cli("compare", baseline, candidate, "--require-conclusive", "--quiet")
+    required = run_cli_in_process("compare", baseline, candidate, "--require-conclusive", "--quiet")
     assert required.returncode == 4, required.stderr
     assert required.stdout == process.stdout  # the same report, only the exit code differs
 
@@ -171,19 +171,21 @@ def test_a_small_difference_is_inconclusive_and_says_how_many_tasks_would_settle
     expected = {label(m["metric"], m["k"]): m["tasks_needed"] for m in comparison["metrics"] if m["tasks_needed"]}
     assert printed and {name: int(n) for name, n in printed.items()} == expected
     assert expected["pass@1"] > 12  # more tasks than were given
-    assert run_cli("compare", baseline, candidate, "--require-conclusive", "--quiet").returncode == 4
+    assert run_cli_in_process("compare", baseline, candidate, "--require-conclusive", "--quiet").returncode == 4
 
 
 def test_an_improvement_exits_0_even_when_a_conclusion_is_required(tmp_path: Path) -> None:
     baseline = request_file(tmp_path / "a.json", attempts("v1", ONE_IN_THREE))
     candidate = request_file(tmp_path / "b.json", attempts("v2", ALL_RIGHT))
-    process = run_cli("compare", baseline, candidate, "--require-conclusive")
+    process = run_cli_in_process("compare", baseline, candidate, "--require-conclusive")
     assert process.returncode == 0, process.stderr
     assert "verdict: IMPROVED — the candidate is significantly better than the baseline" in process.stdout
 
 
 def test_the_docs_example_prints_what_the_docs_show() -> None:
-    process = run_cli("compare", "examples/compare/baseline.json", "examples/compare/candidate.json", "--quiet")
+    process = run_cli_in_process(
+        "compare", "examples/compare/baseline.json", "examples/compare/candidate.json", "--quiet"
+    )
     assert process.returncode == 0, process.stderr
     assert "verdict: IMPROVED" in process.stdout
     page = (ROOT / "docs" / "how-to" / "compare.md").read_text()  # docs/how-to/compare.md "Compare two agents"
@@ -197,7 +199,12 @@ def test_result_files_give_the_same_comparison_as_the_requests_they_came_from(tm
     baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
     candidate = request_file(tmp_path / "b.json", attempts("v2", ONE_IN_THREE))
     for name in ("a", "b"):
-        assert run_cli("evaluate", tmp_path / f"{name}.json", "--out", tmp_path / f"{name}.result.json").returncode == 0
+        assert (
+            run_cli_in_process(
+                "evaluate", tmp_path / f"{name}.json", "--out", tmp_path / f"{name}.result.json"
+            ).returncode
+            == 0
+        )
     # a POST /run response body: the result and its request id
     response = json.loads((tmp_path / "b.result.json").read_text()) | {"request_id": "req-1"}
     (tmp_path / "b.response.json").write_text(json.dumps(response))
@@ -230,7 +237,7 @@ def test_unmatched_tasks_and_unscored_conversations_are_warnings_on_stderr(tmp_p
     candidate = request_file(
         tmp_path / "b.json", attempts("v2", MIXED, first_task=2) + attempts("v2", MIXED[:2], first_task=14)
     )
-    assert run_cli("evaluate", baseline, "--out", tmp_path / "a.result.json").returncode == 0
+    assert run_cli_in_process("evaluate", baseline, "--out", tmp_path / "a.result.json").returncode == 0
     result = json.loads((tmp_path / "a.result.json").read_text())
     for metrics in result["per_conversation_metrics"][6:8]:  # task-2's first two attempts: unscored
         metrics.update(is_scored=False, is_fully_correct=None)
@@ -286,7 +293,7 @@ def test_bad_input_exits_2_naming_the_file_or_the_flag(tmp_path: Path, arguments
     request_file(tmp_path / "elsewhere.json", attempts("v2", MIXED, first_task=100))
     (tmp_path / "neither.json").write_text(json.dumps({"datasets": []}))
     (tmp_path / "error.json").write_text(json.dumps({"success": False, "error": "No datasets provided"}))
-    process = run_cli("compare", *(str(tmp_path / a) if a.endswith(".json") else a for a in arguments))
+    process = run_cli_in_process("compare", *(str(tmp_path / a) if a.endswith(".json") else a for a in arguments))
     assert process.returncode == 2, process.stderr
     assert message in process.stderr
     assert "Traceback" not in process.stderr and process.stdout == ""
@@ -295,7 +302,7 @@ def test_bad_input_exits_2_naming_the_file_or_the_flag(tmp_path: Path, arguments
 def test_an_unwritable_out_exits_2_before_anything_is_judged(tmp_path: Path) -> None:
     baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
     candidate = request_file(tmp_path / "b.json", attempts("v2", MIXED))
-    process = run_cli("compare", baseline, candidate, "--out", tmp_path / "no-such-dir" / "c.json")
+    process = run_cli_in_process("compare", baseline, candidate, "--out", tmp_path / "no-such-dir" / "c.json")
     assert process.returncode == 2
     assert (
         process.stderr
@@ -315,7 +322,7 @@ def test_an_evaluation_that_cannot_run_exits_3(tmp_path: Path) -> None:
         candidate = tmp_path / "b.json"
         candidate.write_text(json.dumps(body))
         baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
-        process = run_cli("compare", baseline, candidate)
+        process = run_cli("compare", baseline, candidate)  # a subprocess: its whole stderr, log lines included
     assert process.returncode == 3, process.stderr
     assert f"error: evaluation failed: {candidate}: the judge provider refused the request" in process.stderr
     assert "0123456789" not in process.stderr and process.stdout == ""
@@ -374,7 +381,7 @@ def test_too_few_tasks_to_test_anything_is_not_tested_exit_5_even_without_requir
     assert line.count("n/a (no variation)") == 5
     line = next(line for line in process.stdout.splitlines() if line.startswith("shared tasks needed"))
     assert [int(n) for n in re.findall(r" (\d+) \(difference", line)] == [6] * 5
-    required = run_cli("compare", both, both, *choose, "--require-conclusive", "--quiet")
+    required = run_cli_in_process("compare", both, both, *choose, "--require-conclusive", "--quiet")
     assert required.returncode == 5 and required.stdout == process.stdout
 
 
@@ -387,7 +394,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("judged")
     for name, assistant, pattern in (("a", "v1", MIXED), ("b", "v2", NEARLY_MIXED)):
         request = request_file(folder / f"{name}.json", attempts(assistant, pattern))
-        assert run_cli("evaluate", request, "--out", folder / f"{name}.result.json").returncode == 0
+        assert run_cli_in_process("evaluate", request, "--out", folder / f"{name}.result.json").returncode == 0
     return folder
 
 
@@ -425,7 +432,7 @@ def test_sides_judged_differently_are_warnings_and_a_refusal_under_require_same_
     ]
     assert "warning" not in process.stdout
 
-    refused = run_cli("compare", baseline, candidate, "--require-same-judge")
+    refused = run_cli_in_process("compare", baseline, candidate, "--require-same-judge")
     assert refused.returncode == 2, refused.stderr
     assert refused.stdout == "" and "Traceback" not in refused.stderr
     assert refused.stderr.splitlines()[-1] == (
@@ -441,8 +448,8 @@ def test_a_side_without_provenance_cannot_be_checked_and_is_refused_under_requir
     baseline = with_provenance(results, "a", provenance_json())
     candidate = with_provenance(results, "b", None)
     line = "warning: the candidate's result has no provenance: how it was judged cannot be checked"
-    process = run_cli("compare", baseline, candidate)
+    process = run_cli_in_process("compare", baseline, candidate)
     assert process.returncode == 0 and line in process.stderr.splitlines()
-    refused = run_cli("compare", baseline, candidate, "--require-same-judge")
+    refused = run_cli_in_process("compare", baseline, candidate, "--require-same-judge")
     assert refused.returncode == 2 and refused.stdout == ""
     assert line in refused.stderr.splitlines() and "(1 difference(s), listed above)" in refused.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from examples.run_local import TRACE_CONFIGS, TRACE_EXAMPLES
-from tests.cli.test_cli import ROOT, run_cli
+from tests.cli.test_cli import ROOT, run_cli_in_process
 
 TRACES = ROOT / "examples" / "traces"
 
@@ -20,7 +20,7 @@ TRACES = ROOT / "examples" / "traces"
 def test_convert_then_evaluate_every_trace_example(name: str) -> None:
     trace_format, task_key = TRACE_EXAMPLES[name]
     references = (TRACES / name).with_suffix(".references.jsonl")
-    converted = run_cli(
+    converted = run_cli_in_process(
         "convert", TRACES / name, "--from", trace_format, "--references", references, "--task-key", task_key
     )
     assert converted.returncode == 0, converted.stderr
@@ -48,7 +48,7 @@ def test_convert_then_evaluate_every_trace_example(name: str) -> None:
 
 
 def test_an_unknown_format_is_refused_by_name() -> None:
-    done = run_cli("convert", TRACES / "openai_chat.json", "--from", "csv", "--references", Path("x"))
+    done = run_cli_in_process("convert", TRACES / "openai_chat.json", "--from", "csv", "--references", Path("x"))
     assert done.returncode == 2
     assert "invalid choice: 'csv'" in done.stderr
 
@@ -56,9 +56,11 @@ def test_an_unknown_format_is_refused_by_name() -> None:
 def test_a_file_nested_too_deeply_and_stdin_twice_are_refused(tmp_path: Path) -> None:
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000)
-    done = run_cli("convert", deep, "--from", "openai", "--references", TRACES / "openai_chat.references.jsonl")
+    done = run_cli_in_process(
+        "convert", deep, "--from", "openai", "--references", TRACES / "openai_chat.references.jsonl"
+    )
     assert (done.returncode, done.stderr) == (2, f"error: {deep}: nested too deeply to read\n")
-    done = run_cli("convert", "-", "--from", "openai", "--references", "-")
+    done = run_cli_in_process("convert", "-", "--from", "openai", "--references", "-")
     assert (done.returncode, done.stderr) == (
         2,
         "error: the traces and the references cannot both be read from stdin ('-')\n",
@@ -72,7 +74,9 @@ def test_tool_results_that_are_not_finite_or_hold_a_lone_surrogate_stay_text_and
     path = tmp_path / "traces.json"
     path.write_text(json.dumps(traces))
     references = TRACES / "openai_chat.references.jsonl"
-    converted = run_cli("convert", path, "--from", "openai", "--references", references, "--task-key", "metadata.task")
+    converted = run_cli_in_process(
+        "convert", path, "--from", "openai", "--references", references, "--task-key", "metadata.task"
+    )
     assert converted.returncode == 0, converted.stderr
     request = json.loads(converted.stdout)
     results = [
@@ -98,13 +102,13 @@ def test_convert_writes_a_tasks_fields_from_the_references_and_names_the_line_of
     task = {"goal": "The order is cancelled", "expected_state": state, "tool_policy": {"max_tool_calls": 1}}
     refs = [{"task_id": "run-0", "ground_truth_assistant": "Cancelled", **task}]
     refs_file.write_text(json.dumps(refs[0]) + "\n")
-    done = run_cli("convert", traces_file, "--from", "openai", "--references", refs_file)
+    done = run_cli_in_process("convert", traces_file, "--from", "openai", "--references", refs_file)
     assert done.returncode == 0, done.stderr
     (dataset,) = json.loads(done.stdout)["datasets"]
     assert {name: dataset[name] for name in task} == task
     assert dataset["final_state"] == state
     refs_file.write_text(json.dumps(refs[0]) + "\n\n" + json.dumps({**refs[0], "turn": 1, "goal": "Other"}) + "\n")
-    done = run_cli("convert", traces_file, "--from", "openai", "--references", refs_file)
+    done = run_cli_in_process("convert", traces_file, "--from", "openai", "--references", refs_file)
     assert (done.returncode, done.stderr) == (
         2,
         f"error: {refs_file}: line 3: references[1].goal: differs from references[0].goal: a task has one goal\n",

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from fair_forge_core.cli.common import EXIT_NOT_TESTED
 from fair_forge_testing.builders import conversation, turn
-from tests.cli.test_cli import run_cli
+from tests.cli.test_cli import run_cli_in_process
 
 
 def test_evaluate_prints_the_medians_and_the_cost_per_successful_task(tmp_path: Path) -> None:
-    process = run_cli("evaluate", "examples/efficiency.json", "--out", tmp_path / "r.json")
+    process = run_cli_in_process("evaluate", "examples/efficiency.json", "--out", tmp_path / "r.json")
     assert process.returncode == 0, process.stderr
     line = next(x for x in process.stderr.splitlines() if x.startswith("efficiency"))
     # steps 4, 2, 2: median 2, p95 at h = 1.9 → 2 + 0.9·2; cost (0.007 + 0.002 + 0.003) / 2 successes
@@ -36,7 +36,7 @@ def test_compare_prints_the_paired_efficiency_after_the_verdict(tmp_path: Path) 
         path.write_text(json.dumps({**request, "config": {"k": 1, "efficiency": efficiency}}))
         out = tmp_path / f"comparison-{efficiency}.json"
         choose = ("--baseline-assistant", "old", "--candidate-assistant", "new", "--quiet", "--out", out)
-        process = run_cli("compare", path, path, *choose)
+        process = run_cli_in_process("compare", path, path, *choose)
         assert process.returncode == EXIT_NOT_TESTED, process.stderr  # 3 tasks: not tested, whatever the cost
         lines = process.stdout.splitlines()
         cost = [x for x in lines if x.strip().startswith("cost_usd:")]

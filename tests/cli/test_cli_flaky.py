@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import binomtest
 
 from fair_forge_core.cli import main
-from tests.cli.test_cli import CALCULATOR, ROOT, run_cli
+from tests.cli.test_cli import CALCULATOR, ROOT, run_cli_in_process
 
 FLAKY = ROOT / "examples" / "flaky_tasks.json"
 
@@ -102,7 +102,7 @@ def test_a_task_gate_fails_when_a_task_has_fewer_than_two_attempts(gate: list[st
     ],
 )
 def test_a_bad_task_gate_value_exits_2_naming_its_flag(arguments: list[str], message: str) -> None:
-    process = run_cli("evaluate", FLAKY, *arguments)
+    process = run_cli_in_process("evaluate", FLAKY, *arguments)
     assert process.returncode == 2
     assert message in process.stderr and process.stdout == ""
 

@@ -17,7 +17,7 @@ import pytest
 from fair_forge_core.cli import ProgressBar, main
 from fair_forge_testing.builders import conversation, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply, judge_responder, last_user_text
-from tests.cli.test_cli import CALCULATOR, ROOT, run_cli
+from tests.cli.test_cli import CALCULATOR, ROOT, run_cli_in_process
 
 REFERENCE_JUDGE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
 N, C, K = 20, 15, 3  # 20 conversations of one turn, 15 right
@@ -71,7 +71,7 @@ def test_frequentist_gate_reads_the_wilson_bound_pushed_through_the_metric(
     point = (C / N) ** K if metric == "pass_pow_k" else 1 - (1 - C / N) ** K
     assert bound < point - 0.01
 
-    failing = run_cli("evaluate", request, "--quiet", "--fail-if-lower-bound", f"{metric}<{bound + 0.001}")
+    failing = run_cli_in_process("evaluate", request, "--quiet", "--fail-if-lower-bound", f"{metric}<{bound + 0.001}")
     assert failing.returncode == 1, failing.stderr
     assert printed_bound(failing.stderr) == round(bound, 4)
     symbol = f"pass^{K}" if metric == "pass_pow_k" else f"pass@{K}"
@@ -81,7 +81,7 @@ def test_frequentist_gate_reads_the_wilson_bound_pushed_through_the_metric(
     )
     assert f"is below {bound + 0.001:g} by 0.0010 (--fail-if-lower-bound {metric}<{bound + 0.001:g})" in failing.stderr
 
-    passing = run_cli(
+    passing = run_cli_in_process(
         "evaluate", request, "--fail-if-lower-bound", f"{metric}<{bound - 0.001}", "--out", tmp_path / "o.json"
     )
     assert passing.returncode == 0, passing.stderr
@@ -93,8 +93,8 @@ def test_the_gate_is_on_the_bound_not_the_point(tmp_path: Path) -> None:
     point = (C / N) ** K  # 0.4219
     bound = wilson_low(N, C, 0.95) ** K  # 0.1902
     between = (point + bound) / 2
-    on_point = run_cli("evaluate", request, "--quiet", "--fail-under-pass-pow-k", str(between))
-    on_bound = run_cli("evaluate", request, "--quiet", "--fail-if-lower-bound", f"pass_pow_k<{between}")
+    on_point = run_cli_in_process("evaluate", request, "--quiet", "--fail-under-pass-pow-k", str(between))
+    on_bound = run_cli_in_process("evaluate", request, "--quiet", "--fail-if-lower-bound", f"pass_pow_k<{between}")
     assert (on_point.returncode, on_bound.returncode) == (0, 1)
 
 
@@ -105,7 +105,7 @@ def test_bayesian_gate_reads_the_credible_bound_the_result_carries(tmp_path: Pat
     request = request_file(tmp_path / "r.json", config)
     low = float(beta.ppf(0.05, 1 + C, 1 + N - C))
     expected = {"pass_pow_k": low**K, "pass_at_k": 1 - (1 - low) ** K}
-    process = run_cli(
+    process = run_cli_in_process(
         "evaluate",
         request,
         "--out",
@@ -161,9 +161,11 @@ def test_max_unscored_fails_above_n_unscored_conversations(tmp_path: Path) -> No
         }
         request = tmp_path / "r.json"
         request.write_text(json.dumps(body))
-        allowed = run_cli("evaluate", request, "--quiet", "--allow-unscored")
-        over = run_cli("evaluate", request, "--quiet", "--allow-unscored", "--max-unscored", "3")
-        at = run_cli("evaluate", request, "--allow-unscored", "--max-unscored", "4", "--out", tmp_path / "o.json")
+        allowed = run_cli_in_process("evaluate", request, "--quiet", "--allow-unscored")
+        over = run_cli_in_process("evaluate", request, "--quiet", "--allow-unscored", "--max-unscored", "3")
+        at = run_cli_in_process(
+            "evaluate", request, "--allow-unscored", "--max-unscored", "4", "--out", tmp_path / "o.json"
+        )
     assert json.loads(allowed.stdout)["aggregated_metrics"]["unscored_conversations"] == 4
     assert allowed.returncode == 0  # 4 of 16 unscored is allowed, and no other gate
     assert over.returncode == 1, over.stderr
@@ -193,7 +195,7 @@ def test_max_unscored_fails_above_n_unscored_conversations(tmp_path: Path) -> No
     ],
 )
 def test_a_bad_gate_value_exits_2_naming_its_flag(arguments: list[str], message: str) -> None:
-    process = run_cli("evaluate", CALCULATOR, *arguments)
+    process = run_cli_in_process("evaluate", CALCULATOR, *arguments)
     assert process.returncode == 2
     assert message in process.stderr
     assert "judging" not in process.stderr and process.stdout == ""
@@ -202,10 +204,10 @@ def test_a_bad_gate_value_exits_2_naming_its_flag(arguments: list[str], message:
 @pytest.mark.parametrize("flag", ["--out", "--html"])
 def test_an_unwritable_output_exits_2_before_judging(tmp_path: Path, flag: str) -> None:
     missing = tmp_path / "no-such-dir" / "file"
-    process = run_cli("evaluate", CALCULATOR, flag, missing)
+    process = run_cli_in_process("evaluate", CALCULATOR, flag, missing)
     assert process.returncode == 2
     assert process.stderr == f"error: {flag} {missing}: the directory {missing.parent} does not exist\n"
-    directory = run_cli("evaluate", CALCULATOR, flag, tmp_path)
+    directory = run_cli_in_process("evaluate", CALCULATOR, flag, tmp_path)
     assert directory.returncode == 2
     assert directory.stderr == f"error: {flag} {tmp_path}: is a directory\n"  # no "judging" line before it
 
@@ -213,7 +215,7 @@ def test_an_unwritable_output_exits_2_before_judging(tmp_path: Path, flag: str) 
 def test_the_writability_check_leaves_nothing_behind(tmp_path: Path) -> None:
     existing = tmp_path / "report.html"
     existing.write_text("old")
-    process = run_cli(
+    process = run_cli_in_process(
         "evaluate",
         CALCULATOR,
         "--out",
@@ -227,7 +229,9 @@ def test_the_writability_check_leaves_nothing_behind(tmp_path: Path) -> None:
         "0",
     )
     assert process.returncode == 0, process.stderr
-    refused = run_cli("evaluate", CALCULATOR, "--out", tmp_path / "new.json", "--html", tmp_path / "missing" / "r.html")
+    refused = run_cli_in_process(
+        "evaluate", CALCULATOR, "--out", tmp_path / "new.json", "--html", tmp_path / "missing" / "r.html"
+    )
     assert refused.returncode == 2
     assert not (tmp_path / "new.json").exists() and existing.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.html", "report.html", "result.json"]
@@ -286,9 +290,9 @@ def test_evaluate_takes_the_traces_form_as_convert_then_evaluate_does(tmp_path: 
     ]
     request = tmp_path / "traces.json"
     request.write_text(json.dumps(traces_request(items, references, task_key="metadata.task", config={"k": 1})))
-    direct = run_cli("evaluate", request, "--quiet")
+    direct = run_cli_in_process("evaluate", request, "--quiet")
     assert direct.returncode == 0, direct.stderr
-    converted = run_cli(
+    converted = run_cli_in_process(
         "convert",
         TRACES / "openai_chat.json",
         "--from",
@@ -303,7 +307,7 @@ def test_evaluate_takes_the_traces_form_as_convert_then_evaluate_does(tmp_path: 
     assert converted.returncode == 0
     body = json.loads((tmp_path / "converted.json").read_text()) | {"config": {"k": 1}}
     (tmp_path / "converted.json").write_text(json.dumps(body))
-    via_convert = run_cli("evaluate", tmp_path / "converted.json", "--quiet")
+    via_convert = run_cli_in_process("evaluate", tmp_path / "converted.json", "--quiet")
     assert json.loads(direct.stdout) == json.loads(via_convert.stdout)
 
 
@@ -313,7 +317,7 @@ def test_import_warnings_are_printed_and_come_first_in_the_result(tmp_path: Path
     request.write_text(
         json.dumps(traces_request(items, [{"task_id": "t", "ground_truth_assistant": "4"}], config={"k": 1}))
     )
-    process = run_cli("evaluate", request, "--out", tmp_path / "result.json")
+    process = run_cli_in_process("evaluate", request, "--out", tmp_path / "result.json")
     assert process.returncode == 0, process.stderr
     warning = "traces[0]: turn 0 ('What is 2 plus 2?') has no final answer; judged as an empty answer"
     assert f"warning: {warning}\n" in process.stderr
@@ -349,7 +353,7 @@ def test_an_unreadable_traces_request_exits_2_naming_the_file_and_the_field(
 ) -> None:
     request = tmp_path / "traces.json"
     request.write_text(json.dumps(body))
-    process = run_cli("evaluate", request)
+    process = run_cli_in_process("evaluate", request)
     assert process.returncode == 2
     assert process.stderr.startswith(f"error: {request}: {message}")
     assert "Traceback" not in process.stderr and process.stdout == ""

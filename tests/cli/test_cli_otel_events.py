@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from tests.cli.test_cli import CALCULATOR, ROOT, run_cli
+from tests.cli.test_cli import CALCULATOR, ROOT, run_cli_in_process
 
 TRACES = ROOT / "examples" / "traces"
 
@@ -16,7 +16,7 @@ TRACES = ROOT / "examples" / "traces"
 def converted_request(tmp_path: Path) -> Path:
     """The OTel trace example converted by `fair-forge convert`, as a user runs it."""
     request = tmp_path / "request.json"
-    done = run_cli(
+    done = run_cli_in_process(
         "convert",
         TRACES / "otel_genai.json",
         "--from",
@@ -35,7 +35,9 @@ def converted_request(tmp_path: Path) -> Path:
 def test_convert_then_evaluate_writes_events_linked_to_the_evaluated_spans(tmp_path: Path) -> None:
     request = converted_request(tmp_path)
     before = time.time_ns()
-    done = run_cli("evaluate", request, "--out", tmp_path / "result.json", "--otel-events", tmp_path / "events.json")
+    done = run_cli_in_process(
+        "evaluate", request, "--out", tmp_path / "result.json", "--otel-events", tmp_path / "events.json"
+    )
     after = time.time_ns()
     assert done.returncode == 0, done.stderr
     assert f"wrote {tmp_path / 'events.json'}" in done.stderr
@@ -64,8 +66,8 @@ def test_convert_then_evaluate_writes_events_linked_to_the_evaluated_spans(tmp_p
 
 
 def test_without_the_flag_nothing_is_written_and_the_result_is_unchanged(tmp_path: Path) -> None:
-    plain = run_cli("evaluate", CALCULATOR, "--out", tmp_path / "plain.json", "--quiet")
-    with_events = run_cli(
+    plain = run_cli_in_process("evaluate", CALCULATOR, "--out", tmp_path / "plain.json", "--quiet")
+    with_events = run_cli_in_process(
         "evaluate", CALCULATOR, "--out", tmp_path / "with.json", "--otel-events", tmp_path / "e.json", "--quiet"
     )
     assert plain.returncode == with_events.returncode == 0
@@ -80,10 +82,10 @@ def test_without_the_flag_nothing_is_written_and_the_result_is_unchanged(tmp_pat
 
 def test_an_unwritable_events_file_exits_2_naming_the_flag_before_judging(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-dir" / "events.json"
-    done = run_cli("evaluate", CALCULATOR, "--otel-events", missing)
+    done = run_cli_in_process("evaluate", CALCULATOR, "--otel-events", missing)
     assert done.returncode == 2
     assert done.stderr == f"error: --otel-events {missing}: the directory {missing.parent} does not exist\n"
     same = tmp_path / "x.json"
-    done = run_cli("evaluate", CALCULATOR, "--out", same, "--otel-events", same)
+    done = run_cli_in_process("evaluate", CALCULATOR, "--out", same, "--otel-events", same)
     assert (done.returncode, done.stderr) == (2, f"error: --out and --otel-events name the same file: {same}\n")
     assert not same.exists()

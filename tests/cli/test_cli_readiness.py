@@ -10,7 +10,7 @@ from typing import Any
 
 from fair_forge_testing.builders import conversation, turn
 from fair_forge_testing.handler_client import call_handler, run_in_subprocess
-from tests.cli.test_cli import run_cli
+from tests.cli.test_cli import run_cli_in_process
 from tests.report_html import parse
 
 REFERENCE_JUDGE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
@@ -43,7 +43,7 @@ def write(path: Path, datasets: list[dict[str, Any]], **config: Any) -> Path:
 def test_a_third_unscored_is_not_enough_evidence_exit_1_and_no_green_badge(tmp_path: Path) -> None:
     request = write(tmp_path / "r.json", sums(24) + deliveries(12))
     html = tmp_path / "report.html"
-    process = run_cli("evaluate", request, "--out", tmp_path / "result.json", "--html", html)
+    process = run_cli_in_process("evaluate", request, "--out", tmp_path / "result.json", "--html", html)
     result = json.loads((tmp_path / "result.json").read_text())
     aggregated = result["aggregated_metrics"]
     assert aggregated["interpretation"] == "reliable"  # the seeds' tier over the 24 scored: unchanged
@@ -58,7 +58,7 @@ def test_a_third_unscored_is_not_enough_evidence_exit_1_and_no_green_badge(tmp_p
     assert "readiness-insufficient" in badge.classes and badge.text.strip() == "Not enough evidence"
     assert not any(c.startswith("readiness-reliable") for c in badge.classes)
 
-    allowed = run_cli("evaluate", request, "--quiet", "--allow-unscored")
+    allowed = run_cli_in_process("evaluate", request, "--quiet", "--allow-unscored")
     assert allowed.returncode == 0, allowed.stderr
 
 
@@ -68,7 +68,7 @@ def test_a_sufficient_result_has_its_tier_badge_and_a_small_one_is_preliminary(t
         (5, "readiness-preliminary", "Reliable · preliminary"),
     ):
         html = tmp_path / f"{count}.html"
-        process = run_cli(
+        process = run_cli_in_process(
             "evaluate", write(tmp_path / f"{count}.json", sums(count)), "--out", tmp_path / "o.json", "--html", html
         )
         assert process.returncode == 0, process.stderr
@@ -99,7 +99,7 @@ def per_task_request(path: Path) -> Path:
 def test_gates_read_the_per_task_figures_when_there_are_tasks(tmp_path: Path) -> None:
     # Pooled plug-in pass^3 is (6/9)^3 = 0.296, above 0.2; per task no task succeeded 3 times in 3: 0.
     request = per_task_request(tmp_path / "r.json")
-    process = run_cli("evaluate", request, "--out", tmp_path / "o.json", "--fail-under-pass-pow-k", "0.2")
+    process = run_cli_in_process("evaluate", request, "--out", tmp_path / "o.json", "--fail-under-pass-pow-k", "0.2")
     aggregated = json.loads((tmp_path / "o.json").read_text())["aggregated_metrics"]
     assert abs(aggregated["pass_pow_k"] - (6 / 9) ** 3) < 1e-12 and aggregated["per_task"]["pass_pow_k"] == 0.0
     assert process.returncode == 1, process.stderr
@@ -109,9 +109,9 @@ def test_gates_read_the_per_task_figures_when_there_are_tasks(tmp_path: Path) ->
     )
     assert "readiness: inconsistent per task over 3 task(s)" in process.stderr
     bound = aggregated["per_task"]["pass_at_k_ci_low"]
-    gated = run_cli("evaluate", request, "--quiet", "--fail-if-lower-bound", f"pass_at_k<{bound - 0.01}")
+    gated = run_cli_in_process("evaluate", request, "--quiet", "--fail-if-lower-bound", f"pass_at_k<{bound - 0.01}")
     assert gated.returncode == 0, gated.stderr
-    failing = run_cli(
+    failing = run_cli_in_process(
         "evaluate", request, "--fail-if-lower-bound", f"pass_at_k<{bound + 0.01}", "--out", tmp_path / "p.json"
     )
     assert failing.returncode == 1
