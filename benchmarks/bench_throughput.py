@@ -18,7 +18,7 @@ questions, and their responses must be the same JSON (sha256 of the body without
 request id).
 
     python -m benchmarks.bench_throughput [--runs 5] [--sequential-runs 3]
-    python -m benchmarks.bench_throughput --runs 9 --baseline DIR
+    python -m benchmarks.bench_throughput --runs 9 --baseline DIR [--structured json_schema]
 """
 
 from __future__ import annotations
@@ -41,13 +41,14 @@ from fair_forge_testing.workloads import OPENAI, distinct_conversations, request
 CONVERSATIONS, TURNS, LATENCY_S = 20, 5, 0.1
 
 
-def evaluate(base_url: str, concurrency: int, tag: str) -> dict[str, Any]:
-    """One timed evaluation through `lambda_handler`: status, wall and CPU seconds, the body's digest."""
+def evaluate(base_url: str, concurrency: int, tag: str, structured: str | None = None) -> dict[str, Any]:
+    """One timed evaluation through `lambda_handler`: status, wall and CPU seconds, the body's digest.
+    `structured`: a structured-output method (`config.structured_output_method`), else marker mode."""
+    config: dict[str, Any] = {"max_concurrency": concurrency}
+    if structured is not None:
+        config |= {"use_structured_output": True, "structured_output_method": structured}
     body = request(
-        OPENAI,
-        distinct_conversations(CONVERSATIONS, TURNS, tag=tag),
-        params=openai_params(base_url),
-        max_concurrency=concurrency,
+        OPENAI, distinct_conversations(CONVERSATIONS, TURNS, tag=tag), params=openai_params(base_url), **config
     )
     cpu = time.process_time()
     call = call_handler(body)
@@ -73,19 +74,20 @@ def run(server: JudgeServerProcess, concurrency: int, tag: str) -> dict[str, Any
     return result
 
 
-def child(base_url: str, tag: str) -> None:
+def child(base_url: str, tag: str, structured: str | None) -> None:
     """In a fresh process: a warm-up request, then the measured one (`max_concurrency` 16); one JSON line."""
-    evaluate(base_url, 16, "warm-up " + tag)
-    print(json.dumps(evaluate(base_url, 16, tag)))
+    evaluate(base_url, 16, "warm-up " + tag, structured)
+    print(json.dumps(evaluate(base_url, 16, tag, structured)))
 
 
-def measure(tree: Path, server: JudgeServerProcess, tag: str) -> dict[str, Any]:
+def measure(tree: Path, server: JudgeServerProcess, tag: str, structured: str | None) -> dict[str, Any]:
     """`child` in a fresh process on the code of `tree` (this checkout or a baseline), checked."""
     server.reset()
     # The file is run by its path, so `tree` goes first on the path: its packages are the ones imported.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", server.base_url, "--tag", tag],
+        [sys.executable, str(Path(__file__).resolve()), "--child", server.base_url, "--tag", tag]
+        + (["--structured", structured] if structured else []),
         cwd=tree,
         env=env,
         capture_output=True,
@@ -106,7 +108,7 @@ def per_call_ms(results: list[dict[str, Any]]) -> list[float]:
     return [1000 * r["cpu"] / (CONVERSATIONS * TURNS) for r in results]
 
 
-def side_by_side(server: JudgeServerProcess, runs: int, baseline: Path) -> None:
+def side_by_side(server: JudgeServerProcess, runs: int, baseline: Path, structured: str | None) -> None:
     """`runs` pairs of fresh processes, this code and `baseline`'s, alternating which goes first."""
     new: list[dict[str, Any]] = []
     old: list[dict[str, Any]] = []
@@ -114,8 +116,9 @@ def side_by_side(server: JudgeServerProcess, runs: int, baseline: Path) -> None:
         tag = f"pair {index} {time.time_ns()}: "  # the same questions for both, new ones every pair
         order = [(ROOT, new), (baseline, old)]
         for tree, into in order if index % 2 == 0 else order[::-1]:
-            into.append(measure(tree, server, tag))
-    print(f"   {runs} pairs of fresh processes, alternating; max_concurrency 16")
+            into.append(measure(tree, server, tag, structured))
+    mode = f"structured output ({structured})" if structured else "marker mode"
+    print(f"   {runs} pairs of fresh processes, alternating; max_concurrency 16; {mode}")
     for name, results in (("this code", new), (f"baseline {baseline}", old)):
         print(f"   {name}:")
         print("     " + line("wall", [r["seconds"] for r in results]))
@@ -136,17 +139,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs with max_concurrency 16 (pairs with --baseline)")
     parser.add_argument("--sequential-runs", type=int, default=3, help="runs with max_concurrency 1 (10 s each)")
     parser.add_argument("--baseline", type=Path, help="a checkout of other code, measured alternately with this one")
+    parser.add_argument(
+        "--structured",
+        choices=["json_schema", "function_calling", "json_mode"],
+        help="with --baseline: ask for structured output with this method (default: marker mode)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--tag", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.tag)
+        child(args.child, args.tag, args.structured)
         return
 
     header("throughput: 100 turns (20 × 5), judge latency 100 ms, ChatOpenAI, through lambda_handler")
     with JudgeServerProcess(latency_s=LATENCY_S) as server:
         if args.baseline is not None:
-            side_by_side(server, args.runs, args.baseline.resolve())
+            side_by_side(server, args.runs, args.baseline.resolve(), args.structured)
             return
         run(server, 16, "warm-up ")  # imports langchain_openai, opens the connections (see bench_cold_start)
         parallel, sequential = [], []
