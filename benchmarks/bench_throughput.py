@@ -13,9 +13,11 @@ With `--baseline DIR` (a checkout of other code, e.g. `git archive main | tar -x
 only the `max_concurrency` 16 run is measured, in pairs of fresh processes, this code
 and DIR's, in alternating order: each process (this file's `child`, run from its
 checkout with that checkout first on the path) makes one warm-up request (imports,
-connections) and then the measured one. Both checkouts of a pair ask the same
-questions, and their responses must be the same JSON (sha256 of the body without its
-request id).
+connections), then the measured one, then one more under cProfile whose count of Python
+function calls per judge call is a figure that the machine's load does not move (on a
+shared machine the CPU ratio of two runs of the same code varies by ±5 %). Both checkouts
+of a pair ask the same questions, and their responses must be the same JSON (sha256 of the
+body without its request id).
 
     python -m benchmarks.bench_throughput [--runs 5] [--sequential-runs 3]
     python -m benchmarks.bench_throughput --runs 9 --baseline DIR [--structured json_schema]
@@ -24,9 +26,11 @@ request id).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import hashlib
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -75,9 +79,14 @@ def run(server: JudgeServerProcess, concurrency: int, tag: str) -> dict[str, Any
 
 
 def child(base_url: str, tag: str, structured: str | None) -> None:
-    """In a fresh process: a warm-up request, then the measured one (`max_concurrency` 16); one JSON line."""
+    """In a fresh process: a warm-up request, the measured one (`max_concurrency` 16), then one more
+    under cProfile for its count of Python function calls (which load does not change); one JSON line."""
     evaluate(base_url, 16, "warm-up " + tag, structured)
-    print(json.dumps(evaluate(base_url, 16, tag, structured)))
+    result = evaluate(base_url, 16, tag, structured)
+    profile = cProfile.Profile()
+    profile.runcall(evaluate, base_url, 16, "counted " + tag, structured)
+    calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]  # set by Stats, not in its stub
+    print(json.dumps(result | {"calls_per_judge_call": calls / (CONVERSATIONS * TURNS)}))
 
 
 def measure(tree: Path, server: JudgeServerProcess, tag: str, structured: str | None) -> dict[str, Any]:
@@ -98,8 +107,8 @@ def measure(tree: Path, server: JudgeServerProcess, tag: str, structured: str | 
     if out.returncode != 0:
         raise SystemExit(f"measured process failed ({tree}):\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    # The warm-up asked as many questions as the measured request.
-    check(result, server.stats(), 2 * CONVERSATIONS * TURNS, 16, f"{tree}, {tag!r}")
+    # The warm-up and the counted request asked as many questions as the measured one.
+    check(result, server.stats(), 3 * CONVERSATIONS * TURNS, 16, f"{tree}, {tag!r}")
     return result
 
 
@@ -124,7 +133,9 @@ def side_by_side(server: JudgeServerProcess, runs: int, baseline: Path, structur
         print("     " + line("wall", [r["seconds"] for r in results]))
         print("     " + line("CPU", [r["cpu"] for r in results]))
         print("     " + line("CPU per judge call", per_call_ms(results), unit="ms", digits=2))
-    for name, key in (("wall", "seconds"), ("CPU", "cpu")):
+        calls = [r["calls_per_judge_call"] for r in results]
+        print("     " + line("Python function calls per judge call", calls, unit="calls", digits=0))
+    for name, key in (("wall", "seconds"), ("CPU", "cpu"), ("function calls", "calls_per_judge_call")):
         ratio = statistics.median(r[key] for r in new) / statistics.median(r[key] for r in old)
         print(f"   {name} ratio (median this / median baseline): {ratio:.2f}")
     same = all(a["sha256"] == b["sha256"] for a, b in zip(new, old, strict=True))
