@@ -17,7 +17,8 @@ connections), then the measured one, then one more under cProfile whose count of
 function calls per judge call is a figure that the machine's load does not move (on a
 shared machine the CPU ratio of two runs of the same code varies by ±5 %). Both checkouts
 of a pair ask the same questions, and their responses must be the same JSON (sha256 of the
-body without its request id).
+body without its request id; with `--structured function_calling` they may differ by a few
+output tokens, as the judge server numbers its tool calls process-wide and counts the ids).
 
     python -m benchmarks.bench_throughput [--runs 5] [--sequential-runs 3]
     python -m benchmarks.bench_throughput --runs 9 --baseline DIR [--structured json_schema]

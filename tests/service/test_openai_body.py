@@ -23,6 +23,7 @@ from fair_forge_core.connectors.rules import EndpointPolicy
 from fair_forge_core.evaluate import run_sync
 from fair_forge_core.judges.goal import GoalRequest, build_goal_messages
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_core.judges.verdict import VERDICT_SCHEMA
 from fair_forge_testing.fake_llm_server import FakeLLMServer
 
 OPENAI = "langchain_openai.chat_models.ChatOpenAI"
@@ -105,20 +106,28 @@ def test_the_transform_of_the_messages_we_send_is_the_identity(class_path: str) 
         assert json.dumps(transformed) == json.dumps(sent)
 
 
-def test_the_request_on_the_wire_and_the_reply_are_the_same(server: FakeLLMServer) -> None:
+@pytest.mark.parametrize("method", [None, "function_calling"], ids=["marker", "function-calling"])
+def test_the_request_on_the_wire_and_the_reply_are_the_same(server: FakeLLMServer, method: str | None) -> None:
+    # Function calling (tools bound, no response_format) takes the same SDK call as marker mode.
     fast = chat_openai(server)
     assert isinstance(fast.async_client, UntransformedMessages)
     assert isinstance(chat_openai(server, AZURE).async_client, UntransformedMessages)
     usual = chat_openai(server)
     usual.async_client = usual.async_client._completions  # the SDK's own, as before
+    models = [fast, usual]
+    if method is not None:
+        models = [model.with_structured_output(VERDICT_SCHEMA, method=method) for model in models]
     for messages in judge_messages():
-        replies = [run_sync(model.ainvoke(messages)) for model in (fast, usual)]
+        replies = [run_sync(model.ainvoke(messages)) for model in models]
         new, old = server.requests[-2:]
         assert (new.path, new.headers) == (old.path, old.headers)
         assert json.dumps(new.body) == json.dumps(old.body)  # the same keys in the same order
         assert new.body is not None and new.body["messages"] and "extra_body" not in new.body
-        assert replies[0].content == replies[1].content
-        assert replies[0].usage_metadata == replies[1].usage_metadata is not None
+        if method is None:
+            assert replies[0].content == replies[1].content
+            assert replies[0].usage_metadata == replies[1].usage_metadata is not None
+        else:  # the server numbers its tool calls, so only the parsed arguments can be equal
+            assert replies[0] == replies[1] and isinstance(replies[0], dict) and "reasoning" in replies[0]
     assert server.call_count == 2 * len(judge_messages())
 
 
