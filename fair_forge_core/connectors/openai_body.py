@@ -7,7 +7,8 @@ parameters' TypedDicts, which renames keys that have an alias, formats dates and
 the chat-completion messages none of the types behind them has an alias or a format, so
 for messages that are plain JSON (dicts with text keys, lists, text, numbers, booleans,
 None: what langchain-openai builds from our prompt) the transform returns what it was
-given; yet walking it costs ~0.4 ms of CPU per judge call, about an eighth of the call.
+given; yet walking it costs ~0.4 ms of CPU per judge call (of 2.5–2.8 ms in all on the
+benchmark's machine: `benchmarks/RESULTS.md`, "The LLM-judge path").
 
 `skip_message_transform(model)` gives a chat model built on the openai SDK (ChatOpenAI and
 AzureChatOpenAI, built by `connectors.build`) an `async_client` (the field langchain-openai calls
@@ -38,13 +39,12 @@ def is_plain_json(value: object) -> bool:
     """Whether `value` is JSON data of the exact built-in types: a dict with `str` keys, a list,
     a `str`, an `int`, a `float`, a `bool` or None, all the way down. Subclasses (an enum, a
     pydantic object), tuples, dates and files are not: the transform may change those."""
-    kind = type(value)
-    if kind in _SCALARS:
+    if type(value) in _SCALARS:
         return True
-    if kind is list:
-        return all(is_plain_json(item) for item in value)  # type: ignore[attr-defined]
-    if kind is dict:
-        return all(type(key) is str and is_plain_json(item) for key, item in value.items())  # type: ignore[attr-defined]
+    if type(value) is list:
+        return all(is_plain_json(item) for item in value)
+    if type(value) is dict:
+        return all(type(key) is str and is_plain_json(item) for key, item in value.items())
     return False
 
 
