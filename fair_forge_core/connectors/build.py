@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fair_forge_core.connectors.openai_body import skip_message_transform
 from fair_forge_core.judges.reply_limit import capped_async_client
 from fair_forge_core.redact import redact
 
@@ -150,4 +151,7 @@ def build_chat_model(
         model = cls(**params)
     except Exception as exc:
         raise ConnectorError(f"{type(exc).__name__}: {redact(str(exc), secrets)[:300]}") from None
+    if REPLY_LIMITED_CONNECTORS.get(canonical, ("", None))[0] == "openai":
+        # The same requests without the SDK's walk of the messages (issue #27: ~0.35 ms of CPU a call).
+        skip_message_transform(model)
     return Judge(model=model, secrets=frozenset(secrets), server_key=uses_server_key)
