@@ -2,7 +2,8 @@
 
 - Dedup: a request whose turns all repeat one (query, answer, ground truth) makes one judge call.
 - `run_sync`: one event loop per process, so providers' cached HTTP pools stay usable.
-- `ToolScorer`: the memo gives exactly what `score_tool_calls` gives.
+- `ToolScorer`: the memo gives exactly what `score_tool_calls` gives; turns validated from equal
+  tool JSON share one object (`share_equal_tool_fields`), and only those.
 - The handler: GC paused only for the invocation; the JSON body built by pydantic is the
   same JSON as before; `_measure` agrees with a plain recursive definition.
 """
@@ -27,8 +28,9 @@ import handler.responses
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.judges.llm import JudgeTelemetry
-from fair_forge_core.schemas import AgenticTrace, EvaluationConfig, GroundTruthAgentic, ToolWeights
+from fair_forge_core.schemas import AgenticTrace, EvaluationConfig, GroundTruthAgentic, RunRequest, ToolWeights
 from fair_forge_core.tools import ToolScorer, score_tool_calls
+from fair_forge_core.tools.scorer import _frozen
 from fair_forge_testing.builders import conversation, datasets, distinct_conversations, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer
 from fair_forge_testing.handler_client import call_handler
@@ -182,6 +184,105 @@ def test_equal_turns_share_one_score_and_exotic_values_skip_the_memo() -> None:
     texted = AgenticTrace(tools_used=[{"tool_name": "f", "result": "2026-01-01"}])  # type: ignore[list-item]
     assert scorer.score(dated, truth, "on 2026-01-01").result_in_answer is None  # not JSON data: no evidence
     assert scorer.score(texted, truth, "on 2026-01-01").result_in_answer is True
+
+
+TOOL_VALUES = st.recursive(
+    # Few values, so that pairs collide often; those equal under == but not as JSON included.
+    st.sampled_from([None, True, False, 0, 1, 1.0, 0.0, -0.0, 1e16, 10**16, "1", "", "é", "x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "1"]), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def tool_turn(qa_id: str, used: Any, expected: Any, *, sequence: bool = False) -> dict[str, Any]:
+    return turn(
+        qa_id,
+        "Add them.",
+        "8",
+        "8",
+        agentic={"tools_used": [{"tool_name": "add", "parameters": {"x": used}, "result": 8}]},
+        ground_truth_agentic={
+            "expected_tools": [{"tool_name": "add", "parameters": {"x": expected}}],
+            "tool_sequence_matters": sequence,
+        },
+    )
+
+
+def validated(*turns: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """The turns of a request holding `turns` in one conversation, as `/run` validates them (from
+    the body's JSON text, decoded), and as validation alone makes them (nothing shared)."""
+    body = json.loads(json.dumps({"connector": CALCULATOR["connector"], "datasets": [conversation("s", [*turns])]}))
+    fresh = RunRequest.model_validate(copy.deepcopy(body)).datasets[0].conversation
+    return parse_run_request(body, Settings()).datasets[0].conversation, fresh
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(TOOL_VALUES, TOOL_VALUES, TOOL_VALUES, TOOL_VALUES, st.booleans())
+def test_only_turns_of_the_same_tool_data_share_their_models(
+    used: Any, other: Any, expected: Any, also: Any, sequence: bool
+) -> None:
+    (first, second), (fresh_first, fresh_second) = validated(
+        tool_turn("a", used, expected), tool_turn("b", other, also, sequence=sequence)
+    )
+    for name, a, b in (("agentic", used, other), ("ground_truth_agentic", [expected, False], [also, sequence])):
+        shared = getattr(first, name) is getattr(second, name)
+        # Shared only when validation made the same data exactly (the memo's own exact key) ...
+        if shared:
+            assert _frozen(getattr(fresh_first, name)) == _frozen(getattr(fresh_second, name))
+        # ... always when it was written as the same JSON ...
+        assert shared == (json.dumps(a) == json.dumps(b))
+        # ... and each turn holds what validation alone gives it.
+        assert _frozen(getattr(first, name)) == _frozen(getattr(fresh_first, name))
+        assert _frozen(getattr(second, name)) == _frozen(getattr(fresh_second, name))
+    scorer = ToolScorer(ToolWeights(), 0.75, 0.5)
+    for turn_, fresh in ((first, fresh_first), (second, fresh_second)):
+        assert scorer.score_batch(turn_) == ToolScorer(ToolWeights(), 0.75, 0.5).score_batch(fresh)
+
+
+def test_tool_fields_are_shared_across_conversations_and_never_across_fields() -> None:
+    same = {"tools_used": [{"tool_name": "add", "parameters": {"x": 1}}]}
+    body = json.loads(
+        json.dumps(
+            {
+                "connector": CALCULATOR["connector"],
+                "datasets": [
+                    conversation(
+                        "s1",
+                        [
+                            turn(
+                                "a",
+                                "q",
+                                "8",
+                                "8",
+                                agentic=same,
+                                ground_truth_agentic={"expected_tools": same["tools_used"]},
+                            )
+                        ],
+                    ),
+                    conversation(
+                        "s2",
+                        [turn("b", "q", "8", "8", agentic=same), turn("c", "q", "8", "8", ground_truth_agentic={})],
+                    ),
+                ],
+            }
+        )
+    )
+    request = parse_run_request(body, Settings())
+    (a,), (b, c) = (d.conversation for d in request.datasets)
+    assert a.agentic is b.agentic  # another conversation, the same JSON
+    assert a.ground_truth_agentic is not None and c.ground_truth_agentic is None  # `{}`: no expectation, left None
+    # Equal under ==, yet not the same data: never shared.
+    for one, two in (({"a": 1, "b": 2}, {"b": 2, "a": 1}), (1, 1.0), (1, True), (0.0, -0.0), ([1], [1.0])):
+        (x, y), _ = validated(tool_turn("x", one, one), tool_turn("y", two, two))
+        assert x.agentic is not y.agentic and x.ground_truth_agentic is not y.ground_truth_agentic
+    assert "agentic" not in c.model_fields_set and a.model_fields_set == {
+        "qa_id",
+        "query",
+        "assistant",
+        "ground_truth_assistant",
+        "agentic",
+        "ground_truth_agentic",
+    }
 
 
 # --------------------------------------------------------------------------- the handler
