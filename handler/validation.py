@@ -27,6 +27,7 @@ from fair_forge_core.schemas import (
     field_path,
     loads_json,
 )
+from fair_forge_core.sharing import share_repeated_values
 from fair_forge_core.stats import CURVE_MIN_K
 from handler.settings import Settings
 
@@ -272,11 +273,9 @@ def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
         request = RunRequest.model_validate(body)
     except ValidationError as exc:
         raise _invalid_request(exc, RunRequest) from None
-    from fair_forge_core.tools import share_equal_tool_fields
-
-    # Repeated tool turns (attempts of one task, a shared test set) as one object each: the
-    # rubric then finds them by identity, and the copies are freed before the evaluation.
-    share_equal_tool_fields(request.datasets, body["datasets"])
+    # Repeated turn data (attempts of one task, a shared test set) as one object each: the
+    # copies are freed before the evaluation, and the tool rubric finds repeats by identity.
+    share_repeated_values(request.datasets, body["datasets"])
     _check_curve_points(request, settings)
     _check_compared_assistants(request)
     return request

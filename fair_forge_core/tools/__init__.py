@@ -85,7 +85,7 @@ The code, one concept a module, each importing only the ones before it: `rules`
 (value agreement and the rules above), `pairing` (pairing and its tie-break, the
 longest common subsequence), `evidence` (result_in_answer), `score` (the dimensions,
 overall, F1, the reasoning: `score_tool_calls`) and `scorer` (`ToolScorer`, which
-scores each distinct turn once, and `share_equal_tool_fields`). The names of `__all__` are importable from here.
+scores each distinct turn once). The names of `__all__` are importable from here.
 `policy` (tool policies and agentevals' trajectory match, docs/how-to/task-checks.md "Tool policies") stands
 beside the rubric: it reads `rules` and `pairing`, and `metrics` imports it by its own name.
 """
@@ -95,7 +95,7 @@ from __future__ import annotations
 from fair_forge_core.tools.evidence import MAX_RESULT_LEAVES, find_result_in_answer
 from fair_forge_core.tools.rules import parameter_agreement, values_agree
 from fair_forge_core.tools.score import THRESHOLD_TOLERANCE, score_tool_calls, tool_call_f1
-from fair_forge_core.tools.scorer import ToolScorer, share_equal_tool_fields
+from fair_forge_core.tools.scorer import ToolScorer
 
 __all__ = [
     "MAX_RESULT_LEAVES",
@@ -104,7 +104,6 @@ __all__ = [
     "find_result_in_answer",
     "parameter_agreement",
     "score_tool_calls",
-    "share_equal_tool_fields",
     "tool_call_f1",
     "values_agree",
 ]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import marshal
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -12,7 +11,6 @@ from pydantic import BaseModel
 from fair_forge_core.schemas import (
     AgenticTrace,
     Batch,
-    Dataset,
     EvaluationConfig,
     GroundTruthAgentic,
     ToolCorrectnessScore,
@@ -34,7 +32,7 @@ class ToolScorer:
     reads the scores back per conversation) are found by identity first, without
     building the key; the scorer keeps them alive, so an identity is never reused.
     Turns validated from equal JSON can be given the same objects beforehand
-    (`share_equal_tool_fields`): they are then found by identity too.
+    (`fair_forge_core.sharing.share_repeated_values`): they are then found by identity too.
     """
 
     def __init__(self, weights: ToolWeights, tool_threshold: float, dimension_floor: float) -> None:
@@ -123,48 +121,3 @@ def _frozen(value: Any) -> Hashable:
             None if extra is None else _frozen(extra),
         )
     raise _NotPlainData(kind.__name__)
-
-
-TOOL_FIELDS = ("agentic", "ground_truth_agentic")
-"""The turn fields the tool rubric reads besides the answer (`ToolScorer.score_batch`)."""
-
-
-def share_equal_tool_fields(datasets: Sequence[Dataset], decoded: Sequence[Any]) -> None:
-    """Give turns whose `agentic` (or `ground_truth_agentic`) was written as equal JSON one
-    and the same model object, so that `ToolScorer` finds a repeated turn by identity instead
-    of building its exact key (`_frozen`), and the copies are freed.
-
-    `decoded` is what `datasets` were validated from, item for item: the `datasets` list of a
-    request's JSON as `json.loads` decodes it. Equal decoded values give equal models
-    (validation is a function of the value), so sharing one changes no score and no byte of
-    any output. The values are compared by their `marshal` bytes (version 2, no
-    back-references): marshal writes the exact type of each value (True, 1 and 1.0 differ,
-    -0.0 and 0.0 differ) and a dict's keys in order, and reads back what it wrote, so equal
-    bytes are equal values; the converse may fail (a string marshal writes as interned), which
-    only shares less. A value marshal refuses (anything but plain data), a turn or dataset that
-    is not a dict, a field the JSON does not give, and None are left as they are.
-
-    The models are not frozen: nothing in an evaluation changes them in place (what changes a
-    turn's calls, `tools.policy.without_ignored_parameters`, copies them).
-    """
-    shared: dict[tuple[str, bytes], Any] = {}
-    for dataset, source in zip(datasets, decoded, strict=True):
-        turns = source.get("conversation") if type(source) is dict else None
-        if type(turns) is not list:
-            continue
-        for batch, turn in zip(dataset.conversation, turns, strict=True):
-            if type(turn) is not dict or ("agentic" not in turn and "ground_truth_agentic" not in turn):
-                continue  # most turns: no tools at all
-            for name in TOOL_FIELDS:
-                value = batch.__dict__[name]
-                if value is None or name not in turn:
-                    continue
-                try:
-                    key = (name, marshal.dumps(turn[name], 2))
-                except ValueError:  # not plain data
-                    continue
-                first = shared.setdefault(key, value)
-                if first is not value:
-                    # Straight into the instance's fields: the field was given (in the JSON), so
-                    # the fields set is already right, and pydantic's setattr would only re-add it.
-                    batch.__dict__[name] = first

@@ -3,7 +3,7 @@
 - Dedup: a request whose turns all repeat one (query, answer, ground truth) makes one judge call.
 - `run_sync`: one event loop per process, so providers' cached HTTP pools stay usable.
 - `ToolScorer`: the memo gives exactly what `score_tool_calls` gives; turns validated from equal
-  tool JSON share one object (`share_equal_tool_fields`), and only those.
+  tool JSON share one object, equal texts one str (`sharing.share_repeated_values`), and only those.
 - The handler: GC paused only for the invocation; the JSON body built by pydantic is the
   same JSON as before; `_measure` agrees with a plain recursive definition.
 """
@@ -239,8 +239,9 @@ def test_only_turns_of_the_same_tool_data_share_their_models(
         assert scorer.score_batch(turn_) == ToolScorer(ToolWeights(), 0.75, 0.5).score_batch(fresh)
 
 
-def test_tool_fields_are_shared_across_conversations_and_never_across_fields() -> None:
+def test_texts_and_tool_fields_are_shared_across_conversations_and_never_across_fields() -> None:
     same = {"tools_used": [{"tool_name": "add", "parameters": {"x": 1}}]}
+    query, answer = "What is 5 plus 3?", "It is 8."  # longer than one character: not a cached singleton
     body = json.loads(
         json.dumps(
             {
@@ -251,8 +252,8 @@ def test_tool_fields_are_shared_across_conversations_and_never_across_fields() -
                         [
                             turn(
                                 "a",
-                                "q",
-                                "8",
+                                query,
+                                answer,
                                 "8",
                                 agentic=same,
                                 ground_truth_agentic={"expected_tools": same["tools_used"]},
@@ -261,7 +262,10 @@ def test_tool_fields_are_shared_across_conversations_and_never_across_fields() -
                     ),
                     conversation(
                         "s2",
-                        [turn("b", "q", "8", "8", agentic=same), turn("c", "q", "8", "8", ground_truth_agentic={})],
+                        [
+                            turn("b", query, answer, "8", agentic=same),
+                            turn("c", query, answer, "8", ground_truth_agentic={}),
+                        ],
                     ),
                 ],
             }
@@ -270,6 +274,7 @@ def test_tool_fields_are_shared_across_conversations_and_never_across_fields() -
     request = parse_run_request(body, Settings())
     (a,), (b, c) = (d.conversation for d in request.datasets)
     assert a.agentic is b.agentic  # another conversation, the same JSON
+    assert a.query is b.query is c.query and a.assistant is c.assistant  # equal texts: one str
     assert a.ground_truth_agentic is not None and c.ground_truth_agentic is None  # `{}`: no expectation, left None
     # Equal under ==, yet not the same data: never shared.
     for one, two in (({"a": 1, "b": 2}, {"b": 2, "a": 1}), (1, 1.0), (1, True), (0.0, -0.0), ([1], [1.0])):
