@@ -266,16 +266,18 @@ def validation_details(error: ValidationError, model: type[BaseModel]) -> list[d
 
 
 def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
-    """A validated `RunRequest`, or a `RequestError` (see the module docstring for the order)."""
+    """A validated `RunRequest`, or a `RequestError` (see the module docstring for the order).
+    Once the limits hold, `body`'s repeated turn data is shared in place before validation
+    (`fair_forge_core.sharing.share_repeated_values`): the same request, fewer objects."""
     _check_presence(body)
     _check_limits(body, settings)
+    # Repeated turn data (attempts of one task, a shared test set) validated into one object
+    # each: the copies are never built, and the tool rubric finds repeats by identity.
+    share_repeated_values(body["datasets"])
     try:
         request = RunRequest.model_validate(body)
     except ValidationError as exc:
         raise _invalid_request(exc, RunRequest) from None
-    # Repeated turn data (attempts of one task, a shared test set) as one object each: the
-    # copies are freed before the evaluation, and the tool rubric finds repeats by identity.
-    share_repeated_values(request.datasets, body["datasets"])
     _check_curve_points(request, settings)
     _check_compared_assistants(request)
     return request

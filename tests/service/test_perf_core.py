@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_openai import ChatOpenAI
+from pydantic import ValidationError
 
 import handler.app
 import handler.responses
@@ -35,7 +36,7 @@ from fair_forge_testing.builders import conversation, datasets, distinct_convers
 from fair_forge_testing.fake_llm_server import FakeLLMServer
 from fair_forge_testing.handler_client import call_handler
 from handler.settings import Settings
-from handler.validation import _measure, parse_run_request
+from handler.validation import RequestError, _measure, parse_run_request, validation_details
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())
@@ -212,8 +213,10 @@ def validated(*turns: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     """The turns of a request holding `turns` in one conversation, as `/run` validates them (from
     the body's JSON text, decoded), and as validation alone makes them (nothing shared)."""
     body = json.loads(json.dumps({"connector": CALCULATOR["connector"], "datasets": [conversation("s", [*turns])]}))
-    fresh = RunRequest.model_validate(copy.deepcopy(body)).datasets[0].conversation
-    return parse_run_request(body, Settings()).datasets[0].conversation, fresh
+    fresh = RunRequest.model_validate(copy.deepcopy(body))
+    shared = parse_run_request(body, Settings())
+    assert _frozen(shared) == _frozen(fresh)  # the same request exactly, fields set included
+    return shared.datasets[0].conversation, fresh.datasets[0].conversation
 
 
 @settings(max_examples=400, derandomize=True, deadline=None)
@@ -288,6 +291,29 @@ def test_texts_and_tool_fields_are_shared_across_conversations_and_never_across_
         "agentic",
         "ground_truth_agentic",
     }
+
+
+def test_sharing_leaves_every_validation_error_as_it_was() -> None:
+    bad_call = {"tools_used": [{"tool_name": "", "parameters": {"x": 1}}]}  # an empty tool name
+    good = {"expected_tools": [{"tool_name": "add"}]}
+    turns = [
+        turn("a", "What is 5 plus 3?", "8", "8", agentic=bad_call, ground_truth_agentic=good),
+        turn("b", "What is 5 plus 3?", "8", "8", agentic=bad_call, ground_truth_agentic=good),
+        turn("c", "What is 5 plus 3?", "8", "8", agentic=good, ground_truth_agentic=bad_call),  # fields swapped
+        turn("d", "What is 5 plus 3?", "8", 8, agentic={"tools_used": []}),  # a number for a text
+    ]
+    body = json.loads(json.dumps({"connector": CALCULATOR["connector"], "datasets": [conversation("s", turns)]}))
+    with pytest.raises(ValidationError) as direct:
+        RunRequest.model_validate(copy.deepcopy(body))
+    with pytest.raises(RequestError) as refused:
+        parse_run_request(body, Settings())
+    assert refused.value.details == validation_details(direct.value, RunRequest)
+    fields = {detail["field"] for detail in refused.value.details}
+    assert {
+        "datasets[0].conversation[0].agentic.tools_used[0].tool_name",
+        "datasets[0].conversation[1].agentic.tools_used[0].tool_name",
+    } <= fields
+    assert "datasets[0].conversation[3].ground_truth_assistant" in fields
 
 
 # --------------------------------------------------------------------------- the handler
