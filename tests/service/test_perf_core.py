@@ -29,7 +29,16 @@ import handler.responses
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.judges.llm import JudgeTelemetry
-from fair_forge_core.schemas import AgenticTrace, EvaluationConfig, GroundTruthAgentic, RunRequest, ToolWeights
+from fair_forge_core.schemas import (
+    AgenticTrace,
+    ConversationMetrics,
+    EvaluationConfig,
+    GroundTruthAgentic,
+    InteractionResult,
+    RunRequest,
+    ToolWeights,
+)
+from fair_forge_core.schemas.base import with_shared_fields_set
 from fair_forge_core.tools import ToolScorer, score_tool_calls
 from fair_forge_core.tools.scorer import _frozen
 from fair_forge_testing.builders import conversation, datasets, distinct_conversations, turn
@@ -314,6 +323,26 @@ def test_sharing_leaves_every_validation_error_as_it_was() -> None:
         "datasets[0].conversation[1].agentic.tools_used[0].tool_name",
     } <= fields
     assert "datasets[0].conversation[3].ground_truth_assistant" in fields
+
+
+def test_results_given_every_field_share_one_fields_set_and_copy_apart() -> None:
+    result = evaluate_sync(datasets(*distinct_conversations(3, 2)), ReferenceJudge())
+    turns = [i for m in result.per_conversation_metrics for i in m.interactions or ()]
+    first, second = turns[0], turns[1]
+    assert first.model_fields_set is second.model_fields_set == set(InteractionResult.model_fields)
+    metrics = result.per_conversation_metrics
+    assert metrics[0].model_fields_set is metrics[1].model_fields_set == set(ConversationMetrics.model_fields)
+    # Equal to the same values validated on their own (their own set), copies apart.
+    assert first == InteractionResult.model_validate(first.model_dump())
+    copied = first.model_copy(update={"error": "changed"})
+    assert copied.model_fields_set is not first.model_fields_set and second.error is None
+    first.error = "assigned"  # assignment adds a name the shared set already holds
+    assert second.model_fields_set == set(InteractionResult.model_fields) and second.error is None
+    trimmed = result.without_interactions("a reason")
+    assert all(m.interactions is None for m in trimmed.per_conversation_metrics)
+    # Not given every field: its own set, as pydantic made it.
+    partial = with_shared_fields_set(InteractionResult.model_construct(qa_id="x"))
+    assert partial.model_fields_set == {"qa_id"} and partial.model_fields_set is not first.model_fields_set
 
 
 # --------------------------------------------------------------------------- the handler
