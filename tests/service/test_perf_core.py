@@ -223,7 +223,7 @@ def validated(*turns: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     the body's JSON text, decoded), and as validation alone makes them (nothing shared)."""
     body = json.loads(json.dumps({"connector": CALCULATOR["connector"], "datasets": [conversation("s", [*turns])]}))
     fresh = RunRequest.model_validate(copy.deepcopy(body))
-    shared = parse_run_request(body, Settings())
+    shared = parse_run_request(body, Settings(), share_repeated=True)
     assert _frozen(shared) == _frozen(fresh)  # the same request exactly, fields set included
     return shared.datasets[0].conversation, fresh.datasets[0].conversation
 
@@ -283,7 +283,10 @@ def test_texts_and_tool_fields_are_shared_across_conversations_and_never_across_
             }
         )
     )
-    request = parse_run_request(body, Settings())
+    kept = copy.deepcopy(body)
+    parse_run_request(kept, Settings())  # not asked to share: the body stays JSON data (`POST /jobs` stores it)
+    assert kept == body and json.dumps(kept)
+    request = parse_run_request(body, Settings(), share_repeated=True)
     (a,), (b, c) = (d.conversation for d in request.datasets)
     assert a.agentic is b.agentic  # another conversation, the same JSON
     assert a.query is b.query is c.query and a.assistant is c.assistant  # equal texts: one str
@@ -315,7 +318,7 @@ def test_sharing_leaves_every_validation_error_as_it_was() -> None:
     with pytest.raises(ValidationError) as direct:
         RunRequest.model_validate(copy.deepcopy(body))
     with pytest.raises(RequestError) as refused:
-        parse_run_request(body, Settings())
+        parse_run_request(body, Settings(), share_repeated=True)
     assert refused.value.details == validation_details(direct.value, RunRequest)
     fields = {detail["field"] for detail in refused.value.details}
     assert {
