@@ -223,7 +223,7 @@ def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimat
 @functools.lru_cache(maxsize=4096)
 def _plugin_rates(n: int, c: int, k: int) -> RateEstimate:
     # Memoised like `_posterior_rates`: one frozen instance per (n, c, k), not one validated
-    # model per conversation (10,000 conversations of 5 turns ask about 21 distinct ones).
+    # model per conversation (10,000 conversations of 5 turns ask about at most 20 distinct ones).
     return RateEstimate(pass_at_k=pass_at_k(n, c, k), pass_pow_k=pass_pow_k(n, c, k))
 
 
