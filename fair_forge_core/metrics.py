@@ -31,6 +31,7 @@ from fair_forge_core.schemas import (
     ToolCorrectnessScore,
     ToolPolicy,
 )
+from fair_forge_core.schemas.base import with_shared_fields_set
 from fair_forge_core.state import compare_state
 from fair_forge_core.tools import ToolScorer
 from fair_forge_core.tools.policy import check_tool_policy, policy_of_turn, without_ignored_parameters
@@ -142,7 +143,7 @@ def score_turn(
         is_correct = False
     if answer_correct and check is not None and not check.passed:
         is_correct = False
-    interaction = InteractionResult(
+    interaction = InteractionResult(  # every field given: one fields set for all (`with_shared_fields_set`)
         qa_id=batch.qa_id,
         answer_score=judgement.score,
         answer_correct=answer_correct,
@@ -156,7 +157,7 @@ def score_turn(
         judge_agreement=judgement.agreement,
         tool_policy=check,
     )
-    return interaction, tool_score
+    return with_shared_fields_set(interaction), tool_score
 
 
 def conversation_metrics(
@@ -196,7 +197,7 @@ def conversation_metrics(
     rates = None
     if scored:
         rates = stats.estimate_rates(len(scored), len(correct_indices), config.k, config.statistical_mode)
-    return ConversationMetrics(
+    metrics = ConversationMetrics(  # every field given, as for `score_turn`'s results
         session_id=dataset.session_id,
         assistant_id=dataset.assistant_id,
         task_id=dataset.task_id,
@@ -218,6 +219,7 @@ def conversation_metrics(
         goal_check=goal_check,
         efficiency=conversation_efficiency(dataset) if config.efficiency else None,
     )
+    return with_shared_fields_set(metrics)
 
 
 _RATE_FIELDS = tuple(RateEstimate.model_fields)

@@ -214,10 +214,17 @@ def estimate_rates(n: int, c: int, k: int, mode: StatisticalMode) -> RateEstimat
     means, and bounds from the Beta quantiles q_low, q_high as
     [1 − (1 − q_low)^k, 1 − (1 − q_high)^k] and [q_low^k, q_high^k].
     """
+    _check_counts(n, c, k)  # before the memos: True would find 1's answer there
     if mode.mode == "frequentist":
-        return RateEstimate(pass_at_k=pass_at_k(n, c, k), pass_pow_k=pass_pow_k(n, c, k))
-    _check_counts(n, c, k)
+        return _plugin_rates(n, c, k)
     return _posterior_rates(n, c, k, mode.prior[0], mode.prior[1], mode.ci_level)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plugin_rates(n: int, c: int, k: int) -> RateEstimate:
+    # Memoised like `_posterior_rates`: one frozen instance per (n, c, k), not one validated
+    # model per conversation (10,000 conversations of 5 turns ask about at most 20 distinct ones).
+    return RateEstimate(pass_at_k=pass_at_k(n, c, k), pass_pow_k=pass_pow_k(n, c, k))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -27,6 +27,7 @@ from fair_forge_core.schemas import (
     field_path,
     loads_json,
 )
+from fair_forge_core.sharing import share_repeated_values
 from fair_forge_core.stats import CURVE_MIN_K
 from handler.settings import Settings
 
@@ -264,10 +265,19 @@ def validation_details(error: ValidationError, model: type[BaseModel]) -> list[d
     ]
 
 
-def parse_run_request(body: dict[str, Any], settings: Settings) -> RunRequest:
-    """A validated `RunRequest`, or a `RequestError` (see the module docstring for the order)."""
+def parse_run_request(body: dict[str, Any], settings: Settings, *, share_repeated: bool = False) -> RunRequest:
+    """A validated `RunRequest`, or a `RequestError` (see the module docstring for the order).
+
+    With `share_repeated`, once the limits hold, `body`'s repeated turn data is shared in place
+    before validation (`fair_forge_core.sharing.share_repeated_values`): the same request, fewer
+    objects, but a body that then holds models, no longer JSON data: only for a caller that lets
+    go of it afterwards (`POST /run`; `POST /jobs` stores its body)."""
     _check_presence(body)
     _check_limits(body, settings)
+    if share_repeated:
+        # Repeated turn data (attempts of one task, a shared test set) validated into one object
+        # each: the copies are never built, and the tool rubric finds repeats by identity.
+        share_repeated_values(body["datasets"])
     try:
         request = RunRequest.model_validate(body)
     except ValidationError as exc:

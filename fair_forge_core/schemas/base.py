@@ -4,6 +4,8 @@ shard, a baseline file) is exactly what this version writes (`_Result`)."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -13,3 +15,26 @@ class _Request(BaseModel):
 
 class _Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+_FULL_FIELDS_SETS: dict[type[BaseModel], set[str]] = {}
+
+
+def with_shared_fields_set(instance: M) -> M:
+    """`instance`, given every field of its class, holding the one fields set shared by every
+    such instance of the class instead of a set of its own (`__pydantic_fields_set__`: for a
+    result of 50,000 turns, 50,000 equal sets of a dozen names, 35 MB).
+
+    Safe because the set holds every field: pydantic only ever adds a field's name to it
+    (assignment), which is already there, and a copy (`model_copy`) gets a set of its own. An
+    instance not given every field keeps its own set (its set differs and may grow).
+    """
+    kind = type(instance)
+    full = _FULL_FIELDS_SETS.get(kind)
+    if full is None:
+        full = _FULL_FIELDS_SETS[kind] = set(kind.model_fields)
+    if len(instance.__pydantic_fields_set__) == len(full):  # a subset of the fields: equal when as large
+        object.__setattr__(instance, "__pydantic_fields_set__", full)
+    return instance

@@ -31,6 +31,8 @@ class ToolScorer:
     The same objects asked for again (an evaluation scores tools before judging, then
     reads the scores back per conversation) are found by identity first, without
     building the key; the scorer keeps them alive, so an identity is never reused.
+    Turns validated from equal JSON can be given the same objects beforehand
+    (`fair_forge_core.sharing.share_repeated_values`): they are then found by identity too.
     """
 
     def __init__(self, weights: ToolWeights, tool_threshold: float, dimension_floor: float) -> None:

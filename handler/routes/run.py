@@ -81,9 +81,10 @@ def run() -> Response:
     body, import_warnings = datasets_body_from_traces(
         decode_body(event.body, bool(event.is_base64_encoded), settings), settings
     )
-    request = parse_run_request(body, settings)
-    # The decoded JSON is not needed past validation: freed now rather than held through the
-    # evaluation (for 50,000 turns, ~70 MB of dicts and lists, until the response is built).
+    # The decoded JSON is not needed past validation: its repeated turn data is shared into the
+    # models (`share_repeated`), and it is freed now rather than held through the evaluation
+    # (for 50,000 turns, ~70 MB of dicts and lists, until the response is built).
+    request = parse_run_request(body, settings, share_repeated=True)
     del body
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):

@@ -2,7 +2,8 @@
 
 - Dedup: a request whose turns all repeat one (query, answer, ground truth) makes one judge call.
 - `run_sync`: one event loop per process, so providers' cached HTTP pools stay usable.
-- `ToolScorer`: the memo gives exactly what `score_tool_calls` gives.
+- `ToolScorer`: the memo gives exactly what `score_tool_calls` gives; turns validated from equal
+  tool JSON share one object, equal texts one str (`sharing.share_repeated_values`), and only those.
 - The handler: GC paused only for the invocation; the JSON body built by pydantic is the
   same JSON as before; `_measure` agrees with a plain recursive definition.
 """
@@ -21,19 +22,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_openai import ChatOpenAI
+from pydantic import ValidationError
 
 import handler.app
 import handler.responses
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.judges.llm import JudgeTelemetry
-from fair_forge_core.schemas import AgenticTrace, EvaluationConfig, GroundTruthAgentic, ToolWeights
+from fair_forge_core.schemas import (
+    AgenticTrace,
+    ConversationMetrics,
+    EvaluationConfig,
+    GroundTruthAgentic,
+    InteractionResult,
+    RunRequest,
+    ToolWeights,
+)
+from fair_forge_core.schemas.base import with_shared_fields_set
 from fair_forge_core.tools import ToolScorer, score_tool_calls
+from fair_forge_core.tools.scorer import _frozen
 from fair_forge_testing.builders import conversation, datasets, distinct_conversations, turn
 from fair_forge_testing.fake_llm_server import FakeLLMServer
 from fair_forge_testing.handler_client import call_handler
 from handler.settings import Settings
-from handler.validation import _measure, parse_run_request
+from handler.validation import RequestError, _measure, parse_run_request, validation_details
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULATOR = json.loads((ROOT / "examples" / "calculator.json").read_text())
@@ -182,6 +194,158 @@ def test_equal_turns_share_one_score_and_exotic_values_skip_the_memo() -> None:
     texted = AgenticTrace(tools_used=[{"tool_name": "f", "result": "2026-01-01"}])  # type: ignore[list-item]
     assert scorer.score(dated, truth, "on 2026-01-01").result_in_answer is None  # not JSON data: no evidence
     assert scorer.score(texted, truth, "on 2026-01-01").result_in_answer is True
+
+
+TOOL_VALUES = st.recursive(
+    # Few values, so that pairs collide often; those equal under == but not as JSON included.
+    st.sampled_from([None, True, False, 0, 1, 1.0, 0.0, -0.0, 1e16, 10**16, "1", "", "é", "x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "1"]), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def tool_turn(qa_id: str, used: Any, expected: Any, *, sequence: bool = False) -> dict[str, Any]:
+    return turn(
+        qa_id,
+        "Add them.",
+        "8",
+        "8",
+        agentic={"tools_used": [{"tool_name": "add", "parameters": {"x": used}, "result": 8}]},
+        ground_truth_agentic={
+            "expected_tools": [{"tool_name": "add", "parameters": {"x": expected}}],
+            "tool_sequence_matters": sequence,
+        },
+    )
+
+
+def validated(*turns: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """The turns of a request holding `turns` in one conversation, as `/run` validates them (from
+    the body's JSON text, decoded), and as validation alone makes them (nothing shared)."""
+    body = json.loads(json.dumps({"connector": CALCULATOR["connector"], "datasets": [conversation("s", [*turns])]}))
+    fresh = RunRequest.model_validate(copy.deepcopy(body))
+    shared = parse_run_request(body, Settings(), share_repeated=True)
+    assert _frozen(shared) == _frozen(fresh)  # the same request exactly, fields set included
+    return shared.datasets[0].conversation, fresh.datasets[0].conversation
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(TOOL_VALUES, TOOL_VALUES, TOOL_VALUES, TOOL_VALUES, st.booleans())
+def test_only_turns_of_the_same_tool_data_share_their_models(
+    used: Any, other: Any, expected: Any, also: Any, sequence: bool
+) -> None:
+    (first, second), (fresh_first, fresh_second) = validated(
+        tool_turn("a", used, expected), tool_turn("b", other, also, sequence=sequence)
+    )
+    for name, a, b in (("agentic", used, other), ("ground_truth_agentic", [expected, False], [also, sequence])):
+        shared = getattr(first, name) is getattr(second, name)
+        # Shared only when validation made the same data exactly (the memo's own exact key) ...
+        if shared:
+            assert _frozen(getattr(fresh_first, name)) == _frozen(getattr(fresh_second, name))
+        # ... always when it was written as the same JSON ...
+        assert shared == (json.dumps(a) == json.dumps(b))
+        # ... and each turn holds what validation alone gives it.
+        assert _frozen(getattr(first, name)) == _frozen(getattr(fresh_first, name))
+        assert _frozen(getattr(second, name)) == _frozen(getattr(fresh_second, name))
+    scorer = ToolScorer(ToolWeights(), 0.75, 0.5)
+    for turn_, fresh in ((first, fresh_first), (second, fresh_second)):
+        assert scorer.score_batch(turn_) == ToolScorer(ToolWeights(), 0.75, 0.5).score_batch(fresh)
+
+
+def test_texts_and_tool_fields_are_shared_across_conversations_and_never_across_fields() -> None:
+    same = {"tools_used": [{"tool_name": "add", "parameters": {"x": 1}}]}
+    query, answer = "What is 5 plus 3?", "It is 8."  # longer than one character: not a cached singleton
+    body = json.loads(
+        json.dumps(
+            {
+                "connector": CALCULATOR["connector"],
+                "datasets": [
+                    conversation(
+                        "s1",
+                        [
+                            turn(
+                                "a",
+                                query,
+                                answer,
+                                "8",
+                                agentic=same,
+                                ground_truth_agentic={"expected_tools": same["tools_used"]},
+                            )
+                        ],
+                    ),
+                    conversation(
+                        "s2",
+                        [
+                            turn("b", query, answer, "8", agentic=same),
+                            turn("c", query, answer, "8", ground_truth_agentic={}),
+                        ],
+                    ),
+                ],
+            }
+        )
+    )
+    kept = copy.deepcopy(body)
+    parse_run_request(kept, Settings())  # not asked to share: the body stays JSON data (`POST /jobs` stores it)
+    assert kept == body and json.dumps(kept)
+    request = parse_run_request(body, Settings(), share_repeated=True)
+    (a,), (b, c) = (d.conversation for d in request.datasets)
+    assert a.agentic is b.agentic  # another conversation, the same JSON
+    assert a.query is b.query is c.query and a.assistant is c.assistant  # equal texts: one str
+    assert a.ground_truth_agentic is not None and c.ground_truth_agentic is None  # `{}`: no expectation, left None
+    # Equal under ==, yet not the same data: never shared.
+    for one, two in (({"a": 1, "b": 2}, {"b": 2, "a": 1}), (1, 1.0), (1, True), (0.0, -0.0), ([1], [1.0])):
+        (x, y), _ = validated(tool_turn("x", one, one), tool_turn("y", two, two))
+        assert x.agentic is not y.agentic and x.ground_truth_agentic is not y.ground_truth_agentic
+    assert "agentic" not in c.model_fields_set and a.model_fields_set == {
+        "qa_id",
+        "query",
+        "assistant",
+        "ground_truth_assistant",
+        "agentic",
+        "ground_truth_agentic",
+    }
+
+
+def test_sharing_leaves_every_validation_error_as_it_was() -> None:
+    bad_call = {"tools_used": [{"tool_name": "", "parameters": {"x": 1}}]}  # an empty tool name
+    good = {"expected_tools": [{"tool_name": "add"}]}
+    turns = [
+        turn("a", "What is 5 plus 3?", "8", "8", agentic=bad_call, ground_truth_agentic=good),
+        turn("b", "What is 5 plus 3?", "8", "8", agentic=bad_call, ground_truth_agentic=good),
+        turn("c", "What is 5 plus 3?", "8", "8", agentic=good, ground_truth_agentic=bad_call),  # fields swapped
+        turn("d", "What is 5 plus 3?", "8", 8, agentic={"tools_used": []}),  # a number for a text
+    ]
+    body = json.loads(json.dumps({"connector": CALCULATOR["connector"], "datasets": [conversation("s", turns)]}))
+    with pytest.raises(ValidationError) as direct:
+        RunRequest.model_validate(copy.deepcopy(body))
+    with pytest.raises(RequestError) as refused:
+        parse_run_request(body, Settings(), share_repeated=True)
+    assert refused.value.details == validation_details(direct.value, RunRequest)
+    fields = {detail["field"] for detail in refused.value.details}
+    assert {
+        "datasets[0].conversation[0].agentic.tools_used[0].tool_name",
+        "datasets[0].conversation[1].agentic.tools_used[0].tool_name",
+    } <= fields
+    assert "datasets[0].conversation[3].ground_truth_assistant" in fields
+
+
+def test_results_given_every_field_share_one_fields_set_and_copy_apart() -> None:
+    result = evaluate_sync(datasets(*distinct_conversations(3, 2)), ReferenceJudge())
+    turns = [i for m in result.per_conversation_metrics for i in m.interactions or ()]
+    first, second = turns[0], turns[1]
+    assert first.model_fields_set is second.model_fields_set == set(InteractionResult.model_fields)
+    metrics = result.per_conversation_metrics
+    assert metrics[0].model_fields_set is metrics[1].model_fields_set == set(ConversationMetrics.model_fields)
+    # Equal to the same values validated on their own (their own set), copies apart.
+    assert first == InteractionResult.model_validate(first.model_dump())
+    copied = first.model_copy(update={"error": "changed"})
+    assert copied.model_fields_set is not first.model_fields_set and second.error is None
+    first.error = "assigned"  # assignment adds a name the shared set already holds
+    assert second.model_fields_set == set(InteractionResult.model_fields) and second.error is None
+    trimmed = result.without_interactions("a reason")
+    assert all(m.interactions is None for m in trimmed.per_conversation_metrics)
+    # Not given every field: its own set, as pydantic made it.
+    partial = with_shared_fields_set(InteractionResult.model_construct(qa_id="x"))
+    assert partial.model_fields_set == {"qa_id"} and partial.model_fields_set is not first.model_fields_set
 
 
 # --------------------------------------------------------------------------- the handler

@@ -94,6 +94,17 @@ def test_frequentist_mode_has_no_intervals() -> None:
     rates = stats.estimate_rates(3, 2, 3, FREQUENTIST)
     assert rates.pass_at_k_ci_low is None and rates.pass_pow_k_ci_high is None
     assert rates.pass_at_k == stats.pass_at_k(3, 2, 3)
+    assert rates.pass_pow_k == (2 / 3) ** 3
+    assert stats.estimate_rates(3, 2, 3, FREQUENTIST) is rates  # one frozen answer per question
+
+
+@pytest.mark.parametrize("mode", ["frequentist", "bayesian"])
+def test_the_memos_never_answer_a_bool_for_an_int(mode: str) -> None:
+    statistical = StatisticalMode(mode=mode)  # type: ignore[arg-type]
+    stats.estimate_rates(1, 1, 1, statistical)  # 1's answer memoised first
+    for n, c, k in ((True, 1, 1), (1, True, 1), (1, 1, True)):
+        with pytest.raises(TypeError):
+            stats.estimate_rates(n, c, k, statistical)
 
 
 def test_curve_runs_to_at_least_ten_and_to_k() -> None:
