@@ -152,6 +152,6 @@ def build_chat_model(
     except Exception as exc:
         raise ConnectorError(f"{type(exc).__name__}: {redact(str(exc), secrets)[:300]}") from None
     if REPLY_LIMITED_CONNECTORS.get(canonical, ("", None))[0] == "openai":
-        # The same requests without the SDK's walk of the messages (issue #27: ~0.35 ms of CPU a call).
+        # The same requests without the SDK's walk of the messages (issue #27: a quarter fewer Python calls a judge call).
         skip_message_transform(model)
     return Judge(model=model, secrets=frozenset(secrets), server_key=uses_server_key)

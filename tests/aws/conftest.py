@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -168,30 +168,31 @@ def aws_cli_v2() -> Path:
     pytest.skip(message)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def moto_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """moto's server on 127.0.0.1, for the whole session (each test starts from a reset)."""
-    port = _free_port()
+    """moto's server on 127.0.0.1, for the whole session (each test starts from a reset).
+
+    It binds a port of the system's choosing (`-p 0`) and its log names it: a port picked here and
+    bound by moto later could be taken in between (by another pytest-xdist worker's moto), and this
+    session would then talk to that one."""
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     env = _clean_env()
     # Lambda's CreateFunction must find the image in moto's ECR, as AWS's must: no stubbed ImageUri.
     env["MOTO_LAMBDA_STUB_ECR"] = "false"
     with log.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", "0"],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
         )
-    url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
+        while not (running := re.search(r"Running on (http://127\.0\.0\.1:[1-9]\d*)", log.read_text())):
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("moto's server did not start:\n" + log.read_text(), pytrace=False)
+            time.sleep(0.2)
+        url = running.group(1)
         while True:
             try:
                 with urllib.request.urlopen(url + "/moto-api/", timeout=2):

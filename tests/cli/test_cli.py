@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -31,8 +33,9 @@ def run_cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.
 
 def run_cli_in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """`run_cli` without the subprocess: the CLI's `main` in this process, from the repository root,
-    with an empty stdin; its exit code and its output as `run_cli` gives them (argparse's usage errors,
-    which it writes to `sys.stderr` before `SystemExit`, included).
+    with an empty stdin; its exit code and its output as `run_cli` gives them. What a process would
+    also write to its stderr is captured too: argparse's usage errors (before `SystemExit`), Python
+    warnings, and log records of level WARNING and above (logging's last resort in a process).
 
     For the tests of what the CLI computes and prints, where a fresh interpreter per call (~0.8 s of
     imports) only costs time; the tests of the process itself (the entry point, the environment,
@@ -40,11 +43,33 @@ def run_cli_in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """
     argv = [*map(str, args)]
     stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.chdir(ROOT), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        try:
-            code = main(argv, stdout, stderr, io.StringIO(""))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
+    records = logging.StreamHandler(stderr)
+    records.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(records)
+    try:
+        with (
+            contextlib.chdir(ROOT),
+            contextlib.redirect_stdout(stdout),
+            contextlib.redirect_stderr(stderr),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("default")  # a process's own filters: these four ignored, the rest shown
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: stderr.write(
+                warnings.formatwarning(message, category, filename, lineno, line)
+            )
+            try:
+                code = main(argv, stdout, stderr, io.StringIO(""))
+            except SystemExit as exc:  # as the interpreter exits with it
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:
+                    stderr.write(f"{exc.code}\n")
+                    code = 1
+    finally:
+        root.removeHandler(records)
     return subprocess.CompletedProcess(["fair-forge", *argv], code, stdout.getvalue(), stderr.getvalue())
 
 

@@ -4,11 +4,13 @@ langchain-openai, and fails when an upgrade changes it; requests go to the fake 
 
 from __future__ import annotations
 
+import copy
 import datetime
 import enum
 import json
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
+import openai
 import pytest
 from langchain_core.messages import BaseMessage
 from openai._utils import PropertyInfo  # the SDK's marker of a renamed or formatted key
@@ -114,6 +116,7 @@ def test_the_request_on_the_wire_and_the_reply_are_the_same(server: FakeLLMServe
     assert isinstance(chat_openai(server, AZURE).async_client, UntransformedMessages)
     usual = chat_openai(server)
     usual.async_client = usual.async_client._completions  # the SDK's own, as before
+    given = record_what_the_sdk_is_given(fast)
     models = [fast, usual]
     if method is not None:
         models = [model.with_structured_output(VERDICT_SCHEMA, method=method) for model in models]
@@ -129,6 +132,41 @@ def test_the_request_on_the_wire_and_the_reply_are_the_same(server: FakeLLMServe
         else:  # the server numbers its tool calls, so only the parsed arguments can be equal
             assert replies[0] == replies[1] and isinstance(replies[0], dict) and "reasoning" in replies[0]
     assert server.call_count == 2 * len(judge_messages())
+    # ... and the fast model took the fast path: the SDK was given no messages to walk.
+    assert [(call["messages"], call["extra_body"]["messages"]) for call in given] == [
+        ([], usual._get_request_payload(messages)["messages"]) for messages in judge_messages()
+    ]
+
+
+def record_what_the_sdk_is_given(model: Any) -> list[dict[str, Any]]:
+    """The parameters `model`'s `UntransformedMessages` passes to the SDK's `with_raw_response.create`,
+    recorded as the calls go."""
+    sdk = model.async_client.with_raw_response._raw
+    given: list[dict[str, Any]] = []
+
+    class Recording:
+        async def create(self, **params: Any) -> Any:
+            given.append(params)
+            return await sdk.create(**params)
+
+    model.async_client.with_raw_response._raw = Recording()
+    return given
+
+
+def test_an_azure_request_on_the_wire_is_the_same(server: FakeLLMServer) -> None:
+    # The fake server serves no Azure path, so both get its 404: the requests are what is compared.
+    fast, usual = chat_openai(server, AZURE), chat_openai(server, AZURE)
+    usual.async_client = usual.async_client._completions
+    given = record_what_the_sdk_is_given(fast)
+    messages = judge_messages()[0]
+    for model in (fast, usual):
+        with pytest.raises(openai.NotFoundError):
+            run_sync(model.ainvoke(messages))
+    new, old = server.requests[-2:]
+    assert "/openai/deployments/judge/chat/completions" in new.path
+    assert (new.path, new.headers) == (old.path, old.headers)
+    assert json.dumps(new.body) == json.dumps(old.body) and new.body is not None and new.body["messages"]
+    assert [call["messages"] for call in given] == [[]]
 
 
 def test_langchain_openai_sends_a_chat_completion_through_with_raw_response_create(server: FakeLLMServer) -> None:
@@ -220,3 +258,14 @@ def test_other_connectors_keep_the_sdks_client() -> None:
         "langchain_groq.chat_models.ChatGroq", {"model": "judge", "api_key": "gsk_test_0123456789abcdef"}
     ).model
     assert not isinstance(model.async_client, UntransformedMessages)
+
+
+def test_the_wrapper_copies_and_a_bare_instance_fails_cleanly(server: FakeLLMServer) -> None:
+    # copy.copy and unpickling build an instance without __init__: forwarding must not recurse.
+    client = chat_openai(server).async_client
+    assert copy.copy(client).create == client.create
+    bare = UntransformedMessages.__new__(UntransformedMessages)
+    with pytest.raises(AttributeError):
+        getattr(bare, "create")  # noqa: B009 (the access is what is tested)
+    with pytest.raises(AttributeError):
+        getattr(_RawCreate.__new__(_RawCreate), "parse")  # noqa: B009
