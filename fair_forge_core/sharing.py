@@ -48,8 +48,7 @@ def share_repeated_values(datasets: Any) -> None:
     The values are compared by their `marshal` bytes (version 2, no back-references): marshal
     writes the exact type of each value (True, 1 and 1.0 differ, -0.0 and 0.0 differ) and a
     dict's keys in order, and reads back what it wrote, so equal bytes are equal values, which
-    validation turns into equal models; the converse may fail (a string marshal writes as
-    interned), which only shares less. A value marshal refuses (anything but plain data, or
+    validation turns into equal models. A value marshal refuses (anything but plain data, or
     nested too deeply) is left as it is. Each distinct value is validated once: the work is
     bounded by the request's size, which the limits have checked before this runs.
     """
@@ -84,7 +83,9 @@ def share_repeated_values(datasets: Any) -> None:
 
 def _validated(name: str, model: type[BaseModel], value: Any) -> BaseModel | None:
     """The model the turn field `name` validates `value` into, or None when that is None or an
-    error (both left to the request's validation)."""
+    error (both left to the request's validation, which then validates an invalid value again:
+    only on the way to a 400, and bounded by the limits). `Batch`'s validators of these fields
+    are reproduced here: `tests/service/test_perf_core.py` fails when `Batch` gains another."""
     if name == "ground_truth_agentic":
         value = _none_without_expected_tools(value)  # `Batch`'s before-validator of the field
     if value is None:

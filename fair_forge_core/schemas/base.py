@@ -17,9 +17,9 @@ class _Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=_Result)
 
-_FULL_FIELDS_SETS: dict[type[BaseModel], set[str]] = {}
+_FULL_FIELDS_SETS: dict[type[_Result], set[str]] = {}
 
 
 def with_shared_fields_set(instance: M) -> M:
@@ -29,12 +29,13 @@ def with_shared_fields_set(instance: M) -> M:
 
     Safe because the set holds every field: pydantic only ever adds a field's name to it
     (assignment), which is already there, and a copy (`model_copy`) gets a set of its own. An
-    instance not given every field keeps its own set (its set differs and may grow).
+    instance not given every field keeps its own set (its set differs and may grow). Results only
+    (`_Result`: no extra fields, whose names would be in the set too); treat the set as read-only.
     """
     kind = type(instance)
     full = _FULL_FIELDS_SETS.get(kind)
     if full is None:
         full = _FULL_FIELDS_SETS[kind] = set(kind.model_fields)
-    if len(instance.__pydantic_fields_set__) == len(full):  # a subset of the fields: equal when as large
+    if instance.__pydantic_fields_set__ == full:
         object.__setattr__(instance, "__pydantic_fields_set__", full)
     return instance

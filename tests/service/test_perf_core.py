@@ -31,6 +31,7 @@ from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.judges.llm import JudgeTelemetry
 from fair_forge_core.schemas import (
     AgenticTrace,
+    Batch,
     ConversationMetrics,
     EvaluationConfig,
     GroundTruthAgentic,
@@ -326,6 +327,16 @@ def test_sharing_leaves_every_validation_error_as_it_was() -> None:
         "datasets[0].conversation[1].agentic.tools_used[0].tool_name",
     } <= fields
     assert "datasets[0].conversation[3].ground_truth_assistant" in fields
+
+
+def test_sharing_reproduces_every_validator_of_the_fields_it_validates_alone() -> None:
+    # `sharing._validated` applies Batch's before-validator of `ground_truth_agentic` itself; a
+    # validator Batch gains on a shared field (or on the whole turn) would be skipped: this fails first.
+    decorators = Batch.__pydantic_decorators__
+    assert {name: d.info.fields for name, d in decorators.field_validators.items()} == {
+        "_tools_not_evaluated_without_expected_tools": ("ground_truth_agentic",)
+    }
+    assert not decorators.model_validators and not decorators.validators and not decorators.root_validators
 
 
 def test_results_given_every_field_share_one_fields_set_and_copy_apart() -> None:
