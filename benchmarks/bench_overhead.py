@@ -32,11 +32,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -147,20 +144,10 @@ def main() -> None:
 
 def measure(tree: Path, path: Path) -> dict[str, Any]:
     """One fresh process running `child` on the code of `tree` (this checkout or a baseline)."""
-    # The file is run by its path, so `tree` goes first on the path: its packages are the ones imported.
-    env = {**os.environ, **LIMITS, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", str(path)],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"measured process failed ({tree}):\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    # Here, not at the top: the child runs this file on a baseline's packages, which may predate it.
+    from benchmarks.common import run_child
+
+    result = run_child(tree, __file__, [str(path)], LIMITS)
     if result["status"] != 200 or result["turns"] != CONVERSATIONS * TURNS:
         raise SystemExit(f"unexpected response ({tree}): {result}")
     return result

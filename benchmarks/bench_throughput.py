@@ -30,11 +30,8 @@ import argparse
 import cProfile
 import hashlib
 import json
-import os
 import pstats
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -93,21 +90,11 @@ def child(base_url: str, tag: str, structured: str | None) -> None:
 def measure(tree: Path, server: JudgeServerProcess, tag: str, structured: str | None) -> dict[str, Any]:
     """`child` in a fresh process on the code of `tree` (this checkout or a baseline), checked."""
     server.reset()
-    # The file is run by its path, so `tree` goes first on the path: its packages are the ones imported.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", server.base_url, "--tag", tag]
-        + (["--structured", structured] if structured else []),
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"measured process failed ({tree}):\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    # Here, not at the top: the child runs this file on a baseline's packages, which may predate it.
+    from benchmarks.common import run_child
+
+    structured_args = ["--structured", structured] if structured else []
+    result = run_child(tree, __file__, [server.base_url, "--tag", tag, *structured_args])
     # The warm-up and the counted request asked as many questions as the measured one.
     check(result, server.stats(), 3 * CONVERSATIONS * TURNS, 16, f"{tree}, {tag!r}")
     return result

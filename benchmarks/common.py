@@ -15,6 +15,8 @@ import logging
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -139,3 +141,24 @@ def header(title: str) -> None:
 def repeat(runs: int, fn: Callable[[int], float]) -> list[float]:
     """`fn(i)` for i in range(runs): the seconds each returned."""
     return [fn(i) for i in range(runs)]
+
+
+def run_child(tree: Path, script: str, args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`script --child ARGS` in a fresh process on the code of `tree` (this checkout, or a baseline
+    copy for a side-by-side run), with `env` added to the environment; the JSON object its last line
+    prints. The script is run by its path with `tree` first on the path, so `tree`'s packages are the
+    ones imported. A process that fails stops the benchmark with the end of its stderr."""
+    path = os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])
+    out = subprocess.run(
+        [sys.executable, str(Path(script).resolve()), "--child", *args],
+        cwd=tree,
+        env={**os.environ, **(env or {}), "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"measured process failed ({tree}):\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
