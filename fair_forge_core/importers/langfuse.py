@@ -64,7 +64,7 @@ from fair_forge_core.importers.langchain_messages import (
     read_tool_message,
     text_of,
 )
-from fair_forge_core.importers.langsmith_runs import _answer, _output_message, _Pending
+from fair_forge_core.importers.langsmith_runs import _NEVER, _QUERY_KEYS, _answer, _output_message, _Pending
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -75,9 +75,7 @@ from fair_forge_core.importers.trace import (
     read_token_count,
 )
 
-_QUERY_KEYS = ("input", "question", "query")
 _TRACE_FIELDS = ("name", "userId", "sessionId", "release", "version", "environment", "tags")
-_NEVER = datetime.max.replace(tzinfo=UTC)
 
 Item = tuple[dict[str, Any], str]  # an object of the input and its field path
 
