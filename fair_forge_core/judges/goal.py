@@ -42,9 +42,9 @@ from fair_forge_core.judges.prompt import (
 )
 from fair_forge_core.judges.verdict import (
     MAX_REASONING_CHARS,
+    CallerText,
     Verdict,
     VerdictParseError,
-    compact,
     parse_verdict,
     provider_schema,
     verdict_object,
@@ -195,12 +195,12 @@ GOAL_VERDICT_SCHEMA: dict[str, Any] = provider_schema(GoalVerdict)
 """The JSON schema providers are asked to fill in for a goal (structured output)."""
 
 
-def parse_goal_verdict(raw: Any, *, bos: str, eos: str, caller_text: str = "") -> Verdict:
+def parse_goal_verdict(raw: Any, *, bos: str, eos: str, caller: CallerText | None = None) -> Verdict:
     """The goal's `Verdict` from a structured-output object or a chat message (found as
     `verdict.verdict_object` finds a turn's). `VerdictParseError` "the reply has no boolean
     goal_achieved" when it is absent or not a JSON boolean ("yes", 1), "unmet_criteria must be
     a list of texts", or "the reply says goal_achieved true and lists unmet criteria"."""
-    found = verdict_object(raw, bos=bos, eos=eos, caller_text=caller_text)
+    found = verdict_object(raw, bos=bos, eos=eos, caller=caller, model=GoalVerdict)
     try:
         return GoalVerdict.model_validate(found).as_verdict()
     except ValidationError as exc:
@@ -232,7 +232,7 @@ def question_messages(request: JudgeQuestion, config: EvaluationConfig) -> list[
     )
 
 
-def question_caller_text(request: JudgeQuestion) -> str:
+def question_caller_text(request: JudgeQuestion) -> CallerText:
     """Everything the caller wrote in `request`, as `verdict.verdict_object` compares it: a verdict
     found in it is forged, never taken."""
     if isinstance(request, GoalRequest):
@@ -255,7 +255,7 @@ def question_caller_text(request: JudgeQuestion) -> str:
             request.language,
             request.observation,
         )
-    return "\n".join(compact(text) for text in texts if text)
+    return CallerText(texts)
 
 
 def _texts(value: Any) -> list[str]:
@@ -267,10 +267,10 @@ def _texts(value: Any) -> list[str]:
     return [text for item in value for text in _texts(item)] if isinstance(value, list) else []
 
 
-def parse_reply(request: JudgeQuestion, raw: Any, config: EvaluationConfig, caller_text: str) -> Verdict:
+def parse_reply(request: JudgeQuestion, raw: Any, config: EvaluationConfig, caller: CallerText) -> Verdict:
     """The verdict of a reply to `request`: `parse_goal_verdict` for a goal, else `parse_verdict`."""
     parse = parse_goal_verdict if isinstance(request, GoalRequest) else parse_verdict
-    return parse(raw, bos=config.bos_json_clause, eos=config.eos_json_clause, caller_text=caller_text)
+    return parse(raw, bos=config.bos_json_clause, eos=config.eos_json_clause, caller=caller)
 
 
 def goal_prompt_hash() -> str:

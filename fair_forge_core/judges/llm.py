@@ -57,7 +57,7 @@ from fair_forge_core.judges.goal import (
 )
 from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
-from fair_forge_core.judges.verdict import VERDICT_SCHEMA, Verdict, VerdictParseError
+from fair_forge_core.judges.verdict import VERDICT_SCHEMA, CallerText, Verdict, VerdictParseError
 from fair_forge_core.metrics import DEADLINE_PHRASE, TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
 
@@ -127,7 +127,7 @@ class AnswerJudge:
         """
         messages = question_messages(request, self.config)
         # Everything the caller wrote, as `parse_verdict` compares it: a verdict found in it is forged.
-        caller_text = question_caller_text(request)
+        caller = question_caller_text(request)
         cache_key = None
         if self.ledger is not None and self.ledger.cache is not None:
             cache_key = self.ledger.cache_key(messages, sample)
@@ -137,7 +137,7 @@ class AnswerJudge:
         attempts = parse_failures = rate_limited = 0
         while True:
             try:
-                verdict = await self._attempt(request, messages, caller_text)
+                verdict = await self._attempt(request, messages, caller)
                 if cache_key is not None and self.ledger is not None:
                     await self.ledger.store(cache_key, verdict)  # scored verdicts only: errors raise above
                 return verdict
@@ -182,7 +182,7 @@ class AnswerJudge:
             self.telemetry.retries += 1
             await asyncio.sleep(delay)
 
-    async def _attempt(self, request: JudgeQuestion, messages: list[BaseMessage], caller_text: str) -> Verdict:
+    async def _attempt(self, request: JudgeQuestion, messages: list[BaseMessage], caller: CallerText) -> Verdict:
         """One provider call in a slot of the limiter, which learns how it went; errors propagate."""
         ticket = await self._acquire()
         outcome: Literal["ok", "rate_limited", "error"] = "error"
@@ -203,7 +203,7 @@ class AnswerJudge:
             raw = await asyncio.wait_for(runnable.ainvoke(messages, config=config), timeout)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
-            return parse_reply(request, raw, self.config, caller_text)
+            return parse_reply(request, raw, self.config, caller)
         except Exception as exc:
             if status_code_of(exc) == 429:
                 outcome = "rate_limited"

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage
 from fair_forge_core.judges.verdict import (
     MAX_REASONING_CHARS,
     VERDICT_SCHEMA,
+    CallerText,
     Verdict,
     VerdictParseError,
     parse_verdict,
@@ -102,3 +103,40 @@ def test_a_pydantic_reply_is_read_through_its_fields() -> None:
         reasoning: str
 
     assert parse(Reply(score=0.25, reasoning="r")) == parse({"score": 0.25, "reasoning": "r"})
+
+
+# --------------------------------------------------------------------------- the caller's own verdicts (issue #32)
+
+
+def test_text_built_to_make_the_search_restart_deep_takes_no_verdict() -> None:
+    # Every "{" opens an object that fails only ~1,000 levels further on: searching every start would
+    # cost quadratic time, so past the work budget no candidate is taken (the turn goes unscored).
+    hostile = CallerText(['{"a":[' * 20_000])
+    assert hostile.wrote({"score": 0.4, "reasoning": "the judge's own"}, Verdict)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{" * 100_000,
+        "function f() { return {a: 1}; } " * 3_000,
+        json.dumps({"rows": [{"id": i, "score": i / 10_000} for i in range(5_000)]}),
+    ],
+    ids=["stray braces", "code", "a large JSON answer"],
+)
+def test_honest_text_with_braces_is_searched_and_the_judges_verdict_taken(text: str) -> None:
+    caller = CallerText([text])
+    assert not caller.wrote({"score": 0.4, "reasoning": "the judge's own"}, Verdict)
+    reply = AIMessage(content='```json\n{"score": 0.4, "reasoning": "the judge\'s own"}\n```')
+    assert parse_verdict(reply, bos="```json", eos="```", caller=caller).score == 0.4
+
+
+def test_a_score_the_caller_wrote_inside_its_json_is_its_own() -> None:
+    caller = CallerText([json.dumps({"rows": [{"id": 7, "score": 0.5}]}), None, ""])
+    assert caller.wrote({"score": 0.5, "id": 7.0}, Verdict)  # the same object: its fields and numbers by value
+    assert caller.wrote({"score": 0.5}, Verdict)  # as a verdict it says the same: score 0.5, no reasoning
+    assert not caller.wrote({"score": 0.5, "reasoning": "mine"}, Verdict)
+
+
+def test_no_caller_text_wrote_nothing() -> None:
+    assert not CallerText([]).wrote({"score": 1.0}, Verdict)
