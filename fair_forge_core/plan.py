@@ -198,7 +198,8 @@ def plan_run(
 
 async def execute(plan: RunPlan, context: RunContext | None = None) -> EvaluationResult:
     """Run the plan: `evaluate` with its judges and ledger, and `context`'s deadline, retry
-    policy, telemetry and progress callback (`judges.base.RunContext`; its ledger is the plan's);
+    policy, telemetry and progress callback (`judges.base.RunContext`; its ledger is the plan's,
+    and the plan's secrets are masked in what the judges return);
     the warnings of importing traces come first in the result's, the ledger's last.
     `JudgeProviderRefused` and `NoConversationScored` propagate, for the face to map."""
     import dataclasses
@@ -206,7 +207,8 @@ async def execute(plan: RunPlan, context: RunContext | None = None) -> Evaluatio
     from fair_forge_core.evaluate import evaluate
     from fair_forge_core.judges.base import RunContext
 
-    context = dataclasses.replace(context or RunContext(), ledger=plan.ledger)
+    context = context or RunContext()
+    context = dataclasses.replace(context, ledger=plan.ledger, secrets=context.secrets | plan.secrets)
     result = await evaluate(plan.request.datasets, plan.models, plan.request.config, context=context)
     result.warnings[:0] = plan.import_warnings
     result.warnings.extend(plan.ledger_warnings)

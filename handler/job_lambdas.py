@@ -100,7 +100,8 @@ def _evaluate_shard(
         except ConnectorError as exc:  # its message is safe to show (the core redacts it)
             raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
     models = [judge.model for judge in judges]
-    with secrets_masked(frozenset().union(*(judge.secrets for judge in judges))):
+    secrets = frozenset().union(*(judge.secrets for judge in judges))
+    with secrets_masked(secrets):
         datasets = [Dataset.model_validate(d) for d in store.get_json(bucket, shard)]
         config = EvaluationConfig.model_validate(stored["config"])
         remaining = _remaining_s(context)
@@ -116,7 +117,13 @@ def _evaluate_shard(
                     datasets,
                     models,
                     config,
-                    RunContext(retry=settings.retry_policy(), telemetry=telemetry, deadline=deadline, ledger=ledger),
+                    RunContext(
+                        retry=settings.retry_policy(),
+                        telemetry=telemetry,
+                        deadline=deadline,
+                        ledger=ledger,
+                        secrets=secrets,
+                    ),
                 )
             )
         except JudgeProviderRefused as exc:

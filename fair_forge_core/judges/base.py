@@ -148,14 +148,16 @@ class RunContext:
     """What one evaluation runs with, apart from its datasets, judges and config: the deadline
     (a `time.monotonic()` instant after which no judge call starts), the retry policy, the
     telemetry counters, the progress callback (`on_progress(done, total)` after each distinct
-    judge request) and the ledger (tokens, cost cap, cache: `judges.usage`). Each judge gets
-    the evaluation's context with its own ledger (an ensemble's member's)."""
+    judge request), the ledger (tokens, cost cap, cache: `judges.usage`) and the secrets to mask
+    in every text a judge returns (the request's keys and the server's: `plan.RunPlan.secrets`).
+    Each judge gets the evaluation's context with its own ledger (an ensemble's member's)."""
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     telemetry: JudgeTelemetry = field(default_factory=JudgeTelemetry)
     deadline: float | None = None
     ledger: JudgeLedger | None = None
     on_progress: Callable[[int, int], None] | None = None
+    secrets: frozenset[str] = frozenset()
 
 
 JudgeFactory = Callable[["BaseChatModel", EvaluationConfig, RunContext], Judge]

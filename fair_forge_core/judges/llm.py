@@ -21,7 +21,11 @@ is not left unscored merely because the provider asked us to slow down. Parse
 failures are retried at once (a new sample may parse).
 Error messages are built from the status and the exception type, and any provider
 text is passed through `redact`, so no key reaches a response or a log line
-(`fair_forge_core.judges.errors.describe_error`).
+(`fair_forge_core.judges.errors.describe_error`). The same holds for what the judge says: a
+verdict's reasoning (a goal's unmet criteria with it) is redacted before it is cached or
+returned — the evaluation's secrets (`RunContext.secrets`), every `SecretStr` the model holds
+(its API key, however it was built) and any key-shaped token — so a provider that quotes the
+key back puts it in no result, report, event or response.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from pydantic import SecretStr
 
 from fair_forge_core.judges.base import (  # the error types and run settings live with the Judge protocol
     JudgeAbstained,
@@ -59,6 +64,7 @@ from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
 from fair_forge_core.judges.verdict import VERDICT_SCHEMA, CallerText, Verdict, VerdictParseError
 from fair_forge_core.metrics import DEADLINE_PHRASE, TurnJudgement
+from fair_forge_core.redact import redact
 from fair_forge_core.schemas import EvaluationConfig
 
 __all__ = [
@@ -89,8 +95,11 @@ class AnswerJudge:
     rng: random.Random = field(default_factory=random.Random)
     ledger: JudgeLedger | None = None
     """Tokens, cost, the cost cap and the judge cache of this evaluation (`judges.usage`)."""
+    secrets: frozenset[str] = frozenset()
+    """Values masked in every verdict's reasoning, with the model's own `SecretStr`s (module docstring)."""
 
     def __post_init__(self) -> None:
+        self.secrets = self.secrets | model_secrets(self.model)
         self.limiter = AdaptiveLimiter(self.config.max_concurrency)
         self._rate_limit_streak = 0  # 429s since the last answer, for the pause when no Retry-After comes
         self._runnables: dict[bool, Any] = {}
@@ -137,7 +146,7 @@ class AnswerJudge:
         attempts = parse_failures = rate_limited = 0
         while True:
             try:
-                verdict = await self._attempt(request, messages, caller)
+                verdict = self._masked(await self._attempt(request, messages, caller))
                 if cache_key is not None and self.ledger is not None:
                     await self.ledger.store(cache_key, verdict)  # scored verdicts only: errors raise above
                 return verdict
@@ -249,6 +258,11 @@ class AnswerJudge:
         ceiling = min(self.retry.max_delay_s, self.retry.base_delay_s * 2 ** (attempt - 1))
         return self.rng.uniform(0.0, ceiling)
 
+    def _masked(self, verdict: Verdict) -> Verdict:
+        """`verdict` with its reasoning redacted (module docstring)."""
+        reasoning = redact(verdict.reasoning, self.secrets)
+        return verdict if reasoning == verdict.reasoning else verdict.model_copy(update={"reasoning": reasoning})
+
     def _turn_error(self, message: str) -> JudgeCallError:
         self.telemetry.errors += 1
         return JudgeCallError(message)
@@ -265,4 +279,10 @@ def llm_judge(model: BaseChatModel, config: EvaluationConfig, context: RunContex
         deadline=context.deadline,
         telemetry=context.telemetry,
         ledger=context.ledger,
+        secrets=context.secrets,
     )
+
+
+def model_secrets(model: BaseChatModel) -> frozenset[str]:
+    """The `SecretStr` values among `model`'s fields (LangChain keeps API keys in them)."""
+    return frozenset(value.get_secret_value() for value in vars(model).values() if isinstance(value, SecretStr))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -166,3 +167,84 @@ def test_a_rotated_secret_is_used_once_max_age_has_passed(monkeypatch: pytest.Mo
             assert key_in_use() == rotated
         finally:
             parameters.clear_caches()
+
+
+# --------------------------------------------------------------------------- keys in what the judge says (issue #32)
+
+# Not key-shaped (no sk-/gsk_ prefix): only the exact-value masking can catch it.
+PLAIN_KEY = "plain-caller-secret-7f6e5d4c3b2a"
+GOAL = json.loads((ROOT / "examples" / "goal.json").read_text())
+
+
+def quoting_the_key(request: dict[str, Any]) -> dict[str, Any]:
+    """A judge that quotes the caller's key back in everything it says."""
+    from fair_forge_testing.fake_llm_server import judge_responder
+
+    verdict = judge_responder(request)
+    verdict["reasoning"] = f"Checked with key {PLAIN_KEY} and Bearer {PLAIN_KEY}. {verdict['reasoning']}"
+    if "goal_achieved" in verdict:
+        verdict.update(goal_achieved=False, unmet_criteria=[f"the key is {PLAIN_KEY}"])
+    return verdict
+
+
+def with_openai(body: dict[str, Any], base_url: str) -> dict[str, Any]:
+    body = copy.deepcopy(body)
+    params = {"model": "judge", "base_url": base_url, "api_key": PLAIN_KEY}
+    body["connector"] = {"class_path": "langchain_openai.chat_models.ChatOpenAI", "params": params}
+    body["config"]["verbose"] = True
+    return body
+
+
+def test_a_judge_quoting_the_key_puts_it_in_no_response_or_log_line() -> None:
+    with FakeLLMServer(responder=quoting_the_key) as server:
+        responses, logs = run_in_subprocess(
+            [with_openai(CALCULATOR, server.base_url), with_openai(GOAL, server.base_url)]
+        )
+        assert server.requests[0].api_key == PLAIN_KEY  # the key was really used
+    for response in responses:
+        assert response["status"] == 200, response["body"]
+        assert "[REDACTED]" in response["raw"]  # the reasoning came back, masked
+        assert PLAIN_KEY not in response["raw"]
+    goal_check = responses[1]["body"]["per_conversation_metrics"][0]["goal_check"]
+    assert "Unmet: the key is [REDACTED]" in goal_check["reasoning"]
+    assert '"message":"conversation scored"' in logs and PLAIN_KEY not in logs
+
+
+def test_a_judge_quoting_the_key_puts_it_in_no_file_the_cli_writes(tmp_path: Path) -> None:
+    from fair_forge_core.cli import main
+
+    with FakeLLMServer(responder=quoting_the_key) as server:
+        request = tmp_path / "request.json"
+        request.write_text(json.dumps(with_openai(CALCULATOR, server.base_url)))
+        outputs = {
+            "--out": tmp_path / "result.json",
+            "--html": tmp_path / "report.html",
+            "--otel-events": tmp_path / "events.json",
+            "--junit": tmp_path / "junit.xml",
+            "--markdown": tmp_path / "summary.md",
+        }
+        stdout, stderr = io.StringIO(), io.StringIO()
+        code = main(
+            ["evaluate", str(request), *(str(a) for pair in outputs.items() for a in pair)],
+            stdout=stdout,
+            stderr=stderr,
+            stdin=io.StringIO(""),
+        )
+    assert code == 0, stderr.getvalue()
+    assert "[REDACTED]" in (tmp_path / "result.json").read_text()
+    for path in outputs.values():
+        assert PLAIN_KEY not in path.read_text(), path.name
+    assert PLAIN_KEY not in stdout.getvalue() + stderr.getvalue()
+
+
+def test_a_model_built_by_the_library_caller_has_its_key_masked_too() -> None:
+    from langchain_openai import ChatOpenAI
+
+    from fair_forge_core.evaluate import evaluate_sync
+    from fair_forge_core.schemas import Dataset
+
+    with FakeLLMServer(responder=quoting_the_key) as server:
+        model = ChatOpenAI(model="judge", base_url=server.base_url, api_key=PLAIN_KEY, max_retries=0)
+        result = evaluate_sync([Dataset.model_validate(d) for d in CALCULATOR["datasets"]], model)
+    reasons = [i.judge_reasoning for c in result.per_conversation_metrics for i in c.interactions or []]
+    assert reasons and all(r is not None and "[REDACTED]" in r and PLAIN_KEY not in r for r in reasons)
