@@ -75,6 +75,7 @@ def provenance_of(models: Sequence[BaseChatModel], config: EvaluationConfig, dat
         judge_vote=config.judge_vote,
         judge_cascade=config.judge_cascade,
         datasets_hash=datasets_hash(datasets),
+        max_unscored_share=config.max_unscored_share,
         **_goal_settings(config, datasets),
     )
 

@@ -399,7 +399,7 @@ class Provenance(_Result):
     (`fair-forge compare --require-same-judge`): the package version, the judges (one, or an
     ensemble's in request order), the prompt hash, every setting that decides a verdict or a
     figure (thresholds, floor, weights as given, `require_tool_correctness`, k, the statistical
-    mode, samples, vote and cascade; with goals, `require_goal` and the goal prompt's hash), and `datasets_hash`, the sha256 (hex) of the datasets'
+    mode, samples, vote, cascade and `max_unscored_share`; with goals, `require_goal` and the goal prompt's hash), and `datasets_hash`, the sha256 (hex) of the datasets'
     canonical JSON (sorted keys, no spaces): equal datasets, equal hash."""
 
     version: str
@@ -416,6 +416,8 @@ class Provenance(_Result):
     judge_vote: str
     judge_cascade: bool
     datasets_hash: str
+    max_unscored_share: float | None = omitted_when_none()
+    """`config.max_unscored_share`, which decides readiness (None in results written before it was recorded)."""
     require_goal: bool | None = omitted_when_none()
     goal_prompt_hash: str | None = omitted_when_none()
     """With goals (`judges.goal`): `config.require_goal`, and the sha256 of the goal prompt's template."""

@@ -444,6 +444,45 @@ def test_sides_judged_differently_are_warnings_and_a_refusal_under_require_same_
     ]
 
 
+def right_answers_wrong_arguments(assistant: str) -> list[dict[str, Any]]:
+    """12 tasks × 3 attempts whose answers are right and whose calculator calls have wrong arguments."""
+    conversations = attempts(assistant, ALL_RIGHT)
+    for c in conversations:
+        c["conversation"][0] |= {
+            "agentic": {"tools_used": [{"tool_name": "add", "parameters": {"a": 1, "b": 1}}]},
+            "ground_truth_agentic": {"expected_tools": [{"tool_name": "add", "parameters": {"a": 2, "b": 9}}]},
+        }
+    return conversations
+
+
+@pytest.mark.parametrize(
+    ("config", "difference"),
+    [
+        ({"require_tool_correctness": False}, "different require_tool_correctness: baseline True vs candidate False"),
+        (
+            {"tool_weights": {"selection": 1, "parameters": 0, "sequence": 0, "utilization": 0}},
+            "different tool_weights: baseline",
+        ),
+        ({"max_unscored_share": 1.0}, "different max_unscored_share: baseline 0.1 vs candidate 1"),
+    ],
+    ids=["require_tool_correctness", "tool_weights", "max_unscored_share"],
+)
+def test_a_candidate_judged_under_other_rules_is_refused_under_require_same_judge(
+    tmp_path: Path, config: dict[str, Any], difference: str
+) -> None:
+    # Issue #32: rule changes that turn every failure into a pass compared as "improved", exit 0.
+    baseline = request_file(tmp_path / "a.json", right_answers_wrong_arguments("v1"))
+    candidate = tmp_path / "b.json"
+    body = json.loads(baseline.read_text())
+    body["config"] |= config
+    candidate.write_text(json.dumps(body))
+    refused = run_cli_in_process("compare", baseline, candidate, "--require-same-judge")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stdout == "" and "Traceback" not in refused.stderr
+    warnings = [line for line in refused.stderr.splitlines() if line.startswith("warning: different")]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: {difference}"), refused.stderr
+
+
 def test_a_side_without_provenance_cannot_be_checked_and_is_refused_under_require_same_judge(results: Path) -> None:
     baseline = with_provenance(results, "a", provenance_json())
     candidate = with_provenance(results, "b", None)

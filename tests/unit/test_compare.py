@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -722,6 +723,28 @@ def test_judging_differences_names_each_field_and_both_values() -> None:
         "the baseline's result has no provenance: how it was judged cannot be checked",
         "the candidate's result has no provenance: how it was judged cannot be checked",
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "line"),
+    [
+        ("tool_weights", {"selection": 1.0}, 'different tool_weights: baseline {} vs candidate {"selection":1.0}'),
+        ("require_tool_correctness", True, "different require_tool_correctness: baseline False vs candidate True"),
+        ("statistical_mode", {"method": "bayesian"}, "different statistical_mode: baseline"),
+        ("judge_samples", 3, "different judge_samples: baseline 1 vs candidate 3"),
+        ("judge_vote", "mean", "different judge_vote: baseline majority vs candidate mean"),
+        ("judge_cascade", True, "different judge_cascade: baseline False vs candidate True"),
+        ("max_unscored_share", 0.5, "different max_unscored_share: baseline None vs candidate 0.5"),
+    ],
+)
+def test_every_recorded_rule_is_compared(field: str, value: Any, line: str) -> None:
+    # Issue #32: provenance recorded these, and the comparison ignored them.
+    from fair_forge_core.compare import judging_differences
+    from fair_forge_core.schemas import Provenance
+
+    base = Provenance.model_validate(provenance_json())
+    (difference,) = judging_differences(base, Provenance.model_validate(provenance_json(**{field: value})))
+    assert difference.startswith(line)
 
 
 def test_the_comparison_carries_the_judging_differences() -> None:
