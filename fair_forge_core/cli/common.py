@@ -1,7 +1,8 @@
 """What the commands of `fair-forge` share: the exit codes and `CliError`; reading a file
 (standard input for `-`) and naming it in messages; a pydantic error as one message naming
 the file and every field; writing an output, and checking before any judging that it can
-be written; and running a request as `evaluate` does (the judges under the service's
+be written; writing log lines and JSON that run no workflow command (`say`, `json_dump`:
+`fair_forge_core.safe_text`); and running a request as `evaluate` does (the judges under the service's
 allowlist and key rules, the ledger of cost and cache, exit 3 when it cannot run).
 
 Heavy modules (pydantic, LangChain, the judges) are imported inside the functions that need them.
@@ -23,6 +24,33 @@ EXIT_REGRESSED = EXIT_THRESHOLD
 EXIT_NOT_TESTED = 5
 """`compare`'s exit code for a `not_tested` verdict, with or without `--require-conclusive`:
 no metric could be tested, so nothing was checked — never the 0 of a comparison that was."""
+
+
+def say(stream: TextIO, line: str) -> None:
+    """Write `line`, which may hold values from the data, and a newline to `stream` as one log
+    line that runs no workflow command (`safe_text.log_line`: a line break in a value is shown
+    as `\\n`, a `::` at the start and any `##[` are broken). Every line the commands write to
+    stdout or stderr goes through here (a report printed whole: one call per line)."""
+    from fair_forge_core.safe_text import log_line
+
+    stream.write(log_line(line) + "\n")
+
+
+def say_lines(stream: TextIO, text: str) -> None:
+    """`say` for each line of `text` (a report printed whole, its lines split at `\\n`), flushed."""
+    for line in text.removesuffix("\n").split("\n"):
+        say(stream, line)
+    stream.flush()
+
+
+def json_dump(data: Any) -> str:
+    """`data` as the commands write JSON (indented by 2, not ASCII-escaped, a final newline),
+    safe to print in a CI log with its value unchanged (`safe_text.json_text`)."""
+    import json
+
+    from fair_forge_core.safe_text import json_text
+
+    return json_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 class CliError(Exception):
@@ -74,11 +102,15 @@ def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
 def _validation_message(path: Path, what: str, error: Any, model: Any) -> str:
     """A pydantic `ValidationError` of validating `model` as 'file: invalid what: field: message',
     every field listed; an unknown key names the nearest accepted one (`schemas.error_message`)."""
+    from fair_forge_core.safe_text import log_line
     from fair_forge_core.schemas import error_message, field_path
 
     details = [
         (field_path(e["loc"]) or "(top level)", error_message(model, e)) for e in error.errors(include_input=False)
     ]
+    # One message, one line per field: a line break inside a key or a message (from the data)
+    # is shown as `\n`, never a line of its own.
+    details = [(log_line(name), log_line(message)) for name, message in details]
     first_field, first_message = details[0]
     lines = [f"{_name(path)}: invalid {what}: {first_field}: {first_message}"]
     if len(details) > 1:
