@@ -8,20 +8,15 @@ script: an input is data, not shell). Only the standard library, and `fair_forge
 (itself standard library only) from the action's own checkout: the script runs before the
 package is installed (`install`), and beside whichever `fair-forge` the `package` input chose.
 
-Text from the data stays text: every line this script prints with a value in it goes through
-`safe_text.log_line` (no workflow command from data: no `::` at a line's start, no `##[`, line
-breaks shown as `\n`), and the messages of its own `::error` / `::warning` commands are escaped
-as the runner reads them (`%` as `%25`). The CLI's output runs between `::stop-commands::` and
-its resume token, so the runner reads no command from it at all. Every value this script puts
-into the comment's Markdown goes through `safe_text.markdown_text`.
+Text from the data stays text: a line printed with a value in it goes through `safe_text.log_line`
+(no workflow command from data), a value put into Markdown through `safe_text.markdown_text`,
+and the CLI runs between `::stop-commands::` and its token (`_fair_forge`).
 
 - `install`: `pip install` the action's own checkout (`$GITHUB_ACTION_PATH`, with the `extras`),
   or the `package` input's pip requirement when it is given.
-- `evaluate`: the output directory is checked first (`_output_directory`): a directory that is,
-  or lies under, a symbolic link, or that resolves outside `$GITHUB_WORKSPACE` (the working
-  directory when it is unset), is refused (exit 2) before anything is removed or written, and
-  the `directory` output stays empty, so the upload step publishes nothing. Then
-  `fair-forge convert` (when `traces` is given), `fair-forge evaluate` writing
+- `evaluate`: an output directory that is, lies under or holds a symbolic link, or is outside
+  `$GITHUB_WORKSPACE`, is refused (exit 2, `action/output_directory.py`) before anything is
+  written, the `directory` output left empty (no upload). Then `fair-forge convert` (when `traces` is given), `fair-forge evaluate` writing
   result.json, report.html, junit.xml and summary.md into the output directory with the
   `gates` as extra flags, then `fair-forge compare BASELINE result.json` (comparison.json,
   compare.xml, compare.md, with `compare-flags`) when a `baseline` is given and evaluate wrote
@@ -59,6 +54,7 @@ from typing import Any
 # The checkout's own `fair_forge_core.safe_text` (standard library only), importable before
 # `install` and whichever package the `package` input installs.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from action import output_directory
 from fair_forge_core.safe_text import log_line, markdown_text, without_mentions
 
 MARKER = "<!-- fair-forge: {name} -->"
@@ -102,8 +98,8 @@ class InputError(Exception):
 
 
 def _say(line: str) -> None:
-    """Print `line`, which has values from the inputs or the data in it, as one log line that
-    runs no workflow command (`safe_text.log_line`)."""
+    """Print `line`, with values of the inputs or the data in it, as one log line that runs no
+    workflow command (`safe_text.log_line`)."""
     print(log_line(line), flush=True)
 
 
@@ -196,33 +192,11 @@ def _fair_forge(args: Sequence[str]) -> int:
 
 
 def _output_directory(value: str) -> Path:
-    """The output directory `value` (relative to the working directory), checked before
-    anything is removed or written in it: `InputError` when it resolves outside the workspace
-    (`$GITHUB_WORKSPACE`, else the working directory), or when it, or any directory between the
-    workspace and it, is a symbolic link (a pull request can commit `fair-forge-results` as a
-    link to anywhere: the step would then delete and rewrite files there, and the upload step
-    publish them). A part that does not exist yet is created by `mkdir`, as a directory."""
+    """The output directory `value`, or `InputError` naming what is wrong with it
+    (`output_directory.problem`: a symbolic link, or outside the workspace)."""
     workspace = Path(os.environ.get("GITHUB_WORKSPACE", "") or os.getcwd())
-    real_workspace = workspace.resolve()
-    target = Path(os.path.abspath(value))  # `..` folded before anything is looked up
-    for base in (Path(os.path.abspath(workspace)), real_workspace):
-        if target.is_relative_to(base):
-            parts = target.relative_to(base).parts
-            break
-    else:
-        raise InputError(f"input output-directory: {value} is outside the workspace ({workspace})")
-    current = real_workspace
-    for part in parts:
-        current = current / part
-        if current.is_symlink():
-            raise InputError(
-                f"input output-directory: {current} is a symbolic link: "
-                "the action writes only into a real directory of the workspace"
-            )
-        if not current.exists():
-            break
-    if not (real_workspace.joinpath(*parts)).resolve().is_relative_to(real_workspace):
-        raise InputError(f"input output-directory: {value} resolves outside the workspace ({workspace})")
+    if (problem := output_directory.problem(value, workspace)) is not None:
+        raise InputError(f"input output-directory: {problem}")
     return Path(value)
 
 

@@ -776,6 +776,21 @@ def test_a_symlinked_output_directory_is_refused_before_anything_is_written(
     ]
 
 
+def test_an_output_directory_holding_a_symbolic_link_is_refused(tmp_path: Path, data: dict[str, Path]) -> None:
+    """A real output directory, committed with a link inside to a file of the runner: the upload
+    step would publish what the link points to, so the step refuses it."""
+    secret = tmp_path / "credentials"
+    secret.write_text("secret")
+    inside = tmp_path / "workspace" / "out" / "deep"
+    inside.mkdir(parents=True)
+    (inside / "notes.txt").symlink_to(secret)
+    job = run_action(tmp_path, {"request": str(data["all_right"]), "output-directory": "out"})
+    assert job.code == 2, job.log()
+    assert "input output-directory: out holds a symbolic link" in job.outputs["evaluate"]["status"]
+    assert job.outputs["evaluate"]["directory"] == "" and not job.steps["upload"].ran
+    assert secret.read_text() == "secret" and not (tmp_path / "workspace" / "out" / "result.json").exists()
+
+
 @pytest.mark.parametrize("absolute", [False, True])
 def test_an_output_directory_outside_the_workspace_is_refused(tmp_path: Path, absolute: bool) -> None:
     directory = str(tmp_path / "elsewhere") if absolute else "../elsewhere"
