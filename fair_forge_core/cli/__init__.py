@@ -56,6 +56,7 @@ from fair_forge_core.cli.common import (
     EXIT_THRESHOLD,
     STDIN,
     CliError,
+    say,
     say_lines,
 )
 from fair_forge_core.cli.compare import cmd_compare, format_comparison, metric_label
@@ -117,5 +118,5 @@ def main(
     try:
         return command(args, stdin, stdout, stderr)
     except CliError as exc:
-        say_lines(stderr, f"error: {exc}")
+        (say_lines if exc.multiline else say)(stderr, f"error: {exc}")
         return exc.code

@@ -54,11 +54,14 @@ def json_dump(data: Any) -> str:
 
 
 class CliError(Exception):
-    """A failure to report as one line on stderr, with its exit code."""
+    """A failure to report as one line on stderr, with its exit code; `multiline` when the
+    message's line breaks are its writer's own (`_validation_message`: one line per field, each
+    escaped), else a line break in it came from a value and is shown as `\\n` (`say`)."""
 
-    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT, *, multiline: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.multiline = multiline
 
 
 STDIN = Path("-")
@@ -233,13 +236,13 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
         try:
             return RunRequest.model_validate(body), []
         except ValidationError as exc:
-            raise CliError(_validation_message(path, "request", exc, RunRequest)) from None
+            raise CliError(_validation_message(path, "request", exc, RunRequest), multiline=True) from None
     if "datasets" in body:
         raise CliError(f"{_name(path)}: send datasets or traces, not both")
     try:
         traced = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest)) from None
+        raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest), multiline=True) from None
 
     from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
 
@@ -250,13 +253,19 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     except TraceError as exc:
         raise CliError(f"{_name(path)}: {request_field(exc.field)}: {exc.problem}") from None
     if not datasets:
-        details = "".join(f"\n  {warning}" for warning in warnings)
-        raise CliError(f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}")
+        from fair_forge_core.safe_text import log_line
+
+        details = "".join(f"\n  {log_line(warning)}" for warning in warnings)
+        raise CliError(
+            f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}", multiline=True
+        )
     expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
     try:
         return RunRequest.model_validate(expanded), warnings
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "request (from its traces)", exc, RunRequest)) from None
+        raise CliError(
+            _validation_message(path, "request (from its traces)", exc, RunRequest), multiline=True
+        ) from None
 
 
 def _plan(

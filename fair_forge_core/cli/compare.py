@@ -66,7 +66,7 @@ def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     try:
         return EvaluationResult.model_validate(payload)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "result", exc, EvaluationResult)) from None
+        raise CliError(_validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
 
 
 def _side_key(path: Path) -> str:

@@ -22,7 +22,7 @@ def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
     except ValidationError as exc:
         from fair_forge_core.schemas import EvaluationResult
 
-        raise CliError(_validation_message(args.result, "result", exc, EvaluationResult)) from None
+        raise CliError(_validation_message(args.result, "result", exc, EvaluationResult), multiline=True) from None
     _write(page, args.out, stdout)
     if args.out is not None:
         say(stderr, f"wrote {args.out}")

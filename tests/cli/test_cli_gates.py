@@ -412,3 +412,11 @@ def test_an_unknown_key_with_workflow_commands_is_named_on_one_line(tmp_path: Pa
     assert done.returncode == 2
     assert runner_commands(done.stdout + "\n" + done.stderr) == []
     assert "x\\n::add-mask::FAILED" in done.stderr
+
+
+def test_a_line_break_in_a_value_of_an_error_is_shown_not_broken(tmp_path: Path) -> None:
+    missing = tmp_path / "no\n::error::such.json"
+    done = run_cli_in_process("evaluate", missing)
+    assert done.returncode == 2
+    assert runner_commands(done.stderr) == []
+    assert len(done.stderr.splitlines()) == 1 and "no\\n::error::such.json" in done.stderr
