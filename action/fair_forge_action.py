@@ -4,12 +4,19 @@
 
 `action.yml` runs each step as `python "$GITHUB_ACTION_PATH/action/fair_forge_action.py" STEP`
 and hands it the action's inputs as `INPUT_*` environment variables (never spliced into the
-script: an input is data, not shell). Only the standard library: the script runs before the
+script: an input is data, not shell). Only the standard library, and `fair_forge_core.safe_text`
+(itself standard library only) from the action's own checkout: the script runs before the
 package is installed (`install`), and beside whichever `fair-forge` the `package` input chose.
+
+Text from the data stays text: a line printed with a value in it goes through `safe_text.log_line`
+(no workflow command from data), a value put into Markdown through `safe_text.markdown_text`,
+and the CLI runs between `::stop-commands::` and its token (`_fair_forge`).
 
 - `install`: `pip install` the action's own checkout (`$GITHUB_ACTION_PATH`, with the `extras`),
   or the `package` input's pip requirement when it is given.
-- `evaluate`: `fair-forge convert` (when `traces` is given), `fair-forge evaluate` writing
+- `evaluate`: an output directory that is, lies under or holds a symbolic link, or is outside
+  `$GITHUB_WORKSPACE`, is refused (exit 2, `action/output_directory.py`) before anything is
+  written, the `directory` output left empty (no upload). Then `fair-forge convert` (when `traces` is given), `fair-forge evaluate` writing
   result.json, report.html, junit.xml and summary.md into the output directory with the
   `gates` as extra flags, then `fair-forge compare BASELINE result.json` (comparison.json,
   compare.xml, compare.md, with `compare-flags`) when a `baseline` is given and evaluate wrote
@@ -43,6 +50,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+# The checkout's own `fair_forge_core.safe_text` (standard library only), importable before
+# `install` and whichever package the `package` input installs.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from action import output_directory
+from fair_forge_core.safe_text import log_line, markdown_text, without_mentions
 
 MARKER = "<!-- fair-forge: {name} -->"
 """The hidden first line that makes a comment the sticky one of a report."""
@@ -82,6 +95,18 @@ FILES = (REQUEST, RESULT, REPORT, JUNIT, SUMMARY, COMPARISON, COMPARE_JUNIT, COM
 
 class InputError(Exception):
     """An input of the action is wrong; the message names it."""
+
+
+def _say(line: str) -> None:
+    """Print `line`, with values of the inputs or the data in it, as one log line that runs no
+    workflow command (`safe_text.log_line`)."""
+    print(log_line(line), flush=True)
+
+
+def _command(kind: str, message: str) -> None:
+    """Issue the runner command `::kind title=fair-forge::message` (an annotation): `message`
+    on one line (`safe_text.log_line`) with `%` escaped as the runner unescapes it (`%25`)."""
+    print(f"::{kind} title=fair-forge::{log_line(message).replace('%', '%25')}", flush=True)
 
 
 def _input(name: str) -> str:
@@ -137,14 +162,14 @@ def install() -> int:
         spec = package
     else:
         if extras and not EXTRAS.match(extras):
-            print(f"::error title=fair-forge::input extras: expected names separated by commas, got {extras!r}")
+            _command("error", f"input extras: expected names separated by commas, got {extras!r}")
             return BAD_INPUT
         checkout = os.environ.get("GITHUB_ACTION_PATH", "")
         if not checkout:
-            print("::error title=fair-forge::GITHUB_ACTION_PATH is not set: run this step from action.yml")
+            _command("error", "GITHUB_ACTION_PATH is not set: run this step from action.yml")
             return BAD_INPUT
         spec = f"{checkout}[{extras}]" if extras else checkout
-    print(f"pip install {spec}", flush=True)
+    _say(f"pip install {spec}")
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", spec]
     return subprocess.run(command, check=False).returncode
 
@@ -153,9 +178,26 @@ def install() -> int:
 
 
 def _fair_forge(args: Sequence[str]) -> int:
-    """Run the CLI of the Python running this script (the one `install` installed into); its exit code."""
-    print(f"$ fair-forge {shlex.join(args)}", flush=True)
-    return subprocess.run([sys.executable, "-m", "fair_forge_core", *args], check=False).returncode
+    """Run the CLI of the Python running this script (the one `install` installed into); its
+    exit code. Its output runs between `::stop-commands::TOKEN` and `::TOKEN::` (TOKEN random,
+    so no text of the data can resume commands early): whatever the data holds, and whichever
+    `fair-forge` the `package` input installed, the runner reads no command from it."""
+    _say(f"$ fair-forge {shlex.join(args)}")
+    token = f"fair-forge-{uuid.uuid4().hex}"
+    print(f"::stop-commands::{token}", flush=True)
+    try:
+        return subprocess.run([sys.executable, "-m", "fair_forge_core", *args], check=False).returncode
+    finally:
+        print(f"::{token}::", flush=True)
+
+
+def _output_directory(value: str) -> Path:
+    """The output directory `value`, or `InputError` naming what is wrong with it
+    (`output_directory.problem`: a symbolic link, or outside the workspace)."""
+    workspace = Path(os.environ.get("GITHUB_WORKSPACE", "") or os.getcwd())
+    if (problem := output_directory.problem(value, workspace)) is not None:
+        raise InputError(f"input output-directory: {problem}")
+    return Path(value)
 
 
 def _check_inputs_outside(directory: Path) -> None:
@@ -201,7 +243,7 @@ def evaluate() -> int:
     outputs.update({"directory": "", "result": "", "report": "", "comparison": "", "status": ""})
     try:
         name = _report_name()
-        directory = Path(_input("output-directory") or f"fair-forge-results/{name}")
+        directory = _output_directory(_input("output-directory") or f"fair-forge-results/{name}")
         gates, compare_flags = _flags("gates"), _flags("compare-flags")
         baseline = _input("baseline")
         _check_inputs_outside(directory)
@@ -212,9 +254,9 @@ def evaluate() -> int:
         request, code = _request(directory)
     except (InputError, OSError) as exc:
         reason = str(exc) if isinstance(exc, InputError) else f"cannot create the output directory: {exc.strerror}"
-        outputs["status"] = f"exit {BAD_INPUT}: {reason}"
-        print(f"::error title=fair-forge::{reason}")
-        _append_summary(f"**Fair-Forge**: {outputs['status']}\n")
+        outputs["status"] = log_line(f"exit {BAD_INPUT}: {reason}")
+        _command("error", reason)
+        _append_summary(f"**Fair-Forge**: {markdown_text(outputs['status'])}\n")
         _set_outputs(outputs)
         return 0
 
@@ -248,11 +290,11 @@ def evaluate() -> int:
                 outputs["comparison"] = str(comparison)
             if code == 0:
                 outputs.update({"exit-code": str(compared), "status": _status("compare", compared)})
-    print(outputs["status"], flush=True)
+    _say(outputs["status"])
     failed_step_silent = outputs["exit-code"] != "0" and outputs["compare-exit-code"] not in ("", "0", "1")
     if not (directory / SUMMARY).exists() or (failed_step_silent and not (directory / COMPARE_SUMMARY).exists()):
         # The job fails on a step whose Markdown is missing (compare refused its inputs): say so.
-        _append_summary(f"**Fair-Forge**: {outputs['status']} (see the job's log)\n")
+        _append_summary(f"**Fair-Forge**: {markdown_text(outputs['status'])} (see the job's log)\n")
     _set_outputs(outputs)
     return 0
 
@@ -278,29 +320,25 @@ def _pull_request_number() -> int | None:
     return None
 
 
-def _without_mentions(text: str) -> str:
-    """`text` with a zero-width space after every `@` that could start a mention (GitHub finds
-    mentions in the rendered text: `@name` after anything but a letter or digit, `_@name_` and
-    `.@name` included; `pass@k` and `a@b.org` stay as written): the summaries quote judges and
-    agents, and an `@name` in them must not notify anyone."""
-    return _MENTION.sub("@\u200b", text)
-
-
-_MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9])")
-
-
 def comment_body(name: str, directory: Path | None, status: str, artifact_url: str, run_url: str) -> str:
-    """The comment: the marker, the status line, evaluate's then compare's Markdown (no `@`
-    mention in them notifies anyone), the links; cut to fit `MAX_COMMENT` (saying so) when the
-    summaries are longer."""
-    parts = [MARKER.format(name=name), f"**Fair-Forge** `{name}`: {status or 'the evaluation did not run'}", ""]
+    """The comment: the marker, the status line, evaluate's then compare's Markdown, the links;
+    cut to fit `MAX_COMMENT` (saying so) when the summaries are longer. The name and the status
+    are escaped (`safe_text.markdown_text`); the summaries were escaped cell by cell when the CLI
+    wrote them, and `safe_text.without_mentions` runs over them once more (a summary written by
+    another `fair-forge` version still mentions no one)."""
+    label = markdown_text(name)
+    parts = [
+        MARKER.format(name=name),
+        f"**Fair-Forge** {label}: {markdown_text(status or 'the evaluation did not run')}",
+    ]
+    parts.append("")
     for file in (SUMMARY, COMPARE_SUMMARY):
         path = directory / file if directory else None
         if path is not None and path.is_file():
-            parts += [_without_mentions(path.read_text(encoding="utf-8").strip()), ""]
+            parts += [without_mentions(path.read_text(encoding="utf-8").strip()), ""]
     links = []
     if artifact_url:
-        links.append(f"[HTML report and results (artifact `{name}`)]({artifact_url})")
+        links.append(f"[HTML report and results (artifact {label})]({artifact_url})")
     if run_url:
         links.append(f"[workflow run]({run_url})")
     if links:
@@ -389,7 +427,7 @@ def comment() -> int:
     wish = _input("comment").lower() or "true"
     if wish != "true":
         if wish != "false":
-            print(f"::warning title=fair-forge::input comment: expected true or false, got {wish!r}: no comment")
+            _command("warning", f"input comment: expected true or false, got {wish!r}: no comment")
         else:
             print("comment: false: no pull-request comment")
         return 0
@@ -401,12 +439,12 @@ def comment() -> int:
     repository = os.environ.get("GITHUB_REPOSITORY", "")
     if number is None or not repository:
         event = os.environ.get("GITHUB_EVENT_NAME", "") or "unknown"
-        print(f"not a pull request (event {event}): no comment")
+        _say(f"not a pull request (event {event}): no comment")
         return 0
     try:
         name = _report_name()
     except InputError as exc:
-        print(f"::warning title=fair-forge::no comment: {exc}")
+        _command("warning", f"no comment: {exc}")
         return 0
     directory = os.environ.get("FF_DIRECTORY", "")
     server, run_id = os.environ.get("GITHUB_SERVER_URL", "https://github.com"), os.environ.get("GITHUB_RUN_ID", "")
@@ -420,13 +458,13 @@ def comment() -> int:
     )
     github = GitHub(os.environ.get("GITHUB_API_URL", "") or "https://api.github.com", repository, token)
     try:
-        print(github.upsert(number, MARKER.format(name=name), body))
+        _say(github.upsert(number, MARKER.format(name=name), body))
     except urllib.error.HTTPError as exc:
-        print(f"::warning title=fair-forge::could not post the pull-request comment: {_api_error(exc)}")
+        _command("warning", f"could not post the pull-request comment: {_api_error(exc)}")
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException, KeyError, TypeError) as exc:
         # Whatever the API answered (or failed to), the comment never decides the job's result.
         reason = getattr(exc, "reason", None) or exc.__class__.__name__
-        print(f"::warning title=fair-forge::could not reach the GitHub API for the comment: {reason}")
+        _command("warning", f"could not reach the GitHub API for the comment: {reason}")
     return 0
 
 
@@ -437,13 +475,13 @@ def finish() -> int:
     """The CLI's exit code that the evaluate step recorded (3 when it recorded none)."""
     text, status = os.environ.get("FF_EXIT_CODE", "").strip(), os.environ.get("FF_STATUS", "")
     if not text.isdigit():
-        print("::error title=fair-forge::the evaluate step did not run or did not finish: no exit code")
+        _command("error", "the evaluate step did not run or did not finish: no exit code")
         return NOT_RUN
     code = int(text)
     if code:
-        print(f"::error title=fair-forge::{status or f'exit {code}'}")
+        _command("error", status or f"exit {code}")
     else:
-        print(status or "exit 0")
+        _say(status or "exit 0")
     return code
 
 

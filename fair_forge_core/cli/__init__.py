@@ -30,7 +30,10 @@ first), or compare's verdict is
 trace; 3 the evaluation could not run (the judge provider refused, or no conversation
 could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`;
 5 compare's verdict is `not_tested` (too few shared tasks for any test to reach
-significance), always. Messages never contain an API key.
+significance), always. Messages never contain an API key, and never a workflow command: every
+line written to stdout or stderr goes through `cli.common.say` (`safe_text.log_line`: a line
+break in a value is shown as `\n`, no line starts with `::`, no `##[`), JSON through
+`cli.common.json_dump`.
 
 Heavy modules (pydantic, LangChain, numpy, scipy, the judges) are imported by the command
 that needs them, so `--help` stays instant.
@@ -53,6 +56,8 @@ from fair_forge_core.cli.common import (
     EXIT_THRESHOLD,
     STDIN,
     CliError,
+    say,
+    say_lines,
 )
 from fair_forge_core.cli.compare import cmd_compare, format_comparison, metric_label
 from fair_forge_core.cli.convert import cmd_convert
@@ -113,5 +118,5 @@ def main(
     try:
         return command(args, stdin, stdout, stderr)
     except CliError as exc:
-        stderr.write(f"error: {exc}\n")
+        (say_lines if exc.multiline else say)(stderr, f"error: {exc}")
         return exc.code

@@ -6,7 +6,6 @@ judges a turn, and report how well the judge agrees with the labels
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,6 +20,9 @@ from fair_forge_core.cli.common import (
     _read_text,
     _redacted,
     _write,
+    json_dump,
+    say,
+    say_lines,
 )
 from fair_forge_core.cli.progress import _progress
 
@@ -112,13 +114,12 @@ def cmd_calibrate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stder
     finally:
         if progress is not None:
             progress.finish()
-    stdout.write(format_report(report))
-    stdout.flush()
+    say_lines(stdout, format_report(report))
     if args.out is not None:
-        _write(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+        _write(json_dump(report.model_dump(mode="json")), args.out, stdout)
     if not args.quiet:
         for warning in report.warnings:
-            stderr.write(f"warning: {warning}\n")
+            say(stderr, f"warning: {warning}")
         if args.out is not None:
-            stderr.write(f"wrote {args.out}\n")
+            say(stderr, f"wrote {args.out}")
     return EXIT_OK

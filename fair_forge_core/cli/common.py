@@ -1,7 +1,8 @@
 """What the commands of `fair-forge` share: the exit codes and `CliError`; reading a file
 (standard input for `-`) and naming it in messages; a pydantic error as one message naming
 the file and every field; writing an output, and checking before any judging that it can
-be written; and running a request as `evaluate` does (the judges under the service's
+be written; writing log lines and JSON that run no workflow command (`say`, `json_dump`:
+`fair_forge_core.safe_text`); and running a request as `evaluate` does (the judges under the service's
 allowlist and key rules, the ledger of cost and cache, exit 3 when it cannot run).
 
 Heavy modules (pydantic, LangChain, the judges) are imported inside the functions that need them.
@@ -25,12 +26,42 @@ EXIT_NOT_TESTED = 5
 no metric could be tested, so nothing was checked — never the 0 of a comparison that was."""
 
 
-class CliError(Exception):
-    """A failure to report as one line on stderr, with its exit code."""
+def say(stream: TextIO, line: str) -> None:
+    """Write `line`, which may hold values from the data, and a newline to `stream` as one log
+    line that runs no workflow command (`safe_text.log_line`: a line break in a value is shown
+    as `\\n`, a `::` at the start and any `##[` are broken). Every line the commands write to
+    stdout or stderr goes through here (a report printed whole: one call per line)."""
+    from fair_forge_core.safe_text import log_line
 
-    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+    stream.write(log_line(line) + "\n")
+
+
+def say_lines(stream: TextIO, text: str) -> None:
+    """`say` for each line of `text` (a report printed whole, its lines split at `\\n`), flushed."""
+    for line in text.removesuffix("\n").split("\n"):
+        say(stream, line)
+    stream.flush()
+
+
+def json_dump(data: Any) -> str:
+    """`data` as the commands write JSON (indented by 2, not ASCII-escaped, a final newline),
+    safe to print in a CI log with its value unchanged (`safe_text.json_text`)."""
+    import json
+
+    from fair_forge_core.safe_text import json_text
+
+    return json_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr, with its exit code; `multiline` when the
+    message's line breaks are its writer's own (`_validation_message`: one line per field, each
+    escaped), else a line break in it came from a value and is shown as `\\n` (`say`)."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT, *, multiline: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.multiline = multiline
 
 
 STDIN = Path("-")
@@ -74,11 +105,15 @@ def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
 def _validation_message(path: Path, what: str, error: Any, model: Any) -> str:
     """A pydantic `ValidationError` of validating `model` as 'file: invalid what: field: message',
     every field listed; an unknown key names the nearest accepted one (`schemas.error_message`)."""
+    from fair_forge_core.safe_text import log_line
     from fair_forge_core.schemas import error_message, field_path
 
     details = [
         (field_path(e["loc"]) or "(top level)", error_message(model, e)) for e in error.errors(include_input=False)
     ]
+    # One message, one line per field: a line break inside a key or a message (from the data)
+    # is shown as `\n`, never a line of its own.
+    details = [(log_line(name), log_line(message)) for name, message in details]
     first_field, first_message = details[0]
     lines = [f"{_name(path)}: invalid {what}: {first_field}: {first_message}"]
     if len(details) > 1:
@@ -201,13 +236,13 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
         try:
             return RunRequest.model_validate(body), []
         except ValidationError as exc:
-            raise CliError(_validation_message(path, "request", exc, RunRequest)) from None
+            raise CliError(_validation_message(path, "request", exc, RunRequest), multiline=True) from None
     if "datasets" in body:
         raise CliError(f"{_name(path)}: send datasets or traces, not both")
     try:
         traced = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest)) from None
+        raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest), multiline=True) from None
 
     from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
 
@@ -218,13 +253,19 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     except TraceError as exc:
         raise CliError(f"{_name(path)}: {request_field(exc.field)}: {exc.problem}") from None
     if not datasets:
-        details = "".join(f"\n  {warning}" for warning in warnings)
-        raise CliError(f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}")
+        from fair_forge_core.safe_text import log_line
+
+        details = "".join(f"\n  {log_line(warning)}" for warning in warnings)
+        raise CliError(
+            f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}", multiline=True
+        )
     expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
     try:
         return RunRequest.model_validate(expanded), warnings
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "request (from its traces)", exc, RunRequest)) from None
+        raise CliError(
+            _validation_message(path, "request (from its traces)", exc, RunRequest), multiline=True
+        ) from None
 
 
 def _plan(

@@ -24,7 +24,6 @@ writes the `Comparison` JSON; `--junit` and `--markdown` (and the step summary u
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -43,6 +42,9 @@ from fair_forge_core.cli.common import (
     _run_evaluation,
     _validation_message,
     _write,
+    json_dump,
+    say,
+    say_lines,
 )
 from fair_forge_core.cli.progress import _progress
 
@@ -64,7 +66,7 @@ def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     try:
         return EvaluationResult.model_validate(payload)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "result", exc, EvaluationResult)) from None
+        raise CliError(_validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
 
 
 def _side_key(path: Path) -> str:
@@ -87,7 +89,7 @@ def _load_side(
         request, import_warnings = _request_of(data, path)
         result = _run_evaluation(request, import_warnings, path, _progress(stderr, quiet, f"judging {_name(path)}"))
         for warning in result.warnings:
-            stderr.write(f"warning: {_name(path)}: {warning}\n")
+            say(stderr, f"warning: {_name(path)}: {warning}")
     else:
         raise CliError(
             f"{_name(path)}: neither a result (per_conversation_metrics) "
@@ -334,7 +336,7 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     # One result holding both assistants was judged in one evaluation: alike by construction.
     judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
     for difference in judging:
-        stderr.write(f"warning: {difference}\n")
+        say(stderr, f"warning: {difference}")
     if judging and args.require_same_judge:
         raise CliError(
             f"--require-same-judge: the baseline and the candidate were not judged alike "
@@ -349,7 +351,7 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         seed=args.seed,
     )
     for warning in _comparison_warnings(comparison):
-        stderr.write(f"warning: {warning}\n")
+        say(stderr, f"warning: {warning}")
     if comparison.shared_tasks == 0:
         raise CliError("no task was scored on both sides: nothing to compare")
 
@@ -358,16 +360,15 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
 
     baseline_name = describe(args.baseline, args.baseline_assistant)
     candidate_name = describe(args.candidate, args.candidate_assistant)
-    stdout.write(format_comparison(comparison, baseline_name, candidate_name))
-    stdout.flush()
+    say_lines(stdout, format_comparison(comparison, baseline_name, candidate_name))
     written = []
     if args.out is not None:
-        _write(json.dumps(comparison.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+        _write(json_dump(comparison.model_dump(mode="json")), args.out, stdout)
         written.append(args.out)
     written += write_comparison_outputs(args, comparison, baseline_name, candidate_name, stdout)
     if not args.quiet:
         for path in written:
-            stderr.write(f"wrote {path}\n")
+            say(stderr, f"wrote {path}")
     if comparison.verdict == "regressed":
         return EXIT_REGRESSED
     if comparison.verdict == "not_tested":

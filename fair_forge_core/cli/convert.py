@@ -5,11 +5,10 @@ judged by the offline judge until another connector is set."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from fair_forge_core.cli.common import EXIT_OK, CliError, _name, _read_text, _write
+from fair_forge_core.cli.common import EXIT_OK, CliError, _name, _read_text, _write, json_dump, say
 
 
 def _read_records(path: Path, what: str, stdin: TextIO) -> tuple[Any, list[int] | None]:
@@ -58,7 +57,7 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             raise CliError(f"{_name(args.references)}: {_reference_line(exc.field, lines)}{exc}") from None
         raise CliError(f"{_name(args.traces)}: {exc}") from None
     for warning in warnings:
-        stderr.write(f"warning: {warning}\n")
+        say(stderr, f"warning: {warning}")
     if not datasets:
         raise CliError("no trace matched a task of the references: nothing to evaluate")
     request = {
@@ -66,6 +65,6 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         "datasets": datasets,
         "config": {},
     }
-    _write(json.dumps(request, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
-    stderr.write(f"{len(datasets)} conversation(s) from {trace_count} trace(s)\n")
+    _write(json_dump(request), args.out, stdout)
+    say(stderr, f"{len(datasets)} conversation(s) from {trace_count} trace(s)")
     return EXIT_OK

@@ -45,7 +45,6 @@ Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -58,6 +57,8 @@ from fair_forge_core.cli.common import (
     _request_of,
     _run_evaluation,
     _write,
+    json_dump,
+    say,
 )
 from fair_forge_core.cli.gates import _check_gates, _check_task_gates
 from fair_forge_core.cli.progress import _progress
@@ -124,7 +125,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
     )
 
     payload = result.model_dump(mode="json")
-    _write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", args.out, stdout)
+    _write(json_dump(payload), args.out, stdout)
     if args.html is not None:
         from fair_forge_core.report import render_html
 
@@ -134,7 +135,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
     events = evaluation_events(result, request.datasets) if args.otel_events or args.otel_export else []
     ended = time.time_ns()
     if args.otel_events is not None:
-        _write(json.dumps(otlp_logs_json(events, ended), indent=2, ensure_ascii=False) + "\n", args.otel_events, stdout)
+        _write(json_dump(otlp_logs_json(events, ended)), args.otel_events, stdout)
 
     from fair_forge_core.flakiness import task_stability
 
@@ -146,25 +147,25 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         from fair_forge_core.headline import headline_lines
 
         for line in [*headline_lines(agg), *stability_lines(stability)]:
-            stderr.write(f"{line}\n")
+            say(stderr, line)
         if agg.judge_usage is not None:
-            stderr.write(f"judge: {format_usage(agg.judge_usage)}\n")
+            say(stderr, f"judge: {format_usage(agg.judge_usage)}")
         if agg.judge_consensus is not None:
             from fair_forge_core.report.view import consensus_fact
 
-            stderr.write(f"{consensus_fact(agg.judge_consensus.model_dump())}\n")
+            say(stderr, f"{consensus_fact(agg.judge_consensus.model_dump())}")
         if agg.efficiency is not None:
             from fair_forge_core.efficiency import efficiency_line
 
-            stderr.write(f"{efficiency_line(agg.efficiency)}\n")
+            say(stderr, f"{efficiency_line(agg.efficiency)}")
         for warning in result.warnings:
-            stderr.write(f"warning: {warning}\n")
+            say(stderr, f"warning: {warning}")
         for path in (args.out, args.html, args.otel_events, *written):
             if path is not None:
-                stderr.write(f"wrote {path}\n")
+                say(stderr, f"wrote {path}")
     failures = _check_gates(args, agg, level, stderr) + _check_task_gates(args, stability, stderr)
     for failure in failures:
-        stderr.write(f"FAILED: {failure}\n")
+        say(stderr, f"FAILED: {failure}")
     if args.otel_export:
         _export(events, ended, stderr, quiet=args.quiet)
     return EXIT_THRESHOLD if failures else EXIT_OK
@@ -193,4 +194,4 @@ def _export(events: list[EvaluationEvent], ended: int, stderr: TextIO, *, quiet:
     except OtelExportFailed as exc:
         raise CliError(f"--otel-export: {exc}", EXIT_EVALUATION_FAILED) from None
     if not quiet:
-        stderr.write(f"sent {len(events)} evaluation event(s) through the OpenTelemetry SDK\n")
+        say(stderr, f"sent {len(events)} evaluation event(s) through the OpenTelemetry SDK")

@@ -35,7 +35,7 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from fair_forge_core.cli.common import _level
+from fair_forge_core.cli.common import _level, say
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import AggregatedMetrics, TaskStability
@@ -177,7 +177,7 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
             )
     if not args.quiet:
         for line in passed:
-            stderr.write(f"gate met: {line}\n")
+            say(stderr, f"gate met: {line}")
     return failures
 
 
@@ -231,5 +231,5 @@ def _check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr
             )
     if not args.quiet:
         for line in passed:
-            stderr.write(f"gate met: {line}\n")
+            say(stderr, f"gate met: {line}")
     return failures

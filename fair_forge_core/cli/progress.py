@@ -28,7 +28,10 @@ class ProgressBar:
         interactive: bool = True,
         plain_interval_s: float = 5.0,
     ) -> None:
-        self.stream, self.label, self.width, self.min_interval_s = stream, label, width, min_interval_s
+        from fair_forge_core.safe_text import log_line
+
+        # The label names a file: one log line that runs no workflow command (`safe_text.log_line`).
+        self.stream, self.label, self.width, self.min_interval_s = stream, log_line(label), width, min_interval_s
         self.interactive, self.plain_interval_s = interactive, plain_interval_s
         self._last_draw: float | None = None
         self._drawn = False

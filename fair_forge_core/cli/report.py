@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from fair_forge_core.cli.common import EXIT_OK, CliError, _name, _read_json, _validation_message, _write
+from fair_forge_core.cli.common import EXIT_OK, CliError, _name, _read_json, _validation_message, _write, say
 
 
 def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -22,8 +22,8 @@ def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
     except ValidationError as exc:
         from fair_forge_core.schemas import EvaluationResult
 
-        raise CliError(_validation_message(args.result, "result", exc, EvaluationResult)) from None
+        raise CliError(_validation_message(args.result, "result", exc, EvaluationResult), multiline=True) from None
     _write(page, args.out, stdout)
     if args.out is not None:
-        stderr.write(f"wrote {args.out}\n")
+        say(stderr, f"wrote {args.out}")
     return EXIT_OK

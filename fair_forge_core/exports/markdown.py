@@ -23,8 +23,11 @@ Comparison (`markdown_comparison`): the verdict and its explanation, both sides'
 table row per metric (`fair-forge compare`'s columns), the efficiency comparison when there is
 one, what was left unpaired and how the two sides were judged differently.
 
-Numbers have 3 decimals, a missing one is `—`. Table cells have their `|` escaped and their
-newlines folded, and reasons are cut at `MAX_REASON` characters. Pure: text, no I/O.
+Numbers have 3 decimals, a missing one is `—`. Every cell and line made from the data (names,
+ids, reasons, warnings, notes, the title) goes through `cell`, which folds it to one line, cuts
+reasons at `MAX_REASON` characters and escapes it for GitHub-flavoured Markdown and HTML
+(`safe_text.markdown_text`): a task id or an agent's text renders as text, never as a tag, a
+link, an image, a mention or a table break. Pure: text, no I/O.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Sequence
 
 from fair_forge_core import stats
 from fair_forge_core.exports.cases import Case, cases
+from fair_forge_core.safe_text import markdown_text
 from fair_forge_core.schemas import AggregatedMetrics, Comparison, EvaluationResult
 
 MAX_CASES = 10
@@ -43,11 +47,10 @@ MAX_WARNINGS = 10
 
 
 def cell(text: str, limit: int | None = None) -> str:
-    """`text` fit for a Markdown table cell: one line, `|` escaped, cut at `limit` with `…`."""
-    line = " ".join(text.split())
-    if limit is not None and len(line) > limit:
-        line = line[: limit - 1] + "…"
-    return line.replace("|", "\\|")
+    """`text` from the data fit for a table cell or a line of the summary: one line, cut at
+    `limit` with `…`, escaped for GitHub-flavoured Markdown and HTML (`safe_text.markdown_text`:
+    it renders as that text, never as a tag, link, image, mention or table break)."""
+    return markdown_text(text, limit)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[str]:

@@ -357,3 +357,66 @@ def test_an_unreadable_traces_request_exits_2_naming_the_file_and_the_field(
     assert process.returncode == 2
     assert process.stderr.startswith(f"error: {request}: {message}")
     assert "Traceback" not in process.stderr and process.stdout == ""
+
+
+# --------------------------------------------------------------------------- no workflow command from the data
+
+HOSTILE_TASK = "t1\n::error title=all gates met::none failed\r::add-mask::FAILED\n  ::warning::x ##[add-mask]FAILED"
+RUNNER_LINE = re.compile(r"\r\n|\r|\n")  # how GitHub's runner splits a step's output into lines
+
+
+def runner_commands(output: str) -> list[str]:
+    """The lines of `output` that GitHub's runner would read as a workflow command: `::` once the
+    leading whitespace is trimmed, or the older `##[` anywhere in the line."""
+    return [line for line in RUNNER_LINE.split(output) if line.lstrip().startswith("::") or "##[" in line]
+
+
+def hostile_request(path: Path) -> Path:
+    """Two attempts (one right) of a task, and of an assistant, whose ids carry workflow commands
+    after line breaks, plus a right one of a plain task."""
+    conversations = [
+        conversation(
+            f"s{i}",
+            [turn(f"q{i}", "What is 1 plus 7?", "It is 8." if i != 1 else "No idea.", "8")],
+            assistant_id="a\n::error::assistant",
+            task_id=HOSTILE_TASK if i < 2 else "plain",
+        )
+        for i in range(4)
+    ]
+    path.write_text(json.dumps({"connector": REFERENCE_JUDGE, "datasets": conversations, "config": {"k": 2}}))
+    return path
+
+
+def test_a_task_id_with_workflow_commands_reaches_the_runner_as_text(tmp_path: Path) -> None:
+    request = hostile_request(tmp_path / "request.json")
+    done = run_cli_in_process("evaluate", request, "--min-task-pass-rate", "0.9", "--max-flaky-tasks", "5")
+    assert done.returncode == 1, done.stderr
+    assert runner_commands(done.stdout + "\n" + done.stderr) == []
+    # The failure still names the task, its line breaks shown as `\n` / `\r` on one line.
+    shown = HOSTILE_TASK.replace("\n", "\\n").replace("\r", "\\r")
+    failed = [line for line in done.stderr.splitlines() if line.startswith("FAILED:")]
+    assert len(failed) == 1 and "1 of 2 task(s) pass less often than --min-task-pass-rate 0.9" in failed[0]
+    assert shown.replace("##[", "#\u200b#[") + " 1/2" in failed[0]
+    # The result JSON printed on stdout keeps the ids' values exactly.
+    result = json.loads(done.stdout)
+    assert {c["task_id"] for c in result["per_conversation_metrics"]} == {HOSTILE_TASK, "plain"}
+
+    compared = run_cli_in_process("compare", request, request, "--baseline-assistant", "a\n::error::assistant")
+    assert runner_commands(compared.stdout + "\n" + compared.stderr) == []
+
+
+def test_an_unknown_key_with_workflow_commands_is_named_on_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"connector": REFERENCE_JUDGE, "datasets": [], "x\n::add-mask::FAILED": 1}))
+    done = run_cli_in_process("evaluate", path)
+    assert done.returncode == 2
+    assert runner_commands(done.stdout + "\n" + done.stderr) == []
+    assert "x\\n::add-mask::FAILED" in done.stderr
+
+
+def test_a_line_break_in_a_value_of_an_error_is_shown_not_broken(tmp_path: Path) -> None:
+    missing = tmp_path / "no\n::error::such.json"
+    done = run_cli_in_process("evaluate", missing)
+    assert done.returncode == 2
+    assert runner_commands(done.stderr) == []
+    assert len(done.stderr.splitlines()) == 1 and "no\\n::error::such.json" in done.stderr

@@ -36,8 +36,10 @@ import pytest
 import yaml
 
 from fair_forge_core import __version__
+from fair_forge_testing.builders import conversation, turn
 from tests.cli.test_cli import ROOT, run_cli
-from tests.cli.test_cli_compare import ALL_RIGHT, ONE_IN_THREE, attempts, request_file
+from tests.cli.test_cli_compare import ALL_RIGHT, ONE_IN_THREE, REFERENCE_JUDGE, attempts, request_file
+from tests.gfm import EVIL
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 SCRIPT = ROOT / "action" / "fair_forge_action.py"
@@ -273,6 +275,8 @@ def environment(workspace: Path, api: FakeGitHub | None, event: dict[str, Any] |
         "HOME": str(workspace.parent),
         "GITHUB_ACTIONS": "true",
         "GITHUB_ACTION_PATH": str(ROOT),
+        # The install step is skipped: the CLI the steps run is this checkout's, as install would make it.
+        "PYTHONPATH": str(ROOT),
         "GITHUB_WORKSPACE": str(workspace),
         "GITHUB_REPOSITORY": REPOSITORY,
         "GITHUB_EVENT_NAME": "pull_request" if event and "pull_request" in event else "push",
@@ -728,4 +732,116 @@ def test_a_mention_in_the_summaries_notifies_no_one(tmp_path: Path) -> None:
     (tmp_path / SUMMARY).write_text("ask @octocat (pass@3, a@b.org) _@a_ @@b .@c é@d\n", encoding="utf-8")
     body = comment_body("report", tmp_path, "passed", "", "")
     zws = "\u200b"
-    assert f"ask @{zws}octocat (pass@3, a@b.org) _@{zws}a_ @@{zws}b .@{zws}c é@{zws}d" in body
+    # `a@b.org` is broken too: cmark-gfm would link it as `mailto:`.
+    assert f"ask @{zws}octocat (pass@3, a@{zws}b.org) _@{zws}a_ @@{zws}b .@{zws}c é@{zws}d" in body
+
+
+# --------------------------------------------------------------------------- #32: text stays text, the output directory
+
+
+@pytest.mark.parametrize(
+    ("link", "inputs"),
+    [
+        ("fair-forge-results", {}),  # the default fair-forge-results/<report-name>, under a link
+        ("out", {"output-directory": "out"}),  # the directory itself a link
+        ("out", {"output-directory": "out/inner"}),
+    ],
+)
+def test_a_symlinked_output_directory_is_refused_before_anything_is_written(
+    tmp_path: Path, data: dict[str, Path], link: str, inputs: dict[str, str]
+) -> None:
+    """A pull request commits the output directory as a link to a directory outside the
+    workspace: the step refuses it (exit 2, naming it), removes and writes nothing there, and
+    the upload step, which publishes the `directory` output, does not run."""
+    outside = tmp_path / "outside"
+    (outside / "fair-forge-report").mkdir(parents=True)
+    (outside / "inner").mkdir()
+    kept = {path: path.name for path in (outside / "result.json", outside / "fair-forge-report" / "summary.md")}
+    for path, text in kept.items():
+        path.write_text(text)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / link).symlink_to(outside, target_is_directory=True)
+    job = run_action(tmp_path, {"request": str(data["all_right"])} | inputs, workspace=workspace)
+    assert job.code == 2, job.log()
+    assert "is a symbolic link" in job.outputs["evaluate"]["status"]
+    assert "::error title=fair-forge::input output-directory: " in job.steps["evaluate"].stdout
+    assert job.outputs["evaluate"]["directory"] == "" and not job.steps["upload"].ran
+    assert {path: path.read_text() for path in kept} == kept
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == [
+        "fair-forge-report",
+        "fair-forge-report/summary.md",
+        "inner",
+        "result.json",
+    ]
+
+
+def test_an_output_directory_holding_a_symbolic_link_is_refused(tmp_path: Path, data: dict[str, Path]) -> None:
+    """A real output directory, committed with a link inside to a file of the runner: the upload
+    step would publish what the link points to, so the step refuses it."""
+    secret = tmp_path / "credentials"
+    secret.write_text("secret")
+    inside = tmp_path / "workspace" / "out" / "deep"
+    inside.mkdir(parents=True)
+    (inside / "notes.txt").symlink_to(secret)
+    job = run_action(tmp_path, {"request": str(data["all_right"]), "output-directory": "out"})
+    assert job.code == 2, job.log()
+    assert "input output-directory: out holds a symbolic link" in job.outputs["evaluate"]["status"]
+    assert job.outputs["evaluate"]["directory"] == "" and not job.steps["upload"].ran
+    assert secret.read_text() == "secret" and not (tmp_path / "workspace" / "out" / "result.json").exists()
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+def test_an_output_directory_outside_the_workspace_is_refused(tmp_path: Path, absolute: bool) -> None:
+    directory = str(tmp_path / "elsewhere") if absolute else "../elsewhere"
+    job = run_action(tmp_path, {"request": "a.json", "output-directory": directory})
+    assert job.code == 2
+    assert "input output-directory: " in job.outputs["evaluate"]["status"]
+    assert "is outside the workspace" in job.outputs["evaluate"]["status"]
+    assert not (tmp_path / "elsewhere").exists()
+    assert not job.steps["upload"].ran
+
+
+HOSTILE_TASK = "</td></tr></table><details><summary>all gates met</summary>\n::error title=x::pwned\n::add-mask::FAILED"
+HOSTILE_ASSISTANT = '<img src="https://evil.example/p.png"> [docs](https://evil.example) &#64;octocat'
+
+
+def test_hostile_ids_are_text_in_the_comment_the_summary_and_the_log(tmp_path: Path, github: FakeGitHub) -> None:
+    """A task id that closes the summary's table, opens a `<details>` and carries workflow
+    commands after line breaks, and an assistant id with an image, a link and an entity-encoded
+    mention: the comment and the step summary, rendered as GitHub renders them, show them as
+    text, and no line of the job's log but the action's own is a workflow command."""
+    from tests.gfm import MENTION, Page, render
+
+    conversations = [
+        conversation(
+            f"s{i}",
+            [turn(f"q{i}", "What is 1 plus 7?", "It is 8." if i else "No idea.", "8")],
+            assistant_id=HOSTILE_ASSISTANT,
+            task_id=HOSTILE_TASK,
+        )
+        for i in range(3)
+    ]
+    request = tmp_path / "hostile.json"
+    request.write_text(json.dumps({"connector": REFERENCE_JUDGE, "datasets": conversations, "config": {"k": 3}}))
+    job = run_action(
+        tmp_path, {"request": str(request), "gates": "--min-task-pass-rate 0.9", "github-token": TOKEN}, github
+    )
+    assert job.code == 1, job.log()
+    for markdown in (github.bodies()[0], job.summary):
+        page = Page(render(markdown))
+        assert not {"details", "summary", "img"} & set(page.tags), page.tags
+        assert all(EVIL not in href for href in page.hrefs), page.hrefs
+        assert not MENTION.search("".join(page.text))
+        plain = page.plain()
+        assert " ".join(HOSTILE_TASK.split()) in plain and HOSTILE_ASSISTANT in plain
+    own = re.compile(
+        r"::(stop-commands::fair-forge-[0-9a-f]{32}|fair-forge-[0-9a-f]{32}::|(error|warning) title=fair-forge::)"
+    )
+    commands = [
+        line
+        for line in re.split(r"\r\n|\r|\n", job.log())
+        if (line.lstrip().startswith("::") and not own.match(line.lstrip())) or "##[" in line
+    ]
+    assert commands == []
+    assert "FAILED: 1 of 1 task(s) pass less often than --min-task-pass-rate 0.9" in job.log()

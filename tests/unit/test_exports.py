@@ -387,7 +387,10 @@ def test_efficiency_is_summarised_when_the_result_has_it() -> None:
     assert result.aggregated_metrics.efficiency is not None
     text = markdown_evaluation(result, 0.95)
     lines = text.splitlines()
-    assert lines[lines.index("### Efficiency") + 2] == efficiency_line(result.aggregated_metrics.efficiency)
+    # The line is text from the data, escaped: its `$` (GitHub's math delimiter) carries a backslash.
+    line = efficiency_line(result.aggregated_metrics.efficiency)
+    assert "$" in line
+    assert lines[lines.index("### Efficiency") + 2] == line.replace("$", "\\$")
     assert "### Efficiency" not in markdown_evaluation(evaluate_example("flaky_tasks.json"), 0.95)
 
 
@@ -488,3 +491,57 @@ def test_pandas_reads_the_csv_as_the_jsonl(support: EvaluationResult) -> None:
     assert list(from_csv_frame.columns) == list(ROW_FIELDS)
     assert from_csv_frame["answer_score"].tolist() == pytest.approx(from_jsonl["answer_score"].tolist())
     assert from_csv_frame["is_correct"].tolist() == from_jsonl["is_correct"].tolist()
+
+
+# --------------------------------------------------------------------------- text from the data stays text
+
+HOSTILE_TASK = "</td></tr></table><details><summary>all gates met</summary>"
+AGENT_TEXT = (
+    'Done <img src="https://evil.example/pixel.png"> ![x](https://evil.example/i.png) '
+    "[log in](https://evil.example/login) www.evil.example https://evil.example/x cc &#64;octocat @octocat a\\|b"
+)
+
+
+def hostile_result() -> EvaluationResult:
+    """Two attempts of a task whose id closes the table and opens a `<details>`, by an assistant
+    named with a tag; the failed one with a judge's reasoning quoting the agent's text."""
+    config = EvaluationConfig(k=2)
+    data = datasets(
+        *(
+            conversation(f"s{i}", [turn("q1", "2+2?", "4", "4")], assistant_id="<b>bot</b>", task_id=HOSTILE_TASK)
+            for i in range(2)
+        )
+    )
+    metrics = [
+        conversation_metrics(data[0], [TurnJudgement(1.0, "right")], config),
+        conversation_metrics(data[1], [TurnJudgement(0.0, f"The agent wrote: {AGENT_TEXT}")], config),
+    ]
+    return build_result(metrics, config)
+
+
+def test_a_hostile_task_id_and_agent_text_render_as_text_in_the_summary() -> None:
+    """Rendered by cmark-gfm (GitHub's renderer) with raw HTML kept, as GitHub keeps it for its
+    sanitiser: no `<details>`, `<img>`, `<b>` or link, no mention, and every row of the
+    worst-cases table keeps its five cells, the hostile id and text among them as written."""
+    from tests.gfm import MENTION, Page, render
+
+    text = markdown_evaluation(hostile_result(), 0.95, title="Evaluation of <b>bot</b>")
+    page = Page(render(text))
+    assert not {"details", "summary", "img", "a", "b"} & set(page.tags), page.tags
+    assert not page.hrefs
+    assert not MENTION.search("".join(page.text))
+    plain = page.plain()
+    assert HOSTILE_TASK in plain and "Evaluation of <b>bot</b>" in plain
+    assert "cc &#64;octocat @octocat a\\|b" in plain
+    worst = markdown_table(text, "Worst cases")
+    assert [row["outcome"] for row in worst] == ["failed"]
+    cells = [cell.strip() for cell in page.cells]
+    start = cells.index("first reason") + 1
+    assert cells[start : start + 5] == [
+        f"task {HOSTILE_TASK}",
+        "<b>bot</b>",
+        "failed",
+        "1 of 2",
+        cells[start + 4],
+    ]
+    assert AGENT_TEXT in cells[start + 4].replace("\u200b", "")
