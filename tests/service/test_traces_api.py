@@ -60,9 +60,12 @@ def test_the_importers_choices_and_the_joins_problems_come_first_in_warnings() -
     )
     response = call_handler(traces_body(traces={"format": "openai", "items": items}))
     assert response.status == 200, response.body
-    assert response.body["warnings"][:2] == [
+    assert response.body["warnings"][:3] == [
         "traces[0]: turn 0 ('What is the weather in Paris right now?') has no final answer; judged as an empty answer",
-        "trace 'stray' matches no task of the references",
+        "1 trace attempt(s) could not be joined to the references (1 not_joined): "
+        "kept as unscored conversations, which readiness counts",
+        "trace 'stray': it has no metadata.task as text, so it matches no task: "
+        "kept as an unscored conversation (not_joined)",
     ]
 
 
@@ -74,8 +77,9 @@ def test_import_warnings_are_capped_and_counted() -> None:
     response = call_handler(traces_body(traces={"format": "openai", "items": copy.deepcopy(TRACES) + strays}))
     assert response.status == 200, response.body
     imported = [w for w in response.body["warnings"] if "stray" in w or "more import warnings" in w]
-    assert len(imported) == 21
-    assert imported[-1] == "… and 5 more import warnings"
+    assert len(imported) == 20  # the first of the 20 counts the unjoined attempts
+    assert imported[-1] == "… and 6 more import warnings"
+    assert response.body["warnings"][0].startswith("25 trace attempt(s) could not be joined")
 
 
 @pytest.mark.parametrize(
@@ -167,9 +171,10 @@ def test_no_trace_matching_a_task_is_a_400_listing_why() -> None:
         "No trace could be evaluated (none matched a task of the references with every turn's "
         "reference and the end state its task expects): nothing to evaluate"
     )
-    assert response.body["details"][0] == {
+    assert response.body["details"][1] == {
         "field": "references",
-        "message": "trace 'run-001' matches no task of the references",
+        "message": "trace 'run-001': its task 'run-001' matches no task of the references: "
+        "kept as an unscored conversation (not_joined)",
     }
 
 
