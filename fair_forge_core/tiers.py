@@ -114,6 +114,13 @@ def cause_counts(counts: Mapping[UnscoredCause, int]) -> str:
     return ", ".join(f"{count} {cause}" for cause, count in ordered)
 
 
+def unjoined_phrase(counts: Mapping[UnscoredCause, int]) -> str:
+    """How every output says how many trace attempts were left unjoined and why: ``"4 trace
+    attempt(s) could not be joined to the references (2 state_not_reported, 1 not_joined, 1
+    turns_differ)"``; `counts` by cause, as `aggregated_metrics.unscored_by_cause` holds them."""
+    return f"{sum(counts.values())} trace attempt(s) could not be joined to the references ({cause_counts(counts)})"
+
+
 def readiness(
     *,
     tier: Tier | None,

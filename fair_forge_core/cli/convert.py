@@ -45,7 +45,7 @@ def _reference_line(field: str, lines: list[int] | None) -> str:
 
 def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     from fair_forge_core.importers import TraceError, datasets_from_traces, unjoined_causes
-    from fair_forge_core.tiers import cause_counts
+    from fair_forge_core.tiers import unjoined_phrase
 
     if str(args.traces) == "-" and str(args.references) == "-":
         raise CliError("the traces and the references cannot both be read from stdin ('-')")
@@ -77,11 +77,7 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     stderr.write(f"{len(datasets)} conversation(s) from {trace_count} trace(s)\n")
     if not unjoined:
         return EXIT_OK
-    count = sum(unjoined.values())
-    what = (
-        f"{count} trace attempt(s) could not be joined to the references ({cause_counts(unjoined)}): "
-        "kept as unscored conversations in the request, which readiness counts"
-    )
+    what = f"{unjoined_phrase(unjoined)}: kept as unscored conversations in the request, which readiness counts"
     if args.allow_unjoined:
         stderr.write(f"{what}; allowed by --allow-unjoined\n")
         return EXIT_OK

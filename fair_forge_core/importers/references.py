@@ -75,7 +75,7 @@ class JoinReport:
     def problems(self) -> list[str]:
         """One line per problem, for a person to read; when attempts were kept unscored, a first
         line counts them by cause (`tiers.cause_counts`), so that a cut list still says how many."""
-        from fair_forge_core.tiers import cause_counts
+        from fair_forge_core.tiers import unjoined_phrase
 
         lines = [
             f"trace {u.trace_id!r}: {u.why.detail}: kept as an unscored conversation ({u.why.cause})"
@@ -83,11 +83,7 @@ class JoinReport:
         ]
         if self.unjoined:
             counts = Counter(u.why.cause for u in self.unjoined)
-            lines.insert(
-                0,
-                f"{len(self.unjoined)} trace attempt(s) could not be joined to the references "
-                f"({cause_counts(counts)}): kept as unscored conversations, which readiness counts",
-            )
+            lines.insert(0, f"{unjoined_phrase(counts)}: kept as unscored conversations, which readiness counts")
         return lines + [f"task {t!r} of the references matches no trace" for t in self.unused_tasks]
 
 
@@ -149,7 +145,7 @@ def _why_unjoined(
         return Unscored(cause="not_joined", detail=f"it has no {task_key} as text, so it matches no task")
     if task not in by_task:
         if task not in hints and len(hints) < MAX_HINTS:
-            hints[task] = did_you_mean(task, by_task)
+            hints[task] = did_you_mean(task, by_task, shown_as="{!r}")  # quoted: a space must show
         return Unscored(
             cause="not_joined", detail=f"its task {task!r} matches no task of the references{hints.get(task, '')}"
         )
