@@ -249,3 +249,29 @@ def test_jobs_refuse_a_cap_they_cannot_honour(monkeypatch: pytest.MonkeyPatch) -
     response = call_handler(body, path="/jobs")
     assert response.status == 400
     assert response.body["details"][0]["field"] == "config.max_cost_usd"
+
+
+def test_attempts_left_unjoined_are_unscored_and_counted_never_a_reliable_200() -> None:
+    # The ten attempts of tests/cli/test_cli_unjoined.py: six right, four that cannot be joined.
+    from tests.cli.test_cli_unjoined import REFERENCES as TASK_REFERENCES
+    from tests.cli.test_cli_unjoined import UNJOINED, ten_attempts
+
+    body = {
+        "connector": REFERENCE,
+        "traces": {"format": "openai", "items": ten_attempts()},
+        "references": TASK_REFERENCES,
+        "task_key": "metadata.task",
+    }
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    aggregated = response.body["aggregated_metrics"]
+    assert (aggregated["total_conversations"], aggregated["unscored_conversations"]) == (6, 4)
+    assert aggregated["unscored_by_cause"] == {"not_joined": 1, "state_not_reported": 2, "turns_differ": 1}
+    assert aggregated["readiness"]["status"] == "insufficient_evidence"
+    assert response.body["warnings"][0] == f"{UNJOINED}: kept as unscored conversations, which readiness counts"
+    kept = {m["session_id"]: m.get("unscored") for m in response.body["per_conversation_metrics"]}
+    assert kept["attempt-9"] == {
+        "cause": "not_joined",
+        "detail": "its task 'refund ' matches no task of the references (did you mean 'refund'?)",
+    }
+    assert [kept[f"attempt-{n}"] for n in range(6)] == [None] * 6  # absent when scored: results read as before
