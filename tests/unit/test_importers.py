@@ -313,3 +313,68 @@ def test_an_importer_crash_is_a_trace_error_naming_the_format(monkeypatch: pytes
         datasets_from_traces("openai", {}, [])
     assert raised.value.field == "traces"
     assert "cannot be read as openai traces (KeyError" in str(raised.value)
+
+
+# --- attempts that cannot be joined: kept unscored, each with its cause ------------------------
+
+
+def one_turn_trace(trace_id: str, task: str, turns: int = 1) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for n in range(turns):
+        messages += [{"role": "user", "content": f"q{n}"}, {"role": "assistant", "content": f"a{n}"}]
+    return {"id": trace_id, "metadata": {"task": task}, "messages": messages}
+
+
+TWO_TURNS = [
+    {"task_id": "t", "turn": 0, "ground_truth_assistant": "a0"},
+    {"task_id": "t", "turn": 1, "ground_truth_assistant": "a1"},
+]
+
+
+@pytest.mark.parametrize(
+    ("turns", "detail"),
+    [
+        (3, "its 3 turn(s) differ from task 't''s references: turn 2 without a reference"),
+        (1, "its 1 turn(s) differ from task 't''s references: turn 1 of the references missing"),
+    ],
+    ids=["an-extra-turn", "a-missing-turn"],
+)
+def test_a_turn_count_that_differs_from_the_references_is_turns_differ(turns: int, detail: str) -> None:
+    traces = traces_from_openai([one_turn_trace("ok", "t", 2), one_turn_trace("odd", "t", turns)])
+    datasets, report = join_references(traces, TWO_TURNS, task_key="metadata.task")
+    assert [d.get("unscored") for d in datasets] == [None, {"cause": "turns_differ", "detail": detail}]
+    assert len(datasets[1]["conversation"]) == turns  # the trace's turns, as it ran them
+    assert report.unused_tasks == []
+
+
+def test_a_near_miss_task_name_gets_did_you_mean_and_keeps_its_own_name() -> None:
+    traces = traces_from_openai([one_turn_trace("x", "T", 2), one_turn_trace("y", "elsewhere", 2)])
+    datasets, _ = join_references(
+        traces, [*TWO_TURNS, {"task_id": "Tt", "ground_truth_assistant": "b"}], task_key="metadata.task"
+    )
+    assert [(d["task_id"], d["unscored"]["detail"]) for d in datasets] == [
+        ("T", "its task 'T' matches no task of the references (did you mean 'Tt'?)"),
+        ("elsewhere", "its task 'elsewhere' matches no task of the references"),  # another project's: no hint
+    ]
+
+
+def test_did_you_mean_is_looked_for_at_most_max_hints_names() -> None:
+    from fair_forge_core.importers.references import MAX_HINTS
+
+    names = [f"task-{n:03d}x" for n in range(MAX_HINTS + 5)]  # each close to its reference's task-NNN
+    traces = traces_from_openai([one_turn_trace(f"r{n}", name, 1) for n, name in enumerate(names)])
+    refs = [{"task_id": f"task-{n:03d}", "ground_truth_assistant": "a"} for n in range(MAX_HINTS + 5)]
+    datasets, _ = join_references(traces, refs, task_key="metadata.task")
+    hinted = ["did you mean" in d["unscored"]["detail"] for d in datasets]
+    assert hinted == [True] * MAX_HINTS + [False] * 5
+
+
+def test_a_trace_without_the_task_key_is_not_joined_with_no_task() -> None:
+    traces = traces_from_openai(
+        [one_turn_trace("ok", "t", 2), {"id": "bare", "messages": one_turn_trace("", "", 2)["messages"]}]
+    )
+    datasets, _ = join_references(traces, TWO_TURNS, task_key="metadata.task")
+    assert (datasets[1]["task_id"], datasets[1]["unscored"]) == (
+        None,
+        {"cause": "not_joined", "detail": "it has no metadata.task as text, so it matches no task"},
+    )
