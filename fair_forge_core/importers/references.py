@@ -10,7 +10,7 @@ task are attempts at it (they share its `task_id`).
 Nothing is dropped silently. A trace attempt that cannot be joined is kept as a dataset marked
 unscored (`Dataset.unscored`, so that no judge sees it and readiness counts it) with its typed
 cause, the first of: `not_joined`, its task is none of the references' (a near-miss name gets
-"did you mean", for the first `MAX_HINTS` distinct names); `turns_differ`, its turns are not
+"did you mean", for the first `MAX_HINTS` distinct names: `_hint`); `turns_differ`, its turns are not
 the turns its task's references give (a turn without a reference, a referenced turn the trace
 lacks); `state_not_reported` (below). Such a dataset keeps the trace's own task name as its
 `task_id` (None when the trace has no task key: a task of its own), its turns (with the
@@ -52,8 +52,12 @@ from fair_forge_core.schemas import (
 )
 
 MAX_HINTS = 20
-"""Distinct unknown task names a "did you mean" is looked for (each a scan of the tasks): the
-warnings a response carries are about as many (`handler.validation.MAX_IMPORT_WARNINGS`)."""
+"""Distinct unknown task names a "did you mean" is looked for: the warnings a response carries
+are about as many (`handler.validation.MAX_IMPORT_WARNINGS`)."""
+MAX_HINT_TASKS = 500
+"""Above this many tasks, a hint is only the name equal up to surrounding spaces and case (a
+dictionary lookup); at most this many, also `did_you_mean`'s fuzzy match, a scan of the tasks
+(≈ 50 µs each: `MAX_HINTS` scans stay well under a second of CPU)."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,7 @@ def _why_unjoined(
         return Unscored(cause="not_joined", detail=f"it has no {task_key} as text, so it matches no task")
     if task not in by_task:
         if task not in hints and len(hints) < MAX_HINTS:
-            hints[task] = did_you_mean(task, by_task, shown_as="{!r}")  # quoted: a space must show
+            hints[task] = _hint(task, by_task)
         return Unscored(
             cause="not_joined", detail=f"its task {task!r} matches no task of the references{hints.get(task, '')}"
         )
@@ -166,6 +170,17 @@ def _why_unjoined(
             detail=f"task {task!r} expects an end state and the trace's metadata has no final_state",
         )
     return None
+
+
+def _hint(task: str, tasks: dict[str, Any]) -> str:
+    """`" (did you mean 'x'?)"` for the task of the references `task` nearly names, or `""`: one
+    equal to it up to surrounding spaces and case, else, among at most `MAX_HINT_TASKS` tasks,
+    `did_you_mean`'s closest. Quoted (`{!r}`): a trailing space must show."""
+    wanted = task.strip().casefold()
+    same = next((name for name in tasks if name.strip().casefold() == wanted), None)
+    if same is not None:
+        return f" (did you mean {same!r}?)"
+    return did_you_mean(task, tasks, shown_as="{!r}") if len(tasks) <= MAX_HINT_TASKS else ""
 
 
 def _numbers(numbers: list[int]) -> str:
