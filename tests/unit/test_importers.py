@@ -348,12 +348,13 @@ def test_a_turn_count_that_differs_from_the_references_is_turns_differ(turns: in
 
 
 def test_a_near_miss_task_name_gets_did_you_mean_and_keeps_its_own_name() -> None:
-    traces = traces_from_openai([one_turn_trace("x", "T", 2), one_turn_trace("y", "elsewhere", 2)])
-    datasets, _ = join_references(
-        traces, [*TWO_TURNS, {"task_id": "Tt", "ground_truth_assistant": "b"}], task_key="metadata.task"
-    )
+    names = ("T ", "refund-ordre", "elsewhere")
+    traces = traces_from_openai([one_turn_trace(f"r{n}", name, 1) for n, name in enumerate(names)])
+    refs = [{"task_id": "t", "ground_truth_assistant": "a"}, {"task_id": "refund-order", "ground_truth_assistant": "b"}]
+    datasets, _ = join_references(traces, refs, task_key="metadata.task")
     assert [(d["task_id"], d["unscored"]["detail"]) for d in datasets] == [
-        ("T", "its task 'T' matches no task of the references (did you mean 'Tt'?)"),
+        ("T ", "its task 'T ' matches no task of the references (did you mean 't'?)"),  # spaces and case
+        ("refund-ordre", "its task 'refund-ordre' matches no task of the references (did you mean 'refund-order'?)"),
         ("elsewhere", "its task 'elsewhere' matches no task of the references"),  # another project's: no hint
     ]
 
