@@ -16,7 +16,9 @@ and the CLI runs between `::stop-commands::` and its token (`_fair_forge`).
   or the `package` input's pip requirement when it is given.
 - `evaluate`: an output directory that is, lies under or holds a symbolic link, or is outside
   `$GITHUB_WORKSPACE`, is refused (exit 2, `action/output_directory.py`) before anything is
-  written, the `directory` output left empty (no upload). Then `fair-forge convert` (when `traces` is given), `fair-forge evaluate` writing
+  written, the `directory` output left empty (no upload). Then `fair-forge convert` (when `traces`
+  is given; with `--allow-unjoined` when the `allow-unjoined` input is true; its exit 6, attempts
+  left unjoined, still writes the request, which is then evaluated), `fair-forge evaluate` writing
   result.json, report.html, junit.xml and summary.md into the output directory with the
   `gates` as extra flags, then `fair-forge compare BASELINE result.json` (comparison.json,
   compare.xml, compare.md, with `compare-flags`) when a `baseline` is given and evaluate wrote
@@ -70,12 +72,16 @@ BAD_INPUT = 2
 """The CLI's exit code for bad input, used for the action's own inputs too."""
 NOT_RUN = 3
 """`finish` without an exit code: the evaluate step did not run or did not finish."""
+UNJOINED = 6
+"""convert's exit code when trace attempts were left unjoined: the request is written (they are in
+it, unscored), so evaluate still runs, and the job keeps this code (the first non-zero)."""
 
 EVALUATE_MEANINGS = {
     0: "every gate met",
     1: "a gate failed (readiness insufficient_evidence included)",
     2: "bad input",
     3: "the evaluation could not run",
+    6: "trace attempts could not be joined to the references (kept unscored; input allow-unjoined accepts them)",
 }
 COMPARE_MEANINGS = {
     0: "improved, or no significant change",
@@ -214,8 +220,8 @@ def _check_inputs_outside(directory: Path) -> None:
 
 
 def _request(directory: Path) -> tuple[str | None, int]:
-    """The request file to evaluate (converted from the traces when they are the input), or
-    (None, the failing code)."""
+    """The request file to evaluate (converted from the traces when they are the input) and
+    convert's code (0, or `UNJOINED`: written all the same), or (None, the failing code)."""
     request, traces = _input("request"), _input("traces")
     if bool(request) == bool(traces):
         raise InputError("give exactly one of the inputs request and traces")
@@ -228,8 +234,10 @@ def _request(directory: Path) -> tuple[str | None, int]:
     args = ["convert", traces, "--from", source, "--references", references, "-o", str(directory / REQUEST)]
     if task_key := _input("task-key"):
         args += ["--task-key", task_key]
+    if _input("allow-unjoined").lower() == "true":
+        args.append("--allow-unjoined")
     code = _fair_forge(args)
-    return (str(directory / REQUEST), 0) if code == 0 else (None, code)
+    return (str(directory / REQUEST), code) if code in (0, UNJOINED) else (None, code)
 
 
 def _status(step: str, code: int) -> str:
@@ -263,6 +271,7 @@ def evaluate() -> int:
     if request is None:
         outputs.update({"exit-code": str(code), "status": _status("convert", code)})
     else:
+        converted = code
         result, report = directory / RESULT, directory / REPORT
         code = _fair_forge(
             [
@@ -272,6 +281,10 @@ def evaluate() -> int:
             ]
         )
         outputs.update({"exit-code": str(code), "evaluate-exit-code": str(code), "status": _status("evaluate", code)})
+        if converted:  # attempts left unjoined: convert's code comes first, both are said
+            outputs.update(
+                {"exit-code": str(converted), "status": f"{_status('convert', converted)}; {outputs['status']}"}
+            )
         if result.exists():
             outputs["result"] = str(result)
         if report.exists():
@@ -288,7 +301,7 @@ def evaluate() -> int:
             outputs["compare-exit-code"] = str(compared)
             if comparison.exists():
                 outputs["comparison"] = str(comparison)
-            if code == 0:
+            if code == 0 and not converted:
                 outputs.update({"exit-code": str(compared), "status": _status("compare", compared)})
     _say(outputs["status"])
     failed_step_silent = outputs["exit-code"] != "0" and outputs["compare-exit-code"] not in ("", "0", "1")

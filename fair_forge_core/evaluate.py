@@ -126,8 +126,11 @@ async def evaluate_conversations(
         llm = JudgePanel.for_config(members, config)
     # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
     # `JudgeRequest` per distinct tuple. The judge sees exactly these six fields.
+    # A conversation unscored before judging (`Dataset.unscored`) asks nothing: no turn, no goal.
     keys = [
         [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language, b.observation) for b in d.conversation]
+        if d.unscored is None
+        else []
         for d in datasets
     ]
     distinct = {key: JudgeRequest(*key) for key in dict.fromkeys(key for turns in keys for key in turns)}
@@ -135,10 +138,10 @@ async def evaluate_conversations(
     # needs no judge, so the deadline then bounds what remains, the judge calls.
     tool_scorer = ToolScorer.for_config(config)
     for dataset in datasets:
-        for batch in dataset.conversation:
+        for batch in dataset.conversation if dataset.unscored is None else ():
             tool_scorer.score_batch(batch)
     # A conversation's goal is one more question for the same judges (`judges.goal`).
-    goals = {index: goal_request(d) for index, d in enumerate(datasets) if d.goal is not None}
+    goals = {index: goal_request(d) for index, d in enumerate(datasets) if d.goal is not None and d.unscored is None}
     cascade = _cascade(models, llm, config, context)
     started = time.perf_counter()
     judged = await judge_all([*distinct.values(), *goals.values()], cascade or llm, context.on_progress)

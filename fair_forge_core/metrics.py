@@ -30,6 +30,7 @@ from fair_forge_core.schemas import (
     Readiness,
     ToolCorrectnessScore,
     ToolPolicy,
+    UnscoredCause,
 )
 from fair_forge_core.schemas.base import with_shared_fields_set
 from fair_forge_core.state import compare_state
@@ -46,10 +47,12 @@ DEADLINE_PHRASE = "time budget exhausted"
 COST_CAP_PHRASE = "the cost cap ("
 """How the error of a judgement the cost cap stopped begins (`judges.usage`)."""
 
-UnscoredCause = Literal["abstained", "cost_cap", "deadline", "judge_error"]
+JudgementCause = Literal["abstained", "cost_cap", "deadline", "judge_error"]
+"""Why a judgement (a turn's, a goal's) gave no score, read from its error (`unscored_cause`);
+a conversation unscored before judging carries its own typed cause (`schemas.UnscoredCause`)."""
 
 
-def unscored_cause(error: str) -> UnscoredCause:
+def unscored_cause(error: str) -> JudgementCause:
     """Why a turn is unscored, read from its error: "deadline" when the time budget stopped it,
     "cost_cap" when the cost cap did, "abstained" when the offline judge abstained, else
     "judge_error" (a provider that failed after its retries, a reply that never parsed). Read in
@@ -64,13 +67,17 @@ def unscored_cause(error: str) -> UnscoredCause:
     return "judge_error"
 
 
-def unscored_errors(conversation: ConversationMetrics) -> list[tuple[Literal["turn", "goal"], str]]:
-    """Why a conversation is unscored, each reason with what it stopped: its unscored turns'
-    errors (of results that keep per-turn detail), and its goal's when the goal is required and
-    unjudged. Empty for a scored conversation."""
+def unscored_errors(conversation: ConversationMetrics) -> list[tuple[Literal["conversation", "turn", "goal"], str]]:
+    """Why a conversation is unscored, each reason with what it stopped: for a conversation
+    unscored before judging (`unscored`), its cause in words (`tiers.UNSCORED_CAUSES`: one text
+    per cause, so that conversations count together), alone; else its unscored turns' errors (of
+    results that keep per-turn detail), and its goal's when the goal is required and unjudged.
+    Empty for a scored conversation."""
     if conversation.is_scored:
         return []
-    errors: list[tuple[Literal["turn", "goal"], str]] = [
+    if conversation.unscored is not None:
+        return [("conversation", tiers.UNSCORED_CAUSES[conversation.unscored.cause])]
+    errors: list[tuple[Literal["conversation", "turn", "goal"], str]] = [
         ("turn", i.error) for i in conversation.interactions or () if i.error is not None
     ]
     goal = conversation.goal_check
@@ -79,10 +86,22 @@ def unscored_errors(conversation: ConversationMetrics) -> list[tuple[Literal["tu
     return errors
 
 
-def unscored_causes(conversations: list[ConversationMetrics]) -> Counter[UnscoredCause]:
-    """How many unscored turns and required goals each `unscored_cause` accounts for
-    (`unscored_errors`; a result without per-turn detail counts only goals)."""
-    return Counter(unscored_cause(error) for m in conversations for _, error in unscored_errors(m))
+def unscored_causes(conversations: list[ConversationMetrics]) -> Counter[JudgementCause | UnscoredCause]:
+    """How many conversations unscored before judging each typed cause accounts for (their
+    `unscored.cause`), and how many unscored turns and required goals each `unscored_cause` of
+    the others' errors does (`unscored_errors`; a result without per-turn detail counts only goals)."""
+    causes: Counter[JudgementCause | UnscoredCause] = Counter(
+        m.unscored.cause for m in conversations if m.unscored is not None and not m.is_scored
+    )
+    causes.update(unscored_cause(error) for m in conversations if m.unscored is None for _, error in unscored_errors(m))
+    return causes
+
+
+def unscored_by_cause(conversations: list[ConversationMetrics]) -> dict[UnscoredCause, int] | None:
+    """`aggregated_metrics.unscored_by_cause`: the conversations unscored before judging, counted
+    by their `unscored.cause` (sorted by cause); None when there is none."""
+    counted = Counter(m.unscored.cause for m in conversations if m.unscored is not None)
+    return dict(sorted(counted.items())) or None
 
 
 @dataclass(frozen=True)
@@ -177,7 +196,11 @@ def conversation_metrics(
     `config.require_goal` its goal is achieved. pass@k / pass^k count turns: n = scored turns, c = correct ones
     (None when no turn was scored). Pass one `tool_scorer` (built from `config`) to
     all the conversations of an evaluation so that repeated turns are scored once.
+    A conversation unscored before judging (`dataset.unscored`) is `unscored_conversation_metrics`'s:
+    `judgements` and `goal` are then not read (`evaluate` asks the judge nothing for it).
     """
+    if dataset.unscored is not None:
+        return unscored_conversation_metrics(dataset, config)
     if tool_scorer is None:
         tool_scorer = ToolScorer.for_config(config)
     turns = [
@@ -220,6 +243,56 @@ def conversation_metrics(
         efficiency=conversation_efficiency(dataset) if config.efficiency else None,
     )
     return with_shared_fields_set(metrics)
+
+
+def unscored_conversation_metrics(dataset: Dataset, config: EvaluationConfig) -> ConversationMetrics:
+    """The metrics of a conversation unscored before judging (`dataset.unscored`): every turn
+    unscored (no score, no tool score, its error naming the cause), no rate, no check (end state,
+    goal, policy), `is_scored` false, and `unscored` carrying the cause and detail; readiness counts
+    it in `total`, never in n or c."""
+    marked = dataset.unscored
+    if marked is None:
+        raise ValueError("unscored_conversation_metrics needs a dataset with `unscored`")
+    error = f"not judged: the conversation is unscored ({marked.cause}: {marked.detail})"
+    interactions = [
+        with_shared_fields_set(
+            InteractionResult(
+                qa_id=batch.qa_id,
+                answer_score=None,
+                answer_correct=None,
+                tool_correct=None,
+                is_correct=None,
+                judge_reasoning=None,
+                error=error,
+                observation=batch.observation,
+                judged_by=None,
+                judge_votes=None,
+                judge_agreement=None,
+                tool_policy=None,
+            )
+        )
+        for batch in dataset.conversation
+    ]
+    turns = len(interactions)
+    return ConversationMetrics(
+        session_id=dataset.session_id,
+        assistant_id=dataset.assistant_id,
+        task_id=dataset.task_id,
+        total_interactions=turns,
+        correct_interactions=0,
+        unscored_interactions=turns,
+        is_scored=False,
+        is_fully_correct=None,
+        threshold=config.threshold,
+        correctness_scores=[None] * turns,
+        correct_indices=[],
+        tool_correctness_scores=[None] * turns,
+        k=config.k,
+        **_rate_fields(None),
+        interactions=interactions,
+        efficiency=conversation_efficiency(dataset) if config.efficiency else None,  # spent all the same
+        unscored=marked,
+    )
 
 
 _RATE_FIELDS = tuple(RateEstimate.model_fields)
@@ -322,7 +395,8 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     has a task_id, `by_assistant` when there are several assistant_ids, `task_stability` when
     `config.task_stability` asks (`flakiness.task_stability`, over all the conversations given).
     has a task_id, `by_assistant` when there are several assistant_ids, `efficiency` under
-    `config.efficiency` (`efficiency.aggregate_efficiency`).
+    `config.efficiency` (`efficiency.aggregate_efficiency`), `unscored_by_cause` when some
+    conversation was unscored before judging (`unscored_by_cause`).
     """
     scored = [m for m in conversations if m.is_scored]
     n = len(scored)
@@ -379,6 +453,7 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
         fields["task_stability"] = task_stability(conversations, mode.ci_level)
     if config.efficiency:
         fields["efficiency"] = aggregate_efficiency(conversations)
+    fields["unscored_by_cause"] = unscored_by_cause(conversations)
     assistants = sorted({m.assistant_id for m in conversations})
     if len(assistants) > 1:
         fields["by_assistant"] = {

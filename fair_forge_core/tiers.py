@@ -3,10 +3,11 @@ tiers" and docs/how-to/ci.md "Gate your CI"). Pure functions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Literal
 
-from fair_forge_core.schemas import Readiness, ReadinessStatus
+from fair_forge_core.schemas import Readiness, ReadinessStatus, UnscoredCause
 
 Tier = Literal["reliable", "inconsistent", "functional", "needs_improvement"]
 
@@ -97,8 +98,27 @@ UNSCORED_CAUSES = {
     "cost_cap": "the cost cap was reached",
     "deadline": "the time budget ran out",
     "judge_error": "judge errors",
+    "not_joined": "trace attempts that match no task of the references",
+    "state_not_reported": "trace attempts that report no final_state their task expects",
+    "turns_differ": "trace attempts whose turns differ from their task's references",
 }
-"""How a readiness summary names why conversations are unscored (`metrics.unscored_cause`)."""
+"""How a readiness summary names why conversations are unscored: the causes of judgements
+(`metrics.unscored_cause`), then those of conversations unscored before judging
+(`schemas.UnscoredCause`; tested to name every one)."""
+
+
+def cause_counts(counts: Mapping[UnscoredCause, int]) -> str:
+    """Counts by cause as one phrase, most first (ties by cause): ``"2 state_not_reported, 1
+    not_joined"``; the causes are typed names (`schemas.UnscoredCause`), never data."""
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {cause}" for cause, count in ordered)
+
+
+def unjoined_phrase(counts: Mapping[UnscoredCause, int]) -> str:
+    """How every output says how many trace attempts were left unjoined and why: ``"4 trace
+    attempt(s) could not be joined to the references (2 state_not_reported, 1 not_joined, 1
+    turns_differ)"``; `counts` by cause, as `aggregated_metrics.unscored_by_cause` holds them."""
+    return f"{sum(counts.values())} trace attempt(s) could not be joined to the references ({cause_counts(counts)})"
 
 
 def readiness(

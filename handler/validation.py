@@ -216,8 +216,10 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
 
     The traces body is checked like any other (connector first, nesting and string
     lengths, then field by field); a trace or reference that cannot be read is a 400
-    naming it (`traces.items[2].messages[5].tool_call_id`); the datasets are then checked
-    by `parse_run_request`, limits included.
+    naming it (`traces.items[2].messages[5].tool_call_id`); an attempt that cannot be joined
+    to the references is a conversation unscored with its cause (`Dataset.unscored`, counted in
+    the first warning and in `aggregated_metrics.unscored_by_cause`), and a 400 when no trace
+    was joined; the datasets are then checked by `parse_run_request`, limits included.
     """
     if "traces" not in body:
         return body, []
@@ -229,7 +231,7 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
         request = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
         raise _invalid_request(exc, TracesRunRequest) from None
-    from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
+    from fair_forge_core.importers import TraceError, datasets_from_traces, request_field, unjoined_causes
 
     try:
         datasets, warnings, _ = datasets_from_traces(
@@ -240,7 +242,7 @@ def datasets_body_from_traces(body: dict[str, Any], settings: Settings) -> tuple
         raise RequestError(
             400, f"Invalid traces: {where}: {exc.problem}", [{"field": where, "message": exc.problem}]
         ) from None
-    if not datasets:
+    if len(datasets) == sum(unjoined_causes(datasets).values()):  # none joined: nothing to judge
         raise RequestError(
             400,
             "No trace could be evaluated (none matched a task of the references with every turn's "

@@ -24,6 +24,9 @@ EXIT_REGRESSED = EXIT_THRESHOLD
 EXIT_NOT_TESTED = 5
 """`compare`'s exit code for a `not_tested` verdict, with or without `--require-conclusive`:
 no metric could be tested, so nothing was checked — never the 0 of a comparison that was."""
+EXIT_UNJOINED = 6
+"""`convert`'s exit code when some trace attempts could not be joined to the references (kept
+unscored in the request it still writes), unless `--allow-unjoined`: not a gate's 1."""
 
 
 def say(stream: TextIO, line: str) -> None:
@@ -221,8 +224,9 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     """The validated request of a request file's JSON, and the warnings of importing its traces.
 
     A body with `traces` is `POST /run`'s traces form (`TracesRunRequest`): the traces are
-    read by `importers.datasets_from_traces` and joined with `references`; its warnings are
-    returned (all of them) to come first in the result's. A `TraceError` names the file and
+    read by `importers.datasets_from_traces` and joined with `references` (an attempt that
+    cannot be joined is an unscored conversation with its cause; none joined is exit 2); its
+    warnings are returned (all of them) to come first in the result's. A `TraceError` names the file and
     the field as the request file spells it (`traces.items[2].messages[5]…`).
     """
     from pydantic import ValidationError
@@ -244,7 +248,7 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     except ValidationError as exc:
         raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest), multiline=True) from None
 
-    from fair_forge_core.importers import TraceError, datasets_from_traces, request_field
+    from fair_forge_core.importers import TraceError, datasets_from_traces, request_field, unjoined_causes
 
     try:
         datasets, warnings, _ = datasets_from_traces(
@@ -252,7 +256,7 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
         )
     except TraceError as exc:
         raise CliError(f"{_name(path)}: {request_field(exc.field)}: {exc.problem}") from None
-    if not datasets:
+    if len(datasets) == sum(unjoined_causes(datasets).values()):  # none joined: nothing to judge
         from fair_forge_core.safe_text import log_line
 
         details = "".join(f"\n  {log_line(warning)}" for warning in warnings)

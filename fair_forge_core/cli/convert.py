@@ -1,6 +1,11 @@
 """`fair-forge convert`: turn agent traces (`fair_forge_core.importers`) and a references
 file (JSON, or JSON Lines whose records messages name by line) into the body of `POST /run`,
-judged by the offline judge until another connector is set."""
+judged by the offline judge until another connector is set.
+
+A trace attempt that cannot be joined to the references (`importers.references`: `not_joined`,
+`turns_differ`, `state_not_reported`) is kept in the request as an unscored conversation with its
+cause, and one warning line says why; the request is written, and the exit code is then
+`EXIT_UNJOINED` (6) unless `--allow-unjoined` (0). No trace joined at all is exit 2."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
-from fair_forge_core.cli.common import EXIT_OK, CliError, _name, _read_text, _write, json_dump, say
+from fair_forge_core.cli.common import EXIT_OK, EXIT_UNJOINED, CliError, _name, _read_text, _write, json_dump, say
 
 
 def _read_records(path: Path, what: str, stdin: TextIO) -> tuple[Any, list[int] | None]:
@@ -38,7 +43,8 @@ def _reference_line(field: str, lines: list[int] | None) -> str:
 
 
 def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from fair_forge_core.importers import TraceError, datasets_from_traces
+    from fair_forge_core.importers import TraceError, datasets_from_traces, unjoined_causes
+    from fair_forge_core.tiers import unjoined_phrase
 
     if str(args.traces) == "-" and str(args.references) == "-":
         raise CliError("the traces and the references cannot both be read from stdin ('-')")
@@ -58,7 +64,8 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         raise CliError(f"{_name(args.traces)}: {exc}") from None
     for warning in warnings:
         say(stderr, f"warning: {warning}")
-    if not datasets:
+    unjoined = unjoined_causes(datasets)
+    if len(datasets) == sum(unjoined.values()):
         raise CliError("no trace matched a task of the references: nothing to evaluate")
     request = {
         "connector": {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}},
@@ -67,4 +74,11 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     }
     _write(json_dump(request), args.out, stdout)
     say(stderr, f"{len(datasets)} conversation(s) from {trace_count} trace(s)")
-    return EXIT_OK
+    if not unjoined:
+        return EXIT_OK
+    what = f"{unjoined_phrase(unjoined)}: kept as unscored conversations in the request, which readiness counts"
+    if args.allow_unjoined:
+        say(stderr, f"{what}; allowed by --allow-unjoined")
+        return EXIT_OK
+    say(stderr, f"error: {what} (pass --allow-unjoined to accept them)")
+    return EXIT_UNJOINED

@@ -7,7 +7,8 @@ task ids and some task has k scored attempts, else over scored conversations. A 
 figure was not measured fails.
 
 - readiness "insufficient_evidence" (more than `config.max_unscored_share`, default 0.10, of
-  the conversations unscored) fails unless `--allow-unscored`;
+  the conversations unscored) fails unless `--allow-unscored`; the failure counts the trace
+  attempts left unjoined by the import, by cause (`aggregated_metrics.unscored_by_cause`);
 - `--fail-under-pass-pow-k X`: pass^k is below X (per task: `per_task.pass_pow_k`; over
   conversations: the point estimate, the posterior mean in Bayesian mode);
 - `--fail-if-lower-bound METRIC<X` (METRIC `pass_at_k` or `pass_pow_k`, repeatable): the
@@ -171,8 +172,13 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
                 f"readiness is insufficient_evidence ({unscored} conversation(s) unscored), allowed by --allow-unscored"
             )
         else:
+            from fair_forge_core.tiers import unjoined_phrase
+
+            # Attempts left unjoined by the import are named with their causes: the likeliest
+            # surprise behind a failed gate on a run whose scored attempts all passed.
+            why = f" ({unjoined_phrase(aggregated.unscored_by_cause)})" if aggregated.unscored_by_cause else ""
             failures.append(
-                f"not enough evidence: {unscored} of {readiness.total} conversation(s) unscored, more than "
+                f"not enough evidence: {unscored} of {readiness.total} conversation(s) unscored{why}, more than "
                 "config.max_unscored_share allows (pass --allow-unscored to accept a result with unscored data)"
             )
     if not args.quiet:

@@ -12,7 +12,8 @@ from fair_forge_core.cli.gates import GATE_METRICS, LowerBoundGate
 EPILOG = (
     "Exit codes: 0 ok; 1 a gate of evaluate failed (readiness insufficient_evidence included), "
     "or compare's verdict is 'regressed'; 2 bad input; 3 evaluation failed; "
-    "4 compare's verdict is 'inconclusive' under --require-conclusive; 5 compare's verdict is 'not_tested'."
+    "4 compare's verdict is 'inconclusive' under --require-conclusive; 5 compare's verdict is 'not_tested'; "
+    "6 convert left trace attempts unjoined (kept unscored in the request) without --allow-unjoined."
 )
 
 
@@ -280,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="what matches a trace to its task: its id (default), metadata.<name>, or first_user_message",
     )
     convert.add_argument("-o", "--out", type=Path, help="write the request here (default: stdout)")
+    convert.add_argument(
+        "--allow-unjoined",
+        action="store_true",
+        help="exit 0 when some trace attempts could not be joined to the references "
+        "(they stay in the request as unscored conversations; default: exit 6)",
+    )
 
     calibrate = commands.add_parser(
         "calibrate",

@@ -128,10 +128,13 @@ def failure_reasons(conversation: ConversationMetrics) -> list[str]:
 
 
 def unscored_reasons(conversation: ConversationMetrics) -> list[str]:
-    """Why a conversation is unscored: each unscored turn's error, and the required goal's when
-    it was not judged. Empty for a scored conversation."""
+    """Why a conversation is unscored: for one unscored before judging (an attempt left unjoined),
+    its cause and detail alone; else each unscored turn's error, and the required goal's when it
+    was not judged. Empty for a scored conversation."""
     if conversation.is_scored:
         return []
+    if conversation.unscored is not None:  # unscored before judging: its cause, not its turns'
+        return [f"{conversation.unscored.cause}: {conversation.unscored.detail}"]
     if conversation.interactions is None:
         reasons = [f"{conversation.unscored_interactions} turn(s) unscored (the result has no per-turn detail)"]
     else:

@@ -12,6 +12,8 @@ Evaluation (`markdown_evaluation`), in order:
    (`stats.wilson_interval`), pushed through each metric (both increase with the rate:
    pass^k [L^k, U^k], pass@k [1 − (1 − L)^k, 1 − (1 − U)^k]; the low ends are the bounds
    `--fail-if-lower-bound` reads); per task, Wilson's interval over tasks the result carries;
+   then how many conversations are unscored, and, when trace attempts were left unjoined by the
+   import, how many and why (`tiers.unjoined_phrase` of `unscored_by_cause`);
 3. "Assistants", when there are several: each one's counts, figures and readiness;
 4. "Tasks", when some task has 2 or more scored attempts (`flakiness.task_stability`): the
    summary line and each flaky and failing task with its passes and Clopper–Pearson interval;
@@ -221,6 +223,10 @@ def markdown_evaluation(result: EvaluationResult, ci_level: float, title: str = 
             f"{agg.unscored_conversations} of {agg.total_conversations + agg.unscored_conversations} "
             "conversation(s) unscored, left out of the figures.",
         ]
+    if agg.unscored_by_cause:  # typed causes and counts, no text from the data
+        from fair_forge_core.tiers import unjoined_phrase
+
+        lines += ["", f"**{cell(unjoined_phrase(agg.unscored_by_cause))}**: kept as unscored conversations."]
     lines += _assistant_lines(agg)
     lines += _task_lines(result, ci_level)
     lines += _worst_lines(result)

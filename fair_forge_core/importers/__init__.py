@@ -6,6 +6,8 @@ the tools used), built the same way for every format by `trace.TurnBuilder`;
 `references.join_references` adds the ground truth from a references file, and
 `formats.datasets_from_traces` does both for a format named by the user (the CLI's
 `convert`, and `POST /run` with `traces`). Nothing here reads files or the network.
+A trace attempt the references cannot be joined to is kept, as a conversation unscored with
+its cause (`Dataset.unscored`), never left out.
 
 Every problem is a `TraceError` naming the trace and the field (`traces[2].messages[5]
 .tool_calls[0].function`), never a silent drop; every choice made is in the trace's
@@ -20,7 +22,7 @@ from fair_forge_core.importers.openai_agents import traces_from_openai_agents
 from fair_forge_core.importers.openai_chat import traces_from_openai
 from fair_forge_core.importers.openinference import traces_from_openinference
 from fair_forge_core.importers.otel_genai import traces_from_otel
-from fair_forge_core.importers.references import JoinReport, join_references
+from fair_forge_core.importers.references import JoinReport, Unjoined, join_references, unjoined_causes
 from fair_forge_core.importers.trace import ImportedTrace, ImportedTurn, TraceError
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "ImportedTurn",
     "JoinReport",
     "TraceError",
+    "Unjoined",
     "datasets_from_traces",
     "join_references",
     "request_field",
@@ -39,4 +42,5 @@ __all__ = [
     "traces_from_openai_agents",
     "traces_from_openinference",
     "traces_from_otel",
+    "unjoined_causes",
 ]

@@ -31,7 +31,8 @@ def datasets_from_traces(
     trace_format: str, traces: Any, references: list[Any], *, task_key: str | None = None
 ) -> tuple[list[dict[str, Any]], list[str], int]:
     """`(datasets, warnings, trace count)`: the traces of `trace_format` read, joined with
-    `references` by `task_key` (see `join_references`). `warnings` holds, in this order,
+    `references` by `task_key` (see `join_references`: one dataset per trace, those that could
+    not be joined marked unscored, `unjoined_causes`). `warnings` holds, in this order,
     what the importer decided for each trace and what the join could not use; an
     unreadable trace or reference is a `TraceError` naming its field (or, for a shape an
     importer does not foresee, naming `traces` and the exception's type)."""

@@ -5,9 +5,18 @@ A reference (`schemas.Reference`) is `{"task_id", "turn"?, "qa_id"?,
 absent) of task `task_id`.
 A trace is matched to its task by `task_key`: None for its id, `metadata.<name>` for a
 key of its metadata, `first_user_message` for its first query. Several traces of one
-task are attempts at it (they share its `task_id`). What does not match is reported in
-`JoinReport`, never dropped silently: a trace with no task, a task no trace ran, a turn
-without a reference.
+task are attempts at it (they share its `task_id`).
+
+Nothing is dropped silently. A trace attempt that cannot be joined is kept as a dataset marked
+unscored (`Dataset.unscored`, so that no judge sees it and readiness counts it) with its typed
+cause, the first of: `not_joined`, its task is none of the references' (a near-miss name gets
+"did you mean", for the first `MAX_HINTS` distinct names: `_hint`); `turns_differ`, its turns are not
+the turns its task's references give (a turn without a reference, a referenced turn the trace
+lacks); `state_not_reported` (below). Such a dataset keeps the trace's own task name as its
+`task_id` (None when the trace has no task key: a task of its own), its turns (with the
+references' truths where there are some, else an empty one) and none of the task fields. A
+trace with no turn at all (no importer makes one) cannot be a dataset: it is reported only.
+`JoinReport` lists them, and a task no trace ran.
 
 Task fields: `goal`, `goal_rubric`, `expected_state` and `tool_policy` (`TASK_FIELDS`)
 describe the task, so a reference of any turn may give them, and each goes to the dataset
@@ -18,47 +27,68 @@ per task: a `goal_rubric` needs a `goal` on some reference of the task, and a tu
 `ground_truth_agentic.tool_policy` must agree with the task's `tool_policy`.
 End states: the state a trace's agent left is per trace, its metadata's `final_state` (any
 JSON value; how each format carries metadata is in its importer's docstring). A trace of a
-task with an `expected_state` and no `final_state` is left out and reported
-(`JoinReport.traces_without_final_state`); a trace's `final_state` is ignored when its
-task expects none.
+task with an `expected_state` and no `final_state` is kept unscored, `state_not_reported`; a
+trace's `final_state` is ignored when its task expects none.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from fair_forge_core.importers.trace import FINAL_STATE, ImportedTrace, TraceError
-from fair_forge_core.schemas import Reference, ToolPolicy, did_you_mean, error_message, field_path
+from fair_forge_core.schemas import (
+    Reference,
+    ToolPolicy,
+    Unscored,
+    UnscoredCause,
+    did_you_mean,
+    error_message,
+    field_path,
+)
+
+MAX_HINTS = 20
+"""Distinct unknown task names a "did you mean" is looked for: the warnings a response carries
+are about as many (`handler.validation.MAX_IMPORT_WARNINGS`)."""
+MAX_HINT_TASKS = 500
+"""Above this many tasks, a hint is only the name equal up to surrounding spaces and case (a
+dictionary lookup); at most this many, also `did_you_mean`'s fuzzy match, a scan of the tasks
+(≈ 50 µs each: `MAX_HINTS` scans stay well under a second of CPU)."""
+
+
+@dataclass(frozen=True)
+class Unjoined:
+    """One trace attempt the join could not use: its id and why (`Unscored`: cause and detail)."""
+
+    trace_id: str
+    why: Unscored
 
 
 @dataclass
 class JoinReport:
-    """What the join could not use: trace ids without a task, task ids without a trace,
-    `trace id: turn n` for turns without a reference, and the ids of traces whose task
-    expects an end state but whose metadata has no `final_state` (both kinds left out)."""
+    """What the join could not use: the trace attempts kept unscored (`unjoined`, in trace
+    order), and the task ids of the references no trace ran."""
 
-    unmatched_traces: list[str] = field(default_factory=list)
+    unjoined: list[Unjoined] = field(default_factory=list)
     unused_tasks: list[str] = field(default_factory=list)
-    turns_without_reference: list[str] = field(default_factory=list)
-    traces_without_final_state: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
-        """One line per problem, for a person to read."""
-        return (
-            [f"trace {t!r} matches no task of the references" for t in self.unmatched_traces]
-            + [f"task {t!r} of the references matches no trace" for t in self.unused_tasks]
-            + [f"{t} has no reference: its trace is left out" for t in self.turns_without_reference]
-            + [
-                f"trace {t!r}: the task expects an end state and the trace's metadata has no final_state:"
-                " the trace is left out"
-                for t in self.traces_without_final_state
-            ]
-        )
+        """One line per problem, for a person to read; when attempts were kept unscored, a first
+        line counts them by cause (`tiers.cause_counts`), so that a cut list still says how many."""
+        from fair_forge_core.tiers import unjoined_phrase
+
+        lines = [
+            f"trace {u.trace_id!r}: {u.why.detail}: kept as an unscored conversation ({u.why.cause})"
+            for u in self.unjoined
+        ]
+        if self.unjoined:
+            counts = Counter(u.why.cause for u in self.unjoined)
+            lines.insert(0, f"{unjoined_phrase(counts)}: kept as unscored conversations, which readiness counts")
+        return lines + [f"task {t!r} of the references matches no trace" for t in self.unused_tasks]
 
 
 TASK_FIELDS = ("goal", "goal_rubric", "expected_state", "tool_policy")
@@ -68,58 +98,134 @@ TASK_FIELDS = ("goal", "goal_rubric", "expected_state", "tool_policy")
 def join_references(
     traces: list[ImportedTrace], references: list[Any], *, task_key: str | None = None
 ) -> tuple[list[dict[str, Any]], JoinReport]:
-    """The `datasets` of a `/run` request for the traces that match a task, and the report.
+    """The `datasets` of a `/run` request, one per trace (with at least one turn), and the
+    report: a trace joined to its task, or kept unscored with its cause (module docstring).
     `references` are `Reference`s or their JSON; one that is not valid is a `TraceError`
     naming its field (``references[3].ground_truth_assistant``)."""
     by_task, task_fields = _references_by_task(references)
     _check_task_key(traces, task_key)
     report = JoinReport()
     used: set[str] = set()
+    hints: dict[str, str] = {}
     datasets = []
     for trace in traces:
         task = _task_of(trace, task_key)
-        if task not in by_task:
-            report.unmatched_traces.append(trace.trace_id)
+        if task in by_task:
+            used.add(task)
+        why = _why_unjoined(trace, task, task_key, by_task, task_fields, hints)
+        if why is not None:
+            report.unjoined.append(Unjoined(trace.trace_id, why))
+            if trace.turns:
+                datasets.append(_dataset(trace, task, by_task.get(task or "", {}), {}, why))
             continue
-        used.add(task)
-        truths = by_task[task]
-        missing = [f"trace {trace.trace_id!r}: turn {n}" for n in range(len(trace.turns)) if n not in truths]
-        report.turns_without_reference += missing
+        assert task is not None  # joined: its task is a reference's
         fields = task_fields[task]
-        no_state = "expected_state" in fields and FINAL_STATE not in trace.metadata
-        if no_state:
-            report.traces_without_final_state.append(trace.trace_id)
-        if missing or no_state:
-            continue
-        conversation = []
-        for number, turn in enumerate(trace.turns):
-            truth = truths[number]
-            batch: dict[str, Any] = {
-                "qa_id": truth.qa_id or f"{task}-{number}",
-                "query": turn.query,
-                "assistant": turn.answer,
-                "ground_truth_assistant": truth.ground_truth_assistant,
-                "agentic": {"tools_used": turn.tools_used},
-            }
-            if truth.ground_truth_agentic is not None:
-                batch["ground_truth_agentic"] = truth.ground_truth_agentic.model_dump(exclude_unset=True)
-            if turn.agent_usage is not None:
-                batch["agent_usage"] = turn.agent_usage
-            if turn.trace_span is not None:
-                batch["trace_span"] = turn.trace_span
-            conversation.append(batch)
-        dataset = {
-            "session_id": trace.trace_id,
-            "assistant_id": trace.assistant_id,
-            "task_id": task,
-            "conversation": conversation,
-            **fields,
-        }
+        dataset = _dataset(trace, task, by_task[task], fields, None)
         if "expected_state" in fields:
             dataset["final_state"] = trace.metadata[FINAL_STATE]
         datasets.append(dataset)
     report.unused_tasks = [task for task in by_task if task not in used]
     return datasets, report
+
+
+def unjoined_causes(datasets: list[dict[str, Any]]) -> dict[UnscoredCause, int]:
+    """How many of `join_references`'s datasets are trace attempts kept unscored, by cause
+    (sorted by cause; empty when every trace was joined)."""
+    counted = Counter[UnscoredCause](d["unscored"]["cause"] for d in datasets if "unscored" in d)
+    return dict(sorted(counted.items()))
+
+
+def _why_unjoined(
+    trace: ImportedTrace,
+    task: str | None,
+    task_key: str | None,
+    by_task: dict[str, dict[int, Reference]],
+    task_fields: dict[str, dict[str, Any]],
+    hints: dict[str, str],
+) -> Unscored | None:
+    """Why `trace` (of `task`) cannot be joined, the first cause of the module docstring; None
+    when it can. `hints` memoises "did you mean" by task name, for at most `MAX_HINTS` names."""
+    if task is None:
+        return Unscored(cause="not_joined", detail=f"it has no {task_key} as text, so it matches no task")
+    if task not in by_task:
+        if task not in hints and len(hints) < MAX_HINTS:
+            hints[task] = _hint(task, by_task)
+        return Unscored(
+            cause="not_joined", detail=f"its task {task!r} matches no task of the references{hints.get(task, '')}"
+        )
+    expected, present = set(by_task[task]), set(range(len(trace.turns)))
+    if present != expected:
+        differences = []
+        if extra := sorted(present - expected):
+            differences.append(f"turn {_numbers(extra)} without a reference")
+        if missing := sorted(expected - present):
+            differences.append(f"turn {_numbers(missing)} of the references missing")
+        return Unscored(
+            cause="turns_differ",
+            detail=f"its {len(trace.turns)} turn(s) differ from task {task!r}'s references: {'; '.join(differences)}",
+        )
+    if "expected_state" in task_fields[task] and FINAL_STATE not in trace.metadata:
+        return Unscored(
+            cause="state_not_reported",
+            detail=f"task {task!r} expects an end state and the trace's metadata has no final_state",
+        )
+    return None
+
+
+def _hint(task: str, tasks: dict[str, Any]) -> str:
+    """`" (did you mean 'x'?)"` for the task of the references `task` nearly names, or `""`: one
+    equal to it up to surrounding spaces and case, else, among at most `MAX_HINT_TASKS` tasks,
+    `did_you_mean`'s closest. Quoted (`{!r}`): a trailing space must show."""
+    wanted = task.strip().casefold()
+    same = next((name for name in tasks if name.strip().casefold() == wanted), None)
+    if same is not None:
+        return f" (did you mean {same!r}?)"
+    return did_you_mean(task, tasks, shown_as="{!r}") if len(tasks) <= MAX_HINT_TASKS else ""
+
+
+def _numbers(numbers: list[int]) -> str:
+    """Turn numbers as `1, 2, 5` (at most 10, then how many more)."""
+    shown = ", ".join(map(str, numbers[:10]))
+    return shown if len(numbers) <= 10 else f"{shown} and {len(numbers) - 10} more"
+
+
+def _dataset(
+    trace: ImportedTrace,
+    task: str | None,
+    truths: dict[int, Reference],
+    fields: dict[str, Any],
+    why: Unscored | None,
+) -> dict[str, Any]:
+    """The dataset of `trace`: its turns with the references' `truths` (an empty truth for a turn
+    without one: only a dataset kept unscored has such turns), the task's `fields`, and `why` it
+    is unscored when it is."""
+    conversation = []
+    for number, turn in enumerate(trace.turns):
+        truth = truths.get(number)
+        batch: dict[str, Any] = {
+            "qa_id": (truth.qa_id if truth is not None else None) or f"{task or trace.trace_id}-{number}",
+            "query": turn.query,
+            "assistant": turn.answer,
+            "ground_truth_assistant": truth.ground_truth_assistant if truth is not None else "",
+            "agentic": {"tools_used": turn.tools_used},
+        }
+        if truth is not None and truth.ground_truth_agentic is not None:
+            batch["ground_truth_agentic"] = truth.ground_truth_agentic.model_dump(exclude_unset=True)
+        if turn.agent_usage is not None:
+            batch["agent_usage"] = turn.agent_usage
+        if turn.trace_span is not None:
+            batch["trace_span"] = turn.trace_span
+        conversation.append(batch)
+    dataset = {
+        "session_id": trace.trace_id,
+        "assistant_id": trace.assistant_id,
+        "task_id": task,
+        "conversation": conversation,
+        **fields,
+    }
+    if why is not None:
+        dataset["unscored"] = why.model_dump()
+    return dataset
 
 
 def _references_by_task(references: list[Any]) -> tuple[dict[str, dict[int, Reference]], dict[str, dict[str, Any]]]:

@@ -81,6 +81,8 @@ from fair_forge_core.schemas.request import (
     TraceSource,
     TraceSpan,
     TracesRunRequest,
+    Unscored,
+    UnscoredCause,
     input_warnings,
 )
 from fair_forge_core.schemas.result import (
@@ -177,6 +179,8 @@ __all__ = [
     "TraceSource",
     "TraceSpan",
     "TracesRunRequest",
+    "Unscored",
+    "UnscoredCause",
     "UnscoredPair",
     "describe_json_error",
     "did_you_mean",

@@ -216,6 +216,22 @@ class Batch(_Request):
         return used + expected
 
 
+UnscoredCause = Literal["not_joined", "state_not_reported", "turns_differ"]
+"""Why a conversation is unscored before any judging (`Unscored`). Today a trace attempt the
+references could not be joined to (`importers.references`): `not_joined`, its task is none of
+the references'; `turns_differ`, its turns are not the turns its task's references give (one
+more, one missing); `state_not_reported`, its task expects an end state and it reports none."""
+
+
+class Unscored(_Request):
+    """A conversation that is unscored, and why, decided before it reaches a judge: no judge call
+    is made and no check runs for it; it counts in `total` and the unscored share (readiness),
+    never in n or c. `cause` is typed (`UnscoredCause`), `detail` says it for a person."""
+
+    cause: UnscoredCause
+    detail: str = Field(min_length=1)
+
+
 class Dataset(_Request):
     """One conversation. Conversations sharing a `task_id` are attempts at one task."""
 
@@ -237,6 +253,9 @@ class Dataset(_Request):
     """The criteria of the goal, each of which must be met (needs `goal`)."""
     tool_policy: ToolPolicy | None = omitted_when_none()
     """Rules on the tools of every turn (`ToolPolicy`); a turn's own `tool_policy` fields replace these."""
+    unscored: Unscored | None = omitted_when_none()
+    """Set when the conversation is unscored before judging (`Unscored`: e.g. a trace attempt that
+    could not be joined to its references); absent for a conversation to judge."""
 
     @field_validator("language", mode="before")
     @classmethod

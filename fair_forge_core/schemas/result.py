@@ -10,7 +10,7 @@ from fair_forge_core.schemas.base import _Result
 from fair_forge_core.schemas.comparison import Comparison
 from fair_forge_core.schemas.efficiency import ConversationEfficiency, EfficiencyAggregate
 from fair_forge_core.schemas.json_input import omitted_when_none
-from fair_forge_core.schemas.request import TrajectoryMatch
+from fair_forge_core.schemas.request import TrajectoryMatch, Unscored, UnscoredCause
 
 
 class ToolCorrectnessScore(_Result):
@@ -177,6 +177,9 @@ class ConversationMetrics(_Result):
     goal_check: GoalCheck | None = omitted_when_none()
     efficiency: ConversationEfficiency | None = omitted_when_none()
     """What the conversation spent, under `config.efficiency` (`fair_forge_core.efficiency`)."""
+    unscored: Unscored | None = omitted_when_none()
+    """The dataset's `unscored` (cause and detail) when it was unscored before judging: nothing was
+    judged or checked (every turn unscored, `is_scored` false); absent otherwise."""
 
 
 class CurvePoint(_Result):
@@ -380,6 +383,10 @@ class AggregatedMetrics(_Result):
     (`fair_forge_core.flakiness`); absent otherwise, so results read as before."""
     efficiency: EfficiencyAggregate | None = omitted_when_none()
     """Under `config.efficiency`: what the conversations spent (`fair_forge_core.efficiency`)."""
+    unscored_by_cause: dict[UnscoredCause, int] | None = omitted_when_none()
+    """How many conversations were unscored before judging, by the cause their `unscored` carries
+    (e.g. trace attempts left unjoined by the import); absent when none was. Conversations the
+    judge left unscored are counted in `unscored_conversations` only."""
 
 
 class JudgeProvenance(_Result):

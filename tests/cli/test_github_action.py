@@ -285,6 +285,8 @@ def environment(workspace: Path, api: FakeGitHub | None, event: dict[str, Any] |
         "GITHUB_SERVER_URL": "https://github.com",
         "GITHUB_RUN_ID": "42",
         "RUNNER_TEMP": str(workspace.parent),
+        # The package the test runs (a worktree's, under PYTHONPATH), not the one installed.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
     }
 
 
@@ -845,3 +847,18 @@ def test_hostile_ids_are_text_in_the_comment_the_summary_and_the_log(tmp_path: P
     ]
     assert commands == []
     assert "FAILED: 1 of 1 task(s) pass less often than --min-task-pass-rate 0.9" in job.log()
+
+
+def test_attempts_left_unjoined_fail_the_job_and_the_comment_says_how_many(tmp_path: Path, github: FakeGitHub) -> None:
+    from tests.cli.test_cli_unjoined import UNJOINED, scenario_files
+
+    traces, references = scenario_files(tmp_path)
+    inputs = {"traces": str(traces), "format": "openai", "references": str(references), "task-key": "metadata.task"}
+    job = run_action(tmp_path, inputs | {"gates": "--min-task-pass-rate 0.9", "github-token": TOKEN}, github)
+    outputs = job.outputs["evaluate"]
+    assert (job.code, outputs["exit-code"], outputs["evaluate-exit-code"]) == (6, "6", "1"), job.log()
+    assert outputs["status"].startswith("exit 6: fair-forge convert: trace attempts could not be joined")
+    assert "exit 1: fair-forge evaluate" in outputs["status"]  # the request was evaluated, and its gate failed
+    (body,) = github.bodies()
+    assert f"**{UNJOINED}**: kept as unscored conversations." in body
+    assert f"**{UNJOINED}**" in job.summary

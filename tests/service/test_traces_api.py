@@ -60,9 +60,12 @@ def test_the_importers_choices_and_the_joins_problems_come_first_in_warnings() -
     )
     response = call_handler(traces_body(traces={"format": "openai", "items": items}))
     assert response.status == 200, response.body
-    assert response.body["warnings"][:2] == [
+    assert response.body["warnings"][:3] == [
         "traces[0]: turn 0 ('What is the weather in Paris right now?') has no final answer; judged as an empty answer",
-        "trace 'stray' matches no task of the references",
+        "1 trace attempt(s) could not be joined to the references (1 not_joined): "
+        "kept as unscored conversations, which readiness counts",
+        "trace 'stray': it has no metadata.task as text, so it matches no task: "
+        "kept as an unscored conversation (not_joined)",
     ]
 
 
@@ -74,8 +77,9 @@ def test_import_warnings_are_capped_and_counted() -> None:
     response = call_handler(traces_body(traces={"format": "openai", "items": copy.deepcopy(TRACES) + strays}))
     assert response.status == 200, response.body
     imported = [w for w in response.body["warnings"] if "stray" in w or "more import warnings" in w]
-    assert len(imported) == 21
-    assert imported[-1] == "… and 5 more import warnings"
+    assert len(imported) == 20  # the first of the 20 counts the unjoined attempts
+    assert imported[-1] == "… and 6 more import warnings"
+    assert response.body["warnings"][0].startswith("25 trace attempt(s) could not be joined")
 
 
 @pytest.mark.parametrize(
@@ -167,9 +171,10 @@ def test_no_trace_matching_a_task_is_a_400_listing_why() -> None:
         "No trace could be evaluated (none matched a task of the references with every turn's "
         "reference and the end state its task expects): nothing to evaluate"
     )
-    assert response.body["details"][0] == {
+    assert response.body["details"][1] == {
         "field": "references",
-        "message": "trace 'run-001' matches no task of the references",
+        "message": "trace 'run-001': its task 'run-001' matches no task of the references: "
+        "kept as an unscored conversation (not_joined)",
     }
 
 
@@ -244,3 +249,29 @@ def test_jobs_refuse_a_cap_they_cannot_honour(monkeypatch: pytest.MonkeyPatch) -
     response = call_handler(body, path="/jobs")
     assert response.status == 400
     assert response.body["details"][0]["field"] == "config.max_cost_usd"
+
+
+def test_attempts_left_unjoined_are_unscored_and_counted_never_a_reliable_200() -> None:
+    # The ten attempts of tests/cli/test_cli_unjoined.py: six right, four that cannot be joined.
+    from tests.cli.test_cli_unjoined import REFERENCES as TASK_REFERENCES
+    from tests.cli.test_cli_unjoined import UNJOINED, ten_attempts
+
+    body = {
+        "connector": REFERENCE,
+        "traces": {"format": "openai", "items": ten_attempts()},
+        "references": TASK_REFERENCES,
+        "task_key": "metadata.task",
+    }
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    aggregated = response.body["aggregated_metrics"]
+    assert (aggregated["total_conversations"], aggregated["unscored_conversations"]) == (6, 4)
+    assert aggregated["unscored_by_cause"] == {"not_joined": 1, "state_not_reported": 2, "turns_differ": 1}
+    assert aggregated["readiness"]["status"] == "insufficient_evidence"
+    assert response.body["warnings"][0] == f"{UNJOINED}: kept as unscored conversations, which readiness counts"
+    kept = {m["session_id"]: m.get("unscored") for m in response.body["per_conversation_metrics"]}
+    assert kept["attempt-9"] == {
+        "cause": "not_joined",
+        "detail": "its task 'refund ' matches no task of the references (did you mean 'refund'?)",
+    }
+    assert [kept[f"attempt-{n}"] for n in range(6)] == [None] * 6  # absent when scored: results read as before

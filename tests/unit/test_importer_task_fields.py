@@ -139,17 +139,29 @@ def test_a_turn_policy_that_contradicts_the_tasks_names_the_turn() -> None:
     assert raised.value.problem.startswith("with the task's tool_policy (references[0].tool_policy): ")
 
 
-def test_a_trace_without_the_final_state_its_task_expects_is_left_out_and_said() -> None:
+def test_a_trace_without_the_final_state_its_task_expects_is_kept_unscored_and_said() -> None:
     traces = [trace("run-0", "t", final_state=EXPECTED), trace("run-1", "t")]
     datasets, warnings = join(traces, references(expected_state=EXPECTED))
-    assert [d["session_id"] for d in datasets] == ["run-0"]
-    assert warnings == [
-        "trace 'run-1': the task expects an end state and the trace's metadata has no final_state:"
-        " the trace is left out"
+    assert [(d["session_id"], "final_state" in d, d.get("unscored")) for d in datasets] == [
+        ("run-0", True, None),
+        (
+            "run-1",
+            False,
+            {
+                "cause": "state_not_reported",
+                "detail": "task 't' expects an end state and the trace's metadata has no final_state",
+            },
+        ),
     ]
-    imported = [ImportedTrace("only", "agent", [], {"task": "t"})]
-    _, report = join_references(imported, references(expected_state=EXPECTED), task_key="metadata.task")
-    assert (report.traces_without_final_state, report.unused_tasks) == (["only"], [])
+    assert "expected_state" not in datasets[1]  # not checked: the conversation is unscored
+    assert warnings[1:] == [
+        "trace 'run-1': task 't' expects an end state and the trace's metadata has no final_state:"
+        " kept as an unscored conversation (state_not_reported)"
+    ]
+    imported = [ImportedTrace("only", "agent", [], {"task": "t", "final_state": {}})]
+    datasets, report = join_references(imported, references(expected_state=EXPECTED), task_key="metadata.task")
+    # No turn: the two turns of t's references are missing; reported, and no dataset can hold it.
+    assert (datasets, [u.why.cause for u in report.unjoined], report.unused_tasks) == ([], ["turns_differ"], [])
 
 
 # --- final_state in each format's metadata ---------------------------------------------------
@@ -248,7 +260,13 @@ def test_the_handler_reports_the_state_that_differs_and_the_broken_policy() -> N
     response = call_handler(traces_body(refs, items))
     assert response.status == 200, response.body
     metrics = {m["session_id"]: m for m in response.body["per_conversation_metrics"]}
-    assert sorted(metrics) == ["bad", "good"]
+    assert sorted(metrics) == ["bad", "good", "silent"]
+    silent = metrics.pop("silent")  # kept, unscored, nothing checked
+    assert (silent["is_scored"], silent["unscored"]["cause"], "state_check" in silent) == (
+        False,
+        "state_not_reported",
+        False,
+    )
     assert metrics["good"]["state_check"]["matches"] is True
     bad_state = metrics["bad"]["state_check"]
     assert (bad_state["matches"], bad_state["mismatched"]) == (False, 1)
@@ -263,7 +281,7 @@ def test_the_handler_reports_the_state_that_differs_and_the_broken_policy() -> N
     ]
     assert metrics["good"]["interactions"][0]["tool_policy"]["passed"] is True
     assert {m["goal_check"]["goal"] for m in metrics.values()} == {GOAL}
-    assert any("trace 'silent': the task expects an end state" in w for w in response.body["warnings"])
+    assert any("trace 'silent': task 't' expects an end state" in w for w in response.body["warnings"])
 
 
 def test_the_handler_names_the_conflicting_reference() -> None:

@@ -15,6 +15,7 @@ from fair_forge_core.importers import (
     datasets_from_traces,
     join_references,
     traces_from_openai,
+    unjoined_causes,
 )
 from fair_forge_core.schemas import Dataset
 from fair_forge_core.trace_formats import TRACE_FORMATS
@@ -153,16 +154,33 @@ def test_the_join_gives_valid_datasets_with_tasks_and_truths() -> None:
     assert [b.qa_id for b in parsed[2].conversation] == ["budget-0", "budget-1"]
 
 
-def test_what_does_not_match_is_reported_never_dropped_silently() -> None:
+def test_what_does_not_match_is_kept_unscored_with_its_cause_never_dropped() -> None:
     traces = traces_from_openai(TRACES)
     references = [r for r in REFERENCES if r["task_id"] != "weather-paris" and r.get("turn") != 1]
     references.append({"task_id": "nobody-ran-this", "ground_truth_assistant": "x"})
     datasets, report = join_references(traces, references, task_key="metadata.task")
-    assert [d["session_id"] for d in datasets] == ["run-002"]
-    assert report.unmatched_traces == ["run-001"]
+    assert [(d["session_id"], d.get("unscored", {}).get("cause")) for d in datasets] == [
+        ("run-001", "not_joined"),
+        ("run-002", None),
+        ("run-003", "turns_differ"),
+    ]
+    assert [(u.trace_id, u.why.cause) for u in report.unjoined] == [
+        ("run-001", "not_joined"),
+        ("run-003", "turns_differ"),
+    ]
     assert report.unused_tasks == ["nobody-ran-this"]
-    assert report.turns_without_reference == ["trace 'run-003': turn 1"]
-    assert len(report.problems()) == 3
+    assert report.problems() == [
+        "2 trace attempt(s) could not be joined to the references (1 not_joined, 1 turns_differ): "
+        "kept as unscored conversations, which readiness counts",
+        "trace 'run-001': its task 'weather-paris' matches no task of the references: "
+        "kept as an unscored conversation (not_joined)",
+        "trace 'run-003': its 2 turn(s) differ from task 'budget''s references: turn 1 without a reference: "
+        "kept as an unscored conversation (turns_differ)",
+        "task 'nobody-ran-this' of the references matches no trace",
+    ]
+    assert unjoined_causes(datasets) == {"not_joined": 1, "turns_differ": 1}
+    kept = Dataset.model_validate(datasets[2])  # valid datasets, their own task and turns
+    assert (kept.task_id, len(kept.conversation), kept.conversation[1].ground_truth_assistant) == ("budget", 2, "")
 
 
 def test_several_traces_of_one_task_are_its_attempts() -> None:
@@ -174,8 +192,8 @@ def test_several_traces_of_one_task_are_its_attempts() -> None:
 def test_a_task_by_first_user_message() -> None:
     references = [{"task_id": "What is the weather in Paris right now?", "ground_truth_assistant": "18 °C"}]
     datasets, report = join_references(traces_from_openai(TRACES), references, task_key="first_user_message")
-    assert [d["session_id"] for d in datasets] == ["run-001"]
-    assert report.unmatched_traces == ["run-002", "run-003"]
+    assert [d["session_id"] for d in datasets if "unscored" not in d] == ["run-001"]
+    assert [u.trace_id for u in report.unjoined] == ["run-002", "run-003"]
 
 
 def test_every_format_the_schema_names_has_an_importer_and_no_other() -> None:
@@ -190,10 +208,12 @@ def test_datasets_from_traces_gathers_the_importers_choices_then_the_joins_probl
     datasets, warnings, count = datasets_from_traces(
         "openai", traces, [{"task_id": "t", "ground_truth_assistant": "a"}]
     )
-    assert (len(datasets), count) == (1, 2)
+    assert (len(datasets), count) == (2, 2)
     assert warnings == [
         "traces[0]: turn 0 ('q') has no final answer; judged as an empty answer",
-        "trace 'u' matches no task of the references",
+        "1 trace attempt(s) could not be joined to the references (1 not_joined): "
+        "kept as unscored conversations, which readiness counts",
+        "trace 'u': its task 'u' matches no task of the references: kept as an unscored conversation (not_joined)",
     ]
     with pytest.raises(TraceError, match="unknown trace format 'csv'"):
         datasets_from_traces("csv", traces, [])
@@ -293,3 +313,69 @@ def test_an_importer_crash_is_a_trace_error_naming_the_format(monkeypatch: pytes
         datasets_from_traces("openai", {}, [])
     assert raised.value.field == "traces"
     assert "cannot be read as openai traces (KeyError" in str(raised.value)
+
+
+# --- attempts that cannot be joined: kept unscored, each with its cause ------------------------
+
+
+def one_turn_trace(trace_id: str, task: str, turns: int = 1) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for n in range(turns):
+        messages += [{"role": "user", "content": f"q{n}"}, {"role": "assistant", "content": f"a{n}"}]
+    return {"id": trace_id, "metadata": {"task": task}, "messages": messages}
+
+
+TWO_TURNS = [
+    {"task_id": "t", "turn": 0, "ground_truth_assistant": "a0"},
+    {"task_id": "t", "turn": 1, "ground_truth_assistant": "a1"},
+]
+
+
+@pytest.mark.parametrize(
+    ("turns", "detail"),
+    [
+        (3, "its 3 turn(s) differ from task 't''s references: turn 2 without a reference"),
+        (1, "its 1 turn(s) differ from task 't''s references: turn 1 of the references missing"),
+    ],
+    ids=["an-extra-turn", "a-missing-turn"],
+)
+def test_a_turn_count_that_differs_from_the_references_is_turns_differ(turns: int, detail: str) -> None:
+    traces = traces_from_openai([one_turn_trace("ok", "t", 2), one_turn_trace("odd", "t", turns)])
+    datasets, report = join_references(traces, TWO_TURNS, task_key="metadata.task")
+    assert [d.get("unscored") for d in datasets] == [None, {"cause": "turns_differ", "detail": detail}]
+    assert len(datasets[1]["conversation"]) == turns  # the trace's turns, as it ran them
+    assert report.unused_tasks == []
+
+
+def test_a_near_miss_task_name_gets_did_you_mean_and_keeps_its_own_name() -> None:
+    names = ("T ", "refund-ordre", "elsewhere")
+    traces = traces_from_openai([one_turn_trace(f"r{n}", name, 1) for n, name in enumerate(names)])
+    refs = [{"task_id": "t", "ground_truth_assistant": "a"}, {"task_id": "refund-order", "ground_truth_assistant": "b"}]
+    datasets, _ = join_references(traces, refs, task_key="metadata.task")
+    assert [(d["task_id"], d["unscored"]["detail"]) for d in datasets] == [
+        ("T ", "its task 'T ' matches no task of the references (did you mean 't'?)"),  # spaces and case
+        ("refund-ordre", "its task 'refund-ordre' matches no task of the references (did you mean 'refund-order'?)"),
+        ("elsewhere", "its task 'elsewhere' matches no task of the references"),  # another project's: no hint
+    ]
+
+
+def test_did_you_mean_is_looked_for_at_most_max_hints_names() -> None:
+    from fair_forge_core.importers.references import MAX_HINTS
+
+    names = [f"task-{n:03d}x" for n in range(MAX_HINTS + 5)]  # each close to its reference's task-NNN
+    traces = traces_from_openai([one_turn_trace(f"r{n}", name, 1) for n, name in enumerate(names)])
+    refs = [{"task_id": f"task-{n:03d}", "ground_truth_assistant": "a"} for n in range(MAX_HINTS + 5)]
+    datasets, _ = join_references(traces, refs, task_key="metadata.task")
+    hinted = ["did you mean" in d["unscored"]["detail"] for d in datasets]
+    assert hinted == [True] * MAX_HINTS + [False] * 5
+
+
+def test_a_trace_without_the_task_key_is_not_joined_with_no_task() -> None:
+    traces = traces_from_openai(
+        [one_turn_trace("ok", "t", 2), {"id": "bare", "messages": one_turn_trace("", "", 2)["messages"]}]
+    )
+    datasets, _ = join_references(traces, TWO_TURNS, task_key="metadata.task")
+    assert (datasets[1]["task_id"], datasets[1]["unscored"]) == (
+        None,
+        {"cause": "not_joined", "detail": "it has no metadata.task as text, so it matches no task"},
+    )

@@ -266,3 +266,47 @@ def test_observation_is_echoed_per_turn() -> None:
         one_turn("c", {"observation": "calculator returned 8"}), [scored(1.0)], EvaluationConfig()
     )
     assert metrics.interactions[0].observation == "calculator returned 8"
+
+
+def test_a_conversation_unscored_before_judging_asks_the_judge_nothing_and_is_counted_by_cause() -> None:
+    import asyncio
+
+    from fair_forge_core.evaluate import evaluate
+    from fair_forge_core.judges.reference import ReferenceJudge
+    from fair_forge_core.schemas import Dataset
+    from fair_forge_core.tiers import UNSCORED_CAUSES
+
+    def dataset(session: str, answer: str, **extra: object) -> Dataset:
+        turn = {"qa_id": "q", "query": "1+1?", "assistant": answer, "ground_truth_assistant": "2"}
+        return Dataset.model_validate(
+            {"session_id": session, "assistant_id": "a", "task_id": "t", "conversation": [turn], **extra}
+        )
+
+    kept = {"cause": "state_not_reported", "detail": "no final_state"}
+    datasets = [dataset("s0", "It is 2."), dataset("s1", "an answer no judge may read", unscored=kept)]
+    totals: list[int] = []  # the distinct judge requests, as the progress callback counts them
+    result = asyncio.run(evaluate(datasets, ReferenceJudge(), on_progress=lambda done, total: totals.append(total)))
+    assert set(totals) == {1}  # s0's turn alone: s1's differing answer was never asked
+    second = result.per_conversation_metrics[1]
+    assert (second.is_scored, second.unscored and second.unscored.cause, second.correctness_scores) == (
+        False,
+        "state_not_reported",
+        [None],
+    )
+    aggregated = result.aggregated_metrics
+    assert (aggregated.total_conversations, aggregated.unscored_conversations, aggregated.unscored_by_cause) == (
+        1,
+        1,
+        {"state_not_reported": 1},
+    )
+    assert "unscored_by_cause" not in evaluate_json_of([datasets[0]])  # absent when none: results read as before
+    assert set(UNSCORED_CAUSES) >= {"not_joined", "state_not_reported", "turns_differ"}
+
+
+def evaluate_json_of(datasets: list) -> dict:  # type: ignore[type-arg]
+    import asyncio
+
+    from fair_forge_core.evaluate import evaluate
+    from fair_forge_core.judges.reference import ReferenceJudge
+
+    return asyncio.run(evaluate(datasets, ReferenceJudge())).model_dump(mode="json")["aggregated_metrics"]
