@@ -42,7 +42,9 @@ EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j
 - what a turn spent (`agent_usage`): the tokens of its generations (`usageDetails.input` /
   `.output`, else `usage.input` / `.output`; one generation without them makes them
   unknown), and the trace's `totalCost` (USD) and `latency` (seconds) (Langfuse totals them
-  per trace);
+  per trace); a total over `agent_usage`'s bound (10¹² tokens, 1,000,000 s, $1,000,000) is
+  left out as unknown, said, as an unreadable value is (`importers.trace`), so the import
+  stays a request the service takes;
 - metadata is the first trace's `metadata` object, with the trace fields `name`, `userId`,
   `sessionId`, `release`, `version`, `environment` and `tags` under those names when it has
   no key of that name (so `--task-key metadata.name` matches on the trace's name), but for
@@ -189,7 +191,7 @@ def _turn(trace: dict[str, Any], where: str, builder: TurnBuilder) -> None:
     warnings = builder.warnings
     observations = _observations(trace, where, warnings)
     builder.user(_query(trace, where, observations, warnings))
-    builder.usage(cost_usd=_number(trace.get("totalCost")), latency_s=_number(trace.get("latency")))
+    builder.usage(where, cost_usd=_number(trace.get("totalCost")), latency_s=_number(trace.get("latency")))
     by_id = {str(o.get("id")): o for o, _ in observations if o.get("id") is not None}
     pending = _Pending()
     for observation, here in observations:
@@ -282,6 +284,7 @@ def _generation(observation: dict[str, Any], where: str, builder: TurnBuilder, p
     usage = observation.get("usageDetails") or observation.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     builder.usage(
+        where,
         input_tokens=read_token_count(usage.get("input"), f"{where}.usageDetails.input", warnings.append),
         output_tokens=read_token_count(usage.get("output"), f"{where}.usageDetails.output", warnings.append),
     )

@@ -24,7 +24,9 @@ By `openinference.span.kind`:
   `message.tool_calls.{j}.tool_call.id/function.name/function.arguments` (the older
   `message.function_call_name` / `function_call_arguments_json` is a call without id), and
   for a tool message `message.tool_call_id` (answering the call with that id); token counts
-  `llm.token_count.prompt` / `llm.token_count.completion`;
+  `llm.token_count.prompt` / `llm.token_count.completion` (summed per turn as the `otel`
+  format's; a turn total over `agent_usage`'s bound, 10¹² tokens, is left out as unknown,
+  said: `importers.trace`);
 - ``TOOL``: a tool run (`execute_tool`): `tool.name`, `tool.id` (the call it answers:
   `tool_call.id`), `input.value` (its arguments; `tool.parameters` is the tool's parameter
   definition, not read) and `output.value` (its result); status ERROR marks it failed;

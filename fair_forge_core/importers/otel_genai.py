@@ -66,7 +66,8 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   `TraceError` saying how to turn it on;
 - an inference span read for messages gives the turn its output is read in its
   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` (`TurnBuilder.usage`: one inference
-  span of the turn without them makes them unknown for the turn); agent spans' totals are not
+  span of the turn without them, or a total over `agent_usage`'s bound, makes them unknown for
+  the turn, the latter said); agent spans' totals are not
   read (they would count their inference spans twice), nor latency or cost;
 - a turn keeps the trace and span ids of the span whose output gave its answer
   (`ImportedTurn.trace_span`, lower-cased; none when an id is not hex of its OTLP length);
@@ -185,7 +186,8 @@ def _conversation(key: str, spans: list[Span], no_content: str) -> ImportedTrace
             _feed(message, here, builder, calls, skipped, origin)
         if kind == "output" and span.attrs.get("gen_ai.operation.name") not in _AGENT_OPS:
             builder.usage(
-                **{f"{n}_tokens": _count(span, f"gen_ai.usage.{n}_tokens", builder) for n in ("input", "output")}
+                span.where,
+                **{f"{n}_tokens": _count(span, f"gen_ai.usage.{n}_tokens", builder) for n in ("input", "output")},
             )
     turns = builder.turns()
     builder.warnings += [f"{where}: {count} {what} skipped" for what, count in skipped.items()]

@@ -20,6 +20,7 @@ import pytest
 
 from fair_forge_core.importers import TraceError, datasets_from_traces
 from fair_forge_core.importers.langfuse import traces_from_langfuse
+from fair_forge_core.schemas import AgentUsage
 from fair_forge_core.trace_formats import looks_like_traces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +163,21 @@ def test_the_arguments_observe_records_give_the_query_when_one_of_them_is_text()
     with pytest.raises(TraceError) as raised:
         traces_from_langfuse(trace(input={"args": ["a"], "kwargs": {"b": "c"}}))
     assert raised.value.field == "traces[0].input"
+
+
+def test_usage_over_the_bound_of_agent_usage_is_left_out_and_said() -> None:
+    """`totalCost` 1e308 and two generations of 6·10¹¹ tokens each (a total of 1.2·10¹², over the
+    bound of 10¹²): each measure unknown for the turn, said, the rest kept; the request it makes
+    is one the schema takes (it was a 500 `OverflowError` once evaluated)."""
+    generations = [
+        observation(n, "GENERATION", output="a", usageDetails={"input": 6 * 10**11, "output": 5}) for n in (1, 2)
+    ]
+    (imported,) = traces_from_langfuse(trace(*generations, totalCost=1e308, latency=2.5))
+    assert imported.turns[0].agent_usage == {"output_tokens": 10, "latency_s": 2.5}
+    assert imported.warnings == [
+        "traces[0]: cost_usd takes the turn's total over 1,000,000, the most agent_usage.cost_usd may be;"
+        " the turn's cost_usd is unknown",
+        "traces[0].observations[1]: input_tokens takes the turn's total over 1,000,000,000,000, the most"
+        " agent_usage.input_tokens may be; the turn's input_tokens is unknown",
+    ]
+    assert AgentUsage.model_validate(imported.turns[0].agent_usage).output_tokens == 10

@@ -236,3 +236,16 @@ def test_a_parent_cycle_ends_the_walk_up_and_reads_the_spans() -> None:
     )
     (trace,) = traces_from_openinference(looped)
     assert [(t.query, t.answer) for t in trace.turns] == [("q", "a")]
+
+
+def test_a_token_count_over_the_bound_of_agent_usage_is_left_out_and_said() -> None:
+    """`llm.token_count.prompt` of 10⁴⁰⁰ (a 500 `OverflowError` once evaluated): unknown for the
+    turn and said; the completion count is kept."""
+    counted = {"llm.token_count.prompt": 10**400, "llm.token_count.completion": 7}
+    answered = messages("llm.output_messages", ("assistant", "a"))
+    (trace,) = traces_from_openinference(request(AGENT, llm(2, **ASKED, **answered, **counted)))
+    assert trace.turns[0].agent_usage == {"output_tokens": 7}
+    assert (
+        f"{SPANS}[1]: input_tokens takes the turn's total over 1,000,000,000,000, the most agent_usage.input_tokens"
+        " may be; the turn's input_tokens is unknown"
+    ) in trace.warnings
