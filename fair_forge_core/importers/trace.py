@@ -30,9 +30,9 @@ rules once for all formats:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fair_forge_core.schemas.json_input import loads_json
 from fair_forge_core.schemas.request import AGENT_USAGE_MAXIMA
@@ -329,3 +329,37 @@ def _message_list_trace(
     read_messages(item["messages"], messages_where, builder)
     turns = builder.turns()
     return ImportedTrace(trace_id, assistant_id, turns, metadata, builder.warnings)
+
+
+Node = TypeVar("Node", bound=Hashable)
+
+
+def nearest_marked(
+    nodes: Iterable[Node], parent_of: Callable[[Node], Node | None], marked: Callable[[Node], bool]
+) -> dict[Node, Node | None]:
+    """For every node of a tree given by its parent links (`parent_of`: a node's parent, None
+    for a root or a parent not in the input): the first `marked` node on its way up, itself
+    included; None when the way up ends first, or closes a cycle first (a cycle ends every walk
+    that enters it, whatever the order the nodes come in).
+
+    The one walk up of every importer (a span inside a tool span, …): each walk stops at a node
+    already decided and every node it passed takes the same answer, so `parent_of` is called
+    once per node and the work is linear in the nodes, however long a chain (a walk per node
+    to the root was quadratic: 20,000 observations in one chain took 35 s). Iterative: no
+    recursion limit on a deep chain."""
+    found: dict[Node, Node | None] = {}
+    for start in nodes:
+        passed: list[Node] = []
+        on_way: set[Node] = set()
+        node: Node | None = start
+        while node is not None and node not in found and node not in on_way and not marked(node):
+            passed.append(node)
+            on_way.add(node)
+            node = parent_of(node)
+        # a root reached, or a cycle closed, before a marked node; else a decided or marked node
+        answer = None if node is None or node in on_way else found.get(node, node)
+        for member in passed:
+            found[member] = answer
+        if node is not None and node not in on_way and node not in found:
+            found[node] = node  # a marked node is its own answer
+    return found

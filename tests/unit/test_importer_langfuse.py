@@ -181,3 +181,50 @@ def test_usage_over_the_bound_of_agent_usage_is_left_out_and_said() -> None:
         " agent_usage.input_tokens may be; the turn's input_tokens is unknown",
     ]
     assert AgentUsage.model_validate(imported.turns[0].agent_usage).output_tokens == 10
+
+
+class CountedObservation(dict[str, Any]):
+    """An observation that counts how often its `parentObservationId` is read (a parent look-up)."""
+
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "parentObservationId":
+            CountedObservation.reads += 1
+        return super().get(key, default)
+
+
+def test_a_long_parent_chain_is_walked_once_not_once_per_observation() -> None:
+    """Issue #32, item 3: 2,000 observations in one `parentObservationId` chain under a TOOL,
+    a generation at its bottom. Each observation's parent is read a bounded number of times
+    (a walk to the root per observation read it about 2 million times: quadratic)."""
+    size = 2_000
+    chain = [CountedObservation(id=f"o{i}", type="SPAN", parentObservationId=f"o{i - 1}") for i in range(size)]
+    chain[0] = CountedObservation(id="o0", type="TOOL", name="search", output="x")
+    chain.append(CountedObservation(id="g", type="GENERATION", parentObservationId=f"o{size - 1}", output="a"))
+    CountedObservation.reads = 0
+    (imported,) = traces_from_langfuse(trace(*chain))
+    assert CountedObservation.reads <= 3 * (size + 1)
+    assert (
+        f"traces[0].observations[{size}]: a GENERATION inside the TOOL observation 'o0'; the tool's own work, not read"
+        in imported.warnings
+    )
+
+
+def test_a_chain_as_long_as_the_body_allows_is_read_and_a_cycle_still_ends_the_walk() -> None:
+    size = 46_000  # about what a 3 MB body holds (benchmarks/bench_hostile.py, "langfuse chain")
+    chain = [observation(0, "TOOL", name="search")] + [
+        {"id": f"o{i}", "type": "SPAN", "parentObservationId": f"o{i - 1}"} for i in range(1, size)
+    ]
+    chain.append({"id": "g", "type": "GENERATION", "parentObservationId": f"o{size - 1}", "output": "a"})
+    chain += [  # a cycle of two spans, a generation under it: not inside a tool
+        {"id": "c1", "type": "SPAN", "parentObservationId": "c2"},
+        {"id": "c2", "type": "SPAN", "parentObservationId": "c1"},
+        {"id": "h", "type": "GENERATION", "parentObservationId": "c1", "output": "b"},
+    ]
+    (imported,) = traces_from_langfuse(trace(*chain, output=None))
+    inside = [w for w in imported.warnings if "inside the TOOL observation 'o0'" in w]
+    assert inside == [
+        f"traces[0].observations[{size}]: a GENERATION inside the TOOL observation 'o0'; the tool's own work, not read"
+    ]
+    assert imported.turns[0].answer == "b"  # the generation under the cycle is read
