@@ -18,6 +18,8 @@ Per conversation (`conversation_efficiency`), counted over all its turns:
 - `input_tokens`, `output_tokens`, `latency_s`, `cost_usd`: the sums over the turns of the
   turns' `agent_usage`, null unless every turn reports that measure (a sum over some turns only
   would read as the conversation's total when it is not). Floats are summed by `math.fsum`.
+  Nothing here can overflow: `AgentUsage` bounds each turn's values (10¹² tokens, 10⁶ s, $10⁶),
+  so a conversation's sums stay below 10¹⁸ tokens and 10¹² s or USD over even the largest job.
 
 Across conversations (`aggregate_efficiency`), over the conversations that carry `efficiency`:
 

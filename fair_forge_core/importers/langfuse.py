@@ -42,7 +42,9 @@ EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j
 - what a turn spent (`agent_usage`): the tokens of its generations (`usageDetails.input` /
   `.output`, else `usage.input` / `.output`; one generation without them makes them
   unknown), and the trace's `totalCost` (USD) and `latency` (seconds) (Langfuse totals them
-  per trace);
+  per trace); a total over `agent_usage`'s bound (10¹² tokens, 1,000,000 s, $1,000,000) is
+  left out as unknown, said, as an unreadable value is (`importers.trace`), so the import
+  stays a request the service takes;
 - metadata is the first trace's `metadata` object, with the trace fields `name`, `userId`,
   `sessionId`, `release`, `version`, `environment` and `tags` under those names when it has
   no key of that name (so `--task-key metadata.name` matches on the trace's name), but for
@@ -72,6 +74,7 @@ from fair_forge_core.importers.trace import (
     RawCall,
     TraceError,
     TurnBuilder,
+    nearest_marked,
     read_token_count,
 )
 
@@ -189,12 +192,14 @@ def _turn(trace: dict[str, Any], where: str, builder: TurnBuilder) -> None:
     warnings = builder.warnings
     observations = _observations(trace, where, warnings)
     builder.user(_query(trace, where, observations, warnings))
-    builder.usage(cost_usd=_number(trace.get("totalCost")), latency_s=_number(trace.get("latency")))
+    builder.usage(where, cost_usd=_number(trace.get("totalCost")), latency_s=_number(trace.get("latency")))
     by_id = {str(o.get("id")): o for o, _ in observations if o.get("id") is not None}
+    tools = _tools_above(by_id)
     pending = _Pending()
     for observation, here in observations:
         kind = observation["type"].upper()
-        tool = _tool_above(observation, by_id)
+        parent = observation.get("parentObservationId")
+        tool = tools.get(parent) if isinstance(parent, str) else None
         if tool is not None:
             if kind in ("GENERATION", "TOOL"):
                 warnings.append(f"{here}: a {kind} inside the TOOL observation {tool!r}; the tool's own work, not read")
@@ -207,17 +212,16 @@ def _turn(trace: dict[str, Any], where: str, builder: TurnBuilder) -> None:
         builder.assistant(answer, f"{where}.output")
 
 
-def _tool_above(observation: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str | None:
-    """The id of the TOOL observation `observation` descends from (by `parentObservationId`), if any."""
-    seen: set[str] = set()
-    parent = observation.get("parentObservationId")
-    while isinstance(parent, str) and parent in by_id and parent not in seen:  # `seen`: a cycle ends the walk
-        seen.add(parent)
-        above = by_id[parent]
-        if str(above.get("type", "")).upper() == "TOOL":
-            return parent
-        parent = above.get("parentObservationId")
-    return None
+def _tools_above(by_id: dict[str, dict[str, Any]]) -> dict[str, str | None]:
+    """For each observation id: the TOOL observation it is or descends from (by
+    `parentObservationId`), if any: an observation whose parent maps to a TOOL id is inside
+    that tool. One pass over the tree (`nearest_marked`); a cycle ends the walk."""
+
+    def parent_of(key: str) -> str | None:
+        parent = by_id[key].get("parentObservationId")
+        return parent if isinstance(parent, str) and parent in by_id else None
+
+    return nearest_marked(by_id, parent_of, lambda key: str(by_id[key].get("type", "")).upper() == "TOOL")
 
 
 def _query(trace: dict[str, Any], where: str, observations: list[Item], warnings: list[str]) -> str:
@@ -282,6 +286,7 @@ def _generation(observation: dict[str, Any], where: str, builder: TurnBuilder, p
     usage = observation.get("usageDetails") or observation.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     builder.usage(
+        where,
         input_tokens=read_token_count(usage.get("input"), f"{where}.usageDetails.input", warnings.append),
         output_tokens=read_token_count(usage.get("output"), f"{where}.usageDetails.output", warnings.append),
     )

@@ -52,7 +52,8 @@ The rules (shared ones in `importers.trace`):
   prompt, parser and embedding runs are plumbing, skipped;
 - what the turn spent (`agent_usage`) is its root run's: `prompt_tokens`, `completion_tokens`,
   `total_cost` (LangSmith totals a trace's on its root run) and its end_time − start_time;
-  each missing or unreadable one is unknown (an invalid token count is said);
+  each missing or unreadable one is unknown (an invalid token count is said), and so is one
+  over `agent_usage`'s bound (said: `importers.trace`);
 - the answer is the root's `outputs` (the last AI message of `messages`, else `output`,
   `answer`, `response` or `result`, else its only text), else the last llm text.
 """
@@ -250,7 +251,7 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             )
             ordered = members
     builder.user(_query(root, ordered, warnings))
-    builder.usage(**_root_usage(root, warnings))
+    builder.usage(root.where, **_root_usage(root, warnings))
     pending = _Pending()
     inside_tool: dict[str, str] = {}  # run id → where of the tool run it belongs to
     for run in ordered:

@@ -33,7 +33,8 @@ span_data.py): `{"object": "trace", "id", "workflow_name", "group_id", "metadata
   The answer is the turn's last assistant text (usually its last generation's).
 - A generation's `usage` (`input_tokens`, `output_tokens`) is what the turn spent on that model
   call: the turn's `agent_usage` sums them (`TurnBuilder.usage`: a measure one of its
-  generations lacks is unknown for the turn). Generations inside a function span are skipped,
+  generations lacks, or whose total is over `agent_usage`'s bound, is unknown for the turn, the
+  latter said). Generations inside a function span are skipped,
   their usage with them. Latency and cost are not imported (the SDK exports no cost).
 - A `function` span carries no call id: it answers the first unanswered call of its name
   of the latest generation under the same `agent` span (the SDK starts parallel calls in
@@ -338,7 +339,7 @@ class _Reader:
                 self.builder.user(query)
                 self._query = query
             self._users = max(self._users, users)
-        self.builder.usage(**_tokens(span.data.get("usage"), f"{here}.usage", self.warn))
+        self.builder.usage(f"{here}.usage", **_tokens(span.data.get("usage"), f"{here}.usage", self.warn))
         if output is None and span.error is not None:
             return  # the model call failed: said with the span's error
         if output is None:

@@ -24,7 +24,9 @@ By `openinference.span.kind`:
   `message.tool_calls.{j}.tool_call.id/function.name/function.arguments` (the older
   `message.function_call_name` / `function_call_arguments_json` is a call without id), and
   for a tool message `message.tool_call_id` (answering the call with that id); token counts
-  `llm.token_count.prompt` / `llm.token_count.completion`;
+  `llm.token_count.prompt` / `llm.token_count.completion` (summed per turn as the `otel`
+  format's; a turn total over `agent_usage`'s bound, 10¹² tokens, is left out as unknown,
+  said: `importers.trace`);
 - ``TOOL``: a tool run (`execute_tool`): `tool.name`, `tool.id` (the call it answers:
   `tool_call.id`), `input.value` (its arguments; `tool.parameters` is the tool's parameter
   definition, not read) and `output.value` (its result); status ERROR marks it failed;
@@ -54,8 +56,8 @@ import re
 from typing import Any
 
 from fair_forge_core.importers.otel_genai import traces_of_spans
-from fair_forge_core.importers.otel_spans import WHERE, Span, bare_spans, id_key, read_spans
-from fair_forge_core.importers.trace import FINAL_STATE, ImportedTrace, TraceError, parse_json_text
+from fair_forge_core.importers.otel_spans import WHERE, Span, bare_spans, read_spans
+from fair_forge_core.importers.trace import FINAL_STATE, ImportedTrace, TraceError, nearest_marked, parse_json_text
 
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant"}
 _ROLES |= {"system": "system", "developer": "developer", "tool": "tool", "function": "tool"}
@@ -95,26 +97,13 @@ def _kind(attrs: dict[str, Any]) -> str | None:
 
 
 def _inside_tool(spans: list[Span], kinds: list[str | None]) -> set[int]:
-    """The indexes of the spans under a TOOL span (by `parentSpanId`, within a trace): each walk
-    up stops at a span already decided, so each span is visited once; a cycle ends a walk."""
+    """The indexes of the spans under a TOOL span other than themselves (by `parentSpanId`,
+    within a trace). One pass over the tree (`nearest_marked`): linear however long a chain;
+    a cycle ends the walk."""
     index = {span.key: n for n, span in enumerate(spans)}
-    decided: dict[int, bool] = {}
-    for start in range(len(spans)):
-        chain, node, found = [start], start, False
-        while start not in decided:
-            parent = index.get((spans[node].key[0], id_key(spans[node].parent_id)))
-            if parent is None or parent in chain:
-                break
-            if kinds[parent] == "TOOL" or decided.get(parent, False):
-                found = True
-                break
-            if parent in decided:
-                break
-            chain.append(parent)
-            node = parent
-        for member in chain:
-            decided.setdefault(member, found)
-    return {n for n, inside in decided.items() if inside}
+    parents = [index.get(span.parent_key) for span in spans]
+    tools = nearest_marked(range(len(spans)), parents.__getitem__, lambda n: kinds[n] == "TOOL")
+    return {n for n, parent in enumerate(parents) if parent is not None and tools[parent] not in (None, n)}
 
 
 def _translate(span: Span, attrs: dict[str, Any], inside_tool: bool) -> bool:

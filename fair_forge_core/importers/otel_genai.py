@@ -66,7 +66,8 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   `TraceError` saying how to turn it on;
 - an inference span read for messages gives the turn its output is read in its
   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens` (`TurnBuilder.usage`: one inference
-  span of the turn without them makes them unknown for the turn); agent spans' totals are not
+  span of the turn without them, or a total over `agent_usage`'s bound, makes them unknown for
+  the turn, the latter said); agent spans' totals are not
   read (they would count their inference spans twice), nor latency or cost;
 - a turn keeps the trace and span ids of the span whose output gave its answer
   (`ImportedTurn.trace_span`, lower-cased; none when an id is not hex of its OTLP length);
@@ -81,7 +82,9 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import json
 import re
 from collections import Counter, deque
@@ -89,7 +92,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fair_forge_core.importers.otel_messages import Message, span_messages
-from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Span, bare_spans, id_key, read_spans
+from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Span, bare_spans, read_spans
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -97,6 +100,7 @@ from fair_forge_core.importers.trace import (
     RawCall,
     TraceError,
     TurnBuilder,
+    nearest_marked,
     parse_json_text,
     read_token_count,
 )
@@ -185,7 +189,8 @@ def _conversation(key: str, spans: list[Span], no_content: str) -> ImportedTrace
             _feed(message, here, builder, calls, skipped, origin)
         if kind == "output" and span.attrs.get("gen_ai.operation.name") not in _AGENT_OPS:
             builder.usage(
-                **{f"{n}_tokens": _count(span, f"gen_ai.usage.{n}_tokens", builder) for n in ("input", "output")}
+                span.where,
+                **{f"{n}_tokens": _count(span, f"gen_ai.usage.{n}_tokens", builder) for n in ("input", "output")},
             )
     turns = builder.turns()
     builder.warnings += [f"{where}: {count} {what} skipped" for what, count in skipped.items()]
@@ -237,28 +242,55 @@ def _is_mcp_call(span: Span) -> bool:
 def _mcp_same_call(spans: list[Span]) -> set[int]:
     """The MCP `tools/call` spans that record a call another tool span records already (their
     `id`s): those under a tool span (`execute_tool` or `tools/call`, by `parentSpanId`: the
-    agent's tool span around its MCP client span, the client span around the server's), and,
-    not linked to one, those inside the time of an `execute_tool` span that is no MCP span,
-    of the same trace and `gen_ai.tool.name`. Each call is read once, from its outermost span."""
+    agent's tool span around its MCP client span, the client span around the server's; a
+    parent cycle that leads back to the span itself ends the walk), and, not linked to one,
+    those inside the time of an `execute_tool` span that is no MCP span, of the same trace and
+    `gen_ai.tool.name`. Each call is read once, from its outermost span.
+
+    Near-linear in the spans: the walks up are one pass over the tree (`nearest_marked`), and
+    "inside the time of" is a binary search among the enclosing spans sorted by start."""
     by_id = {s.key: s for s in spans}
+
+    def is_tool(key: tuple[str, str]) -> bool:
+        span = by_id[key]
+        return span.attrs.get("gen_ai.operation.name") == "execute_tool" or _is_mcp_call(span)
+
+    def parent_of(key: tuple[str, str]) -> tuple[str, str] | None:
+        parent = by_id[key].parent_key
+        return parent if parent in by_id else None
+
+    tools = nearest_marked(by_id, parent_of, is_tool)
     outer: dict[tuple[str, Any], list[Span]] = {}  # (trace, tool name) → its execute_tool spans that are no MCP span
     for span in spans:
         if span.attrs.get("gen_ai.operation.name") == "execute_tool" and not _is_mcp_call(span):
             outer.setdefault((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), []).append(span)
+    within = {name: _Intervals([(s.start, s.end) for s in around]) for name, around in outer.items()}
     same: set[int] = set()
     for span in (s for s in spans if _is_mcp_call(s)):
-        seen, parent = {span.key}, by_id.get((span.key[0], id_key(span.parent_id)))
-        while parent is not None and parent.key not in seen:  # `seen`: a parent cycle ends the walk
-            if parent.attrs.get("gen_ai.operation.name") == "execute_tool" or _is_mcp_call(parent):
-                same.add(id(span))
-                break
-            seen.add(parent.key)
-            parent = by_id.get((parent.key[0], id_key(parent.parent_id)))
+        above = tools.get(span.parent_key)
+        if above is not None and above != span.key:
+            same.add(id(span))
         else:
-            around = outer.get((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), [])
-            if any(other.start <= span.start and span.end <= other.end for other in around):
+            around = within.get((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))))
+            if around is not None and around.cover(span.start, span.end):
                 same.add(id(span))
     return same
+
+
+class _Intervals:
+    """Intervals `(start, end)`, asked whether one of them covers `(start, end)` (start ≤ the
+    asked start and end ≥ the asked end): sorted by start with the running largest end, so a
+    question is one binary search (O(log n))."""
+
+    def __init__(self, intervals: list[tuple[int, int]]) -> None:
+        ordered = sorted(intervals)
+        self._starts = [start for start, _ in ordered]
+        self._ends = list(itertools.accumulate((end for _, end in ordered), max))
+
+    def cover(self, start: int, end: int) -> bool:
+        """Whether some interval starts at or before `start` and ends at or after `end`."""
+        last = bisect.bisect_right(self._starts, start) - 1
+        return last >= 0 and self._ends[last] >= end
 
 
 def _overlap(history: list[Any], keys: list[Any]) -> int:

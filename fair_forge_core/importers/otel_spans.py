@@ -43,6 +43,12 @@ class Span:
         """`(trace, span)` as compared: see `id_key`."""
         return id_key(self.trace_id), id_key(self.span_id)
 
+    @property
+    def parent_key(self) -> tuple[str, str]:
+        """`(trace, parent span)` as compared: the `key` of its parent, parents being looked up
+        within the span's own trace."""
+        return id_key(self.trace_id), id_key(self.parent_id)
+
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
 

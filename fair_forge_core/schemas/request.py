@@ -156,15 +156,36 @@ def _none_without_expected_tools(value: Any) -> Any:
     return value
 
 
+MAX_USAGE_TOKENS = 10**12
+"""The most `input_tokens` or `output_tokens` one turn may report (a trillion)."""
+MAX_USAGE_LATENCY_S = 1_000_000.0
+"""The most `latency_s` one turn may report (about 11.6 days)."""
+MAX_USAGE_COST_USD = 1_000_000.0
+"""The most `cost_usd` one turn may report (a million dollars)."""
+AGENT_USAGE_MAXIMA: dict[str, int | float] = {
+    "input_tokens": MAX_USAGE_TOKENS,
+    "output_tokens": MAX_USAGE_TOKENS,
+    "latency_s": MAX_USAGE_LATENCY_S,
+    "cost_usd": MAX_USAGE_COST_USD,
+}
+"""Each `AgentUsage` field's bound, by name (the importers leave out a turn's total over it)."""
+
+
 class AgentUsage(_Request):
     """What the agent itself spent on one turn (not the judge): tokens in and out, wall-clock
     seconds, USD. Each is optional and ≥ 0; a measure a turn does not report is unknown, not 0
-    (`fair_forge_core.efficiency`). It decides no verdict."""
+    (`fair_forge_core.efficiency`). It decides no verdict.
 
-    input_tokens: int | None = Field(None, ge=0)
-    output_tokens: int | None = Field(None, ge=0)
-    latency_s: float | None = Field(None, ge=0)
-    cost_usd: float | None = Field(None, ge=0)
+    Each is bounded above (`MAX_USAGE_TOKENS`, `MAX_USAGE_LATENCY_S`, `MAX_USAGE_COST_USD`;
+    the bound itself is allowed), far beyond what an honest agent spends on one turn, so that
+    every sum the service forms stays finite and exact enough: over the largest job (1,000,000
+    turns) at most 10¹⁸ tokens (an exact int, below 2⁶³) and 10¹² seconds or USD (a float sum
+    with 2⁻⁵³ relative error). A value over its bound is a 400 naming the field."""
+
+    input_tokens: int | None = Field(None, ge=0, le=MAX_USAGE_TOKENS)
+    output_tokens: int | None = Field(None, ge=0, le=MAX_USAGE_TOKENS)
+    latency_s: float | None = Field(None, ge=0, le=MAX_USAGE_LATENCY_S)
+    cost_usd: float | None = Field(None, ge=0, le=MAX_USAGE_COST_USD)
 
 
 class TraceSpan(_Request):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from fair_forge_core.cli.common import EXIT_NOT_TESTED
+import pytest
+
+from fair_forge_core.cli.common import EXIT_BAD_INPUT, EXIT_NOT_TESTED
 from fair_forge_testing.builders import conversation, turn
-from tests.cli.test_cli import run_cli_in_process
+from tests.cli.test_cli import run_cli, run_cli_in_process
 
 
 def test_evaluate_prints_the_medians_and_the_cost_per_successful_task(tmp_path: Path) -> None:
@@ -47,3 +50,41 @@ def test_compare_prints_the_paired_efficiency_after_the_verdict(tmp_path: Path) 
         assert cost == ["  cost_usd: 0.004 → 0.002, difference -0.002 [-0.002, -0.002], p = 0.250 (sign-flip, 3 tasks)"]
         assert lines.index(cost[0]) > next(i for i, x in enumerate(lines) if x.startswith("verdict:"))
         assert json.loads(out.read_text())["verdict"] == "not_tested"
+
+
+OVER_THE_BOUND = [
+    pytest.param([{"cost_usd": 1e308}] * 2, "cost_usd", id="cost 1e308 twice"),
+    pytest.param([{"latency_s": 1.5e308}] * 2, "latency_s", id="latency 1.5e308 twice"),
+    pytest.param([{"input_tokens": 10**400}], "input_tokens", id="tokens 10**400"),
+    pytest.param([{"output_tokens": int("9" * 4300)}] * 2, "output_tokens", id="4,300-digit tokens"),
+]
+
+
+def _usage_request(path: Path, usages: list[dict[str, Any]]) -> Path:
+    turns = [turn(f"q{n}", "What is 2 plus 2?", "4", "4", agent_usage=usage) for n, usage in enumerate(usages)]
+    request = {
+        "connector": {"class_path": "fair_forge_core.judges.ReferenceJudge"},
+        "datasets": [conversation("s", turns)],
+        "config": {"k": 1, "efficiency": True},
+    }
+    path.write_text(json.dumps(request))
+    return path
+
+
+@pytest.mark.parametrize(("usages", "field"), OVER_THE_BOUND)
+def test_agent_usage_over_its_bound_is_bad_input_not_a_failed_gate(
+    tmp_path: Path, usages: list[dict[str, Any]], field: str
+) -> None:
+    """Each of these was an `OverflowError` traceback and exit 1, the code of a failed gate."""
+    path = _usage_request(tmp_path / "usage.json", usages)
+    process = run_cli_in_process("evaluate", path, "--out", tmp_path / "r.json")
+    assert process.returncode == EXIT_BAD_INPUT, process.stderr
+    assert f"datasets[0].conversation[0].agent_usage.{field}: Input should be less than or equal to" in process.stderr
+    assert "Traceback" not in process.stderr and not (tmp_path / "r.json").exists()
+
+
+def test_agent_usage_over_its_bound_in_a_process_prints_no_traceback(tmp_path: Path) -> None:
+    path = _usage_request(tmp_path / "usage.json", [{"cost_usd": 1e308}] * 2)
+    process = run_cli("evaluate", path, "--out", tmp_path / "r.json")
+    assert process.returncode == EXIT_BAD_INPUT, process.stderr
+    assert "Traceback" not in process.stderr and "agent_usage.cost_usd" in process.stderr

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fair_forge_core.compare import compare_efficiency, outcomes_from_conversations
 from fair_forge_core.efficiency import aggregate_efficiency, conversation_efficiency, efficiency_line, quantile
@@ -23,6 +25,7 @@ from fair_forge_core.provenance import datasets_hash
 from fair_forge_core.report import render_html
 from fair_forge_core.report.values import FORMATS
 from fair_forge_core.schemas import ConversationEfficiency, ConversationMetrics, Dataset, EvaluationConfig
+from fair_forge_core.schemas.request import MAX_USAGE_COST_USD, MAX_USAGE_LATENCY_S, MAX_USAGE_TOKENS
 from fair_forge_testing.builders import conversation, datasets, scored_conversation, turn
 from fair_forge_testing.handler_client import call_handler
 from tests.report_html import parse, resolve, tied_numbers
@@ -456,3 +459,53 @@ def test_langsmith_turns_spend_what_their_root_run_totals() -> None:
     (trace,) = traces_from_langsmith(runs)
     assert trace.turns[0].agent_usage == {"output_tokens": 45, "latency_s": 2.3}
     assert any("prompt_tokens: not an integer ≥ 0" in warning for warning in trace.warnings)
+
+
+# --------------------------------------------------------------------------- bounds (issue #32, item 8)
+
+_BOUNDED_USAGE = st.fixed_dictionaries(
+    {},
+    optional={
+        "input_tokens": st.integers(0, MAX_USAGE_TOKENS),
+        "output_tokens": st.integers(0, MAX_USAGE_TOKENS),
+        "latency_s": st.floats(0, MAX_USAGE_LATENCY_S),
+        "cost_usd": st.floats(0, MAX_USAGE_COST_USD),
+    },
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(_BOUNDED_USAGE, min_size=1, max_size=6), min_size=1, max_size=6),
+    st.lists(st.sampled_from([True, False, None]), min_size=6, max_size=6),
+)
+def test_usage_within_the_bounds_always_aggregates_to_finite_numbers(
+    usages: list[list[dict[str, Any]]], outcomes: list[bool | None]
+) -> None:
+    """Whatever a request may carry (the schema's bounds), every sum, quantile and cost per
+    success is a finite number that JSON can write: no OverflowError, no 4,301-digit int."""
+    metrics = []
+    for n, turns in enumerate(usages):
+        spent = conversation_efficiency(
+            dataset(*(turn(f"q{t}", "q", "a", "a", agent_usage=usage) for t, usage in enumerate(turns)))
+        )
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(spent, name)
+            assert value is None or value == sum(usage[name] for usage in turns)  # ints: exact
+        metrics.append(scored_conversation(f"s{n}", outcomes[n]).model_copy(update={"efficiency": spent}))
+    summary = aggregate_efficiency(metrics).model_dump(mode="json")
+    json.dumps(summary, allow_nan=False)
+    numbers = [v for part in summary.values() if isinstance(part, dict) for v in part.values()]
+    assert all(math.isfinite(v) for v in numbers if isinstance(v, float))
+
+
+def test_every_measure_at_its_bound_on_the_largest_request_is_exact() -> None:
+    """10,000 turns (the request's turn limit) at every bound: 10¹⁶ tokens, 10¹⁰ s, $10¹⁰."""
+    at_bound = {"input_tokens": 10**12, "output_tokens": 10**12, "latency_s": 1e6, "cost_usd": 1e6}
+    many = Dataset.model_validate(
+        conversation("s", [turn(f"q{n}", "q", "a", "a", agent_usage=at_bound) for n in range(10_000)])
+    )
+    spent = conversation_efficiency(many)
+    assert (spent.input_tokens, spent.output_tokens, spent.latency_s, spent.cost_usd) == (10**16, 10**16, 1e10, 1e10)
+    summary = aggregate_efficiency([scored_conversation("s", True).model_copy(update={"efficiency": spent})])
+    assert summary.input_tokens.median == 1e16 and summary.cost_per_successful_task == 1e10

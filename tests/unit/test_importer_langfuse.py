@@ -20,6 +20,7 @@ import pytest
 
 from fair_forge_core.importers import TraceError, datasets_from_traces
 from fair_forge_core.importers.langfuse import traces_from_langfuse
+from fair_forge_core.schemas import AgentUsage
 from fair_forge_core.trace_formats import looks_like_traces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +163,68 @@ def test_the_arguments_observe_records_give_the_query_when_one_of_them_is_text()
     with pytest.raises(TraceError) as raised:
         traces_from_langfuse(trace(input={"args": ["a"], "kwargs": {"b": "c"}}))
     assert raised.value.field == "traces[0].input"
+
+
+def test_usage_over_the_bound_of_agent_usage_is_left_out_and_said() -> None:
+    """`totalCost` 1e308 and two generations of 6·10¹¹ tokens each (a total of 1.2·10¹², over the
+    bound of 10¹²): each measure unknown for the turn, said, the rest kept; the request it makes
+    is one the schema takes (it was a 500 `OverflowError` once evaluated)."""
+    generations = [
+        observation(n, "GENERATION", output="a", usageDetails={"input": 6 * 10**11, "output": 5}) for n in (1, 2)
+    ]
+    (imported,) = traces_from_langfuse(trace(*generations, totalCost=1e308, latency=2.5))
+    assert imported.turns[0].agent_usage == {"output_tokens": 10, "latency_s": 2.5}
+    assert imported.warnings == [
+        "traces[0]: cost_usd takes the turn's total over 1,000,000, the most agent_usage.cost_usd may be;"
+        " the turn's cost_usd is unknown",
+        "traces[0].observations[1]: input_tokens takes the turn's total over 1,000,000,000,000, the most"
+        " agent_usage.input_tokens may be; the turn's input_tokens is unknown",
+    ]
+    assert AgentUsage.model_validate(imported.turns[0].agent_usage).output_tokens == 10
+
+
+class CountedObservation(dict[str, Any]):
+    """An observation that counts how often its `parentObservationId` is read (a parent look-up)."""
+
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "parentObservationId":
+            CountedObservation.reads += 1
+        return super().get(key, default)
+
+
+def test_a_long_parent_chain_is_walked_once_not_once_per_observation() -> None:
+    """Issue #32, item 3: 2,000 observations in one `parentObservationId` chain under a TOOL,
+    a generation at its bottom. Each observation's parent is read a bounded number of times
+    (a walk to the root per observation read it about 2 million times: quadratic)."""
+    size = 2_000
+    chain = [CountedObservation(id=f"o{i}", type="SPAN", parentObservationId=f"o{i - 1}") for i in range(size)]
+    chain[0] = CountedObservation(id="o0", type="TOOL", name="search", output="x")
+    chain.append(CountedObservation(id="g", type="GENERATION", parentObservationId=f"o{size - 1}", output="a"))
+    CountedObservation.reads = 0
+    (imported,) = traces_from_langfuse(trace(*chain))
+    assert CountedObservation.reads <= 3 * (size + 1)
+    assert (
+        f"traces[0].observations[{size}]: a GENERATION inside the TOOL observation 'o0'; the tool's own work, not read"
+        in imported.warnings
+    )
+
+
+def test_a_chain_as_long_as_the_body_allows_is_read_and_a_cycle_still_ends_the_walk() -> None:
+    size = 46_000  # about what a 3 MB body holds (benchmarks/bench_hostile.py, "langfuse chain")
+    chain = [observation(0, "TOOL", name="search")] + [
+        {"id": f"o{i}", "type": "SPAN", "parentObservationId": f"o{i - 1}"} for i in range(1, size)
+    ]
+    chain.append({"id": "g", "type": "GENERATION", "parentObservationId": f"o{size - 1}", "output": "a"})
+    chain += [  # a cycle of two spans, a generation under it: not inside a tool
+        {"id": "c1", "type": "SPAN", "parentObservationId": "c2"},
+        {"id": "c2", "type": "SPAN", "parentObservationId": "c1"},
+        {"id": "h", "type": "GENERATION", "parentObservationId": "c1", "output": "b"},
+    ]
+    (imported,) = traces_from_langfuse(trace(*chain, output=None))
+    inside = [w for w in imported.warnings if "inside the TOOL observation 'o0'" in w]
+    assert inside == [
+        f"traces[0].observations[{size}]: a GENERATION inside the TOOL observation 'o0'; the tool's own work, not read"
+    ]
+    assert imported.turns[0].answer == "b"  # the generation under the cycle is read

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from fair_forge_core.importers import TraceError, datasets_from_traces
-from fair_forge_core.importers.openinference import traces_from_openinference
+from fair_forge_core.importers.openinference import _inside_tool, traces_from_openinference
+from fair_forge_core.importers.otel_spans import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "unit" / "trace_fixtures" / "openinference"
@@ -236,3 +237,30 @@ def test_a_parent_cycle_ends_the_walk_up_and_reads_the_spans() -> None:
     )
     (trace,) = traces_from_openinference(looped)
     assert [(t.query, t.answer) for t in trace.turns] == [("q", "a")]
+
+
+def test_a_token_count_over_the_bound_of_agent_usage_is_left_out_and_said() -> None:
+    """`llm.token_count.prompt` of 10⁴⁰⁰ (a 500 `OverflowError` once evaluated): unknown for the
+    turn and said; the completion count is kept."""
+    counted = {"llm.token_count.prompt": 10**400, "llm.token_count.completion": 7}
+    answered = messages("llm.output_messages", ("assistant", "a"))
+    (trace,) = traces_from_openinference(request(AGENT, llm(2, **ASKED, **answered, **counted)))
+    assert trace.turns[0].agent_usage == {"output_tokens": 7}
+    assert (
+        f"{SPANS}[1]: input_tokens takes the turn's total over 1,000,000,000,000, the most agent_usage.input_tokens"
+        " may be; the turn's input_tokens is unknown"
+    ) in trace.warnings
+
+
+def test_a_long_chain_under_a_tool_span_is_read_bottom_first_in_one_pass() -> None:
+    """20,000 CHAIN spans in one chain under a TOOL span, given bottom first (each walk up then
+    went through the whole chain, checked against a list of what it had passed: quadratic),
+    an LLM span at the bottom: it is the tool's own work, and every span of the chain is inside."""
+    size = 20_000
+    tool = span(2, {"openinference.span.kind": "TOOL", "tool.name": "research", "output.value": "done"}, 1)
+    chain = [span(3 + i, {"openinference.span.kind": "CHAIN"}, parent=2 + i) for i in range(size)]
+    bottom = span(3 + size, {"openinference.span.kind": "LLM", **ASKED}, parent=2 + size)
+    spans = read_spans(request(AGENT, *reversed([tool, *chain, bottom])))[0]
+    kinds = [span.attrs["openinference.span.kind"] for span in spans]
+    inside = _inside_tool(spans, kinds)
+    assert inside == set(range(1, size + 2))  # after the agent: the LLM span, then the chain; not the tool (last)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from fair_forge_core.importers import TraceError, join_references
-from fair_forge_core.importers.otel_genai import traces_from_otel
+from fair_forge_core.importers.otel_genai import _mcp_same_call, traces_from_otel
+from fair_forge_core.importers.otel_spans import Span
 from fair_forge_core.schemas import Dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -711,3 +712,37 @@ def test_an_mcp_server_span_under_its_client_span_is_one_call_and_a_parent_cycle
     (trace,) = traces_from_otel(request(chat(1, [U], [call("c1")]), client, server))
     assert len(trace.turns[0].tools_used) == 1
     assert trace.warnings[-1] == f"{SPANS}[0]: 2 MCP tools/call spans of a call another tool span records skipped"
+
+
+class CountedSpan(Span):
+    """A span that counts how often its `parentSpanId` is read (a parent look-up)."""
+
+    reads = 0
+
+    @property  # type: ignore[override]
+    def parent_id(self) -> str:
+        CountedSpan.reads += 1
+        return self._parent_id
+
+    @parent_id.setter
+    def parent_id(self, value: str) -> None:
+        self._parent_id = value
+
+
+def test_mcp_spans_under_a_long_chain_walk_it_once_not_once_per_span() -> None:
+    """Issue #32, item 4: 500 MCP `tools/call` spans under the bottom of a 500-span chain whose
+    top is an `execute_tool` span: every one is the same call as that tool span's, found with a
+    bounded number of parent look-ups per span (a walk per MCP span read 250,000)."""
+    size = 500
+
+    def counted(number: int, parent: int | None, **attrs: Any) -> CountedSpan:
+        ids = (TRACE, f"{number:016x}", parent is None, number, number + 1)
+        return CountedSpan(f"spans[{number}]", *ids, attrs, {}, False, "", parent_id=f"{parent:016x}" if parent else "")
+
+    top = counted(1, None, **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"})
+    chain = [counted(2 + i, 1 + i) for i in range(size)]
+    calls = [counted(2 + size + j, 1 + size, **{"mcp.method.name": "tools/call"}) for j in range(size)]
+    CountedSpan.reads = 0
+    same = _mcp_same_call([top, *chain, *calls])
+    assert same == {id(span) for span in calls}
+    assert CountedSpan.reads <= 3 * (1 + 2 * size)
