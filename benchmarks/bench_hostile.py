@@ -25,6 +25,18 @@ cases we know of at the default limits:
 - `judge reply`: a 1.3 KB request (examples/calculator.json) whose judge, on a loopback
   endpoint the operator allows, answers every call with 100 MB of text (the judge
   server runs in a process of its own, so its memory is not counted);
+- `end state any_of × keys`: one `expected_state` leaf ``{"$any_of": [N × {}]}`` against a
+  `final_state` of M keys, N and M chosen to fill the body limit (issue #32 item 1: every
+  option was once compared by building the set of the state's keys);
+- `end state, deep`: a final state 31 objects deep with as many leaves as the body holds, every
+  one of them expected (the walk down to the leaves and the per-leaf paths);
+- `rubric any_of × keys`: one expected call whose parameter is ``{"$any_of": [N × {}]}``
+  against one used call whose parameter has M keys (issue #32 item 2), and
+  `trajectory any_of × keys`, the same under ``trajectory_match: "unordered"``;
+- `rubric 64 × 64 wide`: turns of 64 expected × 64 used calls of one tool, each parameter a
+  wide object, and the same with nested lists (`64 × 64 deep`): every pair compared;
+- `rubric rule options × 64`: one expected call with an `$any_of` of rule options at the
+  bound (`FAIR_FORGE_MAX_RULE_WORK`) against 64 used calls;
 - `over the limits`: the audit's original bodies (3,000 × 3,000 calls in one turn,
   200 assistants with k = 1000), which must be refused with 413 before any work.
 
@@ -55,6 +67,8 @@ from fair_forge_testing.workloads import OPENAI, REFERENCE, request
 PER_TURN, PER_REQUEST, ASSISTANTS, LARGEST_K = 64, 20_000, 50, 10_000 // 51
 JUDGE_REPLY_BYTES = 100_000_000
 CPU_TARGET_S, RSS_TARGET_MB = 5.0, 500.0
+COMPARISON_TARGET_S = 3.0
+"""Issue #32's target for every comparison of values (end states, argument rules, trajectories)."""
 
 
 def _turn(index: int, answer: str, used: list[dict[str, Any]], expected: list[dict[str, Any]]) -> dict[str, Any]:
@@ -154,6 +168,86 @@ def distinct_rates_case() -> dict[str, Any]:
     return request(REFERENCE, conversations, k=1000, statistical_mode="bayesian")
 
 
+BODY_LIMIT = 3_000_000
+"""The default request body limit (`FAIR_FORGE_MAX_BODY_BYTES`): the comparison cases fill it."""
+
+
+def _keys(count: int) -> dict[str, int]:
+    return {f"k{i}": 0 for i in range(count)}  # `"k12345": 0, `: 13 bytes a key
+
+
+def _fill(option_bytes: int, key_bytes: int, room: int = BODY_LIMIT - 20_000) -> tuple[int, int]:
+    """(options, keys) of the largest product options × keys whose bytes fit in `room`."""
+    return room // (2 * option_bytes), room // (2 * key_bytes)
+
+
+def state_any_of_case(options: int, keys: int) -> dict[str, Any]:
+    """One `expected_state` leaf {"$any_of": [options × {}]} against a final state of `keys` keys."""
+    turn = {"qa_id": "q0", "query": "Book it?", "assistant": "Booked.", "ground_truth_assistant": "Booked."}
+    conversation = {
+        "session_id": "s0",
+        "assistant_id": "agent",
+        "conversation": [turn],
+        "expected_state": {"$any_of": [{}] * options},
+        "final_state": _keys(keys),
+    }
+    return request(REFERENCE, [conversation], k=3)
+
+
+def rubric_any_of_case(options: int, keys: int, trajectory: bool) -> dict[str, Any]:
+    """One expected call {"p": {"$any_of": [options × {}]}} against one used call whose "p" has `keys` keys."""
+    expected = [{"tool_name": "t", "parameters": {"p": {"$any_of": [{}] * options}}}]
+    used = [{"tool_name": "t", "parameters": {"p": _keys(keys)}}]
+    conversations = _conversations([_turn(0, "Done.", used, expected)])
+    if trajectory:
+        conversations[0]["tool_policy"] = {"trajectory_match": "unordered"}
+    return request(REFERENCE, conversations, k=3)
+
+
+def state_deep_case() -> dict[str, Any]:
+    """A final state nested as deep as the nesting limit lets it, its bottom object as wide as
+    the body lets it, and the same expected: every leaf walked down to and compared."""
+    depth, width = 26, (BODY_LIMIT - 20_000) // 26
+
+    def nested(leaf: dict[str, Any]) -> dict[str, Any]:
+        for level in range(depth):
+            leaf = {f"n{level}": leaf}
+        return leaf
+
+    turn = {"qa_id": "q0", "query": "Book it?", "assistant": "Booked.", "ground_truth_assistant": "Booked."}
+    conversation = {
+        "session_id": "s0",
+        "assistant_id": "agent",
+        "conversation": [turn],
+        "expected_state": nested(_keys(width)),
+        "final_state": nested(_keys(width)),
+    }
+    return request(REFERENCE, [conversation], k=3)
+
+
+def wide_pairs_case(deep: bool) -> dict[str, Any]:
+    """One turn of 64 expected × 64 used calls of one tool, each parameter as large as the body
+    lets 128 of them be: wide objects (2,300 keys, all agreeing but the last) or, `deep`, one list nested 21
+    levels holding 3,800 numbers (the last one differs), so every pair compares everything."""
+    if deep:
+        length = (BODY_LIMIT - 40_000) // (2 * PER_TURN * 6)
+
+        def parameter(last: int) -> dict[str, Any]:
+            value: Any = [*range(length - 1), last]
+            for _ in range(21):
+                value = [value]
+            return {"p": value}
+    else:
+        width = (BODY_LIMIT - 40_000) // (2 * PER_TURN * 13)
+
+        def parameter(last: int) -> dict[str, Any]:
+            return {**_keys(width - 1), "last": last}
+
+    expected = [{"tool_name": "t", "parameters": parameter(-1)} for _ in range(PER_TURN)]
+    used = [{"tool_name": "t", "parameters": parameter(i)} for i in range(PER_TURN)]
+    return request(REFERENCE, _conversations([_turn(0, "Done.", used, expected)]), k=3)
+
+
 def over_the_limits_cases() -> dict[str, dict[str, Any]]:
     many = [{"tool_name": "tool", "parameters": {"a": i}} for i in range(3_000)]
     return {
@@ -170,7 +264,18 @@ CASES = {
     "assistants": lambda: assistants_case(ASSISTANTS, LARGEST_K),
     "k = 1000": lambda: assistants_case(1, 1000),
     "distinct rates": distinct_rates_case,
+    # Issue #32's comparisons: the issue's sizes, then the largest product the body limit holds.
+    "end state any_of × keys (10,000 × 100,000)": lambda: state_any_of_case(10_000, 100_000),
+    "end state any_of × keys (body limit)": lambda: state_any_of_case(*_fill(4, 13)),
+    "end state, deep": state_deep_case,
+    "rubric any_of × keys (10,000 × 100,000)": lambda: rubric_any_of_case(10_000, 100_000, trajectory=False),
+    "rubric any_of × keys (body limit)": lambda: rubric_any_of_case(*_fill(4, 13), trajectory=False),
+    "trajectory any_of × keys (10,000 × 100,000)": lambda: rubric_any_of_case(10_000, 100_000, trajectory=True),
+    "trajectory any_of × keys (body limit)": lambda: rubric_any_of_case(*_fill(4, 13), trajectory=True),
+    "rubric 64 × 64 wide": lambda: wide_pairs_case(deep=False),
+    "rubric 64 × 64 deep": lambda: wide_pairs_case(deep=True),
 }
+COMPARISON_CASES = frozenset(name for name in CASES if "any_of" in name or "64 × 64" in name or "end state" in name)
 
 
 def child(name: str) -> None:
@@ -219,19 +324,29 @@ def _measure(bodies: dict[str, dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--timeout", type=float, help="stop a case after this many seconds (reported, not failed)")
     args = parser.parse_args()
     if args.child:
         child(args.child)
         return
     header("hostile bodies: deterministic work at the default limits, ReferenceJudge, through lambda_handler")
     for name in [*CASES, "judge reply", "over"]:
-        out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.bench_hostile", "--child", name],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        if args.only and args.only not in name:
+            continue
+        try:
+            out = subprocess.run(
+                [sys.executable, "-m", "benchmarks.bench_hostile", "--child", name],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=args.timeout,
+            ).stdout
+        except subprocess.TimeoutExpired:
+            print(f"   {name}: stopped after {args.timeout:g} s of wall time")
+            continue
+        target = COMPARISON_TARGET_S if name in COMPARISON_CASES else CPU_TARGET_S
         for row in (json.loads(line) for line in out.splitlines() if line.startswith('{"case"')):
             print(
                 f"   {row['case']}: HTTP {row['status']}, body {row['body_kb']:,.0f} KB, "
@@ -244,9 +359,7 @@ def main() -> None:
             elif name == "judge reply":
                 print(f"   {verdict(row['rss_added_mb'] <= RSS_TARGET_MB, f'added RSS ≤ {RSS_TARGET_MB:g} MB')}")
             else:
-                print(
-                    f"   {verdict(row['status'] == 200 and row['cpu_s'] <= CPU_TARGET_S, f'CPU ≤ {CPU_TARGET_S:g} s')}"
-                )
+                print(f"   {verdict(row['status'] == 200 and row['cpu_s'] <= target, f'CPU ≤ {target:g} s')}")
                 print(f"   {verdict(row['rss_added_mb'] <= RSS_TARGET_MB, f'added RSS ≤ {RSS_TARGET_MB:g} MB')}")
 
 
