@@ -376,3 +376,41 @@ def parameter_agreement(
         key for key in keys if key not in expected or key not in used or not agreement.agrees(expected[key], used[key])
     )
     return (len(keys) - len(wrong)) / len(keys), wrong
+
+
+class RuleCost(NamedTuple):
+    """What comparing one expected value may cost (`rule_cost`)."""
+
+    work: int
+    """The `agrees` steps one comparison of the value with any used value takes at most, once
+    every canonical form is known: 1 for a value without rules (one form compared); for a rule
+    1, and for an ``$any_of`` 1 (its options without rules: one lookup together) plus the work
+    of each option holding a rule; for an object holding rules 1 (its other items: one set
+    test) plus the work of each value holding a rule; for a list holding rules 1 plus the
+    work of every item (each is visited)."""
+    widest_any_of: int
+    """The most options of one ``$any_of`` in the value, at any depth (0: none)."""
+
+
+def rule_cost(value: Any) -> RuleCost:
+    """The `RuleCost` of comparing the expected `value` (a tool call's parameters, an end
+    state): the service bounds the sum over the pairs of calls the rubric compares, and the
+    options of each ``$any_of`` (docs/limits.md "Work per request")."""
+    agreement = Agreement()
+    widest = 0
+
+    def work(item: Any) -> int:
+        nonlocal widest
+        if not agreement.holds_rule(item):
+            return 1
+        options = _any_of_options(item)
+        if options is not None:
+            widest = max(widest, len(options))
+            return 1 + sum(work(option) for option in options if agreement.holds_rule(option))
+        if _single_rule_matcher(item) is not None:
+            return 1
+        if isinstance(item, Mapping):
+            return 1 + sum(work(child) for child in item.values() if agreement.holds_rule(child))
+        return 1 + sum(work(child) for child in item)
+
+    return RuleCost(work(value), widest)
