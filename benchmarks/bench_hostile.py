@@ -25,6 +25,22 @@ cases we know of at the default limits:
 - `judge reply`: a 1.3 KB request (examples/calculator.json) whose judge, on a loopback
   endpoint the operator allows, answers every call with 100 MB of text (the judge
   server runs in a process of its own, so its memory is not counted);
+- `… (10,000 × 100,000)`: issue #32's attacks as filed — one `expected_state` leaf
+  ``{"$any_of": [10,000 × {}]}`` against a `final_state` of 100,000 keys (item 1), and one
+  expected call whose parameter is that `$any_of` against a used call of 100,000 keys, scored by
+  the rubric and under ``trajectory_match: "unordered"`` (item 2): now refused with 413 (more
+  than `FAIR_FORGE_MAX_ANY_OF_OPTIONS` options) before any work;
+- `end state any_of × keys, at the bound`: as many leaves ``{"$any_of": [1,000 × {}]}`` as the
+  body holds beside a final state whose every such key is a wide object;
+- `rubric any_of × keys, at the bound` (and `trajectory …`): 64 expected calls, each parameter
+  an `$any_of` of 1,000 options, against 64 used calls whose parameter is as wide as the body
+  lets it: every pair compared;
+- `rubric rule options × 64`: expected calls whose parameter is an `$any_of` of `$text` rules,
+  64 × 64 pairs a turn, turns until the rule work is at its bound (`FAIR_FORGE_MAX_RULE_WORK`);
+- `end state, deep`: a final state 26 objects deep with as many leaves as the body holds, every
+  one of them expected (the walk down to the leaves and the per-leaf paths);
+- `rubric 64 × 64 wide`: turns of 64 expected × 64 used calls of one tool, each parameter a
+  wide object, and the same with nested lists (`64 × 64 deep`): every pair compared;
 - `langfuse chain` (issue #32): one Langfuse trace through `POST /run`'s traces form whose
   observations (about 46,000) form one `parentObservationId` chain, to the body limit;
 - `mcp chain` (issue #32): OTLP spans through the traces form, about 5,900 MCP `tools/call`
@@ -60,6 +76,8 @@ from fair_forge_testing.workloads import OPENAI, REFERENCE, request
 PER_TURN, PER_REQUEST, ASSISTANTS, LARGEST_K = 64, 20_000, 50, 10_000 // 51
 JUDGE_REPLY_BYTES = 100_000_000
 CPU_TARGET_S, RSS_TARGET_MB = 5.0, 500.0
+COMPARISON_TARGET_S = 3.0
+"""Issue #32's target for every comparison of values (end states, argument rules, trajectories)."""
 
 
 def _turn(index: int, answer: str, used: list[dict[str, Any]], expected: list[dict[str, Any]]) -> dict[str, Any]:
@@ -159,6 +177,132 @@ def distinct_rates_case() -> dict[str, Any]:
     return request(REFERENCE, conversations, k=1000, statistical_mode="bayesian")
 
 
+BODY_LIMIT = 3_000_000
+"""The default request body limit (`FAIR_FORGE_BODY_LIMIT`): the comparison cases fill it."""
+
+
+def _keys(count: int) -> dict[str, int]:
+    return {f"k{i}": 0 for i in range(count)}  # `"k12345": 0, `: 13 bytes a key
+
+
+MAX_OPTIONS, MAX_RULE_WORK = 1_000, 1_000_000
+"""The default `FAIR_FORGE_MAX_ANY_OF_OPTIONS` and `FAIR_FORGE_MAX_RULE_WORK` (docs/limits.md)."""
+
+
+def state_any_of_case(options: int, keys: int) -> dict[str, Any]:
+    """One `expected_state` leaf {"$any_of": [options × {}]} against a final state of `keys` keys."""
+    turn = {"qa_id": "q0", "query": "Book it?", "assistant": "Booked.", "ground_truth_assistant": "Booked."}
+    conversation = {
+        "session_id": "s0",
+        "assistant_id": "agent",
+        "conversation": [turn],
+        "expected_state": {"$any_of": [{}] * options},
+        "final_state": _keys(keys),
+    }
+    return request(REFERENCE, [conversation], k=3)
+
+
+def rubric_any_of_case(options: int, keys: int, trajectory: bool) -> dict[str, Any]:
+    """One expected call {"p": {"$any_of": [options × {}]}} against one used call whose "p" has `keys` keys."""
+    expected = [{"tool_name": "t", "parameters": {"p": {"$any_of": [{}] * options}}}]
+    used = [{"tool_name": "t", "parameters": {"p": _keys(keys)}}]
+    conversations = _conversations([_turn(0, "Done.", used, expected)])
+    if trajectory:
+        conversations[0]["tool_policy"] = {"trajectory_match": "unordered"}
+    return request(REFERENCE, conversations, k=3)
+
+
+def state_any_of_bounded_case() -> dict[str, Any]:
+    """Leaves {"$any_of": [1,000 × {}]} (4 KB each) in half the body, each against a final-state
+    object of as many keys as the other half holds."""
+    leaves = (BODY_LIMIT // 2) // (4 * MAX_OPTIONS)
+    keys = (BODY_LIMIT // 2 - 40_000) // (13 * leaves)
+    turn = {"qa_id": "q0", "query": "Book it?", "assistant": "Booked.", "ground_truth_assistant": "Booked."}
+    conversation = {
+        "session_id": "s0",
+        "assistant_id": "agent",
+        "conversation": [turn],
+        "expected_state": {f"s{i}": {"$any_of": [{}] * MAX_OPTIONS} for i in range(leaves)},
+        "final_state": {f"s{i}": _keys(keys) for i in range(leaves)},
+    }
+    return request(REFERENCE, [conversation], k=3)
+
+
+def rubric_any_of_bounded_case(trajectory: bool) -> dict[str, Any]:
+    """64 expected calls {"p": {"$any_of": [1,000 × {}]}} against 64 used calls whose "p" has as
+    many keys as the rest of the body holds; under `trajectory` also an unordered trajectory match."""
+    keys = (BODY_LIMIT - PER_TURN * 4 * MAX_OPTIONS - 60_000) // (13 * PER_TURN)
+    expected = [{"tool_name": "t", "parameters": {"p": {"$any_of": [{}] * MAX_OPTIONS}}} for _ in range(PER_TURN)]
+    used = [{"tool_name": "t", "parameters": {"p": {**_keys(keys), "n": i}}} for i in range(PER_TURN)]
+    conversations = _conversations([_turn(0, "Done.", used, expected)])
+    if trajectory:
+        conversations[0]["tool_policy"] = {"trajectory_match": "unordered"}
+    return request(REFERENCE, conversations, k=3)
+
+
+def rule_options_case() -> dict[str, Any]:
+    """Turns of 64 expected calls whose "p" is an `$any_of` of `$text` rules (none matching) and
+    64 used calls of the same tool with a long text, as many turns as the rule work allows."""
+    options = 60  # rule work per expected call: 1 + 60, times the 64 used calls it is paired with
+    per_turn = PER_TURN * PER_TURN * (1 + options)
+    rules = {"$any_of": [{"$text": f"Option {i}"} for i in range(options)]}
+    text = "a long used value " * 50
+    turns = [
+        _turn(
+            t,
+            "Done.",
+            [{"tool_name": "t", "parameters": {"p": f"{text}{t}-{i}"}} for i in range(PER_TURN)],
+            [{"tool_name": "t", "parameters": {"p": rules}} for _ in range(PER_TURN)],
+        )
+        for t in range(MAX_RULE_WORK // per_turn)
+    ]
+    return request(REFERENCE, _conversations(turns), k=3)
+
+
+def state_deep_case() -> dict[str, Any]:
+    """A final state nested as deep as the nesting limit lets it, its bottom object as wide as
+    the body lets it, and the same expected: every leaf walked down to and compared."""
+    depth, width = 26, (BODY_LIMIT - 20_000) // 26
+
+    def nested(leaf: dict[str, Any]) -> dict[str, Any]:
+        for level in range(depth):
+            leaf = {f"n{level}": leaf}
+        return leaf
+
+    turn = {"qa_id": "q0", "query": "Book it?", "assistant": "Booked.", "ground_truth_assistant": "Booked."}
+    conversation = {
+        "session_id": "s0",
+        "assistant_id": "agent",
+        "conversation": [turn],
+        "expected_state": nested(_keys(width)),
+        "final_state": nested(_keys(width)),
+    }
+    return request(REFERENCE, [conversation], k=3)
+
+
+def wide_pairs_case(deep: bool) -> dict[str, Any]:
+    """One turn of 64 expected × 64 used calls of one tool, each parameter as large as the body
+    lets 128 of them be: wide objects (2,300 keys, all agreeing but the last) or, `deep`, one list nested 21
+    levels holding 3,800 numbers (the last one differs), so every pair compares everything."""
+    if deep:
+        length = (BODY_LIMIT - 40_000) // (2 * PER_TURN * 6)
+
+        def parameter(last: int) -> dict[str, Any]:
+            value: Any = [*range(length - 1), last]
+            for _ in range(21):
+                value = [value]
+            return {"p": value}
+    else:
+        width = (BODY_LIMIT - 40_000) // (2 * PER_TURN * 13)
+
+        def parameter(last: int) -> dict[str, Any]:
+            return {**_keys(width - 1), "last": last}
+
+    expected = [{"tool_name": "t", "parameters": parameter(-1)} for _ in range(PER_TURN)]
+    used = [{"tool_name": "t", "parameters": parameter(i)} for i in range(PER_TURN)]
+    return request(REFERENCE, _conversations([_turn(0, "Done.", used, expected)]), k=3)
+
+
 def over_the_limits_cases() -> dict[str, dict[str, Any]]:
     many = [{"tool_name": "tool", "parameters": {"a": i}} for i in range(3_000)]
     return {
@@ -167,7 +311,6 @@ def over_the_limits_cases() -> dict[str, dict[str, Any]]:
     }
 
 
-MAX_BODY_BYTES = 3_000_000  # the request body limit (docs/limits.md)
 TRACE_ID = "ab" * 16
 
 
@@ -181,11 +324,11 @@ def _traces_body(fmt: str, items: list[Any], task_id: str) -> dict[str, Any]:
     }
 
 
-def _fill(build: Any, size_of_one: int) -> dict[str, Any]:
+def _fill_traces(build: Any, size_of_one: int) -> dict[str, Any]:
     """`build(n)` with the largest n (from a first estimate of the bytes one unit adds) whose body
     stays under the body limit."""
-    n = MAX_BODY_BYTES // size_of_one
-    while len(json.dumps(build(n))) > MAX_BODY_BYTES:
+    n = BODY_LIMIT // size_of_one
+    while len(json.dumps(build(n))) > BODY_LIMIT:
         n = n * 99 // 100
     return build(n)
 
@@ -200,7 +343,7 @@ def langfuse_chain_case(observations: int | None = None) -> dict[str, Any]:
         trace = {"id": "t", "input": "q", "output": "a", "observations": chain}
         return _traces_body("langfuse", [trace], "t")
 
-    return build(observations) if observations else _fill(build, 60)
+    return build(observations) if observations else _fill_traces(build, 60)
 
 
 def mcp_chain_case(spans: int | None = None) -> dict[str, Any]:
@@ -240,7 +383,7 @@ def mcp_chain_case(spans: int | None = None) -> dict[str, Any]:
         request = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [root, *chain, *calls]}]}]}
         return _traces_body("otel", [request], TRACE_ID)
 
-    return build(spans) if spans else _fill(build, 330)
+    return build(spans) if spans else _fill_traces(build, 330)
 
 
 CASES = {
@@ -251,10 +394,24 @@ CASES = {
     "assistants": lambda: assistants_case(ASSISTANTS, LARGEST_K),
     "k = 1000": lambda: assistants_case(1, 1000),
     "distinct rates": distinct_rates_case,
+    # Issue #32's comparisons: the attacks as filed (refused now), then the worst within the bounds.
+    "end state any_of × keys (10,000 × 100,000)": lambda: state_any_of_case(10_000, 100_000),
+    "rubric any_of × keys (10,000 × 100,000)": lambda: rubric_any_of_case(10_000, 100_000, trajectory=False),
+    "trajectory any_of × keys (10,000 × 100,000)": lambda: rubric_any_of_case(10_000, 100_000, trajectory=True),
+    "end state any_of × keys, at the bound": state_any_of_bounded_case,
+    "rubric any_of × keys, at the bound": lambda: rubric_any_of_bounded_case(trajectory=False),
+    "trajectory any_of × keys, at the bound": lambda: rubric_any_of_bounded_case(trajectory=True),
+    "rubric rule options × 64": rule_options_case,
+    "end state, deep": state_deep_case,
+    "rubric 64 × 64 wide": lambda: wide_pairs_case(deep=False),
+    "rubric 64 × 64 deep": lambda: wide_pairs_case(deep=True),
     "langfuse chain": langfuse_chain_case,
     "mcp chain": mcp_chain_case,
 }
-STATUS = {"mcp chain": 413}
+COMPARISON_CASES = frozenset(
+    name for name in CASES if "any_of" in name or "64 ×" in name or "× 64" in name or "end state" in name
+)
+STATUS = {"mcp chain": 413} | {name: 413 for name in CASES if "(10,000 × 100,000)" in name}
 """Cases answered with another status than 200 once their work is done (default 200)."""
 
 
@@ -304,19 +461,29 @@ def _measure(bodies: dict[str, dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--timeout", type=float, help="stop a case after this many seconds (reported, not failed)")
     args = parser.parse_args()
     if args.child:
         child(args.child)
         return
     header("hostile bodies: deterministic work at the default limits, ReferenceJudge, through lambda_handler")
     for name in [*CASES, "judge reply", "over"]:
-        out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.bench_hostile", "--child", name],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        if args.only and args.only not in name:
+            continue
+        try:
+            out = subprocess.run(
+                [sys.executable, "-m", "benchmarks.bench_hostile", "--child", name],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=args.timeout,
+            ).stdout
+        except subprocess.TimeoutExpired:
+            print(f"   {name}: stopped after {args.timeout:g} s of wall time")
+            continue
+        target = COMPARISON_TARGET_S if name in COMPARISON_CASES else CPU_TARGET_S
         for row in (json.loads(line) for line in out.splitlines() if line.startswith('{"case"')):
             print(
                 f"   {row['case']}: HTTP {row['status']}, body {row['body_kb']:,.0f} KB, "
@@ -329,9 +496,8 @@ def main() -> None:
             elif name == "judge reply":
                 print(f"   {verdict(row['rss_added_mb'] <= RSS_TARGET_MB, f'added RSS ≤ {RSS_TARGET_MB:g} MB')}")
             else:
-                print(
-                    f"   {verdict(row['status'] == STATUS.get(name, 200) and row['cpu_s'] <= CPU_TARGET_S, f'CPU ≤ {CPU_TARGET_S:g} s')}"
-                )
+                ok = row["status"] == STATUS.get(name, 200) and row["cpu_s"] <= target
+                print(f"   {verdict(ok, f'CPU ≤ {target:g} s')}")
                 print(f"   {verdict(row['rss_added_mb'] <= RSS_TARGET_MB, f'added RSS ≤ {RSS_TARGET_MB:g} MB')}")
 
 

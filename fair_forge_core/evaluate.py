@@ -32,7 +32,14 @@ from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, Ret
 from fair_forge_core.judges.panel import JudgePanel, Member, check_panel, consensus
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import JudgeLedger
-from fair_forge_core.metrics import TurnJudgement, aggregate, conversation_metrics, unscored_causes, unscored_errors
+from fair_forge_core.metrics import (
+    TurnJudgement,
+    aggregate,
+    conversation_metrics,
+    deterministic_checks,
+    unscored_causes,
+    unscored_errors,
+)
 from fair_forge_core.provenance import provenance_of
 from fair_forge_core.schemas import (
     CompareConfig,
@@ -134,12 +141,10 @@ async def evaluate_conversations(
         for d in datasets
     ]
     distinct = {key: JudgeRequest(*key) for key in dict.fromkeys(key for turns in keys for key in turns)}
-    # The deterministic tool rubric first (its scores are memoised for `conversation_metrics`): it
-    # needs no judge, so the deadline then bounds what remains, the judge calls.
+    # Every deterministic check first (the tool rubric, tool policies, end states): they need no
+    # judge, so the deadline then bounds what remains, the judge calls.
     tool_scorer = ToolScorer.for_config(config)
-    for dataset in datasets:
-        for batch in dataset.conversation if dataset.unscored is None else ():
-            tool_scorer.score_batch(batch)
+    checks = [deterministic_checks(d, config, tool_scorer) if d.unscored is None else None for d in datasets]
     # A conversation's goal is one more question for the same judges (`judges.goal`).
     goals = {index: goal_request(d) for index, d in enumerate(datasets) if d.goal is not None and d.unscored is None}
     cascade = _cascade(models, llm, config, context)
@@ -158,6 +163,7 @@ async def evaluate_conversations(
             config,
             tool_scorer=tool_scorer,
             goal=judged[goals[index]] if index in goals else None,
+            checks=checks[index],
         )
         for index, (dataset, turns) in enumerate(zip(datasets, keys, strict=True))
     ]

@@ -28,8 +28,10 @@ from fair_forge_core.schemas import (
     PerTaskMetrics,
     RateEstimate,
     Readiness,
+    StateCheck,
     ToolCorrectnessScore,
     ToolPolicy,
+    ToolPolicyCheck,
     UnscoredCause,
 )
 from fair_forge_core.schemas.base import with_shared_fields_set
@@ -130,12 +132,47 @@ class TurnJudgement:
             raise ValueError(f"a judge score must be a number in [0, 1], got {score!r}")
 
 
+TurnTools = tuple[ToolPolicyCheck | None, ToolCorrectnessScore | None]
+"""A turn's deterministic tool verdicts: its tool policy's check and the rubric's score (`check_turn_tools`)."""
+
+
+def check_turn_tools(
+    batch: Batch, config: EvaluationConfig, tool_scorer: ToolScorer | None = None, policy: ToolPolicy | None = None
+) -> TurnTools:
+    """The tool `policy`'s check of the turn (None without a policy) and the rubric's score of its
+    calls without the policy's `ignore_parameters` (None when the turn expects no tools)."""
+    check = check_tool_policy(batch, policy) if policy is not None else None
+    scored_batch = without_ignored_parameters(batch, policy.ignore_parameters) if policy is not None else batch
+    return check, (tool_scorer or ToolScorer.for_config(config)).score_batch(scored_batch)
+
+
+@dataclass(frozen=True)
+class DeterministicChecks:
+    """Everything of a conversation's verdict that needs no judge: each turn's `TurnTools` and the
+    end state's comparison. `evaluate_conversations` computes them before any judge call, so the
+    request's deadline bounds only the judge calls that follow."""
+
+    tools: list[TurnTools]
+    state: StateCheck | None
+
+
+def deterministic_checks(
+    dataset: Dataset, config: EvaluationConfig, tool_scorer: ToolScorer | None = None
+) -> DeterministicChecks:
+    """The `DeterministicChecks` of `dataset` (one `tool_scorer` may serve every conversation)."""
+    scorer = tool_scorer or ToolScorer.for_config(config)
+    tools = [check_turn_tools(b, config, scorer, policy_of_turn(b, dataset.tool_policy)) for b in dataset.conversation]
+    state = compare_state(dataset.expected_state, dataset.final_state) if dataset.checks_state else None
+    return DeterministicChecks(tools=tools, state=state)
+
+
 def score_turn(
     batch: Batch,
     judgement: TurnJudgement,
     config: EvaluationConfig,
     tool_scorer: ToolScorer | None = None,
     policy: ToolPolicy | None = None,
+    tools: TurnTools | None = None,
 ) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
     """The verdict on one turn.
 
@@ -143,16 +180,16 @@ def score_turn(
     `ground_truth_agentic` with expected tools (no tools used then scores, it is not None).
     Turn correct ⇔ answer correct and, if tools were scored and `require_tool_correctness`,
     tools correct. A turn without a score has `is_correct` None: unscored, not wrong.
-    `tool_scorer` (made from `config` if not given) may be shared by many turns.
+    `tool_scorer` (made from `config` if not given) may be shared by many turns; `tools`, when
+    given, are the turn's `check_turn_tools` computed already (then `tool_scorer` and `policy`
+    are not read).
 
     With a tool `policy` (`tools.policy`, in the result's `tool_policy`): the rubric scores the
     calls without the policy's `ignore_parameters`; a `trajectory_match` verdict, when there is
     one, is `tool_correct` instead of the rubric's (whose score is kept); a broken rule makes a
     scored turn wrong, whatever `require_tool_correctness` says.
     """
-    check = check_tool_policy(batch, policy) if policy is not None else None
-    scored_batch = without_ignored_parameters(batch, policy.ignore_parameters) if policy is not None else batch
-    tool_score = (tool_scorer or ToolScorer.for_config(config)).score_batch(scored_batch)
+    check, tool_score = tools if tools is not None else check_turn_tools(batch, config, tool_scorer, policy)
     tool_correct = tool_score.is_correct if tool_score is not None else None
     if check is not None and check.trajectory_matches is not None:
         tool_correct = check.trajectory_matches
@@ -186,6 +223,7 @@ def conversation_metrics(
     *,
     tool_scorer: ToolScorer | None = None,
     goal: TurnJudgement | None = None,
+    checks: DeterministicChecks | None = None,
 ) -> ConversationMetrics:
     """Metrics of one conversation; `judgements[i]` belongs to `dataset.conversation[i]`, `goal`
     to its `goal` (when it has one: `goal_check`).
@@ -196,16 +234,17 @@ def conversation_metrics(
     `config.require_goal` its goal is achieved. pass@k / pass^k count turns: n = scored turns, c = correct ones
     (None when no turn was scored). Pass one `tool_scorer` (built from `config`) to
     all the conversations of an evaluation so that repeated turns are scored once.
+    `checks`, when given, are the conversation's `deterministic_checks` computed already.
     A conversation unscored before judging (`dataset.unscored`) is `unscored_conversation_metrics`'s:
     `judgements` and `goal` are then not read (`evaluate` asks the judge nothing for it).
     """
     if dataset.unscored is not None:
         return unscored_conversation_metrics(dataset, config)
-    if tool_scorer is None:
-        tool_scorer = ToolScorer.for_config(config)
+    if checks is None:
+        checks = deterministic_checks(dataset, config, tool_scorer)
     turns = [
-        score_turn(b, j, config, tool_scorer, policy_of_turn(b, dataset.tool_policy))
-        for b, j in zip(dataset.conversation, judgements, strict=True)
+        score_turn(b, j, config, tools=tools)
+        for b, j, tools in zip(dataset.conversation, judgements, checks.tools, strict=True)
     ]
     interactions = [interaction for interaction, _ in turns]
     scored = [i for i in interactions if i.is_correct is not None]
@@ -215,7 +254,7 @@ def conversation_metrics(
     goal_verdict = goal_check.goal_achieved if goal_check is not None and goal_check.required else True
     is_scored = len(scored) == len(interactions) and goal_verdict is not None
     goal_holds = bool(goal_verdict)
-    state_check = compare_state(dataset.expected_state, dataset.final_state) if dataset.checks_state else None
+    state_check = checks.state
     state_holds = state_check is None or state_check.matches
     rates = None
     if scored:

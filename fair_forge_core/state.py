@@ -18,27 +18,36 @@ from collections.abc import Iterator
 from typing import Any
 
 from fair_forge_core.schemas import StateCheck, StateDifference
-from fair_forge_core.tools.rules import is_rule, values_agree
+from fair_forge_core.tools.rules import Agreement, is_rule
 
 _MISSING = object()
 
 
-def _leaves(expected: Any, path: str = "") -> Iterator[tuple[str, list[str], Any]]:
-    """(dotted path, keys, leaf) of every leaf of `expected`, in its key order."""
-    if isinstance(expected, dict) and expected and not is_rule(expected):
-        for key, value in expected.items():
-            yield from ((p, [key, *keys], leaf) for p, keys, leaf in _leaves(value, f"{path}.{key}" if path else key))
+def _leaves(expected: Any, final: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(dotted path, leaf, the final state's value at that path or `_MISSING`) of every leaf of
+    `expected`, in its key order.
+
+    One walk down both states together, so a leaf costs its depth once (not the depth again
+    for each level above it)."""
+    if not (isinstance(expected, dict) and expected and not is_rule(expected)):
+        yield "", expected, final  # the whole state is one leaf
         return
-    if not (isinstance(expected, dict) and not expected and path):  # a nested {} asks for nothing
-        yield path, [], expected
+    stack: list[tuple[str, Any, Any]] = [("", expected, final)]
+    while stack:
+        path, node, actual = stack.pop()
+        if not (isinstance(node, dict) and node and not is_rule(node)):
+            if not (isinstance(node, dict) and not node):  # a nested {} asks for nothing
+                yield path, node, actual
+            continue
+        children = [(f"{path}.{key}" if path else key, value, _child(actual, key)) for key, value in node.items()]
+        stack.extend(reversed(children))  # popped in key order
 
 
-def _at(state: Any, keys: list[str]) -> Any:
-    for key in keys:
-        if not isinstance(state, dict) or key not in state:
-            return _MISSING
-        state = state[key]
-    return state
+def _child(state: Any, key: str) -> Any:
+    """`state[key]`, or `_MISSING` when `state` is no dict holding `key` (or is missing itself)."""
+    if isinstance(state, dict) and key in state:
+        return state[key]
+    return _MISSING
 
 
 def compare_state(expected: Any, final: Any) -> StateCheck:
@@ -46,10 +55,10 @@ def compare_state(expected: Any, final: Any) -> StateCheck:
     if isinstance(expected, dict) and not expected:
         return StateCheck(matches=True, checked=0, mismatched=0, diff=[])
     diff = []
-    for path, keys, leaf in _leaves(expected):
-        actual = _at(final, keys)
+    agreement = Agreement()  # one state: each value's canonical form computed once
+    for path, leaf, actual in _leaves(expected, final):
         present = actual is not _MISSING
-        agrees = present and values_agree(leaf, actual)
+        agrees = present and agreement.agrees(leaf, actual)
         diff.append(
             StateDifference(
                 path=path, expected=leaf, actual=actual if present else None, present=present, agrees=agrees

@@ -53,6 +53,11 @@ class Settings(JudgeEnvironment):
     # aggregate is computed per assistant): docs/limits.md.
     max_tool_calls_per_turn: int = 64
     max_tool_calls: int = 20_000
+    # What bounds comparing values (issue #32): the options of one `$any_of`, and the rule work of
+    # a request (each expected call's `rule_cost` work × the used calls of its tool, plus the
+    # end states'), so the worst body at the body limit costs ≤ 3 s of CPU (benchmarks/RESULTS.md).
+    max_any_of_options: int = 1_000
+    max_rule_work: int = 1_000_000
     max_assistants: int = 50
     max_curve_points: int = 10_000
     max_calibration_pairs: int = 2_000
@@ -73,6 +78,7 @@ class Settings(JudgeEnvironment):
     jobs_max_conversations: int = 100_000
     jobs_max_turns: int = 1_000_000
     jobs_max_tool_calls: int = 1_000_000
+    jobs_max_rule_work: int = 50_000_000
     shard_size: int = 200
     shard_max_turns: int = 2_000
     jobs_max_parallel_shards: int = 10

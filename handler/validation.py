@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,8 +124,8 @@ def _check_limits(body: dict[str, Any], settings: Settings) -> None:
     )
     if turns > settings.max_turns:
         raise RequestError(413, f"Too many turns: {turns} (limit {settings.max_turns} per request)")
+    check_shape(body, settings)  # first: the work limits walk values, which must not be nested too deeply
     _check_work_limits(datasets, settings)
-    check_shape(body, settings)
 
 
 def check_shape(body: dict[str, Any], settings: Settings) -> None:
@@ -140,8 +141,9 @@ def check_shape(body: dict[str, Any], settings: Settings) -> None:
 
 def _check_work_limits(datasets: list[Any], settings: Settings) -> None:
     """413 when the deterministic work would be unbounded: tool calls per turn (each list), tool
-    calls in all, distinct assistants. Read from the raw JSON, before any model is built."""
-    total = 0
+    calls in all, distinct assistants, the options of one ``$any_of`` and the rule work
+    (`_rule_work`). Read from the raw JSON, before any model is built."""
+    total = rule_work = 0
     assistants: set[Any] = set()
     lists = (("agentic", "tools_used"), ("ground_truth_agentic", "expected_tools"))
     for d, dataset in enumerate(datasets):
@@ -149,10 +151,13 @@ def _check_work_limits(datasets: list[Any], settings: Settings) -> None:
             continue
         if isinstance(dataset.get("assistant_id"), str):
             assistants.add(dataset["assistant_id"])
+        if dataset.get("expected_state") is not None:
+            rule_work += _rule_work(dataset["expected_state"], 1, f"datasets[{d}].expected_state", settings)
         conversation = dataset.get("conversation")
         for t, batch in enumerate(conversation if isinstance(conversation, list) else []):
             if not isinstance(batch, dict) or ("agentic" not in batch and "ground_truth_agentic" not in batch):
                 continue  # most turns: no tools at all
+            rule_work += _turn_rule_work(batch, f"datasets[{d}].conversation[{t}]", settings)
             for container, name in lists:
                 trace = batch.get(container)
                 calls = trace.get(name) if isinstance(trace, dict) else None
@@ -167,10 +172,52 @@ def _check_work_limits(datasets: list[Any], settings: Settings) -> None:
                 total += len(calls)
     if total > settings.max_tool_calls:
         raise RequestError(413, f"Too many tool calls: {total} (limit {settings.max_tool_calls} per request)")
+    if rule_work > settings.max_rule_work:
+        raise RequestError(
+            413,
+            f"Too much rule work: {rule_work} (limit {settings.max_rule_work} per request): each expected "
+            "call's argument rules count once for every used call of its tool in the turn (docs/limits.md)",
+        )
     if len(assistants) > settings.max_assistants:
         raise RequestError(
             413, f"Too many assistants: {len(assistants)} distinct assistant_id (limit {settings.max_assistants})"
         )
+
+
+def _turn_rule_work(batch: dict[str, Any], where: str, settings: Settings) -> int:
+    """The rule work of one turn: for each expected call, its parameters' `rule_cost` work times
+    the used calls of its tool (the pairs the rubric and the trajectory match compare)."""
+    truth, trace = batch.get("ground_truth_agentic"), batch.get("agentic")
+    expected = truth.get("expected_tools") if isinstance(truth, dict) else None
+    if not isinstance(expected, list):
+        return 0
+    used = trace.get("tools_used") if isinstance(trace, dict) else None
+    used_names = Counter(
+        call.get("tool_name") for call in (used if isinstance(used, list) else []) if isinstance(call, dict)
+    )
+    work = 0
+    for i, call in enumerate(expected):
+        if not isinstance(call, dict) or not isinstance(call.get("tool_name"), str):
+            continue  # refused field by field later
+        pairs = used_names.get(call["tool_name"], 0)
+        parameters = f"{where}.ground_truth_agentic.expected_tools[{i}].parameters"
+        work += _rule_work(call.get("parameters"), pairs, parameters, settings)
+    return work
+
+
+def _rule_work(expected: Any, comparisons: int, where: str, settings: Settings) -> int:
+    """`comparisons` × the `rule_cost` work of the expected value at `where`; 413 naming `where`
+    when one of its ``$any_of`` has more options than the limit."""
+    from fair_forge_core.tools.rules import rule_cost
+
+    cost = rule_cost(expected)
+    if cost.widest_any_of > settings.max_any_of_options:
+        raise RequestError(
+            413,
+            f"Too many $any_of options in {where}: {cost.widest_any_of} "
+            f"(limit {settings.max_any_of_options} per $any_of)",
+        )
+    return cost.work * comparisons
 
 
 def _measure(value: Any) -> tuple[int, int]:

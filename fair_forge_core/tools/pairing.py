@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fair_forge_core.schemas import ExpectedToolCall, ToolCall
-from fair_forge_core.tools.rules import parameter_agreement, values_agree
+from fair_forge_core.tools.rules import Agreement, parameter_agreement
 
 AnyCall = ToolCall | ExpectedToolCall
 
@@ -60,31 +60,38 @@ def _indices_by_name(calls: Sequence[AnyCall]) -> dict[str, list[int]]:
     return groups
 
 
-def _agreement_counts(expected: Mapping[str, Any], used: Mapping[str, Any]) -> tuple[int, int]:
-    """(keys whose values agree, keys on either side): `parameter_agreement` as two integers."""
-    agree = common = 0
-    for key, value in expected.items():
-        if key in used:
-            common += 1
-            agree += values_agree(value, used[key])
+def _agreement_counts(expected: Mapping[str, Any], used: Mapping[str, Any], agreement: Agreement) -> tuple[int, int]:
+    """(keys whose values agree, keys on either side): `parameter_agreement` as two integers.
+
+    Both counted by set intersections (`Agreement.agreeing_items`): a pair costs about its
+    smaller parameter set in C, each value's canonical form having been computed once."""
+    agree, common = agreement.agreeing_items(expected, used)
     return agree, len(expected) + len(used) - common
 
 
-def _name_tables(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> list[_NameTable]:
+def _name_tables(
+    expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall], agreement: Agreement | None = None
+) -> list[_NameTable]:
     """Per expected tool name, the parameter agreement of its expected and used calls.
 
     An agreement is agree/keys (1 when neither side has a key); every table of a turn
     scales them by the same L, the least common multiple of the turn's key counts, so
     each weight agree·(L/keys) is an integer and sums compare exactly. Computed once per
-    turn; the pairing, its in-order alignment and the tool-call F1 read it.
+    turn; the pairing, its in-order alignment and the tool-call F1 read it. Values are
+    compared by one `Agreement` for the turn (`agreement`, or a fresh one), so each
+    parameter value's canonical form is computed once, not once per pair.
     """
+    agreement = agreement or Agreement()
     used_by_name = _indices_by_name(used)
     counts = {
         name: (
             expected_indices,
             used_by_name.get(name, []),
             [
-                [_agreement_counts(expected[e].parameters, used[u].parameters) for u in used_by_name.get(name, [])]
+                [
+                    _agreement_counts(expected[e].parameters, used[u].parameters, agreement)
+                    for u in used_by_name.get(name, [])
+                ]
                 for e in expected_indices
             ],
         )
@@ -306,6 +313,7 @@ def _pair_calls(
     used: Sequence[ToolCall],
     tables: Sequence[_NameTable],
     sequence_matters: bool,
+    agreement: Agreement | None = None,
 ) -> list[_Pair]:
     """Pair expected with used calls of the same name: maximal total parameter agreement
     (exactly), then the most calls kept in order (see `fair_forge_core.tools`).
@@ -343,6 +351,6 @@ def _pair_calls(
     for table, assignment in zip(tables, chosen, strict=True):
         for r, c in assignment:
             e, u = table.expected[r], table.used[c]
-            share, wrong = parameter_agreement(expected[e].parameters, used[u].parameters)
+            share, wrong = parameter_agreement(expected[e].parameters, used[u].parameters, agreement)
             pairs.append(_Pair(e, u, share, tuple(wrong)))
     return sorted(pairs, key=lambda pair: pair.expected)

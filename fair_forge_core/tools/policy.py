@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, TypeVar
 
@@ -73,7 +74,7 @@ from fair_forge_core.schemas import (
 )
 from fair_forge_core.schemas.request import TrajectoryMatch
 from fair_forge_core.tools.pairing import _best_assignment
-from fair_forge_core.tools.rules import values_agree
+from fair_forge_core.tools.rules import Agreement
 
 IgnoredParameters = Mapping[str, Sequence[str]]
 Call = TypeVar("Call", ToolCall, ExpectedToolCall)
@@ -143,14 +144,19 @@ def trajectory_matches(
     expected: Sequence[ExpectedToolCall],
     ignore_parameters: IgnoredParameters,
 ) -> bool:
-    """Whether the used calls match the expected ones in `mode` (module docstring)."""
+    """Whether the used calls match the expected ones in `mode` (module docstring).
+
+    Each call's parameters are stripped once and one `Agreement` compares every pair, so each
+    value's canonical form is computed once for the turn, not once per pair."""
+    calls: list[ToolCall | ExpectedToolCall] = [*used, *expected]
+    parameters = {id(call): _without(call.parameters, ignore_parameters.get(call.tool_name, ())) for call in calls}
+    compared = _Compared(parameters, Agreement())
     if mode == "strict":
         used_steps, expected_steps = _steps(used), _steps(expected)
         return len(used_steps) == len(expected_steps) and all(
-            len(u) == len(e) == _paired(u, e, ignore_parameters)
-            for u, e in zip(used_steps, expected_steps, strict=True)
+            len(u) == len(e) == _paired(u, e, compared) for u, e in zip(used_steps, expected_steps, strict=True)
         )
-    paired = _paired(used, expected, ignore_parameters)
+    paired = _paired(used, expected, compared)
     if mode == "unordered":
         return paired == len(used) == len(expected)
     if mode == "subset":
@@ -166,17 +172,25 @@ def _steps(calls: Sequence[Call]) -> list[list[Call]]:
     return [[call] for call in calls]
 
 
-def _paired(used: Sequence[ToolCall], expected: Sequence[ExpectedToolCall], ignored: IgnoredParameters) -> int:
+@dataclass(frozen=True)
+class _Compared:
+    """What a turn's calls are compared by: each call's parameters without the ignored ones
+    (by the call's `id`, made once per call), and one `Agreement` for every pair."""
+
+    parameters: dict[int, dict[str, Any]]
+    agreement: Agreement
+
+
+def _paired(used: Sequence[ToolCall], expected: Sequence[ExpectedToolCall], compared: _Compared) -> int:
     """The size of a maximum one-to-one pairing of matching used and expected calls."""
-    table = [[int(_call_matches(u, e, ignored)) for e in expected] for u in used]
+    table = [[int(_call_matches(u, e, compared)) for e in expected] for u in used]
     return sum(table[row][column] for row, column in _best_assignment(table))
 
 
-def _call_matches(used: ToolCall, expected: ExpectedToolCall, ignored: IgnoredParameters) -> bool:
+def _call_matches(used: ToolCall, expected: ExpectedToolCall, compared: _Compared) -> bool:
     if used.tool_name != expected.tool_name:
         return False
-    dropped = ignored.get(used.tool_name, ())
-    return values_agree(_without(expected.parameters, dropped), _without(used.parameters, dropped))
+    return compared.agreement.agrees(compared.parameters[id(expected)], compared.parameters[id(used)])
 
 
 def _without(parameters: dict[str, Any], dropped: Sequence[str]) -> dict[str, Any]:

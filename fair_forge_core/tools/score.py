@@ -24,6 +24,7 @@ from fair_forge_core.tools.pairing import (
     _Pair,
     _pair_calls,
 )
+from fair_forge_core.tools.rules import Agreement
 
 THRESHOLD_TOLERANCE = 1e-9
 """Slack of the ``overall ≥ tool_threshold`` comparison (float sums of weights)."""
@@ -189,8 +190,9 @@ def score_tool_calls(
     expected_names = Counter(call.tool_name for call in expected_calls)
     used_names = Counter(call.tool_name for call in used_calls)
 
-    tables = _name_tables(expected_calls, used_calls)
-    pairs = _pair_calls(expected_calls, used_calls, tables, expected.tool_sequence_matters)
+    agreement = Agreement()  # one turn: each value's canonical form computed once for every pair
+    tables = _name_tables(expected_calls, used_calls, agreement)
+    pairs = _pair_calls(expected_calls, used_calls, tables, expected.tool_sequence_matters, agreement)
     result_in_answer = find_result_in_answer(used_calls, answer)
     dimensions = {
         "selection": _selection(expected_names, used_names),

@@ -90,6 +90,7 @@ def submit_job() -> Response:
             "max_conversations": settings.jobs_max_conversations,
             "max_turns": settings.jobs_max_turns,
             "max_tool_calls": settings.jobs_max_tool_calls,
+            "max_rule_work": settings.jobs_max_rule_work,
         }
     )
     request = parse_run_request(body, limits)
