@@ -8,9 +8,8 @@ script: an input is data, not shell). Only the standard library, and `fair_forge
 (itself standard library only) from the action's own checkout: the script runs before the
 package is installed (`install`), and beside whichever `fair-forge` the `package` input chose.
 
-Text from the data stays text: a line printed with a value in it goes through `safe_text.log_line`
-(no workflow command from data), a value put into Markdown through `safe_text.markdown_text`,
-and the CLI runs between `::stop-commands::` and its token (`_fair_forge`).
+Text from the data stays text: printed lines go through `safe_text.log_line`, Markdown values
+through `safe_text.markdown_text`, the CLI runs between `::stop-commands::` and its token.
 
 - `install`: `pip install` the action's own checkout (`$GITHUB_ACTION_PATH`, with the `extras`),
   or the `package` input's pip requirement when it is given.
@@ -206,19 +205,6 @@ def _output_directory(value: str) -> Path:
     return Path(value)
 
 
-def _check_inputs_outside(directory: Path) -> None:
-    """`InputError` when an input file is one of the files this step writes in `directory`
-    (they are removed before a run: a baseline kept as `result.json` there would be lost)."""
-    written = {(directory / file).resolve() for file in FILES}
-    for name in ("request", "traces", "references", "baseline"):
-        value = _input(name)
-        if value and Path(value).resolve() in written:
-            raise InputError(
-                f"input {name}: {value} is a file this action writes in its output-directory: "
-                "move it, or choose another output-directory"
-            )
-
-
 def _request(directory: Path) -> tuple[str | None, int]:
     """The request file to evaluate (converted from the traces when they are the input) and
     convert's code (0, or `UNJOINED`: written all the same), or (None, the failing code)."""
@@ -254,7 +240,9 @@ def evaluate() -> int:
         directory = _output_directory(_input("output-directory") or f"fair-forge-results/{name}")
         gates, compare_flags = _flags("gates"), _flags("compare-flags")
         baseline = _input("baseline")
-        _check_inputs_outside(directory)
+        for input_name in ("request", "traces", "references", "baseline"):
+            if clash := output_directory.written_input(input_name, _input(input_name), directory, FILES):
+                raise InputError(clash)
         directory.mkdir(parents=True, exist_ok=True)
         outputs["directory"] = str(directory)
         for file in FILES:
@@ -282,9 +270,8 @@ def evaluate() -> int:
         )
         outputs.update({"exit-code": str(code), "evaluate-exit-code": str(code), "status": _status("evaluate", code)})
         if converted:  # attempts left unjoined: convert's code comes first, both are said
-            outputs.update(
-                {"exit-code": str(converted), "status": f"{_status('convert', converted)}; {outputs['status']}"}
-            )
+            both = f"{_status('convert', converted)}; {outputs['status']}"
+            outputs.update({"exit-code": str(converted), "status": both})
         if result.exists():
             outputs["result"] = str(result)
         if report.exists():
@@ -343,8 +330,8 @@ def comment_body(name: str, directory: Path | None, status: str, artifact_url: s
     parts = [
         MARKER.format(name=name),
         f"**Fair-Forge** {label}: {markdown_text(status or 'the evaluation did not run')}",
+        "",
     ]
-    parts.append("")
     for file in (SUMMARY, COMPARE_SUMMARY):
         path = directory / file if directory else None
         if path is not None and path.is_file():

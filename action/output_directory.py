@@ -49,3 +49,15 @@ def _link_inside(directory: Path) -> Path | None:
             if os.path.islink(os.path.join(root, name)):
                 return Path(root, name)
     return None
+
+
+def written_input(name: str, value: str, directory: Path, written: tuple[str, ...]) -> str | None:
+    """Why the input `name` (a file, `value`) cannot be used, or None: it is one of the `written`
+    files of `directory`, which the step removes before a run (a baseline kept as `result.json`
+    there would be lost)."""
+    if value and Path(value).resolve() in {(directory / file).resolve() for file in written}:
+        return (
+            f"input {name}: {value} is a file this action writes in its output-directory: "
+            "move it, or choose another output-directory"
+        )
+    return None

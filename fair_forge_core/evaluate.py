@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from fair_forge_core.checks import DeterministicChecks, deterministic_checks
 from fair_forge_core.judges.base import RunContext, SingleJudge, TurnJudge
 from fair_forge_core.judges.cascade import CascadeJudge
 from fair_forge_core.judges.goal import JudgeQuestion, goal_request
@@ -36,7 +37,6 @@ from fair_forge_core.metrics import (
     TurnJudgement,
     aggregate,
     conversation_metrics,
-    deterministic_checks,
     unscored_causes,
     unscored_errors,
 )
@@ -91,6 +91,28 @@ def chat_models(judge: BaseChatModel | Sequence[BaseChatModel]) -> list[BaseChat
     return [judge] if isinstance(judge, BaseChatModel) else list(judge)
 
 
+TurnKey = tuple[str, str, str, str, str, str | None]
+
+
+def _turn_keys(datasets: list[Dataset]) -> list[list[TurnKey]]:
+    """Each turn's judge request as a plain tuple (cheap to build and hash for 10^5 turns; the
+    judge sees exactly these six fields). A conversation unscored before judging
+    (`Dataset.unscored`) asks nothing: no turn, no goal."""
+    return [
+        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language, b.observation) for b in d.conversation]
+        if d.unscored is None
+        else []
+        for d in datasets
+    ]
+
+
+def _deterministic_checks(
+    datasets: list[Dataset], config: EvaluationConfig, tool_scorer: ToolScorer
+) -> list[DeterministicChecks | None]:
+    """`checks.deterministic_checks` of each conversation (None for one unscored before judging)."""
+    return [deterministic_checks(d, config, tool_scorer) if d.unscored is None else None for d in datasets]
+
+
 async def evaluate_conversations(
     datasets: list[Dataset],
     chat_model: BaseChatModel | Sequence[BaseChatModel],
@@ -131,20 +153,12 @@ async def evaluate_conversations(
     if len(judges) > 1 or config.judge_samples > 1:
         members = [Member(judge=judge, model=judge.spec().model) for judge in judges]
         llm = JudgePanel.for_config(members, config)
-    # Each turn's request as a plain tuple (cheap to build and hash for 10^5 turns); one
-    # `JudgeRequest` per distinct tuple. The judge sees exactly these six fields.
-    # A conversation unscored before judging (`Dataset.unscored`) asks nothing: no turn, no goal.
-    keys = [
-        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language, b.observation) for b in d.conversation]
-        if d.unscored is None
-        else []
-        for d in datasets
-    ]
+    keys = _turn_keys(datasets)
     distinct = {key: JudgeRequest(*key) for key in dict.fromkeys(key for turns in keys for key in turns)}
     # Every deterministic check first (the tool rubric, tool policies, end states): they need no
     # judge, so the deadline then bounds what remains, the judge calls.
     tool_scorer = ToolScorer.for_config(config)
-    checks = [deterministic_checks(d, config, tool_scorer) if d.unscored is None else None for d in datasets]
+    checks = _deterministic_checks(datasets, config, tool_scorer)
     # A conversation's goal is one more question for the same judges (`judges.goal`).
     goals = {index: goal_request(d) for index, d in enumerate(datasets) if d.goal is not None and d.unscored is None}
     cascade = _cascade(models, llm, config, context)

@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from fair_forge_core import stats, tiers
+from fair_forge_core.checks import DeterministicChecks, TurnTools, check_turn_tools, deterministic_checks
 from fair_forge_core.efficiency import aggregate_efficiency, conversation_efficiency
 from fair_forge_core.flakiness import task_key, task_stability
 from fair_forge_core.schemas import (
@@ -28,16 +29,12 @@ from fair_forge_core.schemas import (
     PerTaskMetrics,
     RateEstimate,
     Readiness,
-    StateCheck,
     ToolCorrectnessScore,
     ToolPolicy,
-    ToolPolicyCheck,
     UnscoredCause,
 )
 from fair_forge_core.schemas.base import with_shared_fields_set
-from fair_forge_core.state import compare_state
 from fair_forge_core.tools import ToolScorer
-from fair_forge_core.tools.policy import check_tool_policy, policy_of_turn, without_ignored_parameters
 
 ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
 """The error of a turn the offline judge abstained on (`judges.reference`)."""
@@ -130,40 +127,6 @@ class TurnJudgement:
             return
         if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
             raise ValueError(f"a judge score must be a number in [0, 1], got {score!r}")
-
-
-TurnTools = tuple[ToolPolicyCheck | None, ToolCorrectnessScore | None]
-"""A turn's deterministic tool verdicts: its tool policy's check and the rubric's score (`check_turn_tools`)."""
-
-
-def check_turn_tools(
-    batch: Batch, config: EvaluationConfig, tool_scorer: ToolScorer | None = None, policy: ToolPolicy | None = None
-) -> TurnTools:
-    """The tool `policy`'s check of the turn (None without a policy) and the rubric's score of its
-    calls without the policy's `ignore_parameters` (None when the turn expects no tools)."""
-    check = check_tool_policy(batch, policy) if policy is not None else None
-    scored_batch = without_ignored_parameters(batch, policy.ignore_parameters) if policy is not None else batch
-    return check, (tool_scorer or ToolScorer.for_config(config)).score_batch(scored_batch)
-
-
-@dataclass(frozen=True)
-class DeterministicChecks:
-    """Everything of a conversation's verdict that needs no judge: each turn's `TurnTools` and the
-    end state's comparison. `evaluate_conversations` computes them before any judge call, so the
-    request's deadline bounds only the judge calls that follow."""
-
-    tools: list[TurnTools]
-    state: StateCheck | None
-
-
-def deterministic_checks(
-    dataset: Dataset, config: EvaluationConfig, tool_scorer: ToolScorer | None = None
-) -> DeterministicChecks:
-    """The `DeterministicChecks` of `dataset` (one `tool_scorer` may serve every conversation)."""
-    scorer = tool_scorer or ToolScorer.for_config(config)
-    tools = [check_turn_tools(b, config, scorer, policy_of_turn(b, dataset.tool_policy)) for b in dataset.conversation]
-    state = compare_state(dataset.expected_state, dataset.final_state) if dataset.checks_state else None
-    return DeterministicChecks(tools=tools, state=state)
 
 
 def score_turn(
@@ -280,6 +243,7 @@ def conversation_metrics(
         state_check=state_check,
         goal_check=goal_check,
         efficiency=conversation_efficiency(dataset) if config.efficiency else None,
+        unscored=None,
     )
     return with_shared_fields_set(metrics)
 

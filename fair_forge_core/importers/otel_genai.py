@@ -82,9 +82,7 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import itertools
 import json
 import re
 from collections import Counter, deque
@@ -92,7 +90,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fair_forge_core.importers.otel_messages import Message, span_messages
-from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Span, bare_spans, read_spans
+from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Intervals, Span, bare_spans, read_spans
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -264,7 +262,7 @@ def _mcp_same_call(spans: list[Span]) -> set[int]:
     for span in spans:
         if span.attrs.get("gen_ai.operation.name") == "execute_tool" and not _is_mcp_call(span):
             outer.setdefault((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), []).append(span)
-    within = {name: _Intervals([(s.start, s.end) for s in around]) for name, around in outer.items()}
+    within = {name: Intervals([(s.start, s.end) for s in around]) for name, around in outer.items()}
     same: set[int] = set()
     for span in (s for s in spans if _is_mcp_call(s)):
         above = tools.get(span.parent_key)
@@ -275,22 +273,6 @@ def _mcp_same_call(spans: list[Span]) -> set[int]:
             if around is not None and around.cover(span.start, span.end):
                 same.add(id(span))
     return same
-
-
-class _Intervals:
-    """Intervals `(start, end)`, asked whether one of them covers `(start, end)` (start ≤ the
-    asked start and end ≥ the asked end): sorted by start with the running largest end, so a
-    question is one binary search (O(log n))."""
-
-    def __init__(self, intervals: list[tuple[int, int]]) -> None:
-        ordered = sorted(intervals)
-        self._starts = [start for start, _ in ordered]
-        self._ends = list(itertools.accumulate((end for _, end in ordered), max))
-
-    def cover(self, start: int, end: int) -> bool:
-        """Whether some interval starts at or before `start` and ends at or after `end`."""
-        last = bisect.bisect_right(self._starts, start) - 1
-        return last >= 0 and self._ends[last] >= end
 
 
 def _overlap(history: list[Any], keys: list[Any]) -> int:

@@ -4,6 +4,8 @@ events of its span events and of the log records that name it."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,3 +232,19 @@ def _nanos(raw: Any, where: str) -> int:
         return int(raw or 0)
     except (TypeError, ValueError, OverflowError):
         raise TraceError(where, "must be an integer of nanoseconds (a string in OTLP JSON)") from None
+
+
+class Intervals:
+    """Intervals `(start, end)`, asked whether one of them covers `(start, end)` (start ≤ the
+    asked start and end ≥ the asked end): sorted by start with the running largest end, so a
+    question is one binary search (O(log n))."""
+
+    def __init__(self, intervals: list[tuple[int, int]]) -> None:
+        ordered = sorted(intervals)
+        self._starts = [start for start, _ in ordered]
+        self._ends = list(itertools.accumulate((end for _, end in ordered), max))
+
+    def cover(self, start: int, end: int) -> bool:
+        """Whether some interval starts at or before `start` and ends at or after `end`."""
+        last = bisect.bisect_right(self._starts, start) - 1
+        return last >= 0 and self._ends[last] >= end
