@@ -615,6 +615,8 @@ def test_health_states_every_limit() -> None:
             "max_k",
             "max_judge_reply_bytes",
             "max_calibration_pairs",
+            "max_any_of_options",
+            "max_rule_work",
         )
     } == {
         "max_tool_calls_per_turn": 64,
@@ -624,6 +626,8 @@ def test_health_states_every_limit() -> None:
         "max_k": 1000,
         "max_judge_reply_bytes": 1_000_000,
         "max_calibration_pairs": 2_000,
+        "max_any_of_options": 1_000,
+        "max_rule_work": 1_000_000,
     }
 
 
