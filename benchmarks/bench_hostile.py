@@ -41,6 +41,10 @@ cases we know of at the default limits:
   one of them expected (the walk down to the leaves and the per-leaf paths);
 - `rubric 64 × 64 wide`: turns of 64 expected × 64 used calls of one tool, each parameter a
   wide object, and the same with nested lists (`64 × 64 deep`): every pair compared;
+- `caller text, …` (issue #32): answers as long as a text field may be, as many as the body
+  holds, whose text the judge's reply is searched against for a verdict the caller wrote: JSON
+  built to make the search restart deep inside itself, and verdict-shaped objects (the offline
+  judge's own time on such long answers is part of the figure);
 - `langfuse chain` (issue #32): one Langfuse trace through `POST /run`'s traces form whose
   observations (about 46,000) form one `parentObservationId` chain, to the body limit;
 - `mcp chain` (issue #32): OTLP spans through the traces form, about 5,900 MCP `tools/call`
@@ -243,8 +247,8 @@ def rubric_any_of_bounded_case(trajectory: bool) -> dict[str, Any]:
 def rule_options_case() -> dict[str, Any]:
     """Turns of 64 expected calls whose "p" is an `$any_of` of `$text` rules (none matching) and
     64 used calls of the same tool with a long text, as many turns as the rule work allows."""
-    options = 60  # rule work per expected call: 1 + 60, times the 64 used calls it is paired with
-    per_turn = PER_TURN * PER_TURN * (1 + options)
+    options = 59  # rule work per expected call: 1 (its parameters) + 1 (the $any_of) + 59, times 64 used calls
+    per_turn = PER_TURN * PER_TURN * (2 + options)
     rules = {"$any_of": [{"$text": f"Option {i}"} for i in range(options)]}
     text = "a long used value " * 50
     turns = [
@@ -301,6 +305,17 @@ def wide_pairs_case(deep: bool) -> dict[str, Any]:
     expected = [{"tool_name": "t", "parameters": parameter(-1)} for _ in range(PER_TURN)]
     used = [{"tool_name": "t", "parameters": parameter(i)} for i in range(PER_TURN)]
     return request(REFERENCE, _conversations([_turn(0, "Done.", used, expected)]), k=3)
+
+
+def caller_text_case(unit: str) -> dict[str, Any]:
+    """Answers of 90,000 characters (under the 100,000 a text field may hold) repeating `unit`, as
+    many turns as the body holds: the caller's text the judge's reply is checked against for a
+    verdict it wrote (`judges.verdict.CallerText`). `{"a":[` makes every object restart deep inside
+    itself (the search stops at its budget); a verdict-shaped object gives as many objects as fit."""
+    answer = (unit * (90_000 // len(unit) + 1))[:90_000]
+    escaped = len(json.dumps(answer))
+    turns = [_turn(i, f"{answer[:-6]}{i:06d}", [], []) for i in range((BODY_LIMIT - 20_000) // escaped)]
+    return request(REFERENCE, _conversations(turns), k=3)
 
 
 def over_the_limits_cases() -> dict[str, dict[str, Any]]:
@@ -407,11 +422,13 @@ CASES = {
     "rubric 64 × 64 deep": lambda: wide_pairs_case(deep=True),
     "langfuse chain": langfuse_chain_case,
     "mcp chain": mcp_chain_case,
+    "caller text, objects restarting deep": lambda: caller_text_case('{"a":['),
+    "caller text, verdict-shaped objects": lambda: caller_text_case('{"score": 1.0, "reasoning": "x"} '),
 }
 COMPARISON_CASES = frozenset(
     name for name in CASES if "any_of" in name or "64 ×" in name or "× 64" in name or "end state" in name
 )
-STATUS = {"mcp chain": 413} | {name: 413 for name in CASES if "(10,000 × 100,000)" in name}
+STATUS = {"mcp chain": 413, "end state, deep": 413} | {name: 413 for name in CASES if "(10,000 × 100,000)" in name}
 """Cases answered with another status than 200 once their work is done (default 200)."""
 
 

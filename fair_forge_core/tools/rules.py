@@ -199,10 +199,14 @@ class Agreement:
         """Whether `value` is a rule or holds one at any depth (memoised for containers)."""
         if type(value) in _PLAIN_SCALARS:
             return False
+        if not value and type(value) in (dict, list):  # an empty container holds nothing
+            return False
         known = self._ruled.get(id(value))
         if known is not None:
             return known[1]
-        if is_rule(value):
+        if type(value) is dict and not any(type(key) is str and key[:1] == "$" for key in value):
+            ruled = any(self.holds_rule(item) for item in value.values())  # no "$" key: no rule at this level
+        elif is_rule(value):
             ruled = True
         elif isinstance(value, Mapping):
             ruled = any(self.holds_rule(item) for item in value.values())
@@ -288,11 +292,16 @@ class Agreement:
     def _any_of_agrees(self, options: list[Any], used: Any) -> bool:
         known = self._options.get(id(options))
         if known is None:
-            plain = [option for option in options if not self.holds_rule(option)]
-            forms = [self.form(option) for option in plain]
-            indexed = frozenset(form for form in forms if form is not _NOT_PLAIN)
-            rest = [option for option in options if self.holds_rule(option)]
-            rest += [option for option, form in zip(plain, forms, strict=True) if form is _NOT_PLAIN]
+            # One pass: an option holding a rule is matched alone, every other is indexed by its form.
+            rest: list[Any] = []
+            forms: list[Form] = []
+            for option in options:
+                form = _NOT_PLAIN if self.holds_rule(option) else self.form(option)
+                if form is _NOT_PLAIN:
+                    rest.append(option)
+                else:
+                    forms.append(form)
+            indexed = frozenset(forms)
             known = (options, indexed, rest)
             self._options[id(options)] = known
         _, indexed, rest = known
