@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.request import MAX_USAGE_COST_USD, MAX_USAGE_LATENCY_S, MAX_USAGE_TOKENS
 
 EfficiencyMeasure = Literal[
     "turns",
@@ -21,21 +24,29 @@ EfficiencyMeasure = Literal[
 """The measures of `ConversationEfficiency`, in the order results list them."""
 
 
+MAX_CONVERSATION_TURNS = 10**6
+"""The most turns one conversation can have (a job's whole limit): with `AgentUsage`'s per-turn
+bounds, what bounds a conversation's sums, so that a result file read back (`compare`) cannot hold
+a value that overflows what is computed from it."""
+_COUNT = Field(ge=0, le=1_000 * MAX_CONVERSATION_TURNS)
+
+
 class ConversationEfficiency(_Result):
     """What one conversation spent (`fair_forge_core.efficiency.conversation_efficiency`, whose
     docstring is the rule): turns, steps (tool calls + turns), tool calls, failed ones, repeated
     ones; and the agent's tokens, latency (s) and cost (USD) summed over the turns, null unless
-    every turn reports that measure in its `agent_usage`."""
+    every turn reports that measure in its `agent_usage`. Each is bounded (`MAX_CONVERSATION_TURNS`
+    times a turn's bound): a result file with a larger value is refused when it is read."""
 
-    turns: int
-    steps: int
-    tool_calls: int
-    failed_tool_calls: int
-    repeated_tool_calls: int
-    input_tokens: int | None
-    output_tokens: int | None
-    latency_s: float | None
-    cost_usd: float | None
+    turns: int = _COUNT
+    steps: int = _COUNT
+    tool_calls: int = _COUNT
+    failed_tool_calls: int = _COUNT
+    repeated_tool_calls: int = _COUNT
+    input_tokens: int | None = Field(ge=0, le=MAX_USAGE_TOKENS * MAX_CONVERSATION_TURNS)
+    output_tokens: int | None = Field(ge=0, le=MAX_USAGE_TOKENS * MAX_CONVERSATION_TURNS)
+    latency_s: float | None = Field(ge=0, le=MAX_USAGE_LATENCY_S * MAX_CONVERSATION_TURNS)
+    cost_usd: float | None = Field(ge=0, le=MAX_USAGE_COST_USD * MAX_CONVERSATION_TURNS)
 
 
 class EfficiencySpread(_Result):

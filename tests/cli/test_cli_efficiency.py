@@ -88,3 +88,21 @@ def test_agent_usage_over_its_bound_in_a_process_prints_no_traceback(tmp_path: P
     process = run_cli("evaluate", path, "--out", tmp_path / "r.json")
     assert process.returncode == EXIT_BAD_INPUT, process.stderr
     assert "Traceback" not in process.stderr and "agent_usage.cost_usd" in process.stderr
+
+
+def test_a_result_file_with_an_efficiency_beyond_its_bound_is_bad_input_for_compare(tmp_path: Path) -> None:
+    # A result file is read back by `compare`: a hand-made 1e308 once overflowed its sums (traceback).
+    good = tmp_path / "good.json"
+    assert run_cli_in_process("evaluate", "examples/efficiency.json", "--out", good, "--quiet").returncode == 0
+    result = json.loads(good.read_text())
+    for metrics in result["per_conversation_metrics"]:
+        if metrics.get("efficiency"):
+            metrics["efficiency"] |= {"cost_usd": 1e308, "latency_s": 1.7e308}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(result))
+    process = run_cli_in_process("compare", good, bad)
+    assert process.returncode == EXIT_BAD_INPUT, process.stderr
+    assert (
+        "Traceback" not in process.stderr
+        and ".efficiency.cost_usd: Input should be less than or equal to" in process.stderr
+    )
