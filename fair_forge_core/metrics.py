@@ -257,25 +257,9 @@ def unscored_conversation_metrics(dataset: Dataset, config: EvaluationConfig) ->
     if marked is None:
         raise ValueError("unscored_conversation_metrics needs a dataset with `unscored`")
     error = f"not judged: the conversation is unscored ({marked.cause}: {marked.detail})"
-    interactions = [
-        with_shared_fields_set(
-            InteractionResult(
-                qa_id=batch.qa_id,
-                answer_score=None,
-                answer_correct=None,
-                tool_correct=None,
-                is_correct=None,
-                judge_reasoning=None,
-                error=error,
-                observation=batch.observation,
-                judged_by=None,
-                judge_votes=None,
-                judge_agreement=None,
-                tool_policy=None,
-            )
-        )
-        for batch in dataset.conversation
-    ]
+    # Each turn as `score_turn` makes an unscored one: no score, no tool verdict, the cause as its error.
+    unjudged = TurnJudgement(score=None, error=error)
+    interactions = [score_turn(batch, unjudged, config, tools=(None, None))[0] for batch in dataset.conversation]
     turns = len(interactions)
     return ConversationMetrics(
         session_id=dataset.session_id,

@@ -28,10 +28,7 @@ def _leaves(expected: Any, final: Any) -> Iterator[tuple[str, Any, Any]]:
     `expected`, in its key order.
 
     One walk down both states together, so a leaf costs its depth once (not the depth again
-    for each level above it)."""
-    if not (isinstance(expected, dict) and expected and not is_rule(expected)):
-        yield "", expected, final  # the whole state is one leaf
-        return
+    for each level above it). An `expected` that is no object is one leaf, at the path ""."""
     stack: list[tuple[str, Any, Any]] = [("", expected, final)]
     while stack:
         path, node, actual = stack.pop()
