@@ -405,6 +405,9 @@ def rule_cost(value: Any) -> RuleCost:
     """The `RuleCost` of comparing the expected `value` (a tool call's parameters, an end
     state): the service bounds the sum over the pairs of calls the rubric compares, and the
     options of each ``$any_of`` (docs/limits.md "Work per request")."""
+    flat = type(value) is dict and all(type(item) in _PLAIN_SCALARS for item in value.values())
+    if flat and not any(key[:1] == "$" for key in value if type(key) is str):
+        return RuleCost(1, 0)  # most tool calls: flat arguments and no rule, no walk needed
     agreement = Agreement()
     widest = 0
 
