@@ -52,7 +52,6 @@ from fair_forge_core.compare.outcomes import (
 from fair_forge_core.compare.paired import ALL_METRICS, compare
 from fair_forge_core.compare.tests import (
     DEFAULT_RESAMPLES,
-    EXACT_MCNEMAR_MAX_DISCORDANT,
     MAX_SIGN_FLIP_TASKS,
     MAX_TASK_DRAWS,
     MIN_BOOTSTRAP_TASKS,
@@ -70,13 +69,13 @@ from fair_forge_core.compare.tests import (
     tasks_needed,
     z_value,
 )
-from fair_forge_core.compare.verdict import Verdict, decide_verdict
+from fair_forge_core.compare.verdict import decide_verdict
 from fair_forge_core.schemas import Comparison
+from fair_forge_core.schemas.comparison import Verdict
 
 __all__ = [
     "ALL_METRICS",
     "DEFAULT_RESAMPLES",
-    "EXACT_MCNEMAR_MAX_DISCORDANT",
     "MAX_SIGN_FLIP_TASKS",
     "MAX_TASK_DRAWS",
     "MIN_BOOTSTRAP_TASKS",

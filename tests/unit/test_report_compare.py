@@ -252,7 +252,9 @@ def test_forest_plot_rows_states_and_colours_follow_the_documented_rules() -> No
     assert [r.state for r in plot.rows] == ["lower", "not_significant", "not_tested", "not_computed"]
     assert [r.colour for r in plot.rows] == [FOREST_LOWER, FOREST_NEUTRAL, FOREST_NEUTRAL, FOREST_NEUTRAL]
     assert plot.rows[3].dot is None and plot.rows[3].interval is None
-    assert [r.label for r in plot.rows] == ["pass@1", "pass@3", "pass^3", "pass@3 unbiased"]
+    # one name per figure (issue #33 item 2): the plug-in figures carry their qualifier, the
+    # per-task unbiased ones are the plain names
+    assert [r.label for r in plot.rows] == ["pass@1", "pass@3 (per-task plug-in)", "pass^3 (per-task plug-in)", "pass@3"]
     assert forest_plot(synthetic(("pass@1", None, None, None, None, False))) is None
 
 
@@ -267,14 +269,14 @@ def test_significant_rows_are_marked_in_text_not_only_colour(
         table = classed(elements, "tr", "compare-row")
         for mark, tr, metric in zip(marks, table, comparison["metrics"], strict=True):
             if metric["significant"]:
-                text, colour = expected[comparison["verdict"]]
+                text, colour = expected[comparison["task_level_verdict"]]
                 assert mark.text == text and mark.attrs["fill"] == colour
                 assert tr.text.count("yes") == 1 and text.split()[0] in tr.text
             else:
                 assert "significant" not in mark.text or mark.text == "not significant"
                 assert mark.attrs["fill"] == FOREST_NEUTRAL
                 assert "▲" not in tr.text and "▼" not in tr.text
-        if comparison["verdict"] == "not_tested":
+        if comparison["task_level_verdict"] == "not_tested":
             assert {e.text for e in classed(elements, "text", "forest-mark")} == {"not tested"}
         else:
             assert all(m["significant"] for m in comparison["metrics"])
@@ -302,8 +304,8 @@ def test_a_metric_without_a_difference_is_listed_as_not_computed_with_its_note(p
     notes = by_id(elements, "comparison-metric-notes")
     assert notes is not None
     assert [li.text for li in notes_items(elements)] == [
-        f"pass@3 unbiased: not computed — {missing[0]['note']}",
-        f"pass^3 unbiased: not computed — {missing[1]['note']}",
+        f"pass@3: not computed — {missing[0]['note']}",
+        f"pass^3: not computed — {missing[1]['note']}",
     ]
 
 
@@ -329,11 +331,15 @@ def test_unpaired_tasks_unscored_counts_and_notes_are_listed(partial: dict[str, 
 
 def test_a_not_tested_verdict_states_the_tasks_needed(few: dict[str, Any], improved: dict[str, Any]) -> None:
     comparison = comparison_of(few)
-    assert comparison["verdict"] == "not_tested"
-    elements = section(render_html(few))
+    # four tasks × 3 attempts: the task-level tests cannot be tested (2/2⁴ > 0.05), while the
+    # attempt-level test (the gate of `config.compare`) can: the tasks needed are the task level's
+    assert comparison["task_level_verdict"] == "not_tested" and comparison["verdict"] == "improved"
+    data = with_comparison(few, compare_tasks(few))
+    elements = section(render_html(data))
     (verdict,) = classed(elements, "span", "verdict")
     assert verdict.text == VERDICT_LABELS["not_tested"] == "Not tested"
     assert "verdict-not_tested" in verdict.classes
+    assert by_id(section(render_html(few)), "comparison-tasks-needed") is not None
     needed = by_id(elements, "comparison-tasks-needed")
     assert needed is not None and needed.text.startswith(f"Tasks needed{comparison['metrics'][0]['tasks_needed']} ")
     header = [e.text for e in elements if e.tag == "th" and e.attrs.get("scope") == "col"]
@@ -430,6 +436,15 @@ def with_comparison(data: dict[str, Any], comparison: Any) -> dict[str, Any]:
     return page
 
 
+def compare_tasks(data: dict[str, Any]) -> Any:
+    """The comparison of `data`'s two assistants gated by the task-level tests (`population="tasks"`)."""
+    from fair_forge_core.compare import compare, outcomes_from_result
+
+    return compare(
+        outcomes_from_result(data, BASELINE), outcomes_from_result(data, CANDIDATE), k=3, population="tasks"
+    )
+
+
 def css_rule(page: str, selector: str) -> str:
     start = page.index(selector + " {")
     return page[start : page.index("}", start)]
@@ -440,7 +455,7 @@ def test_the_issues_8_task_regression_is_regressed_with_the_exact_test_named(imp
 
     base = [(f"t{i}", j < (3 if i < 6 else 2)) for i in range(8) for j in range(3)]
     cand = [(f"t{i}", j < 1) for i in range(8) for j in range(3)]
-    data = with_comparison(improved, compare(base, cand, k=3))
+    data = with_comparison(improved, compare(base, cand, k=3, population="tasks"))
     elements = section(render_html(data))
     (verdict,) = classed(elements, "span", "verdict")
     assert verdict.text == "Regressed"
@@ -458,7 +473,7 @@ def test_a_not_tested_verdict_has_its_own_look_and_no_variation_reads_as_such(im
 
     base = [(f"t{i}", True) for i in range(5) for _ in range(3)]
     cand = [(f"t{i}", False) for i in range(5) for _ in range(3)]
-    comparison = compare(base, cand, k=3)
+    comparison = compare(base, cand, k=3, population="tasks")
     assert comparison.verdict == "not_tested"
     data = with_comparison(improved, comparison)
     page = render_html(data)
