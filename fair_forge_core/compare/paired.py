@@ -393,7 +393,10 @@ def _tasks_needed(metric: MetricNumbers, confidence: float, fewest: int | None) 
     if fewest is None:
         return None, "cannot be tested at this confidence"
     if metric.standard_error is None:
-        return None, "one shared task: no spread between tasks to extrapolate from"
+        return None, (
+            f"one shared task: no spread between tasks to extrapolate from "
+            f"(at least {fewest} tasks are needed for a test to reach significance)"
+        )
     return tasks_needed(metric.tasks, metric.standard_error, metric.difference or 0.0, confidence, minimum=fewest), None
 
 

@@ -48,8 +48,8 @@ class MetricComparison(_Result):
     note: str | None = None
     tasks_needed_reason: str | None = omitted_when_none()
     """Why `tasks_needed` is None under an inconclusive or untested task-level verdict: "no
-    difference was observed", "one shared task: no spread between tasks to extrapolate from",
-    or "cannot be tested at this confidence" (no number of tasks lets the comparison's tests
+    difference was observed", "one shared task: no spread between tasks to extrapolate from
+    (at least N tasks are needed …)", or "cannot be tested at this confidence" (no number of tasks lets the comparison's tests
     reach significance at it)."""
 
 

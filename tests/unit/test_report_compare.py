@@ -512,3 +512,40 @@ def test_judging_differences_are_listed(improved: dict[str, Any]) -> None:
     items = [e.text for e in elements if e.tag == "li" and e.text in lines]
     assert items == lines
     assert "candidate &lt;5&gt;" in page  # escaped like every other text
+
+
+def test_the_tasks_that_changed_are_a_table_worst_first_tied_to_the_json(improved: dict[str, Any]) -> None:
+    from fair_forge_core.compare import compare
+
+    spec_b = {"a": (3, 3), "b": (3, 3), "c": (3, 1), "d": (3, 2)}
+    spec_c = {"a": (3, 0), "b": (3, 3), "c": (3, 3), "d": (3, 1)}
+    base = [(t, i < c) for t, (n, c) in spec_b.items() for i in range(n)]
+    cand = [(t, i < c) for t, (n, c) in spec_c.items() for i in range(n)]
+    data = with_comparison(improved, compare(base, cand, k=3))
+    elements = section(render_html(data))
+    table = by_id(elements, "comparison-changed-tasks")
+    assert table is not None
+    rows = [e for e in elements if e.tag == "tr" and "changed-task" in e.classes]
+    # −1 (a), −1/3 (d), +2/3 (c); b did not change
+    assert [r.attrs["data-task"] for r in rows] == ["a", "d", "c"]
+    assert rows[0].text.startswith("a3/30/3")
+    changed = data["aggregated_metrics"]["comparison"]["changed_tasks"]
+    tied = {tuple(path): value for _, path, value in tied_numbers(elements)}
+    for i, task in enumerate(changed):
+        assert tied[("aggregated_metrics", "comparison", "changed_tasks", i, "p_value")] == task["p_value"]
+        assert tied[("aggregated_metrics", "comparison", "changed_tasks", i, "difference")] == task["difference"]
+    population = by_id(elements, "comparison-population")
+    assert population is not None and "--population attempts" in population.text
+
+
+def test_equal_differences_read_no_variation_in_the_report(improved: dict[str, Any]) -> None:
+    from fair_forge_core.compare import compare
+
+    # per-task differences 2/3 − 1/3 and 1 − 2/3: equal, though not in floating point
+    base = [(f"t{i}", j < (1 if i % 2 else 2)) for i in range(6) for j in range(3)]
+    cand = [(f"t{i}", j < (2 if i % 2 else 3)) for i in range(6) for j in range(3)]
+    comparison = compare(base, cand, k=1)
+    assert comparison.metrics[0].standard_error == 0.0
+    elements = section(render_html(with_comparison(improved, comparison)))
+    (row,) = classed(elements, "tr", "compare-row")
+    assert "n/a (no variation)" in row.text and "0.000" not in row.text.split("n/a")[-1]
