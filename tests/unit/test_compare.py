@@ -652,7 +652,9 @@ def test_a_test_that_cannot_survive_holm_is_not_tested() -> None:
     # significant: not tested, rather than an inconclusive verdict no data could change.
     result = compare_tasks(side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=3)
     assert result.verdict == "not_tested"
-    tested_alone = compare_tasks(side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=1)
+    tested_alone = compare_tasks(
+        side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=1
+    )
     assert tested_alone.verdict == "regressed"  # pass@1 alone: 2/64 ≤ 0.05
     for m in result.metrics:
         assert m.p_value is None and m.note is not None and "6 tasks cannot show a difference at 95%" in m.note

@@ -254,7 +254,12 @@ def test_forest_plot_rows_states_and_colours_follow_the_documented_rules() -> No
     assert plot.rows[3].dot is None and plot.rows[3].interval is None
     # one name per figure (issue #33 item 2): the plug-in figures carry their qualifier, the
     # per-task unbiased ones are the plain names
-    assert [r.label for r in plot.rows] == ["pass@1", "pass@3 (per-task plug-in)", "pass^3 (per-task plug-in)", "pass@3"]
+    assert [r.label for r in plot.rows] == [
+        "pass@1",
+        "pass@3 (per-task plug-in)",
+        "pass^3 (per-task plug-in)",
+        "pass@3",
+    ]
     assert forest_plot(synthetic(("pass@1", None, None, None, None, False))) is None
 
 
@@ -440,9 +445,7 @@ def compare_tasks(data: dict[str, Any]) -> Any:
     """The comparison of `data`'s two assistants gated by the task-level tests (`population="tasks"`)."""
     from fair_forge_core.compare import compare, outcomes_from_result
 
-    return compare(
-        outcomes_from_result(data, BASELINE), outcomes_from_result(data, CANDIDATE), k=3, population="tasks"
-    )
+    return compare(outcomes_from_result(data, BASELINE), outcomes_from_result(data, CANDIDATE), k=3, population="tasks")
 
 
 def css_rule(page: str, selector: str) -> str:
