@@ -18,7 +18,12 @@ Figures and targets:
   call `regressed` at a large drop (δ = −0.35; a chance below 0 is 0, so the true drop is a
   little smaller), at k = 3 and k = 1; also 5 tasks, where nothing can be tested: the share
   of `not_tested` verdicts (100 %);
-- the time of one `compare` at the default B = 10,000 on 500 tasks × 5 attempts.
+- the attempt-level test (issue #33, the default gate: `population="attempts"`; the scenarios
+  above are gated by the task-level tests, `population="tasks"`): false `regressed` rate ≤ 5 %
+  at 50 tasks × 3 and 8 tasks × 3 when nothing changed, and its power at the same drops;
+- the time of one `compare` at the default B = 10,000 on 500 tasks × 5 attempts, and of the
+  attempt-level test alone (`stratified_exact_test`) on 1,000 tasks × 5 attempts and 10,000
+  tasks × 3 attempts.
 
     python -m benchmarks.bench_compare [--experiments 1000] [--resamples 2000] [--only small]
 """
@@ -28,11 +33,13 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from benchmarks.common import header, line, verdict
 from fair_forge_core.compare import MIN_BOOTSTRAP_TASKS, Outcome, compare
+from fair_forge_core.compare.stratified import stratified_exact_test
 
 LOW, HIGH = 0.2, 0.95
 
@@ -44,6 +51,7 @@ class Scenario:
     attempts: int
     delta: float
     k: int
+    population: Literal["attempts", "tasks"] = "tasks"
 
 
 @dataclass
@@ -75,7 +83,7 @@ def simulate(scenario: Scenario, experiments: int, resamples: int, seed: int) ->
     started = time.perf_counter()
     for index in range(experiments):
         base, cand = experiment(rng, scenario)
-        result = compare(base, cand, k=scenario.k, resamples=resamples, seed=index)
+        result = compare(base, cand, k=scenario.k, resamples=resamples, seed=index, population=scenario.population)
         pass1 = next(m for m in result.metrics if m.metric == "pass@1")
         assert pass1.ci_low is not None and pass1.ci_high is not None
         figures.covered += pass1.ci_low <= scenario.delta <= pass1.ci_high
@@ -84,6 +92,15 @@ def simulate(scenario: Scenario, experiments: int, resamples: int, seed: int) ->
         figures.not_tested += result.verdict == "not_tested"
     figures.seconds = time.perf_counter() - started
     return figures
+
+
+def stratified_counts(rng: np.random.Generator, tasks: int, attempts: int) -> list[tuple[int, int, int, int]]:
+    """(n_b, c_b, n_c, c_c) per task for the timing: chances p_i ~ U(LOW, HIGH), the same on both
+    sides (most tasks informative, the convolution at its widest)."""
+    chance = rng.uniform(LOW, HIGH, tasks)
+    base = rng.binomial(attempts, chance)
+    cand = rng.binomial(attempts, chance)
+    return [(attempts, int(b), attempts, int(c)) for b, c in zip(base, cand, strict=True)]
 
 
 def percent(count: int, total: int) -> str:
@@ -114,10 +131,17 @@ def main() -> None:
         Scenario("35-point drop, 8 tasks × 3 (exact sign-flip), k = 1", 8, 3, -0.35, 1),
         Scenario("35-point drop, 5 tasks × 3 (nothing testable), k = 3", 5, 3, -0.35, 3),
     ]
+    attempts = [
+        Scenario("attempt-level: no change, 50 tasks × 3", 50, 3, 0.0, 3, "attempts"),
+        Scenario("attempt-level: 10-point drop, 50 tasks × 3", 50, 3, -0.10, 3, "attempts"),
+        Scenario("attempt-level: no change, 8 tasks × 3", 8, 3, 0.0, 3, "attempts"),
+        Scenario("attempt-level: 35-point drop, 8 tasks × 3", 8, 3, -0.35, 3, "attempts"),
+        Scenario("attempt-level: 35-point drop, 5 tasks × 3", 5, 3, -0.35, 3, "attempts"),
+    ]
     checks: list[tuple[bool, str]] = []
     runs = [(2000 + i, s) for i, s in enumerate(small)]
     if args.only is None:
-        runs = [(1000 + i, s) for i, s in enumerate(scenarios)] + runs
+        runs = [(1000 + i, s) for i, s in enumerate(scenarios)] + runs + [(3000 + i, s) for i, s in enumerate(attempts)]
     for seed, scenario in runs:
         figures = simulate(scenario, n, b, seed=seed)
         coverage = figures.covered / n
@@ -133,7 +157,7 @@ def main() -> None:
         # printed, not checked.
         if scenario.attempts > 1 and scenario.tasks >= MIN_BOOTSTRAP_TASKS:
             checks.append((0.93 <= coverage <= 0.97, f"coverage 93–97 % ({scenario.name}): {coverage:.1%}"))
-        if scenario.tasks < 6:
+        if scenario.tasks < 6 and scenario.population == "tasks":
             rate = figures.not_tested / n
             checks.append((rate == 1.0, f"'not_tested' = 100 % ({scenario.name}): {rate:.1%}"))
         elif scenario.delta == 0:
@@ -156,6 +180,14 @@ def main() -> None:
         compare(base, cand, k=3, seed=seed)
         seconds.append(time.perf_counter() - started)
     print("   " + line("one compare, 500 tasks × 5 attempts, k = 3, B = 10,000", seconds))
+    for tasks, tries in ((1_000, 5), (10_000, 3)):
+        counts = stratified_counts(rng, tasks, tries)
+        seconds = []
+        for _ in range(5):
+            started = time.perf_counter()
+            stratified_exact_test(counts)
+            seconds.append(time.perf_counter() - started)
+        print("   " + line(f"the attempt-level test alone, {tasks:,} tasks × {tries} attempts", seconds))
     for ok, what in checks:
         print("   " + verdict(ok, what))
 

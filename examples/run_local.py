@@ -148,14 +148,29 @@ def policy_lines(conversation: dict[str, Any]) -> list[str]:
 
 
 def compared(comparison: dict[str, Any]) -> list[str]:
-    """`config.compare`: the verdict, then one line per metric (difference and its interval)."""
+    """`config.compare`: the verdict, the tasks that changed, then one line per metric of the
+    task-level tests (difference and its interval), named as every face names them."""
+    from fair_forge_core.compare.labels import counts, metric_label
+
     lines = [f"  comparison: {comparison['verdict_explanation']}"]
+    changed = comparison.get("changed_tasks") or []
+    if changed:
+        shown = ", ".join(
+            f"{t['task']} {counts(t['baseline_successes'], t['baseline_attempts'])} → "
+            f"{counts(t['candidate_successes'], t['candidate_attempts'])}"
+            for t in changed[:5]
+        )
+        lines.append(
+            f"    tasks that changed ({len(changed)}, worst first): {shown}{', …' if len(changed) > 5 else ''}"
+        )
+    if comparison.get("task_level_explanation"):
+        lines.append(f"    task-level: {comparison['task_level_explanation']}")
     for metric in comparison["metrics"]:
         if metric["difference"] is None:
             continue
         interval = "" if metric["ci_low"] is None else f" [{metric['ci_low']:+.3f}, {metric['ci_high']:+.3f}]"
         lines.append(
-            f"    {metric['metric']}: {metric['baseline']:.3f} → {metric['candidate']:.3f}, "
+            f"    {metric_label(metric['metric'], metric['k'])}: {metric['baseline']:.3f} → {metric['candidate']:.3f}, "
             f"difference {metric['difference']:+.3f}{interval}"
         )
     if comparison.get("probability_candidate_better") is not None:

@@ -37,8 +37,10 @@ pytest's own `--junitxml` reports these tests like any other (a failure carries 
 - `assert_no_regression(baseline, candidate)`: `fair_forge_core.compare` of the two (each an
   `EvaluationResult`, a result or request file's path, or a result's dict), as
   `fair-forge compare` runs it (k the results' unless given, the tasks both scored, the seed
-  0); fails when the verdict is `regressed`, when it is `not_tested` (too few shared tasks for
-  any test: nothing was checked), when no task was scored on both sides, under
+  0, `population="attempts"`: is the candidate worse on these tasks, the exact stratified
+  test of per-attempt success; `population="tasks"` for the task-level tests); fails when the
+  verdict is `regressed`, when it is `not_tested` (too few attempts or tasks for the test:
+  nothing was checked), when no task was scored on both sides, under
   `require_conclusive=True` when it is `inconclusive`, and under `require_same_judge=True`
   when the two were judged differently (`compare.judging_differences`). The message is the
   comparison's report as `fair-forge compare` prints it, and its `warning:` lines of the
@@ -267,6 +269,7 @@ def assert_no_regression(
     k: int | None = None,
     confidence: float = 0.95,
     seed: int = 0,
+    population: Literal["attempts", "tasks"] = "attempts",
     baseline_assistant: str | None = None,
     candidate_assistant: str | None = None,
     require_conclusive: bool = False,
@@ -291,7 +294,7 @@ def assert_no_regression(
     judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
     if judging and require_same_judge:
         raise AssertionError("the baseline and the candidate were not judged alike: " + "; ".join(judging))
-    comparison = compare(base, cand, k=k, confidence=confidence, seed=seed, judging=judging)
+    comparison = compare(base, cand, k=k, population=population, confidence=confidence, seed=seed, judging=judging)
     if comparison.shared_tasks == 0:
         raise AssertionError("no task was scored on both sides: nothing to compare")
     report = format_comparison(comparison, _describe(baseline, "baseline"), _describe(candidate, "candidate"))
@@ -300,7 +303,8 @@ def assert_no_regression(
         raise AssertionError(f"the candidate regressed against the baseline\n{report}")
     if comparison.verdict == "not_tested":
         raise AssertionError(
-            f"not tested: {comparison.shared_tasks} shared task(s) are too few for any test to show a "
+            f"not tested: {comparison.shared_tasks} shared task(s) are too few for the "
+            f"{'attempt-level test' if population == 'attempts' else 'task-level tests'} to show a "
             f"difference, so no regression was ruled out\n{report}"
         )
     if comparison.verdict == "inconclusive" and require_conclusive:

@@ -6,7 +6,8 @@ render reports, with no AWS and no server.
         [--allow-unscored] [--max-cost-usd X] [--judge-cache DIR]
         [--junit FILE] [--markdown FILE] [--jsonl FILE] [--csv FILE]
     fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
-        [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json] [--require-conclusive]
+        [--population attempts|tasks] [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json]
+        [--require-conclusive]
         [--require-same-judge] [--junit FILE] [--markdown FILE]
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
@@ -17,7 +18,7 @@ A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < 
 
 Each command is one module of this package, whose docstring states its rules:
 `cli.evaluate` (`evaluate`, its judge's cost and cache), `cli.gates` (the gates of `evaluate`),
-`cli.compare`, `cli.report`, `cli.convert`, `cli.calibrate`; the outputs for CI systems
+`cli.compare` (its text: `cli.compare_text`), `cli.report`, `cli.convert`, `cli.calibrate`; the outputs for CI systems
 (`--junit`, `--markdown`, `--jsonl`, `--csv`, the step summary) `cli.outputs`. The parser and the flags' types
 are `cli.parser`; the progress bar `cli.progress`; what the commands share (reading files,
 validation messages, writing, building judges and ledgers, the exit codes, `CliError`)

@@ -4,11 +4,12 @@
 file (`evaluate`'s output or a `POST /run` response body) or a request file, evaluated
 first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistant` pick
 one assistant's conversations; a file holding several assistants needs one, and the two
-sides may then be the same file. k is the results' unless `--k` says otherwise. It prints
-a table (per metric: both sides, the difference, its interval, the Holm-adjusted p-value,
-whether it is significant), the verdict, the minimum detectable effect ("n/a (no
-variation)" when the per-task differences do not vary) and, when inconclusive or not
-tested, how many tasks would settle it; tasks only one side scored and unscored
+sides may then be the same file. k is the results' unless `--k` says otherwise. The verdict
+and the exit code are `--population`'s: `attempts` (default), is the candidate worse on these
+tasks (the exact stratified test of per-attempt success), or `tasks`, would it generalise to
+new tasks (the task-level tests); both are printed (`cli.compare_text.format_comparison`:
+the verdict, the tasks that changed, the task-level table, the minimum detectable effect
+and the tasks that would settle it); tasks only one side scored and unscored
 conversations are `warning:` lines on stderr. When both sides' conversations carry
 `efficiency` (`config.efficiency`), what each spent is compared too, in lines after the
 verdict (`compare_efficiency`): it never changes the verdict. Below 10 tasks a metric is tested by the
@@ -35,7 +36,6 @@ from fair_forge_core.cli.common import (
     EXIT_REGRESSED,
     STDIN,
     CliError,
-    _level,
     _name,
     _read_json,
     _request_of,
@@ -46,7 +46,10 @@ from fair_forge_core.cli.common import (
     say,
     say_lines,
 )
+from fair_forge_core.cli.compare_text import format_comparison, metric_label
 from fair_forge_core.cli.progress import _progress
+
+__all__ = ["cmd_compare", "format_comparison", "metric_label"]
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import Comparison, ConversationMetrics, EvaluationResult
@@ -143,172 +146,6 @@ def _comparison_warnings(comparison: Comparison) -> list[str]:
     return lines
 
 
-def metric_label(metric: str, k: int) -> str:
-    """How the table names a metric: pass@k → pass@3, pass^k_unbiased → pass^3 unbiased."""
-    return metric.replace("_unbiased", " unbiased").replace("@k", f"@{k}").replace("^k", f"^{k}")
-
-
-def _value(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _p_value(p: float | None) -> str:
-    if p is None:
-        return "—"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def _probability(p: float) -> str:
-    """`= p` to 3 decimals, or `> 0.999` / `< 0.001` rather than a rounded 1 or 0."""
-    return "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"= {p:.3f}"
-
-
-def _detectable(metric: Any) -> str | None:
-    """A metric's minimum detectable effect as printed: `±0.244`, `n/a (no variation)` when
-    its per-task differences do not vary (standard error exactly 0), None when it has none
-    (fewer than two tasks)."""
-    if metric.minimum_detectable_effect is not None:
-        return f"±{metric.minimum_detectable_effect:.3f}"
-    return "n/a (no variation)" if metric.standard_error == 0.0 else None
-
-
-def _table_lines(comparison: Comparison, level: str) -> list[str]:
-    """One row per metric under a header, columns aligned (the metric's name to the left, the
-    rest to the right; values to 3 decimals, p-values to 3 or `<0.001`, `—` for none), a blank
-    line, then each metric's note."""
-    header = ("metric", "tasks", "baseline", "candidate", "difference", f"{level} interval", "p (Holm)", "significant")
-    rows = [header]
-    for m in comparison.metrics:
-        interval = "—" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]"
-        rows.append(
-            (
-                metric_label(m.metric, m.k),
-                str(m.tasks),
-                _value(m.baseline),
-                _value(m.candidate),
-                _value(m.difference, signed=True),
-                interval,
-                _p_value(m.p_value_holm),
-                "yes" if m.significant else "no",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
-        lines.append("  ".join(cells).rstrip())
-    lines.append("")
-    for m in comparison.metrics:
-        if m.note:
-            lines.append(f"note: {metric_label(m.metric, m.k)}: {m.note}")
-    return lines
-
-
-VERDICT_HEADLINES = {
-    "improved": "IMPROVED — the candidate is significantly better than the baseline",
-    "regressed": "REGRESSED — the candidate is significantly worse than the baseline",
-    "inconclusive": "INCONCLUSIVE — no significant difference either way",
-    "not_tested": "NOT TESTED — too few shared tasks for any test to show a difference",
-}
-
-
-def _verdict_lines(comparison: Comparison, level: str) -> list[str]:
-    """The verdict and why, the minimum detectable effect (when a metric has one), and for an
-    inconclusive or untested verdict the shared tasks that would settle it (or that none would,
-    when no difference was observed)."""
-    lines = [f"verdict: {VERDICT_HEADLINES[comparison.verdict]}", f"  {comparison.verdict_explanation}"]
-    detectable = [
-        f"{metric_label(m.metric, m.k)} {shown}" for m in comparison.metrics if (shown := _detectable(m)) is not None
-    ]
-    if detectable:
-        lines.append(f"minimum detectable effect (80% power, {level}): {', '.join(detectable)}")
-    if comparison.verdict in ("inconclusive", "not_tested"):
-        needed = [
-            f"{metric_label(m.metric, m.k)} {m.tasks_needed} (difference {m.difference:+.3f})"
-            for m in comparison.metrics
-            if m.tasks_needed is not None and m.difference is not None
-        ]
-        if needed:
-            lines.append(
-                f"shared tasks needed to settle it (80% power at the observed difference): {', '.join(needed)}"
-            )
-        else:
-            lines.append("shared tasks needed to settle it: none would — no difference was observed")
-    return lines
-
-
-def _test_lines(comparison: Comparison) -> list[str]:
-    """The metrics the exact sign-flip test decided, McNemar's test when it ran, and
-    P(candidate better) when the comparison has it."""
-    from fair_forge_core.compare import MIN_BOOTSTRAP_TASKS
-
-    lines = []
-    exact = [metric_label(m.metric, m.k) for m in comparison.metrics if m.p_value_method == "sign_flip_exact"]
-    if exact:
-        lines.append(
-            f"exact sign-flip test over the per-task differences (fewer than {MIN_BOOTSTRAP_TASKS} tasks): "
-            + ", ".join(exact)
-        )
-    if comparison.mcnemar is not None:
-        test = comparison.mcnemar
-        lines.append(
-            f"McNemar ({test.method}): baseline-only successes b = {test.b}, candidate-only c = {test.c}, "
-            f"p = {_p_value(test.p_value)}"
-        )
-    if comparison.probability_candidate_better is not None:
-        a, b = comparison.prior
-        lines.append(
-            f"P(candidate's per-attempt success rate is higher) {_probability(comparison.probability_candidate_better)} "
-            f"(Beta({a:g}, {b:g}) prior)"
-        )
-    return lines
-
-
-def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
-    """The readable report `compare` prints: a header, one table row per metric (values to
-    3 decimals, p-values to 3 or `<0.001`, `—` for none), the metrics' notes, the verdict
-    and why, the minimum detectable effect (`n/a (no variation)` without variation), the
-    tasks that would settle an inconclusive or untested verdict, the metrics the exact
-    sign-flip test decided, McNemar's test when it ran, and P(candidate better)
-    (`> 0.999` / `< 0.001` at the ends)."""
-    level = _level(comparison.confidence)
-    lines = [
-        f"baseline:  {baseline} — {comparison.baseline_successes}/{comparison.baseline_attempts} "
-        "attempts fully correct on the shared tasks",
-        f"candidate: {candidate} — {comparison.candidate_successes}/{comparison.candidate_attempts} "
-        "attempts fully correct on the shared tasks",
-        f"{comparison.shared_tasks} shared tasks, k = {comparison.k}, confidence {level}, "
-        f"{comparison.bootstrap_resamples} bootstrap resamples (seed {comparison.seed})",
-        "",
-    ]
-    lines += _table_lines(comparison, level)
-    lines += _verdict_lines(comparison, level)
-    lines += _test_lines(comparison)
-    lines += _efficiency_lines(comparison, level)
-    return "\n".join(lines) + "\n"
-
-
-def _efficiency_lines(comparison: Comparison, level: str) -> list[str]:
-    """When the comparison has `efficiency`: a blank line, a heading, and one line per measure
-    compared on some task (the means per side, the difference with its interval, p and its
-    test); never part of the verdict."""
-    if not comparison.efficiency:
-        return []
-    lines = ["", f"efficiency (per-task means, candidate − baseline, {level} interval; not part of the verdict):"]
-    for e in comparison.efficiency:
-        if e.difference is None:
-            continue
-        interval = "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
-        test = {"sign_flip_exact": "sign-flip", "bootstrap": "bootstrap", None: "—"}[e.p_value_method]
-        lines.append(
-            f"  {e.measure}: {_value(e.baseline)} → {_value(e.candidate)}, difference {_value(e.difference, signed=True)} "
-            f"{interval}, p = {_p_value(e.p_value)} ({test}, {e.tasks} tasks)"
-        )
-    return lines
-
-
 def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     from fair_forge_core.cli.outputs import COMPARE_OUTPUTS, check_outputs, write_comparison_outputs
 
@@ -342,7 +179,15 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             f"--require-same-judge: the baseline and the candidate were not judged alike "
             f"({len(judging)} difference(s), listed above)"
         )
-    comparison = compare(baseline, candidate, k=k, confidence=args.confidence, seed=args.seed, judging=judging)
+    comparison = compare(
+        baseline,
+        candidate,
+        k=k,
+        population=args.population,
+        confidence=args.confidence,
+        seed=args.seed,
+        judging=judging,
+    )
     comparison.efficiency = compare_efficiency(
         _conversations_of(base_result, args.baseline_assistant),
         _conversations_of(cand_result, args.candidate_assistant),

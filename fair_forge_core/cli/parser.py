@@ -217,8 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="is the candidate better than the baseline? a paired comparison over shared tasks",
         description=(
-            "Compare two agents, or two runs of one, over the tasks both attempted: pass@1, pass@k, pass^k "
-            "differences with paired-bootstrap intervals, Holm-adjusted p-values and a verdict. BASELINE and "
+            "Compare two agents, or two runs of one, over the tasks both attempted. The verdict asks, by default, "
+            "whether the candidate is worse on these tasks (an exact test of per-attempt success stratified by "
+            "task) and lists the tasks that changed; the task-level tests (pass@1, pass@k, pass^k differences "
+            "with paired-bootstrap intervals, Holm-adjusted) say whether it would generalise. BASELINE and "
             "CANDIDATE are result files (evaluate's output or a POST /run response) or request files, "
             "evaluated first as evaluate does. They may be the same file, with two assistants."
         ),
@@ -234,6 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--candidate-assistant", metavar="ID", help="compare only this assistant's conversations")
     compare.add_argument(
         "--confidence", type=_confidence, default=0.95, help="confidence level, in (0, 1) (default: 0.95)"
+    )
+    compare.add_argument(
+        "--population",
+        choices=("attempts", "tasks"),
+        default="attempts",
+        help="which test decides the verdict: attempts, is the candidate worse on these tasks (default); "
+        "tasks, would the difference generalise to new tasks",
     )
     compare.add_argument("--seed", type=_non_negative_int, default=0, help="the bootstrap's seed (default: 0)")
     compare.add_argument("--k", type=_positive_int, help="k of pass@k and pass^k (default: the results' k)")

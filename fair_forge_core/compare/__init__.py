@@ -19,7 +19,13 @@ averaged over the tasks it is defined on, per side; its difference is the mean o
 per-task differences candidate − baseline. At k = 1 only pass@1 is reported (the other
 four are the same number by definition).
 
-Tests (`compare`): a task-level paired bootstrap for every metric averaged over at least 10
+The verdict (`compare`, `population`): by default the attempt-level test — is the candidate
+worse on THESE tasks? the exact test of per-attempt success stratified by task, conditional
+on each task's totals (`stratified`, `attempts`) —, or with `population="tasks"` the
+task-level tests, always reported beside it; and the tasks that changed, worst first, each
+with its own exact p. A side may also be a result (`EvaluationResult` or its JSON dict).
+
+Task-level tests: a task-level paired bootstrap for every metric averaged over at least 10
 tasks, the exact sign-flip permutation test over fewer, McNemar's test when every shared
 task has one attempt per side, Holm's adjustment across the metrics, and the Bayesian
 probability that the candidate's per-attempt success rate is higher. A metric whose test
@@ -29,8 +35,10 @@ comparison in which no metric could be tested has the verdict `not_tested`.
 `compare_efficiency` (module `efficiency`) pairs what the sides spent the same way, for
 `Comparison.efficiency`; it never enters the verdict.
 The rules are stated on each function. Modules: `outcomes` (the input, per-task values),
-`tests` (the statistical tests), `verdict` (the Holm family, the verdict rule), `paired`
-(`compare`, step by step), `judging` (`judging_differences`). Pure: no I/O; numpy and scipy
+`tests` (the statistical tests), `stratified` (the attempt-level test), `attempts` (its
+verdict, the tasks that changed), `verdict` (the Holm family, the verdict rule), `paired`
+(`compare`, step by step), `judging` (`judging_differences`), `labels` (how every face names
+a metric). Pure: no I/O; numpy and scipy
 are imported inside the functions that need them, so importing this package costs nothing.
 """
 
@@ -52,7 +60,6 @@ from fair_forge_core.compare.outcomes import (
 from fair_forge_core.compare.paired import ALL_METRICS, compare
 from fair_forge_core.compare.tests import (
     DEFAULT_RESAMPLES,
-    EXACT_MCNEMAR_MAX_DISCORDANT,
     MAX_SIGN_FLIP_TASKS,
     MAX_TASK_DRAWS,
     MIN_BOOTSTRAP_TASKS,
@@ -70,13 +77,13 @@ from fair_forge_core.compare.tests import (
     tasks_needed,
     z_value,
 )
-from fair_forge_core.compare.verdict import Verdict, decide_verdict
+from fair_forge_core.compare.verdict import decide_verdict
 from fair_forge_core.schemas import Comparison
+from fair_forge_core.schemas.comparison import Verdict
 
 __all__ = [
     "ALL_METRICS",
     "DEFAULT_RESAMPLES",
-    "EXACT_MCNEMAR_MAX_DISCORDANT",
     "MAX_SIGN_FLIP_TASKS",
     "MAX_TASK_DRAWS",
     "MIN_BOOTSTRAP_TASKS",

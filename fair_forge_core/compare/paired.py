@@ -5,11 +5,12 @@ Holm, the verdict (`verdict.decide_verdict`), and the result. The rules are on `
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from fair_forge_core.compare.outcomes import Outcome, Side, per_task_values, tally_side
+from fair_forge_core.compare.attempts import attempt_test, changed_tasks
+from fair_forge_core.compare.outcomes import Outcome, Side, outcomes_from_result, per_task_values, tally_side
 from fair_forge_core.compare.tests import (
     MIN_BOOTSTRAP_TASKS,
     bootstrap_p_value,
@@ -34,7 +35,14 @@ from fair_forge_core.compare.verdict import (
     holm_of,
     testable_family,
 )
-from fair_forge_core.schemas import ComparedMetric, Comparison, McNemarTest, MetricComparison
+from fair_forge_core.schemas import (
+    ComparedMetric,
+    Comparison,
+    EvaluationResult,
+    McNemarTest,
+    MetricComparison,
+    Population,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,11 +51,16 @@ if TYPE_CHECKING:
 ALL_METRICS: tuple[ComparedMetric, ...] = ("pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased")
 
 
+SideInput = EvaluationResult | Mapping[str, Any] | Iterable[Outcome]
+"""One side of `compare`: its outcomes, or a result (an `EvaluationResult` or a result file's JSON)."""
+
+
 def compare(
-    baseline: Iterable[Outcome],
-    candidate: Iterable[Outcome],
+    baseline: SideInput,
+    candidate: SideInput,
     *,
     k: int = 3,
+    population: Population = "attempts",
     confidence: float = 0.95,
     resamples: int | None = None,
     seed: int = 0,
@@ -56,7 +69,22 @@ def compare(
 ) -> Comparison:
     """Is the candidate better than the baseline on the tasks both attempted?
 
-    Rules (α = 1 − confidence):
+    Each side is its outcomes (`Outcome`s), or a result — an `EvaluationResult` or a result
+    file's JSON dict — read by `outcomes_from_result`; a result holding several assistants is a
+    ValueError asking for `outcomes_from_result(result, assistant_id)`.
+
+    Two questions, each with its verdict; `population` says which one is `verdict`:
+
+    - `attempts` (the default, a CI gate on a fixed suite): is the candidate worse on THESE
+      tasks? The exact stratified test of per-attempt success (`attempts.attempt_test`, one
+      test: Holm leaves it alone), in `attempt_test`.
+    - `tasks`: would the difference generalise to new tasks? The task-level metrics below,
+      Holm-adjusted together, in `task_level_verdict`.
+
+    `changed_tasks` (`attempts.changed_tasks`) lists the tasks whose per-attempt success
+    differs, worst first, each with its own exact p.
+
+    Rules of the task-level metrics (α = 1 − confidence):
 
     - Metrics: pass@1, and at k > 1 also plug-in pass@k, pass^k and unbiased pass@k, pass^k
       (see the package docstring), each averaged per side over its tasks: the shared tasks,
@@ -92,25 +120,31 @@ def compare(
       and regressed / improved / inconclusive / not_tested).
     - Standard error of a metric: the sample standard deviation (n − 1) of its per-task
       differences over sqrt(tasks), None under two tasks and exactly 0.0 when the
-      differences are all equal (no variation); `minimum_detectable_effect` at 80 % power
-      and level α from it, None when it is None or 0.0.
-    - `tasks_needed` (inconclusive and not_tested verdicts only; None when the difference
-      is 0 or under two tasks): the shared tasks that would detect a true difference of the
-      observed size with 80 % power (`tasks_needed`), and never fewer than the fewest tasks
-      at which one of the comparison's distinct tests can be significant (`minimum_tasks`),
-      nor than the shared tasks + 1.
+      differences are all equal (no variation, `paired_standard_error`);
+      `minimum_detectable_effect` at 80 % power and level α from it, None when it is None or 0.0.
+    - `tasks_needed` (inconclusive and not_tested task-level verdicts only): the shared tasks
+      that would detect a true difference of the observed size with 80 % power
+      (`tasks_needed`), and never fewer than the fewest tasks at which one of the
+      comparison's distinct tests can be significant (`minimum_tasks`), nor than the shared
+      tasks + 1. None, with `tasks_needed_reason`, when the difference is 0 ("no difference
+      was observed"), under two tasks (no spread between tasks to extrapolate from), or when
+      no number of tasks can reach significance at this confidence ("cannot be tested at
+      this confidence").
     - `probability_candidate_better`: `probability_better` on the scored attempts of the
       shared tasks pooled per side, with `prior` (a, b); None without shared tasks.
     - `judging`: the lines of `judging_differences`, copied into `judging_differences`.
 
-    ValueError for k < 1, a confidence outside (0, 1), resamples < 1, a negative seed or a
-    prior outside `PRIOR_RANGE`; TypeError for a malformed outcome.
+    ValueError for k < 1, a confidence outside (0, 1), resamples < 1, a negative seed, a
+    population other than "attempts" or "tasks" or a prior outside `PRIOR_RANGE`; TypeError
+    for a malformed outcome.
     """
     _check_arguments(k, confidence, resamples, seed)
+    if population not in ("attempts", "tasks"):
+        raise ValueError('population must be "attempts" or "tasks"')
     prior_a, prior_b = check_prior(prior)
     alpha = 1.0 - confidence
 
-    pairing = _pair(baseline, candidate)
+    pairing = _pair(_outcomes_of(baseline, "baseline"), _outcomes_of(candidate, "candidate"))
     shared = pairing.shared
     if resamples is None:
         resamples = bootstrap_resamples(len(shared))
@@ -126,17 +160,22 @@ def compare(
     family, distinct = testable_family(metrics, confidence)
     holm = holm_of(metrics, family)
     decision = decide_verdict(metrics, holm, alpha, tested=bool(family))
-    fewest = max(
-        minimum_tasks(confidence, max(1, distinct), None if mcnemar_test is not None else resamples),
-        len(shared) + 1,
+    fewest = minimum_tasks(confidence, max(1, distinct), None if mcnemar_test is not None else resamples)
+    task_explanation = explain(
+        decision.verdict, metrics, holm, decision.lower, decision.higher, confidence, len(shared), k
     )
+    attempts = attempt_test(pairing.base.scored, pairing.cand.scored, shared, confidence)
     n_b, c_b = _pooled(pairing.base, shared)
     n_c, c_c = _pooled(pairing.cand, shared)
+    by_attempts = population == "attempts"
     return Comparison(
-        verdict=decision.verdict,
-        verdict_explanation=explain(
-            decision.verdict, metrics, holm, decision.lower, decision.higher, confidence, len(shared)
-        ),
+        verdict=attempts.verdict if by_attempts else decision.verdict,
+        verdict_explanation=attempts.verdict_explanation if by_attempts else task_explanation,
+        population=population,
+        attempt_test=attempts,
+        task_level_verdict=decision.verdict,
+        task_level_explanation=task_explanation,
+        changed_tasks=changed_tasks(pairing.base.scored, pairing.cand.scored, shared, confidence),
         confidence=confidence,
         k=k,
         seed=seed,
@@ -146,7 +185,9 @@ def compare(
         baseline_successes=c_b,
         candidate_attempts=n_c,
         candidate_successes=c_c,
-        metrics=_metric_results(metrics, holm, decision, k, confidence, fewest),
+        metrics=_metric_results(
+            metrics, holm, decision, k, confidence, None if fewest is None else max(fewest, len(shared) + 1)
+        ),
         mcnemar=mcnemar_test,
         prior=[prior_a, prior_b],
         probability_candidate_better=probability_better(c_b, n_b - c_b, c_c, n_c - c_c, (prior_a, prior_b))
@@ -161,6 +202,30 @@ def compare(
         notes=pairing.notes,
         judging_differences=list(judging),
     )
+
+
+def _outcomes_of(side: SideInput, name: str) -> Iterable[Outcome]:
+    """One side's outcomes: a result's (`outcomes_from_result`; ValueError naming the side and
+    the assistants when it holds several), or the outcomes given."""
+    if isinstance(side, EvaluationResult) or (isinstance(side, Mapping) and "per_conversation_metrics" in side):
+        outcomes = outcomes_from_result(side)
+        owners = (
+            {m.assistant_id for m in side.per_conversation_metrics}
+            if isinstance(side, EvaluationResult)
+            else {m.get("assistant_id") for m in side["per_conversation_metrics"] if isinstance(m, Mapping)}
+        )
+        if len(owners) > 1:
+            raise ValueError(
+                f"the {name} result holds the conversations of {len(owners)} assistants "
+                f"({', '.join(sorted(map(str, owners)))}): pass outcomes_from_result(result, assistant_id)"
+            )
+        return outcomes
+    if isinstance(side, Mapping):
+        raise TypeError(
+            f"{name}: a dict must be a result (with 'per_conversation_metrics'); otherwise pass the "
+            "(task, is_fully_correct) outcomes, e.g. outcomes_from_result(result)"
+        )
+    return side
 
 
 def _check_arguments(k: int, confidence: float, resamples: int | None, seed: int) -> None:
@@ -274,7 +339,7 @@ def _tested_metrics(
             metric.p_value, metric.method, metric.floor = earlier.p_value, earlier.method, earlier.floor
         elif name == "pass@1" and mcnemar_test is not None:
             metric.p_value, metric.floor = mcnemar_test.p_value, smallest_exact_p(metric.tasks)
-            metric.method = "mcnemar_exact" if mcnemar_test.method == "exact" else "mcnemar_chi2"
+            metric.method = "mcnemar_exact"
         metrics.append(metric)
     return metrics
 
@@ -285,16 +350,16 @@ def _metric_results(
     decision: Decision,
     k: int,
     confidence: float,
-    fewest: int,
+    fewest: int | None,
 ) -> list[MetricComparison]:
-    """The `MetricComparison` of each metric; `tasks_needed` (at least `fewest`) only under an
-    inconclusive or not_tested verdict."""
+    """The `MetricComparison` of each metric; `tasks_needed` (at least `fewest`) or why there is
+    none (`_tasks_needed`) only under an inconclusive or not_tested task-level verdict."""
     results = []
     for metric, p_holm, is_significant in zip(metrics, holm, decision.significant, strict=True):
         se = metric.standard_error
-        needed = None
-        if decision.verdict in ("inconclusive", "not_tested") and se is not None and metric.difference is not None:
-            needed = tasks_needed(metric.tasks, se, metric.difference, confidence, minimum=fewest)
+        needed, reason = None, None
+        if decision.verdict in ("inconclusive", "not_tested") and metric.difference is not None:
+            needed, reason = _tasks_needed(metric, confidence, fewest)
         results.append(
             MetricComparison(
                 metric=metric.name,
@@ -313,10 +378,26 @@ def _metric_results(
                 standard_error=se,
                 minimum_detectable_effect=minimum_detectable_effect(se, confidence) if se else None,
                 tasks_needed=needed,
+                tasks_needed_reason=reason,
                 note="; ".join(metric.notes) or None,
             )
         )
     return results
+
+
+def _tasks_needed(metric: MetricNumbers, confidence: float, fewest: int | None) -> tuple[int | None, str | None]:
+    """(tasks needed, None) for a metric with a difference, or (None, why not): no difference
+    observed, one task (no standard error), or no number of tasks testable (`fewest` None)."""
+    if metric.difference == 0:
+        return None, "no difference was observed"
+    if fewest is None:
+        return None, "cannot be tested at this confidence"
+    if metric.standard_error is None:
+        return None, (
+            f"one shared task: no spread between tasks to extrapolate from "
+            f"(at least {fewest} tasks are needed for a test to reach significance)"
+        )
+    return tasks_needed(metric.tasks, metric.standard_error, metric.difference or 0.0, confidence, minimum=fewest), None
 
 
 def _metric(

@@ -33,15 +33,6 @@ def bootstrap_resamples(tasks: int) -> int:
 POWER = 0.8
 """The power at which `minimum_detectable_effect` and `tasks_needed` are stated."""
 
-EXACT_MCNEMAR_MAX_DISCORDANT = 25
-"""McNemar's p-value is the exact binomial one while b + c ≤ 25, the chi-square one with
-continuity correction above. The exact test is always valid; the chi-square form is the
-conventional one once it approximates the exact test well, which the usual rule places at
-about 25 discordant pairs (Wikipedia's *McNemar's test*: with b + c < 25 the statistic is
-not well approximated by the chi-square distribution, use the exact binomial test). At
-b + c = 26 the two p-values of a 9/17 split are 0.169 (exact) and 0.170 (chi-square).
-Both are always reported."""
-
 MIN_BOOTSTRAP_TASKS = 10
 """A bootstrap p-value enters the verdict only for a metric averaged over at least 10 tasks.
 With fewer, the task-level bootstrap cannot see the spread between tasks (at one task, or
@@ -84,7 +75,8 @@ def mcnemar(b: int, c: int, tasks: int) -> McNemarTest:
     - chi-square with continuity correction: χ² = max(0, |b − c| − 1)² / (b + c) on one
       degree of freedom (the correction never pushes past zero, so b = c gives χ² = 0 and
       p = 1); None when b + c = 0;
-    - `method`/`p_value`: exact while b + c ≤ `EXACT_MCNEMAR_MAX_DISCORDANT` (25), else chi-square;
+    - `method`/`p_value`: always the exact one, at any b + c (the chi-square p-value is
+      reported beside it and never decides);
     - the paired difference (c − b)/tasks and its standard error
       sqrt((b + c)/tasks − ((c − b)/tasks)²)/sqrt(tasks), the plug-in standard deviation of
       the per-task differences (each −1, 0 or 1) over sqrt(tasks).
@@ -102,7 +94,6 @@ def mcnemar(b: int, c: int, tasks: int) -> McNemarTest:
     if discordant:
         statistic = max(0, abs(b - c) - 1) ** 2 / discordant
         p_chi2 = float(chi2.sf(statistic, 1))
-    use_exact = discordant <= EXACT_MCNEMAR_MAX_DISCORDANT or p_chi2 is None
     difference = (c - b) / tasks
     variance = max(0.0, discordant / tasks - difference**2)
     return McNemarTest(
@@ -112,8 +103,8 @@ def mcnemar(b: int, c: int, tasks: int) -> McNemarTest:
         exact_p_value=exact,
         chi2_statistic=statistic,
         chi2_p_value=p_chi2,
-        method="exact" if use_exact else "chi2",
-        p_value=exact if use_exact or p_chi2 is None else p_chi2,
+        method="exact",
+        p_value=exact,
         difference=difference,
         standard_error=math.sqrt(variance / tasks),
     )
@@ -148,26 +139,34 @@ def sign_flip_p_value(differences: Sequence[float]) -> float:
 
 def smallest_exact_p(tasks: int) -> float:
     """The smallest two-sided p-value an exact test of `tasks` paired tasks can give, at its
-    most extreme outcome (every task differs, all one way): 2/2^T for the sign-flip test,
-    and for McNemar's exact test (`mcnemar`) while T ≤ `EXACT_MCNEMAR_MAX_DISCORDANT`;
-    beyond, 2/2^25 (25 discordant pairs, all one way), which no confidence in use reaches."""
-    return 2.0 ** (1 - min(tasks, EXACT_MCNEMAR_MAX_DISCORDANT))
+    most extreme outcome (every task differs, all one way): 2/2^T, for the sign-flip test
+    and for McNemar's exact test (`mcnemar`) alike, at any T (it underflows to 0.0 past
+    about 1,075 tasks, which any level reaches)."""
+    return 2.0 ** (1 - tasks) if tasks < 1075 else 0.0
 
 
-def minimum_tasks(confidence: float = 0.95, tests: int = 1, resamples: int | None = None) -> int:
+def minimum_tasks(confidence: float = 0.95, tests: int = 1, resamples: int | None = None) -> int | None:
     """The fewest tasks at which one of `tests` metrics, Holm-adjusted together, can be
-    significant at α = 1 − confidence: the smallest T with tests·2/2^T ≤ α (an exact test's
-    smallest p-value, `smallest_exact_p`, times the factor of Holm's first step). With
-    `resamples` (the metric may be bootstrapped from `MIN_BOOTSTRAP_TASKS` tasks on), at
-    most `MIN_BOOTSTRAP_TASKS` when tests/(resamples + 1), the bootstrap's smallest Holm
-    step, is ≤ α. At α = 0.05: 6 for one test, 7 for two or three, 8 for four to six."""
+    significant at α = 1 − confidence; None when no number of tasks can be.
+
+    Without `resamples` (McNemar's exact test, at any number of tasks): the smallest T with
+    tests·2/2^T ≤ α (an exact test's smallest p-value, `smallest_exact_p`, times the factor of
+    Holm's first step). With `resamples` the metrics are tested by the exact sign-flip test
+    below `MIN_BOOTSTRAP_TASKS` tasks and by the bootstrap from there on, whose smallest Holm
+    step is tests/(resamples + 1): the smallest T < `MIN_BOOTSTRAP_TASKS` with tests·2/2^T ≤ α,
+    else `MIN_BOOTSTRAP_TASKS` when tests/(resamples + 1) ≤ α, else None (e.g. at confidence
+    0.9999 with five tests: 5·2/2⁹ and 5/10,001 are both above 0.0001). At α = 0.05: 6 for
+    one test, 7 for two or three, 8 for four to six."""
     alpha = 1.0 - confidence
-    tasks = 1
-    while tests * smallest_exact_p(tasks) > alpha and tasks < EXACT_MCNEMAR_MAX_DISCORDANT:
-        tasks += 1
-    if resamples is not None and tasks > MIN_BOOTSTRAP_TASKS and tests / (resamples + 1) <= alpha:
-        return MIN_BOOTSTRAP_TASKS
-    return tasks
+    if resamples is None:
+        tasks = 1
+        while tests * smallest_exact_p(tasks) > alpha:
+            tasks += 1
+        return tasks
+    for tasks in range(1, MIN_BOOTSTRAP_TASKS):
+        if tests * smallest_exact_p(tasks) <= alpha:
+            return tasks
+    return MIN_BOOTSTRAP_TASKS if tests / (resamples + 1) <= alpha else None
 
 
 def probability_better(
@@ -248,22 +247,30 @@ def tasks_needed(
     """Shared tasks that would detect a true difference of size |difference| with probability
     `power`: ⌈tasks·(minimum_detectable_effect(SE)/|difference|)²⌉, the standard error
     shrinking as 1/sqrt(tasks), and never fewer than `minimum` (`compare` passes the fewest
-    tasks its tests can reject with, and one more than the tasks given). None when the
-    difference is 0."""
+    tasks its tests can reject with, and one more than the tasks given; it never calls this
+    when no number of tasks can be tested). None when the difference is 0."""
     if difference == 0:
         return None
     normal = math.ceil(tasks * (minimum_detectable_effect(standard_error, confidence, power) / abs(difference)) ** 2)
     return max(minimum, normal)
 
 
+EQUAL_DIFFERENCES = 1e-12
+"""Per-task differences within this of each other are equal (`paired_standard_error`)."""
+
+
 def paired_standard_error(differences: Sequence[float]) -> float | None:
     """The standard error of the mean of paired per-task `differences`: their sample standard
     deviation (n − 1) over sqrt(n); None under two differences, exactly 0.0 when they are all
-    equal (no variation, not a rounding residue)."""
+    equal (no variation, not a rounding residue). Equal means within `EQUAL_DIFFERENCES`:
+    per-task values are rationals computed in floats, so differences equal in exact
+    arithmetic can differ in the last bit (2/3 − 1/3 = 0.3333333333333333 and 1 − 2/3 =
+    0.33333333333333337, whose spread would be a standard error of 3.9e-17, not 0); two
+    distinct differences of counts are at least 1/(n_b·n_c)^k apart, far above it."""
     tasks = len(differences)
     if tasks < 2:
         return None
-    if min(differences) == max(differences):
+    if max(differences) - min(differences) <= EQUAL_DIFFERENCES:
         return 0.0
     mean = math.fsum(differences) / tasks
     spread = math.fsum((x - mean) ** 2 for x in differences) / (tasks - 1)

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from fair_forge_core.compare.tests import PValueMethod, holm_adjust
 from fair_forge_core.schemas import ComparedMetric
-
-Verdict = Literal["improved", "regressed", "inconclusive", "not_tested"]
+from fair_forge_core.schemas.comparison import Verdict
 
 
 @dataclass
@@ -115,7 +113,7 @@ _TEST_NAMES: dict[PValueMethod, str] = {
 }
 
 
-def _level(confidence: float) -> str:
+def level_text(confidence: float) -> str:
     """A confidence level as written in notes and explanations: 95%, or 0.955 when not a whole percent."""
     return f"{confidence:.0%}" if round(confidence * 100, 6).is_integer() else f"{confidence:g}"
 
@@ -125,7 +123,7 @@ def untestable(metric: MetricNumbers, floor: float, together: int, confidence: f
     times `together`, the tests Holm would adjust it with (its own and those with a floor as
     small or smaller), is."""
     test = _TEST_NAMES[metric.method] if metric.method is not None else "its test"
-    head = f"{metric.tasks} tasks cannot show a difference at {_level(confidence)}"
+    head = f"{metric.tasks} tasks cannot show a difference at {level_text(confidence)}"
     if floor > 1.0 - confidence:
         return f"{head}: {test}'s smallest p-value is {floor:.3g}"
     return (
@@ -142,13 +140,20 @@ def explain(
     higher: Sequence[ComparedMetric],
     confidence: float,
     shared: int,
+    k: int = 1,
 ) -> str:
-    """One sentence on why the verdict is what it is."""
-    level = _level(confidence)
+    """One sentence on why the verdict is what it is, naming the metrics as every face does
+    (`labels.metric_label` at `k`)."""
+    from fair_forge_core.compare.labels import metric_label
+
+    level = level_text(confidence)
     by_name = {m.name: (m, p) for m, p in zip(metrics, holm, strict=True)}
 
     def listed(names: Sequence[ComparedMetric]) -> str:
-        return ", ".join(f"{n} ({by_name[n][0].difference:+.3f}, Holm-adjusted p = {by_name[n][1]:.3g})" for n in names)
+        return ", ".join(
+            f"{metric_label(n, k)} ({by_name[n][0].difference:+.3f}, Holm-adjusted p = {by_name[n][1]:.3g})"
+            for n in names
+        )
 
     if verdict == "regressed":
         text = f"regressed: significantly lower at {level}: {listed(lower)}"

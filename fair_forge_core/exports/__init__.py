@@ -5,14 +5,15 @@ writes the files (`fair-forge evaluate` / `compare` `--junit`, `--markdown`, `--
 - `cases`: the test cases of a result (a task, or a conversation without a task_id), passed,
   failed or skipped, with the reasons; the rule is its docstring.
 - `junit`: JUnit XML of an evaluation (a testsuite per assistant) or a comparison (a case per
-  metric and the verdict).
-- `markdown`: the Markdown summary of an evaluation or a comparison.
+  metric, the attempt-level test and the verdict).
+- `markdown`: the Markdown summary of an evaluation; `markdown_comparison`: of a comparison.
 - `rows`: one row per turn as JSON Lines or CSV.
 """
 
 from fair_forge_core.exports.cases import Case, cases, failure_reasons, unscored_reasons
 from fair_forge_core.exports.junit import junit_comparison, junit_evaluation
-from fair_forge_core.exports.markdown import markdown_comparison, markdown_evaluation
+from fair_forge_core.exports.markdown import markdown_evaluation
+from fair_forge_core.exports.markdown_comparison import markdown_comparison
 from fair_forge_core.exports.rows import ROW_FIELDS, csv_rows, jsonl_rows, turn_rows
 
 __all__ = [

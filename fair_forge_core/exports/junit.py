@@ -12,9 +12,13 @@ first reason and whose text is every reason, one a line; a skipped case one `<sk
 with why; a failed task's unscored attempts are its `<system-out>`.
 
 Comparison (`junit_comparison`): one `<testsuite name="fair-forge compare">`, one case per
-compared metric, named by its id (`pass@k`) — failed when significantly lower (the candidate regressed on it), skipped
-when not tested (`note` says why), passed otherwise — and a case `verdict`: failed when
-`regressed` (or `inconclusive` under `require_conclusive`), skipped when `not_tested`.
+compared metric of the task-level tests, named by its id (`pass@k`) — failed when
+significantly lower (the candidate regressed on it), skipped when not tested (`note` says
+why), passed otherwise —, a case `attempts` for the attempt-level test (failed when its own
+verdict is `regressed`, skipped when not tested), and a case `verdict`, the one that decides
+(`population`'s): failed when `regressed` (or `inconclusive` under `require_conclusive`),
+skipped when `not_tested`; its text lists the tasks that changed, worst first. Figures in
+messages have 3 decimals (p-values `<0.001` below), like the other faces.
 
 No `time` attributes: nothing here was timed. Characters XML 1.0 cannot hold (control
 characters in a judge's reasoning) are dropped, so the file always parses.
@@ -106,9 +110,18 @@ def junit_evaluation(result: EvaluationResult) -> str:
     return _document(root)
 
 
+def _three(value: float | None, signed: bool = False) -> str:
+    """A figure in a message: 3 decimals (signed for a difference), `—` for none."""
+    return "—" if value is None else f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def metric_case(metric: MetricComparison) -> Case:
     """A compared metric as a case: failed when significantly lower, skipped when not tested."""
-    from fair_forge_core.report.charts import metric_label
+    from fair_forge_core.compare.labels import metric_label
 
     # Named by its id (`pass@k`), not its label at k (`pass@3`): a CI keeps a test's history by
     # its name, and at k = 1 the labels of pass@1 and pass@k would be one name.
@@ -118,18 +131,47 @@ def metric_case(metric: MetricComparison) -> Case:
         return Case("compare", "metric", name, (), "skipped", (metric.note or "not tested",), ())
     if metric.significant and metric.difference is not None and metric.difference < 0:
         reason = (
-            f"{label} significantly lower: {_figure(metric.baseline)} → {_figure(metric.candidate)}, difference "
-            f"{metric.difference:+.3f} [{_figure(metric.ci_low)}, {_figure(metric.ci_high)}], "
-            f"p (Holm) {_figure(metric.p_value_holm)}, over {metric.tasks} task(s)"
+            f"{label} significantly lower: {_three(metric.baseline)} → {_three(metric.candidate)}, difference "
+            f"{metric.difference:+.3f} [{_three(metric.ci_low, True)}, {_three(metric.ci_high, True)}], "
+            f"p (Holm) {_p(metric.p_value_holm)}, over {metric.tasks} task(s)"
         )
         return Case("compare", "metric", name, (), "failed", (reason,), ())
     return Case("compare", "metric", name, (), "passed", (), ())
 
 
+def attempt_case(comparison: Comparison) -> Case | None:
+    """The attempt-level test as a case: failed when its verdict is regressed, skipped when not
+    tested; None in a comparison written before it existed."""
+    test = comparison.attempt_test
+    if test is None:
+        return None
+    outcome: Outcome = (
+        "failed" if test.verdict == "regressed" else "skipped" if test.verdict == "not_tested" else "passed"
+    )
+    return Case("compare", "verdict", "attempts", (), outcome, (test.verdict_explanation,), ())
+
+
+def changed_lines(comparison: Comparison) -> list[str]:
+    """The tasks that changed as lines, worst first, at most `labels.MAX_CHANGED_TASKS`."""
+    from fair_forge_core.compare.labels import MAX_CHANGED_TASKS, counts
+
+    changed = comparison.changed_tasks or []
+    lines = [
+        f"{t.task}: {counts(t.baseline_successes, t.baseline_attempts)} → "
+        f"{counts(t.candidate_successes, t.candidate_attempts)}, difference {t.difference:+.3f}, "
+        f"p (this task alone) {_p(t.p_value)}{', significant alone' if t.significant_alone else ''}"
+        for t in changed[:MAX_CHANGED_TASKS]
+    ]
+    if len(changed) > MAX_CHANGED_TASKS:
+        lines.append(f"… and {len(changed) - MAX_CHANGED_TASKS} more")
+    return (["tasks that changed (worst first):", *lines]) if lines else []
+
+
 def verdict_case(comparison: Comparison, require_conclusive: bool = False) -> Case:
     """The verdict as a case: failed when regressed (or inconclusive under `require_conclusive`),
-    skipped when not tested, passed otherwise; its reason is the verdict's explanation."""
-    reasons = (comparison.verdict_explanation,)
+    skipped when not tested, passed otherwise; its reason is the verdict's explanation, then
+    the tasks that changed."""
+    reasons = (comparison.verdict_explanation, *changed_lines(comparison))
     failed = comparison.verdict == "regressed" or (comparison.verdict == "inconclusive" and require_conclusive)
     outcome: Outcome = "failed" if failed else "skipped" if comparison.verdict == "not_tested" else "passed"
     return Case("compare", "verdict", "verdict", (), outcome, reasons, ())
@@ -137,7 +179,12 @@ def verdict_case(comparison: Comparison, require_conclusive: bool = False) -> Ca
 
 def junit_comparison(comparison: Comparison, require_conclusive: bool = False) -> str:
     """The JUnit XML of a comparison (module docstring)."""
-    all_cases = [*(metric_case(m) for m in comparison.metrics), verdict_case(comparison, require_conclusive)]
+    attempts = attempt_case(comparison)
+    all_cases = [
+        *(metric_case(m) for m in comparison.metrics),
+        *([attempts] if attempts is not None else []),
+        verdict_case(comparison, require_conclusive),
+    ]
     root = ET.Element("testsuites", {"name": "fair-forge compare"})
     _counts(root, all_cases, skipped=False)
     suite = _element(root, "testsuite", name="fair-forge compare")
@@ -148,6 +195,7 @@ def junit_comparison(comparison: Comparison, require_conclusive: bool = False) -
         ("shared_tasks", str(comparison.shared_tasks)),
         ("k", str(comparison.k)),
         ("confidence", repr(comparison.confidence)),
+        ("population", comparison.population or "tasks"),
     ):
         _element(properties, "property", name=name, value=value)
     for case in all_cases:
@@ -157,5 +205,5 @@ def junit_comparison(comparison: Comparison, require_conclusive: bool = False) -
         elif case.outcome == "skipped":
             _element(element, "skipped", "\n".join(case.reasons), message=case.reasons[0])
         elif case.name == "verdict":
-            _element(element, "system-out", comparison.verdict_explanation)
+            _element(element, "system-out", "\n".join(case.reasons))
     return _document(root)

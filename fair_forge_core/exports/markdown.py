@@ -21,9 +21,7 @@ Evaluation (`markdown_evaluation`), in order:
    then the skipped ones, each with its first reason, at most `MAX_CASES` (the rest counted);
 6. "Efficiency" (`efficiency.efficiency_line`) when the result has it; 7. the warnings.
 
-Comparison (`markdown_comparison`): the verdict and its explanation, both sides' counts, one
-table row per metric (`fair-forge compare`'s columns), the efficiency comparison when there is
-one, what was left unpaired and how the two sides were judged differently.
+Comparison: `exports.markdown_comparison.markdown_comparison`, with the same cells and rules.
 
 Numbers have 3 decimals, a missing one is `—`. Every cell and line made from the data (names,
 ids, reasons, warnings, notes, the title) goes through `cell`, which folds it to one line, cuts
@@ -39,7 +37,7 @@ from collections.abc import Sequence
 from fair_forge_core import stats
 from fair_forge_core.exports.cases import Case, cases
 from fair_forge_core.safe_text import markdown_text
-from fair_forge_core.schemas import AggregatedMetrics, Comparison, EvaluationResult
+from fair_forge_core.schemas import AggregatedMetrics, EvaluationResult
 
 MAX_CASES = 10
 """How many worst cases the summary lists."""
@@ -238,97 +236,4 @@ def markdown_evaluation(result: EvaluationResult, ci_level: float, title: str = 
         lines += ["", "### Warnings", "", *(f"- {cell(w, MAX_REASON)}" for w in result.warnings[:MAX_WARNINGS])]
         if len(result.warnings) > MAX_WARNINGS:
             lines.append(f"- … and {len(result.warnings) - MAX_WARNINGS} more")
-    return "\n".join(lines) + "\n"
-
-
-def _signed(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.3f}"
-
-
-def _p(value: float | None) -> str:
-    return "—" if value is None else "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _comparison_rows(comparison: Comparison) -> list[list[str]]:
-    from fair_forge_core.report.charts import metric_label
-
-    return [
-        [
-            metric_label(m.metric, m.k),
-            str(m.tasks),
-            _n(m.baseline),
-            _n(m.candidate),
-            _signed(m.difference),
-            "—" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]",
-            _p(m.p_value_holm),
-            "yes" if m.significant else "no" if m.p_value is not None else "not tested",
-        ]
-        for m in comparison.metrics
-    ]
-
-
-def _efficiency_comparison_lines(comparison: Comparison) -> list[str]:
-    if not comparison.efficiency:
-        return []
-    rows = [
-        [
-            e.measure,
-            str(e.tasks),
-            _n(e.baseline),
-            _n(e.candidate),
-            _signed(e.difference),
-            "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]",
-            _p(e.p_value),
-        ]
-        for e in comparison.efficiency
-        if e.difference is not None
-    ]
-    header = ["measure", "tasks", "baseline", "candidate", "difference", "interval", "p"]
-    return ["", "### Efficiency (per-task means; not part of the verdict)", "", *_table(header, rows, range(1, 7))]
-
-
-def markdown_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
-    """The Markdown summary of a comparison (module docstring); `baseline` and `candidate` name
-    the sides as `fair-forge compare` prints them."""
-    from fair_forge_core.report.values import format_verdict, percent
-
-    level = percent(comparison.confidence)
-    lines = [
-        f"## Fair-Forge comparison: {format_verdict(comparison.verdict)}",
-        "",
-        f"**Verdict: {comparison.verdict}** — {cell(comparison.verdict_explanation)}",
-        "",
-        f"- baseline: {cell(baseline)} — {comparison.baseline_successes} of {comparison.baseline_attempts} "
-        "attempts fully correct on the shared tasks",
-        f"- candidate: {cell(candidate)} — {comparison.candidate_successes} of {comparison.candidate_attempts} "
-        "attempts fully correct on the shared tasks",
-        f"- {comparison.shared_tasks} shared task(s), k = {comparison.k}, confidence {level}",
-        "",
-        *_table(
-            ["metric", "tasks", "baseline", "candidate", "difference", f"{level} interval", "p (Holm)", "significant"],
-            _comparison_rows(comparison),
-            range(1, 7),
-        ),
-    ]
-    notes = [f"{m.metric}: {m.note}" for m in comparison.metrics if m.note]
-    lines += _efficiency_comparison_lines(comparison)
-    unpaired = [
-        f"{len(tasks)} task(s) scored only for the {side}, not compared"
-        for side, tasks in (
-            ("baseline", comparison.baseline_only_tasks),
-            ("candidate", comparison.candidate_only_tasks),
-        )
-        if tasks
-    ]
-    unpaired += [
-        f"{count} unscored {side} conversation(s) left out"
-        for side, count in (
-            ("baseline", comparison.baseline_unscored_conversations),
-            ("candidate", comparison.candidate_unscored_conversations),
-        )
-        if count
-    ]
-    extra = notes + unpaired + [f"judged differently: {d}" for d in comparison.judging_differences]
-    if extra:
-        lines += ["", "### Notes", "", *(f"- {cell(line, MAX_REASON)}" for line in extra)]
     return "\n".join(lines) + "\n"

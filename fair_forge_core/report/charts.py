@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fair_forge_core.compare.labels import metric_label
+
 Point = tuple[float, float]
 
 PASS_AT_COLOUR = "#2563eb"
@@ -262,20 +264,6 @@ FOREST_LOWER = "#be123c"
 FOREST_NEUTRAL = "#475569"
 """A metric without a significant difference (or not tested)."""
 
-_METRIC_LABELS = {
-    "pass@1": "pass@1",
-    "pass@k": "pass@{k}",
-    "pass^k": "pass^{k}",
-    "pass@k_unbiased": "pass@{k} unbiased",
-    "pass^k_unbiased": "pass^{k} unbiased",
-}
-
-
-def metric_label(metric: str, k: int) -> str:
-    """How the report names a compared metric at `k`: "pass@1", "pass@3", "pass^3",
-    "pass@3 unbiased", "pass^3 unbiased"; an unknown name is shown as it is."""
-    return _METRIC_LABELS.get(metric, metric).format(k=k)
-
 
 def forest_range(values: Sequence[float]) -> float:
     """The half-width R of the forest plot's axis: the first of `FOREST_RANGES` (0.1, 0.2,
@@ -362,7 +350,7 @@ def forest_plot(comparison: Mapping[str, Any]) -> ForestPlot | None:
         return None
     shown = [m[name] for m in metrics for name in ("difference", "ci_low", "ci_high") if m[name] is not None]
     half = forest_range(shown)
-    width, left, plot_right, top, row_height = 860, 170, 560, 34, 34
+    width, left, plot_right, top, row_height = 860, 200, 560, 34, 34  # room for "pass^3 (per-task plug-in)"
     bottom = top + row_height * len(metrics)
     height = bottom + 50
 

@@ -11,11 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fair_forge_core.compare import POWER
-from fair_forge_core.report.charts import (
-    ForestPlot,
-    forest_plot,
-    metric_label,
-)
+from fair_forge_core.compare.labels import POPULATION_QUESTIONS, counts, metric_label
+from fair_forge_core.report.charts import ForestPlot, forest_plot
 from fair_forge_core.report.values import JsonPath, Value, value_at
 
 COMPARISON: JsonPath = ("aggregated_metrics", "comparison")
@@ -23,7 +20,7 @@ COMPARISON: JsonPath = ("aggregated_metrics", "comparison")
 P_VALUE_METHODS = {
     "bootstrap": "paired bootstrap",
     "mcnemar_exact": "McNemar exact",
-    "mcnemar_chi2": "McNemar χ²",
+    "mcnemar_chi2": "McNemar χ²",  # only in comparisons written before McNemar was exact at any size
     "sign_flip_exact": "exact sign-flip",
 }
 
@@ -62,6 +59,7 @@ class MetricRow:
     tasks_needed: Value
     note: str | None
     no_variation: bool = False
+    tasks_needed_reason: str | None = None
 
     @property
     def direction(self) -> str:
@@ -70,11 +68,37 @@ class MetricRow:
 
 
 @dataclass(frozen=True)
+class ChangedRow:
+    """A task that changed (`aggregated_metrics.comparison.changed_tasks[index]`): both sides'
+    counts as c/n, the difference and its own exact p tied to the JSON, and whether that p is
+    significant alone."""
+
+    task: str
+    baseline: str
+    candidate: str
+    difference: Value
+    p_value: Value
+    significant_alone: bool
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    """The attempt-level test: its verdict and explanation, p-value and floor, tied to
+    `aggregated_metrics.comparison.attempt_test`."""
+
+    verdict: Value
+    explanation: Value
+    p_value: Value
+    floor: Value
+    informative_tasks: Value
+
+
+@dataclass(frozen=True)
 class ComparisonView:
     """The comparison section: the verdict and its figures, the forest plot, one row per
     metric, the unmatched tasks and unscored conversations, the notes, and how the two sides
     were judged differently. `headline` is the pass@1 row (always compared), whose minimum
-    detectable effect and tasks needed the summary states. `unsettled`: the verdict is
+    detectable effect and tasks needed the summary states. `unsettled`: the task-level verdict is
     inconclusive or not tested, so the tasks needed are shown."""
 
     verdict: Value
@@ -100,6 +124,12 @@ class ComparisonView:
     prior: list[float]
     notes: list[str]
     judging_differences: list[str]
+    population: str = "tasks"
+    question: str = POPULATION_QUESTIONS["tasks"]
+    attempt: AttemptView | None = None
+    task_level_verdict: Value | None = None
+    task_level_explanation: Value | None = None
+    changed: tuple[ChangedRow, ...] = ()
     power: float = POWER
 
     @property
@@ -149,8 +179,10 @@ def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
                 tasks_needed=field("tasks_needed"),
                 note=metric["note"],
                 no_variation=metric["minimum_detectable_effect"] is None and metric["standard_error"] == 0.0,
+                tasks_needed_reason=metric.get("tasks_needed_reason"),
             )
         )
+    population = comparison.get("population") or "tasks"
     return ComparisonView(
         verdict=at("verdict", style="verdict"),
         explanation=at("verdict_explanation"),
@@ -163,7 +195,7 @@ def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
         candidate_successes=at("candidate_successes"),
         baseline_unscored=at("baseline_unscored_conversations"),
         candidate_unscored=at("candidate_unscored_conversations"),
-        unsettled=comparison["verdict"] in ("inconclusive", "not_tested"),
+        unsettled=(comparison.get("task_level_verdict") or comparison["verdict"]) in ("inconclusive", "not_tested"),
         rows=rows,
         headline=next(
             (row for row, m in zip(rows, comparison["metrics"], strict=True) if m["metric"] == "pass@1"), None
@@ -177,4 +209,33 @@ def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
         prior=list(comparison["prior"]),
         notes=list(comparison["notes"]),
         judging_differences=list(comparison.get("judging_differences", [])),
+        population=population,
+        question=POPULATION_QUESTIONS[population],
+        attempt=_attempt_view(comparison, at),
+        task_level_verdict=at("task_level_verdict", style="verdict") if comparison.get("task_level_verdict") else None,
+        task_level_explanation=at("task_level_explanation") if comparison.get("task_level_explanation") else None,
+        changed=tuple(
+            ChangedRow(
+                task=t["task"],
+                baseline=counts(t["baseline_successes"], t["baseline_attempts"]),
+                candidate=counts(t["candidate_successes"], t["candidate_attempts"]),
+                difference=at("changed_tasks", i, "difference", style="signed"),
+                p_value=at("changed_tasks", i, "p_value", style="p"),
+                significant_alone=bool(t["significant_alone"]),
+            )
+            for i, t in enumerate(comparison.get("changed_tasks") or [])
+        ),
+    )
+
+
+def _attempt_view(comparison: Mapping[str, Any], at: Any) -> AttemptView | None:
+    """The attempt-level test's view, None in a comparison written before it existed."""
+    if not comparison.get("attempt_test"):
+        return None
+    return AttemptView(
+        verdict=at("attempt_test", "verdict", style="verdict"),
+        explanation=at("attempt_test", "verdict_explanation"),
+        p_value=at("attempt_test", "p_value", style="p"),
+        floor=at("attempt_test", "floor", style="p"),
+        informative_tasks=at("attempt_test", "informative_tasks"),
     )

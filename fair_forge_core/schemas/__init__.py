@@ -36,7 +36,15 @@ from fair_forge_core.schemas.calibration import (
     Proportion,
     UnscoredPair,
 )
-from fair_forge_core.schemas.comparison import ComparedMetric, Comparison, McNemarTest, MetricComparison
+from fair_forge_core.schemas.comparison import (
+    AttemptTest,
+    ChangedTask,
+    ComparedMetric,
+    Comparison,
+    McNemarTest,
+    MetricComparison,
+    Population,
+)
 from fair_forge_core.schemas.config import (
     MAX_CONNECTORS,
     MAX_JUDGE_SAMPLES,
@@ -121,12 +129,14 @@ __all__ = [
     "AgentUsage",
     "AgenticTrace",
     "AggregatedMetrics",
+    "AttemptTest",
     "Batch",
     "BestThreshold",
     "CalibrationConfig",
     "CalibrationReport",
     "CalibrationRequest",
     "CategoryAgreement",
+    "ChangedTask",
     "CompareConfig",
     "ComparedMetric",
     "Comparison",
@@ -157,6 +167,7 @@ __all__ = [
     "NonFiniteNumber",
     "PairResult",
     "PerTaskMetrics",
+    "Population",
     "Proportion",
     "Provenance",
     "RateEstimate",

@@ -12,6 +12,11 @@ from fair_forge_core.schemas.efficiency import EfficiencyComparison
 from fair_forge_core.schemas.json_input import omitted_when_none
 
 ComparedMetric = Literal["pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased"]
+Verdict = Literal["improved", "regressed", "inconclusive", "not_tested"]
+Population = Literal["attempts", "tasks"]
+"""Which question decides a comparison's `verdict`: `attempts`, is the candidate worse (or
+better) on these tasks (`AttemptTest`, the default); `tasks`, would the difference generalise
+to new tasks (the task-level metrics)."""
 
 
 class MetricComparison(_Result):
@@ -41,11 +46,18 @@ class MetricComparison(_Result):
     minimum_detectable_effect: float | None
     tasks_needed: int | None = None
     note: str | None = None
+    tasks_needed_reason: str | None = omitted_when_none()
+    """Why `tasks_needed` is None under an inconclusive or untested task-level verdict: "no
+    difference was observed", "one shared task: no spread between tasks to extrapolate from
+    (at least N tasks are needed …)", or "cannot be tested at this confidence" (no number of tasks lets the comparison's tests
+    reach significance at it)."""
 
 
 class McNemarTest(_Result):
     """McNemar's test on the shared tasks when each side made one scored attempt per task:
-    b = baseline right and candidate wrong, c = the reverse."""
+    b = baseline right and candidate wrong, c = the reverse. `p_value` is the exact one at any
+    size (`method` is always "exact"); the chi-square statistic and p-value are reported beside
+    it and never decide."""
 
     tasks: int
     b: int
@@ -59,6 +71,50 @@ class McNemarTest(_Result):
     standard_error: float
 
 
+class AttemptTest(_Result):
+    """The attempt-level test: is the candidate worse (or better) on THESE tasks? The exact test
+    of per-attempt success stratified by task, conditional on each task's totals
+    (`fair_forge_core.compare.stratified`, docs/compare.md#the-attempt-level-test): `statistic`
+    is the candidate's successes over the informative tasks, `expected` its mean under "no
+    difference"; `p_value` is two-sided (the doubling rule), None when not tested — when
+    `floor`, the smallest p-value these attempt counts could give, is above α (`note` says so).
+    It is one test, so its Holm adjustment is itself. `difference` is the candidate's pooled
+    per-attempt success rate minus the baseline's over the shared tasks; the direction of a
+    significant result is the sign of `statistic − expected`. `verdict` is what this test
+    alone decides."""
+
+    method: Literal["stratified_exact"] = "stratified_exact"
+    statistic: int
+    expected: float
+    baseline_success_rate: float | None
+    candidate_success_rate: float | None
+    difference: float | None
+    p_value: float | None
+    floor: float
+    significant: bool
+    informative_tasks: int
+    degenerate_tasks: int
+    verdict: Verdict
+    verdict_explanation: str
+    note: str | None = None
+
+
+class ChangedTask(_Result):
+    """A shared task whose per-attempt success rate differs between the sides: both sides'
+    counts, the difference candidate − baseline of c/n, and the attempt-level test on this task
+    alone (the doubled-tail Fisher exact test); `significant_alone` when that p ≤ α, with no
+    adjustment for the other tasks."""
+
+    task: str
+    baseline_attempts: int
+    baseline_successes: int
+    candidate_attempts: int
+    candidate_successes: int
+    difference: float
+    p_value: float
+    significant_alone: bool
+
+
 class Comparison(_Result):
     """Is the candidate better than the baseline? A paired comparison over the tasks both
     attempted (`fair_forge_core.compare.compare`). Tasks only one side scored, and unscored
@@ -67,7 +123,7 @@ class Comparison(_Result):
     `judging_differences` lists what differs between how the two sides were judged
     (`fair_forge_core.compare.judging_differences`; empty when alike or not checked)."""
 
-    verdict: Literal["improved", "regressed", "inconclusive", "not_tested"]
+    verdict: Verdict
     verdict_explanation: str
     confidence: float
     k: int
@@ -90,6 +146,12 @@ class Comparison(_Result):
     candidate_unscored_by_task: dict[str, int]
     notes: list[str] = Field(default_factory=list)
     judging_differences: list[str] = Field(default_factory=list)
+    population: Population | None = omitted_when_none()
+    """Which test decides `verdict` (None only in comparisons written before it existed: `tasks`)."""
+    attempt_test: AttemptTest | None = omitted_when_none()
+    task_level_verdict: Verdict | None = omitted_when_none()
+    task_level_explanation: str | None = omitted_when_none()
+    changed_tasks: list[ChangedTask] | None = omitted_when_none()
     efficiency: list[EfficiencyComparison] | None = omitted_when_none()
     """When every conversation of both sides carries `efficiency`: each measure compared
     (`fair_forge_core.compare.efficiency`). It does not enter the verdict."""

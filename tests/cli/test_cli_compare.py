@@ -60,7 +60,7 @@ NEARLY_MIXED: Pattern = [(True, True, True), *MIXED[1:]]
 
 
 ROW = re.compile(
-    r"^(pass\S+(?: unbiased)?)\s{2,}(\d+)\s{2,}(\S+)\s{2,}(\S+)\s{2,}(\S+)\s{2,}(\S+|\[.*?\])\s{2,}(\S+)\s{2,}(yes|no)$"
+    r"^(pass\S+(?: \(per-task plug-in\))?)\s{2,}(\d+)\s{2,}(\S+)\s{2,}(\S+)\s{2,}(\S+)\s{2,}(\S+|\[.*?\])\s{2,}(\S+)\s{2,}(yes|no)$"
 )
 
 
@@ -75,7 +75,13 @@ def table(stdout: str) -> dict[str, list[str]]:
 
 
 def label(metric: str, k: int) -> str:
-    return metric.replace("_unbiased", " unbiased").replace("@k", f"@{k}").replace("^k", f"^{k}")
+    """The documented names (docs/statistics.md's glossary): the per-task unbiased figures are
+    plain pass@k / pass^k, the plug-in ones carry "(per-task plug-in)"."""
+    if metric.endswith("_unbiased"):
+        return metric.removesuffix("_unbiased").replace("@k", f"@{k}").replace("^k", f"^{k}")
+    if metric == "pass@1":
+        return metric
+    return metric.replace("@k", f"@{k}").replace("^k", f"^{k}") + " (per-task plug-in)"
 
 
 def assert_printed(cell: str, value: float | None, decimals: int = 3) -> None:
@@ -135,7 +141,7 @@ def test_a_clear_regression_in_one_file_with_two_assistants_exits_1(tmp_path: Pa
     assert process.stderr.count(f"judging {both} 1/") == 1
     mde = {label(m["metric"], m["k"]): m["minimum_detectable_effect"] for m in comparison["metrics"]}
     line = next(line for line in process.stdout.splitlines() if line.startswith("minimum detectable effect"))
-    for name, value in re.findall(r"(pass\S+(?: unbiased)?) ±(\d\.\d{3})", line):
+    for name, value in re.findall(r"(pass\S+(?: \(per-task plug-in\))?) ±(\d\.\d{3})", line):
         assert_printed(value, mde[name])
     assert "shared tasks needed" not in process.stdout  # only for an inconclusive verdict
 
@@ -167,7 +173,7 @@ def test_a_small_difference_is_inconclusive_and_says_how_many_tasks_would_settle
     assert comparison["metrics"][0]["difference"] == pytest.approx(1 / 36)
     assert_table_equals_json(process.stdout, comparison)
     line = next(line for line in process.stdout.splitlines() if line.startswith("shared tasks needed"))
-    printed = dict(re.findall(r"(pass\S+(?: unbiased)?) (\d+) \(difference", line))
+    printed = dict(re.findall(r"(pass\S+(?: \(per-task plug-in\))?) (\d+) \(difference", line))
     expected = {label(m["metric"], m["k"]): m["tasks_needed"] for m in comparison["metrics"] if m["tasks_needed"]}
     assert printed and {name: int(n) for name, n in printed.items()} == expected
     assert expected["pass@1"] > 12  # more tasks than were given
@@ -209,9 +215,10 @@ def test_result_files_give_the_same_comparison_as_the_requests_they_came_from(tm
     response = json.loads((tmp_path / "b.result.json").read_text()) | {"request_id": "req-1"}
     (tmp_path / "b.response.json").write_text(json.dumps(response))
 
-    from_requests, expected, _ = compare_files(baseline, candidate, "--seed", "7")
-    from_results, actual, _ = compare_files(tmp_path / "a.result.json", tmp_path / "b.response.json", "--seed", "7")
-    mixed, mixed_json, _ = compare_files(tmp_path / "a.result.json", candidate, "--seed", "7")
+    tasks = ("--seed", "7", "--population", "tasks")
+    from_requests, expected, _ = compare_files(baseline, candidate, *tasks)
+    from_results, actual, _ = compare_files(tmp_path / "a.result.json", tmp_path / "b.response.json", *tasks)
+    mixed, mixed_json, _ = compare_files(tmp_path / "a.result.json", candidate, *tasks)
     assert from_requests.returncode == from_results.returncode == mixed.returncode == 1
     assert expected is not None and expected["seed"] == 7
     assert actual == expected == mixed_json
@@ -344,10 +351,10 @@ def test_the_issues_22_of_24_against_8_of_24_on_8_tasks_is_regressed_exit_1(tmp_
     assert_table_equals_json(process.stdout, comparison)
     assert (
         "exact sign-flip test over the per-task differences (fewer than 10 tasks): "
-        "pass@1, pass@3, pass^3, pass@3 unbiased, pass^3 unbiased" in process.stdout
+        "pass@1, pass@3 (per-task plug-in), pass^3 (per-task plug-in), pass@3, pass^3" in process.stdout
     )
-    # pass@3 unbiased is 1 on every task for both sides: no variation
-    assert "pass@3 unbiased n/a (no variation)" in process.stdout
+    # pass@3 (per-task unbiased) is 1 on every task for both sides: no variation
+    assert "pass@3 n/a (no variation)" in process.stdout
     assert "warning" not in process.stderr  # one file, one evaluation: judged alike
 
 
@@ -364,7 +371,11 @@ def test_a_mcnemar_test_that_ran_prints_no_not_tested_note(tmp_path: Path) -> No
 
 def test_too_few_tasks_to_test_anything_is_not_tested_exit_5_even_without_require_conclusive(tmp_path: Path) -> None:
     both = request_file(tmp_path / "both.json", attempts("v1", [(True,) * 3] * 5) + attempts("v2", [(False,) * 3] * 5))
-    choose = ("--baseline-assistant", "v1", "--candidate-assistant", "v2")
+    # Five tasks lost 3/3 → 0/3: the attempt-level test (the default) sees it, p = 2/20⁵
+    default = run_cli_in_process("compare", both, both, "--baseline-assistant", "v1", "--candidate-assistant", "v2")
+    assert default.returncode == 1 and "verdict: REGRESSED" in default.stdout
+    # while 5 tasks are too few for any task-level test
+    choose = ("--baseline-assistant", "v1", "--candidate-assistant", "v2", "--population", "tasks")
     process, comparison, _ = compare_files(both, both, *choose)
     assert process.returncode == 5, process.stderr
     assert comparison is not None and comparison["verdict"] == "not_tested"

@@ -205,7 +205,7 @@ def test_every_failure_shows_its_figures(failed: dict[str, str]) -> None:
     assert 2 * 0.5**12 < 0.001
     untested = failed["test_not_tested"]
     # Two tasks: the exact test's smallest p-value is 2 · 0.5² = 0.5, never significant.
-    assert "not tested: 2 shared task(s) are too few for any test" in untested
+    assert "not tested: 2 shared task(s) are too few for the attempt-level test" in untested
     assert f"smallest p-value is {2 * 0.5**2:g}" in untested
 
     # A request the CLI would refuse fails the test with the CLI's message.

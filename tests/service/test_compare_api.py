@@ -141,10 +141,12 @@ def test_small_samples_are_tested_exactly_or_reported_not_tested_in_the_publishe
     assert {m["p_value_method"] for m in comparison["metrics"]} == {"sign_flip_exact"}
     assert comparison["judging_differences"] == []  # one request, one evaluation
     assert not [e.message for e in Draft202012Validator(schema).iter_errors(response.body)]
-    # Five tasks: no test can reach p ≤ 0.05 (2/2⁵ = 0.0625): not tested, and said so.
+    # Five tasks: no task-level test can reach p ≤ 0.05 (2/2⁵ = 0.0625): not tested, and said
+    # so; the attempt-level test (the default gate, issue #33) sees five tasks lost 3/3 → 0/3.
     five = {"connector": REFERENCE, "datasets": few_tasks("v1", [3] * 5) + few_tasks("v2", [0] * 5)}
     response = call_handler(five | {"config": config})
     comparison = response.body["aggregated_metrics"]["comparison"]
-    assert comparison["verdict"] == "not_tested"
+    assert comparison["task_level_verdict"] == "not_tested"
+    assert comparison["verdict"] == "regressed" and comparison["attempt_test"]["p_value"] < 0.05
     assert all(m["p_value"] is None and "cannot show a difference" in m["note"] for m in comparison["metrics"])
     assert not [e.message for e in Draft202012Validator(schema).iter_errors(response.body)]

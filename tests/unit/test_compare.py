@@ -18,7 +18,6 @@ from scipy.integrate import quad
 
 from fair_forge_core import stats
 from fair_forge_core.compare import (
-    EXACT_MCNEMAR_MAX_DISCORDANT,
     MIN_BOOTSTRAP_TASKS,
     Outcome,
     compare,
@@ -42,6 +41,11 @@ Z_975, Z_80 = 1.959963984540054, 0.8416212335729143  # standard normal quantiles
 def side(spec: dict[str, tuple[int, int]]) -> list[Outcome]:
     """Outcomes from {task: (n, c)}: c successes then n − c failures."""
     return [(task, i < c) for task, (n, c) in spec.items() for i in range(n)]
+
+
+def compare_tasks(*args: Any, **kwargs: Any) -> Comparison:
+    """`compare` gated by the task-level tests (`population="tasks"`): the rules these tests check."""
+    return compare(*args, population="tasks", **kwargs)
 
 
 def metric(result: Comparison, name: str) -> MetricComparison:
@@ -75,12 +79,30 @@ def test_mcnemar_without_disagreement_or_with_balance() -> None:
     assert balanced.chi2_statistic == 0.0 and balanced.chi2_p_value == 1.0 and balanced.exact_p_value == 1.0
 
 
-def test_mcnemar_uses_the_exact_test_up_to_the_threshold() -> None:
-    at = mcnemar(5, EXACT_MCNEMAR_MAX_DISCORDANT - 5, 100)
-    above = mcnemar(5, EXACT_MCNEMAR_MAX_DISCORDANT - 4, 100)
-    assert at.method == "exact" and at.p_value == at.exact_p_value
-    assert above.method == "chi2" and above.p_value == above.chi2_p_value
-    assert above.exact_p_value != above.chi2_p_value  # both reported, and they do differ
+def test_mcnemar_decides_by_the_exact_test_at_any_size() -> None:
+    # Issue #33 item 9: 60 tasks, b = 15, c = 29. The exact binomial p is 0.0488 (scipy's
+    # binomtest), the continuity-corrected chi-square 0.0500: the exact one decides.
+    test = mcnemar(15, 29, 60)
+    exact = sps.binomtest(15, 44, 0.5).pvalue
+    assert exact == pytest.approx(0.0488, abs=5e-5)
+    assert test.method == "exact" and test.p_value == pytest.approx(exact, abs=1e-12)
+    assert test.chi2_p_value == pytest.approx(sps.chi2.sf((29 - 15 - 1) ** 2 / 44, 1), abs=1e-12)
+    assert test.chi2_p_value > 0.05  # still reported, never deciding
+    many = mcnemar(100, 130, 300)
+    assert many.method == "exact" and many.p_value == pytest.approx(sps.binomtest(100, 230).pvalue, abs=1e-12)
+
+
+def test_mcnemar_b_15_c_29_on_60_tasks_is_improved() -> None:
+    pattern = [(True, False)] * 15 + [(False, True)] * 29 + [(True, True)] * 10 + [(False, False)] * 6
+    base = [(f"t{i}", x) for i, (x, _) in enumerate(pattern)]
+    cand = [(f"t{i}", y) for i, (_, y) in enumerate(pattern)]
+    for population in ("attempts", "tasks"):
+        result = compare(base, cand, k=1, population=population)
+        assert result.mcnemar is not None and result.mcnemar.p_value == pytest.approx(0.0488, abs=5e-5)
+        assert result.verdict == "improved", population
+    # at one attempt a side the attempt-level test is McNemar's exact test
+    assert result.attempt_test is not None
+    assert result.attempt_test.p_value == pytest.approx(sps.binomtest(15, 44).pvalue, abs=1e-12)
 
 
 def test_mcnemar_paired_difference_and_its_standard_error() -> None:
@@ -316,11 +338,11 @@ def test_any_significantly_lower_metric_means_regressed_even_if_another_is_highe
     # 3 of 3, half 0 of 3 (pass@3 = pass^3 = 0.5): less reach, more consistency.
     base = side({f"t{i}": (3, 2) for i in range(100)})
     cand = side({f"t{i}": (3, 3 if i % 2 else 0) for i in range(100)})
-    result = compare(base, cand, k=3, seed=1)
+    result = compare_tasks(base, cand, k=3, seed=1)
     assert metric(result, "pass@k").significant and metric(result, "pass@k").difference < 0  # type: ignore[operator]
     assert metric(result, "pass^k").significant and metric(result, "pass^k").difference > 0  # type: ignore[operator]
     assert result.verdict == "regressed"
-    assert "pass^k" in result.verdict_explanation and "higher" in result.verdict_explanation
+    assert "pass^3 (per-task plug-in)" in result.verdict_explanation and "higher" in result.verdict_explanation
 
 
 # --------------------------------------------------------------------------- pairing
@@ -598,7 +620,7 @@ def test_a_mcnemar_test_that_ran_carries_no_not_tested_note() -> None:
 
 def test_five_tasks_cannot_be_tested_and_the_note_says_why() -> None:
     # Five tasks, all lost: the sign-flip test's smallest p-value is 2/2⁵ = 0.0625 > 0.05.
-    result = compare(side({f"t{i}": (3, 3) for i in range(5)}), side({f"t{i}": (3, 0) for i in range(5)}))
+    result = compare_tasks(side({f"t{i}": (3, 3) for i in range(5)}), side({f"t{i}": (3, 0) for i in range(5)}))
     assert result.verdict == "not_tested"
     assert result.verdict_explanation.startswith("not tested")
     pass1 = metric(result, "pass@1")
@@ -628,9 +650,11 @@ def test_a_test_that_cannot_survive_holm_is_not_tested() -> None:
     # 6 tasks × 3 attempts, each lost 3/3 → 1/3: four distinct tests of smallest p 2/64, so
     # Holm's first step can at best reach 4·2/64 = 0.125 > 0.05. No metric can be
     # significant: not tested, rather than an inconclusive verdict no data could change.
-    result = compare(side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=3)
+    result = compare_tasks(side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=3)
     assert result.verdict == "not_tested"
-    tested_alone = compare(side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=1)
+    tested_alone = compare_tasks(
+        side({f"t{i}": (3, 3) for i in range(6)}), side({f"t{i}": (3, 1) for i in range(6)}), k=1
+    )
     assert tested_alone.verdict == "regressed"  # pass@1 alone: 2/64 ≤ 0.05
     for m in result.metrics:
         assert m.p_value is None and m.note is not None and "6 tasks cannot show a difference at 95%" in m.note
@@ -663,7 +687,7 @@ def test_tasks_needed_never_contradicts_the_tests_minimum_or_the_tasks_given() -
     # either sign of 0.25): inconclusive. The normal approximation says 4 tasks.
     base = side({f"t{i}": (4, 4) for i in range(5)} | {"t5": (4, 3)})
     cand = side({f"t{i}": (4, 0) for i in range(5)} | {"t5": (4, 4)})
-    result = compare(base, cand, k=1)
+    result = compare_tasks(base, cand, k=1)
     pass1 = metric(result, "pass@1")
     d = [Fraction(-1)] * 5 + [Fraction(1, 4)]
     assert pass1.p_value == float(enumerated_p(d)) == 4 / 64 and result.verdict == "inconclusive"

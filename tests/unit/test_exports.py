@@ -277,15 +277,16 @@ def test_a_comparison_has_a_case_per_metric_and_the_verdict() -> None:
     assert comparison.verdict == "regressed"
     root = valid_junit(junit_comparison(comparison))
     found = cases_by_name(root)
-    assert set(found) == {"pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased", "verdict"}
+    assert set(found) == {"pass@1", "pass@k", "pass^k", "pass@k_unbiased", "pass^k_unbiased", "attempts", "verdict"}
     lower = [m for m in comparison.metrics if m.significant and (m.difference or 0) < 0]
     untested = [m for m in comparison.metrics if m.p_value is None]
     suite = root.find("testsuite")
     assert suite is not None
-    # the regressed metrics and the verdict fail; the untested metrics are skipped
-    assert suite.get("failures") == str(len(lower) + 1)
+    # the regressed metrics, the attempt-level test and the verdict fail; the untested metrics are skipped
+    assert comparison.attempt_test is not None and comparison.attempt_test.verdict == "regressed"
+    assert suite.get("failures") == str(len(lower) + 2)
     assert suite.get("skipped") == str(len(untested))
-    assert suite.get("tests") == str(len(comparison.metrics) + 1)
+    assert suite.get("tests") == str(len(comparison.metrics) + 2)
     verdict = found["verdict"].find("failure")
     assert verdict is not None and verdict.get("message") == comparison.verdict_explanation
 

@@ -252,7 +252,14 @@ def test_forest_plot_rows_states_and_colours_follow_the_documented_rules() -> No
     assert [r.state for r in plot.rows] == ["lower", "not_significant", "not_tested", "not_computed"]
     assert [r.colour for r in plot.rows] == [FOREST_LOWER, FOREST_NEUTRAL, FOREST_NEUTRAL, FOREST_NEUTRAL]
     assert plot.rows[3].dot is None and plot.rows[3].interval is None
-    assert [r.label for r in plot.rows] == ["pass@1", "pass@3", "pass^3", "pass@3 unbiased"]
+    # one name per figure (issue #33 item 2): the plug-in figures carry their qualifier, the
+    # per-task unbiased ones are the plain names
+    assert [r.label for r in plot.rows] == [
+        "pass@1",
+        "pass@3 (per-task plug-in)",
+        "pass^3 (per-task plug-in)",
+        "pass@3",
+    ]
     assert forest_plot(synthetic(("pass@1", None, None, None, None, False))) is None
 
 
@@ -267,14 +274,14 @@ def test_significant_rows_are_marked_in_text_not_only_colour(
         table = classed(elements, "tr", "compare-row")
         for mark, tr, metric in zip(marks, table, comparison["metrics"], strict=True):
             if metric["significant"]:
-                text, colour = expected[comparison["verdict"]]
+                text, colour = expected[comparison["task_level_verdict"]]
                 assert mark.text == text and mark.attrs["fill"] == colour
                 assert tr.text.count("yes") == 1 and text.split()[0] in tr.text
             else:
                 assert "significant" not in mark.text or mark.text == "not significant"
                 assert mark.attrs["fill"] == FOREST_NEUTRAL
                 assert "▲" not in tr.text and "▼" not in tr.text
-        if comparison["verdict"] == "not_tested":
+        if comparison["task_level_verdict"] == "not_tested":
             assert {e.text for e in classed(elements, "text", "forest-mark")} == {"not tested"}
         else:
             assert all(m["significant"] for m in comparison["metrics"])
@@ -302,8 +309,8 @@ def test_a_metric_without_a_difference_is_listed_as_not_computed_with_its_note(p
     notes = by_id(elements, "comparison-metric-notes")
     assert notes is not None
     assert [li.text for li in notes_items(elements)] == [
-        f"pass@3 unbiased: not computed — {missing[0]['note']}",
-        f"pass^3 unbiased: not computed — {missing[1]['note']}",
+        f"pass@3: not computed — {missing[0]['note']}",
+        f"pass^3: not computed — {missing[1]['note']}",
     ]
 
 
@@ -329,11 +336,15 @@ def test_unpaired_tasks_unscored_counts_and_notes_are_listed(partial: dict[str, 
 
 def test_a_not_tested_verdict_states_the_tasks_needed(few: dict[str, Any], improved: dict[str, Any]) -> None:
     comparison = comparison_of(few)
-    assert comparison["verdict"] == "not_tested"
-    elements = section(render_html(few))
+    # four tasks × 3 attempts: the task-level tests cannot be tested (2/2⁴ > 0.05), while the
+    # attempt-level test (the gate of `config.compare`) can: the tasks needed are the task level's
+    assert comparison["task_level_verdict"] == "not_tested" and comparison["verdict"] == "improved"
+    data = with_comparison(few, compare_tasks(few))
+    elements = section(render_html(data))
     (verdict,) = classed(elements, "span", "verdict")
     assert verdict.text == VERDICT_LABELS["not_tested"] == "Not tested"
     assert "verdict-not_tested" in verdict.classes
+    assert by_id(section(render_html(few)), "comparison-tasks-needed") is not None
     needed = by_id(elements, "comparison-tasks-needed")
     assert needed is not None and needed.text.startswith(f"Tasks needed{comparison['metrics'][0]['tasks_needed']} ")
     header = [e.text for e in elements if e.tag == "th" and e.attrs.get("scope") == "col"]
@@ -430,6 +441,13 @@ def with_comparison(data: dict[str, Any], comparison: Any) -> dict[str, Any]:
     return page
 
 
+def compare_tasks(data: dict[str, Any]) -> Any:
+    """The comparison of `data`'s two assistants gated by the task-level tests (`population="tasks"`)."""
+    from fair_forge_core.compare import compare, outcomes_from_result
+
+    return compare(outcomes_from_result(data, BASELINE), outcomes_from_result(data, CANDIDATE), k=3, population="tasks")
+
+
 def css_rule(page: str, selector: str) -> str:
     start = page.index(selector + " {")
     return page[start : page.index("}", start)]
@@ -440,7 +458,7 @@ def test_the_issues_8_task_regression_is_regressed_with_the_exact_test_named(imp
 
     base = [(f"t{i}", j < (3 if i < 6 else 2)) for i in range(8) for j in range(3)]
     cand = [(f"t{i}", j < 1) for i in range(8) for j in range(3)]
-    data = with_comparison(improved, compare(base, cand, k=3))
+    data = with_comparison(improved, compare(base, cand, k=3, population="tasks"))
     elements = section(render_html(data))
     (verdict,) = classed(elements, "span", "verdict")
     assert verdict.text == "Regressed"
@@ -458,7 +476,7 @@ def test_a_not_tested_verdict_has_its_own_look_and_no_variation_reads_as_such(im
 
     base = [(f"t{i}", True) for i in range(5) for _ in range(3)]
     cand = [(f"t{i}", False) for i in range(5) for _ in range(3)]
-    comparison = compare(base, cand, k=3)
+    comparison = compare(base, cand, k=3, population="tasks")
     assert comparison.verdict == "not_tested"
     data = with_comparison(improved, comparison)
     page = render_html(data)
@@ -497,3 +515,40 @@ def test_judging_differences_are_listed(improved: dict[str, Any]) -> None:
     items = [e.text for e in elements if e.tag == "li" and e.text in lines]
     assert items == lines
     assert "candidate &lt;5&gt;" in page  # escaped like every other text
+
+
+def test_the_tasks_that_changed_are_a_table_worst_first_tied_to_the_json(improved: dict[str, Any]) -> None:
+    from fair_forge_core.compare import compare
+
+    spec_b = {"a": (3, 3), "b": (3, 3), "c": (3, 1), "d": (3, 2)}
+    spec_c = {"a": (3, 0), "b": (3, 3), "c": (3, 3), "d": (3, 1)}
+    base = [(t, i < c) for t, (n, c) in spec_b.items() for i in range(n)]
+    cand = [(t, i < c) for t, (n, c) in spec_c.items() for i in range(n)]
+    data = with_comparison(improved, compare(base, cand, k=3))
+    elements = section(render_html(data))
+    table = by_id(elements, "comparison-changed-tasks")
+    assert table is not None
+    rows = [e for e in elements if e.tag == "tr" and "changed-task" in e.classes]
+    # −1 (a), −1/3 (d), +2/3 (c); b did not change
+    assert [r.attrs["data-task"] for r in rows] == ["a", "d", "c"]
+    assert rows[0].text.startswith("a3/30/3")
+    changed = data["aggregated_metrics"]["comparison"]["changed_tasks"]
+    tied = {tuple(path): value for _, path, value in tied_numbers(elements)}
+    for i, task in enumerate(changed):
+        assert tied[("aggregated_metrics", "comparison", "changed_tasks", i, "p_value")] == task["p_value"]
+        assert tied[("aggregated_metrics", "comparison", "changed_tasks", i, "difference")] == task["difference"]
+    population = by_id(elements, "comparison-population")
+    assert population is not None and "--population attempts" in population.text
+
+
+def test_equal_differences_read_no_variation_in_the_report(improved: dict[str, Any]) -> None:
+    from fair_forge_core.compare import compare
+
+    # per-task differences 2/3 − 1/3 and 1 − 2/3: equal, though not in floating point
+    base = [(f"t{i}", j < (1 if i % 2 else 2)) for i in range(6) for j in range(3)]
+    cand = [(f"t{i}", j < (2 if i % 2 else 3)) for i in range(6) for j in range(3)]
+    comparison = compare(base, cand, k=1)
+    assert comparison.metrics[0].standard_error == 0.0
+    elements = section(render_html(with_comparison(improved, comparison)))
+    (row,) = classed(elements, "tr", "compare-row")
+    assert "n/a (no variation)" in row.text and "0.000" not in row.text.split("n/a")[-1]
