@@ -7,18 +7,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fair_forge_core.cli.common import _level
-from fair_forge_core.compare.labels import (
-    HEADLINE_METRIC,
-    MAX_CHANGED_TASKS,
-    POPULATION_QUESTIONS,
-    counts,
-    metric_label,
-)
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import Comparison
 
 __all__ = ["VERDICT_HEADLINES", "format_comparison", "metric_label"]
+
+
+def metric_label(metric: str, k: int) -> str:
+    """`compare.labels.metric_label`, imported when called: importing the `compare` package
+    loads the schemas (pydantic), and `fair-forge --help` imports this module."""
+    from fair_forge_core.compare.labels import metric_label as label
+
+    return label(metric, k)
 
 
 def _value(value: float | None, signed: bool = False) -> str:
@@ -110,6 +111,8 @@ def _attempt_lines(comparison: Comparison, level: str) -> list[str]:
 
 def _changed_lines(comparison: Comparison, level: str) -> list[str]:
     """The tasks that changed, worst first, at most `MAX_CHANGED_TASKS` (the rest counted)."""
+    from fair_forge_core.compare.labels import MAX_CHANGED_TASKS, counts
+
     changed = comparison.changed_tasks or []
     if not changed:
         return ["", f"tasks that changed: none of the {comparison.shared_tasks} shared tasks"]
@@ -139,6 +142,8 @@ def _changed_lines(comparison: Comparison, level: str) -> list[str]:
 
 def _verdict_lines(comparison: Comparison) -> list[str]:
     """The verdict that decides (the gate's, `population`) and why, and what it asked."""
+    from fair_forge_core.compare.labels import POPULATION_QUESTIONS
+
     population = comparison.population or "tasks"
     return [
         f"verdict: {VERDICT_HEADLINES[comparison.verdict]}",
@@ -172,6 +177,8 @@ def _needed_text(comparison: Comparison) -> str:
 def _task_level_lines(comparison: Comparison, level: str) -> list[str]:
     """The task-level tests: their table, notes, their verdict (under `--population attempts`),
     the minimum detectable effect, and the tasks that would settle an unsettled verdict."""
+    from fair_forge_core.compare.labels import POPULATION_QUESTIONS
+
     lines = ["", f"task-level tests — {POPULATION_QUESTIONS['tasks']} (Holm-adjusted across the metrics):"]
     lines += _table_lines(comparison, level)
     task_verdict = comparison.task_level_verdict or comparison.verdict
@@ -224,6 +231,8 @@ def _side_line(name: str, label: str, successes: int, attempts: int, headline: s
 
 def _headlines(comparison: Comparison) -> tuple[str, str]:
     """Each side's headline pass^k (per-task unbiased; pass@1 at k = 1), as `, pass^3 0.833`."""
+    from fair_forge_core.compare.labels import HEADLINE_METRIC
+
     wanted = "pass@1" if comparison.k == 1 else HEADLINE_METRIC
     metric = next((m for m in comparison.metrics if m.metric == wanted), None)
     if metric is None or metric.baseline is None or metric.candidate is None:

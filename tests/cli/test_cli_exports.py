@@ -137,7 +137,7 @@ def test_compare_writes_junit_and_markdown_when_it_regressed(tmp_path: Path, mon
     comparison = json.loads((tmp_path / "c.json").read_text())
     assert comparison["verdict"] == "regressed"
     cases = {case.get("name"): case for case in junit(tmp_path / "c.xml").iter("testcase")}
-    assert set(cases) == {m["metric"] for m in comparison["metrics"]} | {"verdict"}
+    assert set(cases) == {m["metric"] for m in comparison["metrics"]} | {"attempts", "verdict"}
     verdict = cases["verdict"].find("failure")
     assert verdict is not None and verdict.get("message") == comparison["verdict_explanation"]
     for metric in comparison["metrics"]:

@@ -13,8 +13,10 @@ these are): a task is "What is a plus b?", answered right or "No idea." by the o
 - ONE_IN_THREE: each task right once in 3, so no task passes 3 of 3: per-task pass^3 is 0/12,
   whose lower bound 0 is below 0.5: `--fail-if-lower-bound 'pass_pow_k<0.5'` exits 1.
 - ONE_IN_THREE against the ALL_RIGHT baseline, no gate: evaluate 0, compare regressed: 1.
-- 5 tasks all wrong against 5 all right: the exact sign-flip test's smallest p-value over 5
-  tasks is 2/2^5 = 0.0625 > 0.05, so nothing can be significant: not tested, 5.
+- 5 tasks all wrong against 5 all right, gated by the task-level tests (`--population tasks`):
+  the exact sign-flip test's smallest p-value over 5 tasks is 2/2^5 = 0.0625 > 0.05, so
+  nothing can be significant: not tested, 5. (The attempt-level test, the default, calls it
+  regressed: 2/20^5.)
 """
 
 from __future__ import annotations
@@ -419,7 +421,11 @@ def test_the_job_fails_with_the_clis_exit_code_after_the_comment_and_the_upload(
             "request": str(data["one_in_three"]),
             "baseline": str(data["baseline_request"]),
         },
-        "not tested": {"request": str(data["five_wrong"]), "baseline": str(data["five_baseline"])},
+        "not tested": {
+            "request": str(data["five_wrong"]),
+            "baseline": str(data["five_baseline"]),
+            "compare-flags": "--population tasks",
+        },
         "conclusion required": {
             "request": str(data["all_right"]),
             "baseline": str(data["baseline"]),
