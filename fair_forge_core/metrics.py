@@ -103,6 +103,14 @@ def unscored_by_cause(conversations: list[ConversationMetrics]) -> dict[Unscored
     return dict(sorted(counted.items())) or None
 
 
+def utilization_unmeasured(conversations: list[ConversationMetrics]) -> int:
+    """How many turns have a tool score whose utilization was not measured (`result_utilization`
+    null: tools used, no `final_answer_uses_tools` and no result to look for; docs/tool-rubric.md)."""
+    return sum(
+        1 for m in conversations for score in m.tool_correctness_scores if score and score.result_utilization is None
+    )
+
+
 @dataclass(frozen=True)
 class TurnJudgement:
     """What the judge said of one answer: a score in [0, 1] and its reasoning, or why there is none.
@@ -380,10 +388,10 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     Unscored conversations are counted in `unscored_conversations` and left out of
     n and c. With n = 0 every rate is None. `per_task` appears when any conversation
     has a task_id, `by_assistant` when there are several assistant_ids, `task_stability` when
-    `config.task_stability` asks (`flakiness.task_stability`, over all the conversations given).
-    has a task_id, `by_assistant` when there are several assistant_ids, `efficiency` under
-    `config.efficiency` (`efficiency.aggregate_efficiency`), `unscored_by_cause` when some
-    conversation was unscored before judging (`unscored_by_cause`).
+    `config.task_stability` asks (`flakiness.task_stability`, over all the conversations given),
+    `efficiency` under `config.efficiency` (`efficiency.aggregate_efficiency`), `unscored_by_cause`
+    when some conversation was unscored before judging (`unscored_by_cause`), and
+    `tool_utilization_unmeasured` when some turn's tool utilization was not measured.
     """
     scored = [m for m in conversations if m.is_scored]
     n = len(scored)
@@ -441,6 +449,7 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     if config.efficiency:
         fields["efficiency"] = aggregate_efficiency(conversations)
     fields["unscored_by_cause"] = unscored_by_cause(conversations)
+    fields["tool_utilization_unmeasured"] = utilization_unmeasured(conversations) or None
     assistants = sorted({m.assistant_id for m in conversations})
     if len(assistants) > 1:
         fields["by_assistant"] = {

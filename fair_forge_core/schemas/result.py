@@ -14,14 +14,21 @@ from fair_forge_core.schemas.request import TrajectoryMatch, Unscored, UnscoredC
 
 
 class ToolCorrectnessScore(_Result):
-    """Deterministic tool rubric of one turn (docs/tool-rubric.md)."""
+    """Deterministic tool rubric of one turn (docs/tool-rubric.md).
+
+    `result_utilization` is null when it was not measured: tools were used, but the agent
+    reported no `final_answer_uses_tools` and no call returned a result to look for in the
+    answer. It is then left out of `overall_correctness` (the weights renormalised over the
+    other dimensions) and of the dimension floor. `overall_correctness` and `is_correct` are
+    null only when no measured dimension has a positive weight (all the weight on utilization):
+    the tools then decide nothing (the turn's `tool_correct` is null)."""
 
     tool_selection_correct: float
     parameter_accuracy: float
     sequence_correct: float
-    result_utilization: float
-    overall_correctness: float
-    is_correct: bool
+    result_utilization: float | None
+    overall_correctness: float | None
+    is_correct: bool | None
     reasoning: str
     precision: float
     recall: float
@@ -387,6 +394,10 @@ class AggregatedMetrics(_Result):
     """How many conversations were unscored before judging, by the cause their `unscored` carries
     (e.g. trace attempts left unjoined by the import); absent when none was. Conversations the
     judge left unscored are counted in `unscored_conversations` only."""
+    tool_utilization_unmeasured: int | None = omitted_when_none()
+    """How many turns' tool utilization was not measured (their `result_utilization` null: tools
+    used, no `final_answer_uses_tools` reported and no tool `result` to look for in the answer),
+    left out of their tool score rather than counted as 0 (docs/tool-rubric.md); absent when none."""
 
 
 class JudgeProvenance(_Result):
