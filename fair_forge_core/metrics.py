@@ -300,7 +300,7 @@ def _rate_fields(rates: RateEstimate | None) -> dict[str, Any]:
 
 def _goal_check(goal: str, judgement: TurnJudgement | None, config: EvaluationConfig) -> GoalCheck:
     """The `GoalCheck` of a conversation's goal from its judgement (None: it was not judged):
-    achieved when its score says more than half of its judgements did (`judges.goal.goal_achieved`)."""
+    achieved when its combined score is above 0.5 (`judges.goal.goal_achieved`)."""
     from fair_forge_core.judges.goal import goal_achieved
 
     if judgement is None:

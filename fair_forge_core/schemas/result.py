@@ -134,8 +134,8 @@ class GoalCheck(_Result):
     """The judge's verdict on a conversation's `goal` (`fair_forge_core.judges.goal`).
 
     `goal_achieved` is whether `score` (1.0 achieved, 0.0 not; with several judgements their
-    combination by `config.judge_vote`) is above 0.5: more than half of the judgements said
-    achieved (the answers' threshold does not apply); null when the goal could not be
+    combination by `config.judge_vote`: each connector's samples, then one vote per connector,
+    `judges.goal`) is above 0.5 (the answers' threshold does not apply); null when the goal could not be
     judged (`error` says why: the offline judge abstains on every goal). `reasoning` ends with
     the criteria the judge found unmet. `required` is `config.require_goal`: when true the
     conversation passes only if the goal is achieved, and is unscored while it is unjudged.
