@@ -322,15 +322,22 @@ def task_outcomes(conversations: list[ConversationMetrics], k: int) -> Counter[t
     """How many tasks have each (n, c), n scored attempts of which c fully correct, over the
     tasks with at least k scored attempts (the tasks `per_task` averages over).
 
-    A conversation without a `task_id` is a task of its own, even if another shares its session_id.
-    Unscored conversations are not attempts.
+    A task is one assistant's (`assistant_key`), as in `task_stability`: two assistants'
+    attempts at one `task_id` are two tasks, never pooled. A conversation without a `task_id`
+    is a task of its own, even if another shares its session_id. Unscored conversations are
+    not attempts.
     """
-    attempts: dict[str | int, list[bool]] = defaultdict(list)
+    attempts: dict[tuple[str, str | int], list[bool]] = defaultdict(list)
     for index, conversation in enumerate(conversations):
         if not conversation.is_scored:
             continue
-        attempts[task_key(index, conversation)].append(bool(conversation.is_fully_correct))
+        attempts[assistant_key(index, conversation)].append(bool(conversation.is_fully_correct))
     return Counter((len(o), sum(o)) for o in attempts.values() if len(o) >= k)
+
+
+def assistant_key(index: int, conversation: ConversationMetrics) -> tuple[str, str | int]:
+    """The task of the conversation at `index` as `per_task` counts it: (assistant, `task_key`)."""
+    return conversation.assistant_id, task_key(index, conversation)
 
 
 def per_task_exact(outcomes: Counter[tuple[int, int]], k: int) -> tuple[Fraction, Fraction] | None:
@@ -356,7 +363,7 @@ def per_task_metrics(conversations: list[ConversationMetrics], k: int, ci_level:
     collapses to a point when every task scored alike (5 tasks all 3 of 3: pass^3's bounds
     are [0.566, 1] at 95 %). Coverage is measured in `benchmarks/bench_per_task.py`.
     """
-    tasks = {task_key(index, m) for index, m in enumerate(conversations)}
+    tasks = {assistant_key(index, m) for index, m in enumerate(conversations)}
     outcomes = task_outcomes(conversations, k)
     eligible = sum(outcomes.values())
     fields: dict[str, object] = {"tasks": len(tasks), "tasks_with_k_attempts": eligible}

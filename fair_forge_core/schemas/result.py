@@ -206,6 +206,9 @@ class CurvePoint(_Result):
 class PerTaskMetrics(_Result):
     """τ-bench style: unbiased estimators per task, averaged over tasks with ≥ k attempts.
 
+    A task is one assistant's (`metrics.task_outcomes`): at the top level of a result with
+    several assistants, each (assistant_id, task_id) is a task of its own, never pooled.
+
     The interval bounds (`interval_method` "task_wilson", `metrics.per_task_metrics`) are
     Wilson's score interval at `ci_level` (the request's `statistical_mode.ci_level`) with
     the tasks as the sample and the per-task mean as the proportion; None when no task has k
