@@ -265,8 +265,9 @@ class Dataset(_Request):
     expected_state: Any = omitted_when_none()
     """The end state the conversation should leave behind (any JSON; objects are compared key by
     key, values may be argument rules: `fair_forge_core.state`). Absent or null: not checked."""
-    final_state: Any = None
-    """The end state the agent left behind, as the caller observed it; required with `expected_state`."""
+    final_state: Any = Field(None, validate_default=True)
+    """The end state the agent left behind, as the caller observed it; required with `expected_state`
+    (absent or null there is a 400 naming this field: a state not observed cannot pass)."""
     goal: str | None = omitted_when_none(min_length=1)
     """What success means for the user, in words: the judge decides from the whole conversation
     whether the agent achieved it (`judges.goal`). Absent: no goal is judged."""
@@ -283,11 +284,13 @@ class Dataset(_Request):
     def _null_language_is_english(cls, value: Any) -> Any:
         return "english" if value is None else value
 
-    @model_validator(mode="after")
-    def _final_state_with_an_expected_one(self) -> Dataset:
-        if self.expected_state is not None and "final_state" not in self.model_fields_set:
-            raise ValueError("final_state is required when expected_state is given: report the state the agent left")
-        return self
+    @field_validator("final_state")
+    @classmethod
+    def _final_state_with_an_expected_one(cls, final_state: Any, info: ValidationInfo) -> Any:
+        # `expected_state` is validated first (declared first); null is no state, as absent is.
+        if final_state is None and info.data.get("expected_state") is not None:
+            raise ValueError("is required (not null) when expected_state is given: report the state the agent left")
+        return final_state
 
     @field_validator("goal_rubric")
     @classmethod

@@ -96,8 +96,8 @@ def test_the_service_checks_the_state_and_refuses_an_expected_state_without_a_fi
     missing = json.loads(json.dumps(body))
     del missing["datasets"][0]["final_state"]
     refused = call_handler(missing)
-    assert refused.status == 400 and "final_state is required" in refused.body["error"]
-    assert refused.body["details"][0]["field"] == "datasets[0]"
+    assert refused.status == 400 and "final_state: Value error, is required" in refused.body["error"]
+    assert refused.body["details"][0]["field"] == "datasets[0].final_state"
 
 
 @pytest.mark.parametrize("with_state", [False, True])
