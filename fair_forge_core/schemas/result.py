@@ -110,8 +110,10 @@ class RateEstimate(_Result):
 
 
 class StateDifference(_Result):
-    """One key of an expected end state (`fair_forge_core.state`): its path, the expected value
-    (or rule), the final state's value (null when absent: `present` false), whether they agree."""
+    """One key of an expected end state (`fair_forge_core.state`): its path, a JSON Pointer
+    (RFC 6901: "/order/status"; "" for the whole state; "~" and "/" in a key escaped as "~0" and
+    "~1"), the expected value (or rule), the final state's value (null when absent: `present`
+    false), whether they agree."""
 
     path: str
     expected: Any

@@ -171,8 +171,8 @@ def test_tool_policy_violations_and_the_end_state_are_failure_reasons() -> None:
     failure = found["conversation refund-said-not-done"].find("failure")
     assert failure is not None
     assert (failure.get("message") or "").startswith("end state: 2 of ")
-    assert 'order.status: expected {"$any_of": ["refunded", "cancelled"]}, got "open"' in (failure.text or "")
-    assert "email_sent: expected true, got nothing (absent)" in (failure.text or "")
+    assert '/order/status: expected {"$any_of": ["refunded", "cancelled"]}, got "open"' in (failure.text or "")
+    assert "/email_sent: expected true, got nothing (absent)" in (failure.text or "")
 
 
 def unscored_result() -> EvaluationResult:

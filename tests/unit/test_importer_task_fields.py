@@ -280,7 +280,7 @@ def test_the_handler_reports_the_state_that_differs_and_the_broken_policy() -> N
     bad_state = metrics["bad"]["state_check"]
     assert (bad_state["matches"], bad_state["mismatched"]) == (False, 1)
     assert [(d["path"], d["expected"], d["actual"]) for d in bad_state["diff"]] == [
-        ("order.status", "cancelled", "refunded")
+        ("/order/status", "cancelled", "refunded")
     ]
     assert metrics["bad"]["is_fully_correct"] is False
     policies = [i.get("tool_policy") for i in metrics["bad"]["interactions"]]
