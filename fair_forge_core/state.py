@@ -3,7 +3,7 @@ one the caller reports (`Dataset.final_state`). Pure: no I/O. Docs: docs/how-to/
 
 Rule: `expected_state` states what must hold, key by key. Its nested objects are walked down to
 their leaves — a leaf is anything that is not an object, or an object that is an argument rule
-(`$approx`, `$any_of`, `$text`, `$any`: `fair_forge_core.tools`) — and each leaf is compared with
+(`$approx`, `$any_of`, `$text`, `$any`, `$literal`: `fair_forge_core.tools`) — and each leaf is compared with
 the value at the same path of `final_state` by the tool rubric's `values_agree` (5 == 5.0,
 True ≠ 1, key order irrelevant, lists position by position, rules applied). A path missing from
 the final state disagrees. Keys of the final state that the expected state does not name are not

@@ -46,3 +46,41 @@ def test_a_null_expected_state_with_a_null_final_state_is_no_check() -> None:
     response = call_handler(body)
     assert response.status == 200, response.body
     assert "state_check" not in response.body["per_conversation_metrics"][0]
+
+
+PARAMETERS = "datasets[0].conversation[0].ground_truth_agentic.expected_tools[0].parameters"
+
+
+@pytest.mark.parametrize(
+    ("rule", "says"),
+    [
+        ({"$approx": "x"}, "$approx needs a finite number, not a string"),  # the issue's case
+        ({"$approx": 5, "tol": -1}, "$approx's tol needs a finite number ≥ 0"),
+        ({"$aprox": 5}, "$aprox is no rule (did you mean $approx?)"),
+        ({"$text": 5}, "$text needs a string, not a number"),
+        ({"$any": True, "x": 1}, "$any takes no other key, not x"),
+        ({"$any_of": [3, {"$regex": "^3$"}]}, "at /$any_of/1: $regex is no rule"),
+    ],
+)
+def test_a_mistyped_argument_rule_is_a_400_naming_the_parameter(rule: dict[str, Any], says: str) -> None:
+    body = copy.deepcopy(CALCULATOR)
+    body["datasets"][0]["conversation"][0]["ground_truth_agentic"]["expected_tools"][0]["parameters"]["b"] = rule
+    # Before #33: a 200, the rule compared as a plain dict (so the call's b: 3 silently disagreed).
+    refused(call_handler(body), f"{PARAMETERS}.b", f"a mistyped argument rule: {says}")
+
+
+def test_a_mistyped_rule_in_an_expected_state_is_a_400_naming_it_and_its_path() -> None:
+    body = copy.deepcopy(END_STATE)
+    body["datasets"][0]["expected_state"] = {"order": {"total": {"$approx": "19.99"}}}
+    refused(call_handler(body), "datasets[0].expected_state", "at /order/total: $approx needs a finite number")
+
+
+def test_a_literal_lets_an_expected_value_hold_dollar_keys_of_its_own() -> None:
+    body = copy.deepcopy(CALCULATOR)
+    turn = body["datasets"][0]["conversation"][0]
+    turn["agentic"]["tools_used"][0]["parameters"]["filter"] = {"$gt": 5}
+    turn["ground_truth_agentic"]["expected_tools"][0]["parameters"]["filter"] = {"$literal": {"$gt": 5}}
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    tools = response.body["per_conversation_metrics"][0]["tool_correctness_scores"][0]
+    assert (tools["parameter_accuracy"], tools["is_correct"]) == (1.0, True)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from fair_forge_core.schemas import (
     AgenticTrace,
@@ -830,10 +831,11 @@ def test_no_tools_expected_and_none_used_is_perfect() -> None:
 
 def test_integers_beyond_the_float_range_do_not_crash() -> None:
     huge = 10**400
-    result = score(
-        [used_call("calc", x=huge, y=huge + 1, result=huge)],
-        [expected_call("calc", x=huge, y={"$approx": huge, "tol": 1})],
-    )
+    rule = {"$approx": huge, "tol": 1}
+    with pytest.raises(ValidationError, match="approx needs a finite number, not a number beyond the float range"):
+        expected_call("calc", y=rule)  # a request refuses it (`rule_shapes`); the rubric alone does not crash
+    unchecked = ExpectedToolCall.model_construct(tool_name="calc", parameters={"x": huge, "y": rule}, step=None)
+    result = score([used_call("calc", x=huge, y=huge + 1, result=huge)], [unchecked])
     assert result.parameter_accuracy == 0.5  # x agrees exactly; y's rule cannot apply to a non-float target
     assert result.result_in_answer is None  # beyond the float range: no number token to compare with
 
