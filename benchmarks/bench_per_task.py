@@ -43,6 +43,7 @@ class Attempt(NamedTuple):
     task_id: str
     is_scored: bool
     is_fully_correct: bool
+    assistant_id: str = "agent"
 
 
 def truth(a: float, b: float, k: int) -> tuple[float, float]:

@@ -54,6 +54,12 @@ from fair_forge_core.tools import ToolScorer
 
 ProgressCallback = Callable[[int, int], None]
 
+UTILIZATION_UNMEASURED_WARNING = (
+    "tool utilization not measured on {turns} turn(s): no tool `result` and no `final_answer_uses_tools` "
+    "(left out of their tool score, not counted as 0; docs/tool-rubric.md#utilization)"
+)
+"""The result's warning when `aggregated_metrics.tool_utilization_unmeasured` counts turns."""
+
 
 class NoConversationScored(Exception):
     """Every conversation has an unscored turn; the message lists the causes."""
@@ -256,6 +262,8 @@ def build_result(
     (`warnings_of_input`, from `schemas.input_warnings` of the datasets, first), the
     judge's usage (`aggregated_metrics.judge_usage`) when `ledger` is given, and how far the
     judgements of turns judged several times agreed (`judge_consensus`, `judges.panel.consensus`).
+    A turn whose tool utilization was not measured is counted in one warning
+    (`UTILIZATION_UNMEASURED_WARNING`), so that the reason reaches the terminal.
 
     Raises `NoConversationScored` when none of the conversations was scored and some turn
     failed for the judge (`metrics.unscored_cause` "judge_error": a provider failing after its
@@ -276,6 +284,8 @@ def build_result(
         if aggregated.total_conversations == 0 and unscored_causes(conversations)["judge_error"]:
             raise NoConversationScored(f"no conversation could be scored: {summary or 'judge errors'}")
         warnings.append(f"{message}: {summary}" if summary else message)
+    if unmeasured := aggregated.tool_utilization_unmeasured:
+        warnings.append(UTILIZATION_UNMEASURED_WARNING.format(turns=unmeasured))
     if config.k > aggregated.total_conversations:
         warnings.append(
             f"k = {config.k} exceeds the {aggregated.total_conversations} scored conversation(s): "

@@ -103,6 +103,14 @@ def unscored_by_cause(conversations: list[ConversationMetrics]) -> dict[Unscored
     return dict(sorted(counted.items())) or None
 
 
+def utilization_unmeasured(conversations: list[ConversationMetrics]) -> int:
+    """How many turns have a tool score whose utilization was not measured (`result_utilization`
+    null: tools used, no `final_answer_uses_tools` and no result to look for; docs/tool-rubric.md)."""
+    return sum(
+        1 for m in conversations for score in m.tool_correctness_scores if score and score.result_utilization is None
+    )
+
+
 @dataclass(frozen=True)
 class TurnJudgement:
     """What the judge said of one answer: a score in [0, 1] and its reasoning, or why there is none.
@@ -292,7 +300,7 @@ def _rate_fields(rates: RateEstimate | None) -> dict[str, Any]:
 
 def _goal_check(goal: str, judgement: TurnJudgement | None, config: EvaluationConfig) -> GoalCheck:
     """The `GoalCheck` of a conversation's goal from its judgement (None: it was not judged):
-    achieved when its score says more than half of its judgements did (`judges.goal.goal_achieved`)."""
+    achieved when its combined score is above 0.5 (`judges.goal.goal_achieved`)."""
     from fair_forge_core.judges.goal import goal_achieved
 
     if judgement is None:
@@ -314,15 +322,22 @@ def task_outcomes(conversations: list[ConversationMetrics], k: int) -> Counter[t
     """How many tasks have each (n, c), n scored attempts of which c fully correct, over the
     tasks with at least k scored attempts (the tasks `per_task` averages over).
 
-    A conversation without a `task_id` is a task of its own, even if another shares its session_id.
-    Unscored conversations are not attempts.
+    A task is one assistant's (`assistant_key`), as in `task_stability`: two assistants'
+    attempts at one `task_id` are two tasks, never pooled. A conversation without a `task_id`
+    is a task of its own, even if another shares its session_id. Unscored conversations are
+    not attempts.
     """
-    attempts: dict[str | int, list[bool]] = defaultdict(list)
+    attempts: dict[tuple[str, str | int], list[bool]] = defaultdict(list)
     for index, conversation in enumerate(conversations):
         if not conversation.is_scored:
             continue
-        attempts[task_key(index, conversation)].append(bool(conversation.is_fully_correct))
+        attempts[assistant_key(index, conversation)].append(bool(conversation.is_fully_correct))
     return Counter((len(o), sum(o)) for o in attempts.values() if len(o) >= k)
+
+
+def assistant_key(index: int, conversation: ConversationMetrics) -> tuple[str, str | int]:
+    """The task of the conversation at `index` as `per_task` counts it: (assistant, `task_key`)."""
+    return conversation.assistant_id, task_key(index, conversation)
 
 
 def per_task_exact(outcomes: Counter[tuple[int, int]], k: int) -> tuple[Fraction, Fraction] | None:
@@ -348,7 +363,7 @@ def per_task_metrics(conversations: list[ConversationMetrics], k: int, ci_level:
     collapses to a point when every task scored alike (5 tasks all 3 of 3: pass^3's bounds
     are [0.566, 1] at 95 %). Coverage is measured in `benchmarks/bench_per_task.py`.
     """
-    tasks = {task_key(index, m) for index, m in enumerate(conversations)}
+    tasks = {assistant_key(index, m) for index, m in enumerate(conversations)}
     outcomes = task_outcomes(conversations, k)
     eligible = sum(outcomes.values())
     fields: dict[str, object] = {"tasks": len(tasks), "tasks_with_k_attempts": eligible}
@@ -380,10 +395,10 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     Unscored conversations are counted in `unscored_conversations` and left out of
     n and c. With n = 0 every rate is None. `per_task` appears when any conversation
     has a task_id, `by_assistant` when there are several assistant_ids, `task_stability` when
-    `config.task_stability` asks (`flakiness.task_stability`, over all the conversations given).
-    has a task_id, `by_assistant` when there are several assistant_ids, `efficiency` under
-    `config.efficiency` (`efficiency.aggregate_efficiency`), `unscored_by_cause` when some
-    conversation was unscored before judging (`unscored_by_cause`).
+    `config.task_stability` asks (`flakiness.task_stability`, over all the conversations given),
+    `efficiency` under `config.efficiency` (`efficiency.aggregate_efficiency`), `unscored_by_cause`
+    when some conversation was unscored before judging (`unscored_by_cause`), and
+    `tool_utilization_unmeasured` when some turn's tool utilization was not measured.
     """
     scored = [m for m in conversations if m.is_scored]
     n = len(scored)
@@ -441,6 +456,7 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
     if config.efficiency:
         fields["efficiency"] = aggregate_efficiency(conversations)
     fields["unscored_by_cause"] = unscored_by_cause(conversations)
+    fields["tool_utilization_unmeasured"] = utilization_unmeasured(conversations) or None
     assistants = sorted({m.assistant_id for m in conversations})
     if len(assistants) > 1:
         fields["by_assistant"] = {

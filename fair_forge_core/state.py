@@ -3,18 +3,22 @@ one the caller reports (`Dataset.final_state`). Pure: no I/O. Docs: docs/how-to/
 
 Rule: `expected_state` states what must hold, key by key. Its nested objects are walked down to
 their leaves — a leaf is anything that is not an object, or an object that is an argument rule
-(`$approx`, `$any_of`, `$text`, `$any`: `fair_forge_core.tools`) — and each leaf is compared with
+(`$approx`, `$any_of`, `$text`, `$any`, `$literal`: `fair_forge_core.tools`) — and each leaf is compared with
 the value at the same path of `final_state` by the tool rubric's `values_agree` (5 == 5.0,
 True ≠ 1, key order irrelevant, lists position by position, rules applied). A path missing from
 the final state disagrees. Keys of the final state that the expected state does not name are not
 checked. The state matches when every leaf agrees; an expected state of `{}` (anywhere: a nested
 `{}` asks for nothing) always does. A
 top-level expected value that is not an object is one leaf, at the path "" (the whole state).
+
+Paths are JSON Pointers (RFC 6901, `json_pointer`): "/order/status" is the key "status" of the
+key "order"; a key holding "~" or "/" is escaped ("~0", "~1"), so the key "a.b" ("/a.b") and the
+key "b" of "a" ("/a/b") never share a path, nor do "a/b" ("/a~1b") and "a" → "b".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fair_forge_core.schemas import StateCheck, StateDifference
@@ -23,8 +27,14 @@ from fair_forge_core.tools.rules import Agreement, is_rule
 _MISSING = object()
 
 
+def json_pointer(keys: Iterable[str]) -> str:
+    """The RFC 6901 JSON Pointer of a path of object keys: "" for none (the whole document),
+    else each key after a "/", its "~" written "~0" and its "/" written "~1" (in that order)."""
+    return "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in keys)
+
+
 def _leaves(expected: Any, final: Any) -> Iterator[tuple[str, Any, Any]]:
-    """(dotted path, leaf, the final state's value at that path or `_MISSING`) of every leaf of
+    """(JSON Pointer, leaf, the final state's value at that path or `_MISSING`) of every leaf of
     `expected`, in its key order.
 
     One walk down both states together, so a leaf costs its depth once (not the depth again
@@ -36,7 +46,7 @@ def _leaves(expected: Any, final: Any) -> Iterator[tuple[str, Any, Any]]:
             if not (isinstance(node, dict) and not node):  # a nested {} asks for nothing
                 yield path, node, actual
             continue
-        children = [(f"{path}.{key}" if path else key, value, _child(actual, key)) for key, value in node.items()]
+        children = [(path + json_pointer((key,)), value, _child(actual, key)) for key, value in node.items()]
         stack.extend(reversed(children))  # popped in key order
 
 

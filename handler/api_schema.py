@@ -3,7 +3,8 @@
 Generated from the pydantic models that validate and build them (`RunRequest` and
 `TracesRunRequest`, `RunResponse`), so the schema cannot drift from what the service accepts: the copies
 checked in under `schemas/` are compared with these by the tests, and `GET /schema`
-serves them. Refresh the files with `make schema` (`python -m handler.api_schema`).
+serves them. The field tables of docs/reference/schemas.md are generated from them too
+(`handler.reference_page`). Refresh the files with `make schema` (`python -m handler.api_schema`).
 """
 
 from __future__ import annotations
@@ -53,11 +54,22 @@ def schema_files() -> dict[str, str]:
     }
 
 
+def reference_text() -> str:
+    """The text of docs/reference/schemas.md (`handler.reference_page`), as checked in."""
+    from handler.reference_page import reference_page
+
+    return reference_page(request_schema(), response_schema())
+
+
 def main() -> None:
     SCHEMA_DIR.mkdir(exist_ok=True)
     for name, text in schema_files().items():
         (SCHEMA_DIR / name).write_text(text, encoding="utf-8")
         print(f"wrote schemas/{name}")
+    from handler.reference_page import PAGE
+
+    (SCHEMA_DIR.parent / PAGE).write_text(reference_text(), encoding="utf-8")
+    print(f"wrote {PAGE}")
 
 
 if __name__ == "__main__":

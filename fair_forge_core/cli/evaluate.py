@@ -8,7 +8,8 @@ and key rules as the service (`fair_forge_core.connectors`), shows its progress 
 (a bar redrawn in place on a terminal; otherwise one plain line such as `judging 120/400`
 every few seconds, and the last), and writes the result JSON (to `--out`, else to stdout)
 and optionally the HTML report and the outputs CI systems read (`--junit`, `--markdown`,
-`--jsonl`, `--csv` and the step summary: `cli.outputs`). Every output is checked before the
+`--jsonl`, `--csv` and the step summary: `cli.outputs`; the JUnit file is timed with the run's
+start and wall-clock seconds). Every output is checked before the
 judge runs (the directory exists, a file can be created there, no two outputs name one file). Without `connector.params.api_key`,
 the key comes from `LLM_API_KEY` — never for a connector whose endpoint the file chooses.
 `FAIR_FORGE_EXTRA_CONNECTORS` extends the allowlist, as for the service.
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fair_forge_core.cli.common import (
@@ -115,6 +117,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         _check_otel_export()
     body = _read_json(args.request, "request file", stdin)
     request, import_warnings = _request_of(body, args.request)
+    started, clock = datetime.now(UTC), time.monotonic()  # the JUnit file's timestamp and time
     result = _run_evaluation(
         request,
         import_warnings,
@@ -123,6 +126,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         max_cost_usd=args.max_cost_usd,
         judge_cache=args.judge_cache,
     )
+    timing = (started, time.monotonic() - clock)
 
     payload = result.model_dump(mode="json")
     _write(json_dump(payload), args.out, stdout)
@@ -141,7 +145,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
 
     agg = result.aggregated_metrics
     level = request.config.statistical_mode.ci_level
-    written = write_evaluation_outputs(args, result, level, stdout)
+    written = write_evaluation_outputs(args, result, level, stdout, timing)
     stability = task_stability(result.per_conversation_metrics, level)
     if not args.quiet:
         from fair_forge_core.headline import headline_lines

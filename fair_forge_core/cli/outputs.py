@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, TextIO
 from fair_forge_core.cli.common import CliError, _check_writable, _write
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from fair_forge_core.schemas import Comparison, EvaluationResult
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -72,15 +74,22 @@ def _write_all(args: argparse.Namespace, writers: dict[str, Callable[[], str]], 
 
 
 def write_evaluation_outputs(
-    args: argparse.Namespace, result: EvaluationResult, ci_level: float, stdout: TextIO
+    args: argparse.Namespace,
+    result: EvaluationResult,
+    ci_level: float,
+    stdout: TextIO,
+    timing: tuple[datetime, float] | None = None,
 ) -> list[Path]:
-    """`evaluate`'s CI outputs that were asked for; the paths written."""
+    """`evaluate`'s CI outputs that were asked for; the paths written. `timing` (when the
+    evaluation started, its wall-clock seconds) goes into the JUnit file's `time` and `timestamp`
+    (`exports.EvaluationTiming`)."""
     from fair_forge_core import exports
 
+    timed = None if timing is None else exports.EvaluationTiming(*timing)
     return _write_all(
         args,
         {
-            "junit": lambda: exports.junit_evaluation(result),
+            "junit": lambda: exports.junit_evaluation(result, timed),
             "markdown": lambda: exports.markdown_evaluation(result, ci_level),
             "jsonl": lambda: exports.jsonl_rows(result),
             "csv": lambda: exports.csv_rows(result),

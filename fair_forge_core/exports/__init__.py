@@ -11,7 +11,7 @@ writes the files (`fair-forge evaluate` / `compare` `--junit`, `--markdown`, `--
 """
 
 from fair_forge_core.exports.cases import Case, cases, failure_reasons, unscored_reasons
-from fair_forge_core.exports.junit import junit_comparison, junit_evaluation
+from fair_forge_core.exports.junit import EvaluationTiming, junit_comparison, junit_evaluation
 from fair_forge_core.exports.markdown import markdown_evaluation
 from fair_forge_core.exports.markdown_comparison import markdown_comparison
 from fair_forge_core.exports.rows import ROW_FIELDS, csv_rows, jsonl_rows, turn_rows
@@ -19,6 +19,7 @@ from fair_forge_core.exports.rows import ROW_FIELDS, csv_rows, jsonl_rows, turn_
 __all__ = [
     "ROW_FIELDS",
     "Case",
+    "EvaluationTiming",
     "cases",
     "csv_rows",
     "failure_reasons",

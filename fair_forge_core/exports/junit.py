@@ -20,8 +20,15 @@ verdict is `regressed`, skipped when not tested), and a case `verdict`, the one 
 skipped when `not_tested`; its text lists the tasks that changed, worst first. Figures in
 messages have 3 decimals (p-values `<0.001` below), like the other faces.
 
-No `time` attributes: nothing here was timed. Characters XML 1.0 cannot hold (control
-characters in a judge's reasoning) are dropped, so the file always parses.
+Times (`EvaluationTiming`, given by `fair-forge evaluate`, which timed the run): `<testsuites>`
+and every `<testsuite>` carry `time`, the evaluation's wall-clock seconds, and each
+`<testsuite>` its `timestamp`, when the evaluation started (UTC, ISO 8601 to the second, no
+zone: Ant's form). The assistants are judged together in one evaluation, so each suite's time
+is the whole evaluation's, not a share of it. A `<testcase>` has no `time`: the cases are not
+timed one by one, and an absent time is not a zero. Without a timing (a result read back from a
+file), no time is written; the comparison's JUnit has none (a comparison times nothing).
+Characters XML 1.0 cannot hold (control characters in a judge's reasoning) are dropped, so the
+file always parses.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from fair_forge_core.exports.cases import Case, Outcome, cases
 from fair_forge_core.schemas import AggregatedMetrics, Comparison, EvaluationResult, MetricComparison
@@ -92,17 +101,44 @@ def _counts(element: ET.Element, all_cases: Sequence[Case], *, skipped: bool = T
         element.set("skipped", str(sum(1 for c in all_cases if c.outcome == "skipped")))
 
 
-def junit_evaluation(result: EvaluationResult) -> str:
-    """The JUnit XML of an evaluation (module docstring)."""
+@dataclass(frozen=True)
+class EvaluationTiming:
+    """When an evaluation started (an aware datetime) and how many wall-clock seconds it took."""
+
+    started: datetime
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if self.started.tzinfo is None or not self.seconds >= 0:
+            raise ValueError("an evaluation's timing needs an aware start and seconds ≥ 0")
+
+    @property
+    def timestamp(self) -> str:
+        """The start in UTC as Ant's JUnit report writes it: ``2026-12-02T01:40:14``."""
+        return self.started.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
+
+    @property
+    def time(self) -> str:
+        """The seconds as a decimal (milliseconds), never an exponent."""
+        return f"{self.seconds:.3f}"
+
+
+def junit_evaluation(result: EvaluationResult, timing: EvaluationTiming | None = None) -> str:
+    """The JUnit XML of an evaluation (module docstring), timed when `timing` is given."""
     all_cases = cases(result.per_conversation_metrics)
     root = ET.Element("testsuites", {"name": "fair-forge evaluate"})
     _counts(root, all_cases, skipped=False)
+    if timing is not None:
+        root.set("time", timing.time)
     assistants = list(dict.fromkeys(c.assistant_id for c in all_cases))
     by_assistant = result.aggregated_metrics.by_assistant
     for assistant in assistants:
         suite_cases = [c for c in all_cases if c.assistant_id == assistant]
         suite = _element(root, "testsuite", name=assistant)
         _counts(suite, suite_cases)
+        if timing is not None:
+            suite.set("time", timing.time)
+            suite.set("timestamp", timing.timestamp)
         own = by_assistant.get(assistant) if by_assistant else result.aggregated_metrics
         _properties(suite, own)
         for case in suite_cases:

@@ -27,7 +27,7 @@ per task: a `goal_rubric` needs a `goal` on some reference of the task, and a tu
 `ground_truth_agentic.tool_policy` must agree with the task's `tool_policy`.
 End states: the state a trace's agent left is per trace, its metadata's `final_state` (any
 JSON value; how each format carries metadata is in its importer's docstring). A trace of a
-task with an `expected_state` and no `final_state` is kept unscored, `state_not_reported`; a
+task with an `expected_state` and no `final_state` (or a null one) is kept unscored, `state_not_reported`; a
 trace's `final_state` is ignored when its task expects none.
 """
 
@@ -164,8 +164,8 @@ def _why_unjoined(
             cause="turns_differ",
             detail=f"its {len(trace.turns)} turn(s) differ from task {task!r}'s references: {'; '.join(differences)}",
         )
-    if "expected_state" in task_fields[task] and FINAL_STATE not in trace.metadata:
-        return Unscored(
+    if "expected_state" in task_fields[task] and trace.metadata.get(FINAL_STATE) is None:
+        return Unscored(  # null is no state, as for a dataset's final_state
             cause="state_not_reported",
             detail=f"task {task!r} expects an end state and the trace's metadata has no final_state",
         )

@@ -16,9 +16,12 @@ cache, cost ledger, retries, deadline) with a prompt and a verdict schema of its
 A goal verdict is a `Verdict` of score 1.0 (achieved) or 0.0 (not achieved), whose reasoning
 ends with the unmet criteria; a reply that says achieved and lists unmet criteria contradicts
 itself and is malformed. With several judgements (samples, an ensemble) the score is their
-combination by `config.judge_vote` (the majority, or the share that said achieved), and the goal
-is achieved when more than half of them said so (`goal_achieved`: score > 0.5, under either
-vote); `config.threshold` is the answers' and does not apply to goals.
+combination by `config.judge_vote`, as for a turn (`judges.panel`): each connector's samples
+first, then the connectors' scores, one vote per connector. The goal is achieved when that score
+is above 0.5 (`goal_achieved`): under "majority" (lower medians) when a strict majority of the
+connectors each said achieved in a strict majority of their own samples (two connectors that
+disagree: not achieved); under "mean" when the mean of every judgement is above 0.5.
+`config.threshold` is the answers' and does not apply to goals.
 A judge that cannot read a goal abstains on it (`JudgeSpec.judges_goals`: the offline judge, and
 any registered judge that does not say it reads goals; `GoalAbstaining`).
 """
@@ -213,7 +216,8 @@ def parse_goal_verdict(raw: Any, *, bos: str, eos: str, caller: CallerText | Non
 
 
 def goal_achieved(score: float) -> bool:
-    """Whether a goal's (combined) score says achieved: more than half of its judgements did."""
+    """Whether a goal's combined score (module docstring: each connector's samples, then one vote
+    per connector, by `config.judge_vote`) says achieved: above 0.5."""
     return score > 0.5
 
 

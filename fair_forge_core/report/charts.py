@@ -201,7 +201,8 @@ class Bar:
 
     key: str
     label: str
-    mean: float
+    mean: float | None
+    """None: measured on no turn (drawn empty, its value a dash)."""
     count: int
     emphasised: bool
     track_start: Point
@@ -218,7 +219,7 @@ class BarChart:
     bars: list[Bar]
 
 
-def bar_chart(means: Sequence[tuple[str, str, float, int]], emphasised: str) -> BarChart:
+def bar_chart(means: Sequence[tuple[str, str, float | None, int]], emphasised: str) -> BarChart:
     """Horizontal bars on a 0…1 track for (key, label, mean, count) rows, one row each; the `emphasised` key stands out."""
     width, row, left, right = 440, 38, 104, 56
     track = width - left - right
@@ -233,7 +234,7 @@ def bar_chart(means: Sequence[tuple[str, str, float, int]], emphasised: str) -> 
                 count,
                 key == emphasised,
                 (left, top + 6),
-                max(mean * track, 0),
+                0 if mean is None else max(mean * track, 0),
                 (left - 12, top + 21),
                 (width - right + 10, top + 21),
             )
@@ -246,8 +247,10 @@ def meter_percent(value: float | None) -> float:
     return 0.0 if value is None else max(min(value, 1.0), 0.0) * 100
 
 
-def heat_colour(score: float) -> str:
-    """A light background from red (0) through amber to green (1)."""
+def heat_colour(score: float | None) -> str:
+    """A light background from red (0) through amber to green (1); none for a value not measured."""
+    if score is None:
+        return "transparent"
     hue = round(120 * min(max(score, 0.0), 1.0))
     return f"hsl({hue} 70% 88%)"
 

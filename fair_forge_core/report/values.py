@@ -123,9 +123,10 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
-def mean(values: Iterable[float]) -> float | None:
-    values = list(values)
-    return sum(values) / len(values) if values else None
+def mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the values that are there (None: not measured, left out); None without any."""
+    present = [value for value in values if value is not None]
+    return sum(present) / len(present) if present else None
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,8 @@ def task_stability_of(data: Mapping[str, Any]) -> TaskStability | None:
 @dataclass(frozen=True)
 class HeatCell:
     key: str
-    mean: float
+    mean: float | None
+    """None: the dimension was measured on none of the conversation's turns."""
 
 
 @dataclass(frozen=True)
@@ -187,13 +188,17 @@ def tool_figure(conversations: Sequence[Mapping[str, Any]]) -> ToolFigure | None
     scores = [s for c in conversations for s in tool_scores(c)]
     if not scores:
         return None
-    means = [(key, label, mean(s[key] for s in scores) or 0.0, len(scores)) for key, label, _ in TOOL_DIMENSIONS]
+    # A dimension's mean is over the turns where it was measured (utilization may not be: docs/tool-rubric.md).
+    means = [
+        (key, label, mean(s[key] for s in scores), sum(1 for s in scores if s[key] is not None))
+        for key, label, _ in TOOL_DIMENSIONS
+    ]
     rows = [
         ToolRow(
             index,
             conversation["session_id"],
             len(own),
-            [HeatCell(key, mean(s[key] for s in own) or 0.0) for key, _, _ in TOOL_DIMENSIONS],
+            [HeatCell(key, mean(s[key] for s in own)) for key, _, _ in TOOL_DIMENSIONS],
         )
         for index, conversation in enumerate(conversations)
         if (own := tool_scores(conversation))

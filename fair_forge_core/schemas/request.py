@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from fair_forge_core.rule_shapes import checked_rules
 from fair_forge_core.schemas.base import _Request
 from fair_forge_core.schemas.config import MAX_CONNECTORS, EvaluationConfig
 from fair_forge_core.schemas.json_input import (
@@ -16,6 +26,10 @@ from fair_forge_core.schemas.json_input import (
     omitted_when_none,
 )
 from fair_forge_core.trace_formats import TraceFormat
+
+MayHoldRules = Annotated[Any, AfterValidator(checked_rules)]
+"""An expected value, which may hold argument rules: a mistyped rule is refused, naming the field
+(`fair_forge_core.rule_shapes`)."""
 
 # --------------------------------------------------------------------------- request
 
@@ -43,11 +57,12 @@ class ExpectedToolCall(_Request):
 
     A parameter value may be a plain value (the common case) or a rule object, see
     `fair_forge_core.tools` (``{"$any_of": [...]}``, ``{"$approx": x, "tol": t}``,
-    ``{"$text": s}``, ``{"$any": true}``).
+    ``{"$text": s}``, ``{"$any": true}``, ``{"$literal": v}``); an object with a "$" key that
+    is no well-formed rule is refused (`fair_forge_core.rule_shapes`).
     """
 
     tool_name: str = Field(min_length=1)
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: dict[str, MayHoldRules] = Field(default_factory=dict)
     step: int | None = None
 
 
@@ -262,11 +277,12 @@ class Dataset(_Request):
     context: str = ""
     task_id: str | None = None
     conversation: list[Batch] = Field(min_length=1)
-    expected_state: Any = omitted_when_none()
+    expected_state: MayHoldRules = omitted_when_none()
     """The end state the conversation should leave behind (any JSON; objects are compared key by
     key, values may be argument rules: `fair_forge_core.state`). Absent or null: not checked."""
-    final_state: Any = None
-    """The end state the agent left behind, as the caller observed it; required with `expected_state`."""
+    final_state: Any = Field(None, validate_default=True)
+    """The end state the agent left behind, as the caller observed it; required with `expected_state`
+    (absent or null there is a 400 naming this field: a state not observed cannot pass)."""
     goal: str | None = omitted_when_none(min_length=1)
     """What success means for the user, in words: the judge decides from the whole conversation
     whether the agent achieved it (`judges.goal`). Absent: no goal is judged."""
@@ -283,11 +299,13 @@ class Dataset(_Request):
     def _null_language_is_english(cls, value: Any) -> Any:
         return "english" if value is None else value
 
-    @model_validator(mode="after")
-    def _final_state_with_an_expected_one(self) -> Dataset:
-        if self.expected_state is not None and "final_state" not in self.model_fields_set:
-            raise ValueError("final_state is required when expected_state is given: report the state the agent left")
-        return self
+    @field_validator("final_state")
+    @classmethod
+    def _final_state_with_an_expected_one(cls, final_state: Any, info: ValidationInfo) -> Any:
+        # `expected_state` is validated first (declared first); null is no state, as absent is.
+        if final_state is None and info.data.get("expected_state") is not None:
+            raise ValueError("is required (not null) when expected_state is given: report the state the agent left")
+        return final_state
 
     @field_validator("goal_rubric")
     @classmethod
@@ -386,7 +404,7 @@ class Reference(_Request):
     ground_truth_agentic: GroundTruthAgentic | None = None
     goal: str | None = omitted_when_none(min_length=1)
     goal_rubric: list[Annotated[str, Field(min_length=1)]] | None = omitted_when_none(min_length=1)
-    expected_state: Any = omitted_when_none()
+    expected_state: MayHoldRules = omitted_when_none()
     tool_policy: ToolPolicy | None = omitted_when_none()
 
     @field_validator("ground_truth_agentic", mode="before")

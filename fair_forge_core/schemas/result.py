@@ -14,14 +14,21 @@ from fair_forge_core.schemas.request import TrajectoryMatch, Unscored, UnscoredC
 
 
 class ToolCorrectnessScore(_Result):
-    """Deterministic tool rubric of one turn (docs/tool-rubric.md)."""
+    """Deterministic tool rubric of one turn (docs/tool-rubric.md).
+
+    `result_utilization` is null when it was not measured: tools were used, but the agent
+    reported no `final_answer_uses_tools` and no call returned a result to look for in the
+    answer. It is then left out of `overall_correctness` (the weights renormalised over the
+    other dimensions) and of the dimension floor. `overall_correctness` and `is_correct` are
+    null only when no measured dimension has a positive weight (all the weight on utilization):
+    the tools then decide nothing (the turn's `tool_correct` is null)."""
 
     tool_selection_correct: float
     parameter_accuracy: float
     sequence_correct: float
-    result_utilization: float
-    overall_correctness: float
-    is_correct: bool
+    result_utilization: float | None
+    overall_correctness: float | None
+    is_correct: bool | None
     reasoning: str
     precision: float
     recall: float
@@ -103,8 +110,10 @@ class RateEstimate(_Result):
 
 
 class StateDifference(_Result):
-    """One key of an expected end state (`fair_forge_core.state`): its path, the expected value
-    (or rule), the final state's value (null when absent: `present` false), whether they agree."""
+    """One key of an expected end state (`fair_forge_core.state`): its path, a JSON Pointer
+    (RFC 6901: "/order/status"; "" for the whole state; "~" and "/" in a key escaped as "~0" and
+    "~1"), the expected value (or rule), the final state's value (null when absent: `present`
+    false), whether they agree."""
 
     path: str
     expected: Any
@@ -127,8 +136,8 @@ class GoalCheck(_Result):
     """The judge's verdict on a conversation's `goal` (`fair_forge_core.judges.goal`).
 
     `goal_achieved` is whether `score` (1.0 achieved, 0.0 not; with several judgements their
-    combination by `config.judge_vote`) is above 0.5: more than half of the judgements said
-    achieved (the answers' threshold does not apply); null when the goal could not be
+    combination by `config.judge_vote`: each connector's samples, then one vote per connector,
+    `judges.goal`) is above 0.5 (the answers' threshold does not apply); null when the goal could not be
     judged (`error` says why: the offline judge abstains on every goal). `reasoning` ends with
     the criteria the judge found unmet. `required` is `config.require_goal`: when true the
     conversation passes only if the goal is achieved, and is unscored while it is unjudged.
@@ -198,6 +207,9 @@ class CurvePoint(_Result):
 
 class PerTaskMetrics(_Result):
     """τ-bench style: unbiased estimators per task, averaged over tasks with ≥ k attempts.
+
+    A task is one assistant's (`metrics.task_outcomes`): at the top level of a result with
+    several assistants, each (assistant_id, task_id) is a task of its own, never pooled.
 
     The interval bounds (`interval_method` "task_wilson", `metrics.per_task_metrics`) are
     Wilson's score interval at `ci_level` (the request's `statistical_mode.ci_level`) with
@@ -387,6 +399,10 @@ class AggregatedMetrics(_Result):
     """How many conversations were unscored before judging, by the cause their `unscored` carries
     (e.g. trace attempts left unjoined by the import); absent when none was. Conversations the
     judge left unscored are counted in `unscored_conversations` only."""
+    tool_utilization_unmeasured: int | None = omitted_when_none()
+    """How many turns' tool utilization was not measured (their `result_utilization` null: tools
+    used, no `final_answer_uses_tools` reported and no tool `result` to look for in the answer),
+    left out of their tool score rather than counted as 0 (docs/tool-rubric.md); absent when none."""
 
 
 class JudgeProvenance(_Result):

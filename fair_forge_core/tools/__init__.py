@@ -74,12 +74,16 @@ rule instead of a plain value. A rule is a dict of exactly one of these shapes:
   0.01 of 1e15, and 1e-13 is not 0 ± 0); bools never match;
 - ``{"$text": "New York"}`` agrees with a string equal after case folding,
   collapsing runs of whitespace and stripping;
+- ``{"$literal": v}`` agrees with a value equal to v as plain data (v's own "$" keys are
+  never read as rules: the escape for expected values that hold such keys);
 - ``{"$any": true}`` agrees with any value, but the key must be present on the
   used side (a missing key never agrees).
 
-A dict whose keys or value types do not fit one of these shapes exactly (say
-``{"$text": 5}`` or ``{"$any": true, "x": 1}``) is a plain dict value. Rules only
-mean something on the expected side; on the used side such a dict is plain data.
+A request never holds a dict with a "$" key that fits none of these shapes (say
+``{"$text": 5}`` or ``{"$any": true, "x": 1}``): the schemas refuse it, naming the field
+(`fair_forge_core.rule_shapes`). Called directly on unvalidated values, the matching here
+compares such a dict as a plain dict value. Rules only mean something on the expected side;
+on the used side such a dict is plain data.
 
 The code, one concept a module, each importing only the ones before it: `rules`
 (value agreement and the rules above), `pairing` (pairing and its tie-break, the

@@ -84,6 +84,8 @@ def _single_rule_matcher(value: Any) -> Callable[[Any], bool] | None:
     if type(value) in _PLAIN_SCALARS or not isinstance(value, Mapping) or not value or len(value) > _RULE_KEYS:
         return None
     keys = set(value)
+    if keys == {"$literal"}:
+        return _literal_matcher(value["$literal"])
     if keys == {"$any"}:
         return (lambda _used: True) if value["$any"] is True else None
     if keys == {"$text"}:
@@ -96,9 +98,24 @@ def _single_rule_matcher(value: Any) -> Callable[[Any], bool] | None:
     return None
 
 
+def _literal_matcher(target: Any) -> Callable[[Any], bool]:
+    """The matcher of ``{"$literal": target}``: `target` compared as plain data, its own "$" keys
+    never read as rules (canonical forms, `Agreement.form`, know no rules)."""
+    agreement = Agreement()
+    form = agreement.form(target)
+
+    def matches(used: Any) -> bool:
+        theirs = agreement.form(used)
+        if form is _NOT_PLAIN or theirs is _NOT_PLAIN:
+            return bool(target == used)
+        return bool(form == theirs)
+
+    return matches
+
+
 def is_rule(value: Any) -> bool:
     """Whether `value` is an argument rule (`{"$any_of": …}`, `{"$approx": …}`, `{"$text": …}`,
-    `{"$any": true}`) rather than a plain value."""
+    `{"$any": true}`, `{"$literal": …}`) rather than a plain value."""
     return _any_of_options(value) is not None or _single_rule_matcher(value) is not None
 
 

@@ -72,15 +72,23 @@ def _sequence(
     return len(common) / len(expected), set(used_order) - set(common)
 
 
+UTILIZATION_NOT_MEASURED = (
+    "utilization not measured: final_answer_uses_tools not reported, and no tool returned a result "
+    "to look for in the answer (left out of overall, the weights renormalised over the other dimensions)"
+)
+"""The reasoning's note on a turn whose utilization has no evidence (docs/tool-rubric.md#utilization)."""
+
+
 def _utilization(
     used: AgenticTrace | None, expects_tools: bool, result_in_answer: bool | None
-) -> tuple[float, str | None]:
-    """The utilization score and, below 1.0, a note saying why.
+) -> tuple[float | None, str | None]:
+    """The utilization score (None: not measured) and, below 1.0, a note saying why.
 
     No tool used: 0.0 when tools were expected (there is no result to use), 1.0 when
     none were (nothing to use, nothing missed). Otherwise the reported
     `final_answer_uses_tools`; where the agent did not report it, `result_in_answer`
-    decides (no result to look for counts as not shown).
+    decides (false → 0.0). Neither reported nor any result to look for (`result_in_answer`
+    None): there is no evidence either way, so utilization is not measured (None), never 0.
     """
     if used is None or not used.tools_used:
         return (0.0, "no tool was used, so no tool result could be used") if expects_tools else (1.0, None)
@@ -90,7 +98,21 @@ def _utilization(
         return 1.0, None
     if result_in_answer is False:
         return 0.0, "final_answer_uses_tools not reported, and no tool result appears in the answer"
-    return 0.0, "final_answer_uses_tools not reported, and no tool returned a result to look for in the answer"
+    return None, UTILIZATION_NOT_MEASURED
+
+
+def _overall(dimensions: dict[str, float | None], weights: ToolWeights) -> float | None:
+    """The weighted sum of the measured dimensions, the weights renormalised over them (capped
+    at 1.0 against float rounding); None when no measured dimension has a positive weight.
+    With every dimension measured this is the sum with `weights.normalised()`."""
+    if all(value is not None for value in dimensions.values()):
+        shares = weights.normalised()
+        return min(1.0, sum(float(getattr(shares, name)) * (value or 0.0) for name, value in dimensions.items()))
+    measured = {name: value for name, value in dimensions.items() if value is not None}
+    total = sum(float(getattr(weights, name)) for name in measured)
+    if total <= 0:
+        return None
+    return min(1.0, sum(float(getattr(weights, name)) / total * value for name, value in measured.items()))
 
 
 def tool_call_f1(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall]) -> tuple[float, float, float]:
@@ -180,9 +202,12 @@ def score_tool_calls(
 ) -> ToolCorrectnessScore:
     """Score the tools of one turn against its ground truth (rules in `fair_forge_core.tools`).
 
-    Correct ⇔ overall ≥ `tool_threshold` and no dimension of positive weight is below
-    `dimension_floor` (both with a 1e-9 tolerance for float sums). `used` None (no
-    trace) is scored like a trace with no calls: expected tools and none used give a
+    Correct ⇔ overall ≥ `tool_threshold` and no measured dimension of positive weight is
+    below `dimension_floor` (both with a 1e-9 tolerance for float sums). A dimension without
+    evidence (utilization: `_utilization`) is None, left out of overall (the weights
+    renormalised over the measured ones) and of the floor; when no measured dimension has a
+    positive weight, overall and `is_correct` are None (the tools decide nothing). `used` None
+    (no trace) is scored like a trace with no calls: expected tools and none used give a
     real score with selection 0, never None.
     """
     expected_calls = expected.expected_tools or []
@@ -194,29 +219,27 @@ def score_tool_calls(
     tables = _name_tables(expected_calls, used_calls, agreement)
     pairs = _pair_calls(expected_calls, used_calls, tables, expected.tool_sequence_matters, agreement)
     result_in_answer = find_result_in_answer(used_calls, answer)
-    dimensions = {
-        "selection": _selection(expected_names, used_names),
-        "parameters": _parameters(len(expected_calls), len(used_calls), pairs),
-    }
-    dimensions["sequence"], out_of_order = _sequence(expected_calls, used_calls, pairs, expected.tool_sequence_matters)
-    dimensions["utilization"], utilization_note = _utilization(used, bool(expected_calls), result_in_answer)
+    selection = _selection(expected_names, used_names)
+    parameters = _parameters(len(expected_calls), len(used_calls), pairs)
+    sequence, out_of_order = _sequence(expected_calls, used_calls, pairs, expected.tool_sequence_matters)
+    utilization, utilization_note = _utilization(used, bool(expected_calls), result_in_answer)
+    dimensions = {"selection": selection, "parameters": parameters, "sequence": sequence, "utilization": utilization}
     precision, recall, f1 = _tool_call_f1(len(expected_calls), len(used_calls), tables)
 
-    shares = weights.normalised()
-    overall = min(1.0, sum(getattr(shares, name) * value for name, value in dimensions.items()))
-    below_floor = [
+    overall = _overall(dimensions, weights)
+    below_floor = [  # a floor applies to measured dimensions only: an unmeasured one is not below anything
         (name, value)
         for name, value in dimensions.items()
-        if getattr(weights, name) > 0 and value < dimension_floor - THRESHOLD_TOLERANCE
+        if value is not None and getattr(weights, name) > 0 and value < dimension_floor - THRESHOLD_TOLERANCE
     ]
     claims_use = used is not None and used.final_answer_uses_tools is True
     return ToolCorrectnessScore(
-        tool_selection_correct=dimensions["selection"],
-        parameter_accuracy=dimensions["parameters"],
-        sequence_correct=dimensions["sequence"],
-        result_utilization=dimensions["utilization"],
+        tool_selection_correct=selection,
+        parameter_accuracy=parameters,
+        sequence_correct=sequence,
+        result_utilization=utilization,
         overall_correctness=overall,
-        is_correct=overall >= tool_threshold - THRESHOLD_TOLERANCE and not below_floor,
+        is_correct=None if overall is None else overall >= tool_threshold - THRESHOLD_TOLERANCE and not below_floor,
         reasoning=_reasoning(
             expected_calls,
             pairs,

@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ def junit(path: Path) -> ET.Element:
 
 def test_evaluate_writes_every_output_when_a_gate_fails(tmp_path: Path) -> None:
     out = {name: tmp_path / name for name in ("result.json", "junit.xml", "summary.md", "turns.jsonl", "turns.csv")}
+    before = datetime.now(UTC)
     process = run_cli(
         "evaluate",
         FLAKY,
@@ -63,6 +65,11 @@ def test_evaluate_writes_every_output_when_a_gate_fails(tmp_path: Path) -> None:
 
     root = junit(out["junit.xml"])
     assert (root.get("tests"), root.get("failures")) == ("4", "2")
+    # Timed by the run (#33): a timestamp at the second of its start in UTC, within this test's span.
+    (suite,) = root.findall("testsuite")
+    when = datetime.fromisoformat(suite.get("timestamp", "")).replace(tzinfo=UTC)
+    assert before.replace(microsecond=0) <= when <= datetime.now(UTC)
+    assert suite.get("time") == root.get("time") and float(root.get("time", "-1")) >= 0
     failed = {case.get("name") for case in root.iter("testcase") if case.find("failure") is not None}
     assert failed == {"task order_status", "task return_window"}
 

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from examples.run_local import TRACE_EXAMPLES, trace_requests
 from fair_forge_testing.handler_client import call_handler
-from handler.api_schema import schema_files
+from handler.api_schema import reference_text, schema_files
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
@@ -29,6 +29,42 @@ def validator(name: str) -> Draft202012Validator:
 def test_the_checked_in_schemas_are_the_generated_ones() -> None:
     for name, text in schema_files().items():
         assert (ROOT / "schemas" / name).read_text() == text, f"schemas/{name} is stale: run `make schema`"
+
+
+def test_the_reference_page_is_the_generated_one_and_lists_every_field() -> None:
+    text = reference_text()
+    assert (ROOT / "docs" / "reference" / "schemas.md").read_text() == text, (
+        "docs/reference/schemas.md is stale: run `make schema`"
+    )
+    # every model of both schemas has a table, and every one of its fields a row
+    for name in ("request.schema.json", "response.schema.json"):
+        schema = json.loads(schema_files()[name])
+        models = {**schema["$defs"], **({"RunResponse": schema} if "properties" in schema else {})}
+        for model, definition in models.items():
+            assert f"### {model}\n" in text, model
+            section = text.split(f"### {model}\n", 1)[1].split("\n### ", 1)[0]
+            for field in definition.get("properties", {}):
+                assert f"| `{field}` |" in section, (model, field)
+
+
+def _documented_fields(page: str, heading: str) -> set[str]:
+    """Every name in backquotes in the first column of the table under `heading` in docs/<page>."""
+    section = (ROOT / "docs" / page).read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+    cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    return {name for cell in cells for name in cell.split("`")[1::2]}
+
+
+@pytest.mark.parametrize(
+    ("model", "heading"),
+    [("EvaluationConfig", "## Config"), ("Dataset", "## Datasets: one conversation each"), ("Batch", "## Turns")],
+)
+def test_the_request_page_lists_every_field_of_the_request(model: str, heading: str) -> None:
+    # #33: request.md had no row for config.efficiency (and the reader found no agent_usage).
+    import fair_forge_core.schemas as schemas
+
+    fields = set(getattr(schemas, model).model_fields)
+    listed = _documented_fields("request.md", heading)
+    assert fields <= listed, sorted(fields - listed)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.name)

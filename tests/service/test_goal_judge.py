@@ -5,6 +5,7 @@ an ensemble, the cascade, the cache, the cost ledger and cap, structured output,
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,32 @@ def test_samples_vote_on_the_goal_and_an_ensemble_carries_each_members_votes(ser
     check = by_session(evaluate_sync(data(ACHIEVED), ensemble, retry=FAST_RETRY))["done"].goal_check
     assert [v.model for v in check.judge_votes] == ["judge-a", "judge-b"]
     assert check.goal_achieved is False
+
+
+@pytest.mark.parametrize(("vote", "achieved"), [("majority", False), ("mean", True)])
+def test_an_ensembles_goal_combines_each_connectors_samples_first_one_vote_per_connector(
+    server: FakeLLMServer, vote: str, achieved: bool
+) -> None:
+    # judge-a says achieved 3 of 3 times, judge-b 1 of 3: 4 of the 6 judgements, more than half.
+    # Under "majority" judge-a's vote is achieved and judge-b's not: lower median of (1, 0) = 0,
+    # not achieved. Under "mean" the mean of every judgement is 4/6 > 0.5: achieved.
+    said = {"judge-a": [True, True, True], "judge-b": [True, False, False]}
+    lock = threading.Lock()
+
+    def respond(request: dict[str, Any]) -> dict[str, Any]:
+        if GOAL_DATA_START not in last_user_text(request):
+            return judge_responder(request)
+        with lock:
+            answer = said[request["model"]].pop()
+        return {"goal_achieved": answer, "reasoning": "sampled", "unmet_criteria": []}
+
+    server.responder = respond
+    ensemble = [openai_model(server, "judge-a"), openai_model(server, "judge-b")]
+    config = EvaluationConfig(judge_samples=3, judge_vote=vote)
+    check = by_session(evaluate_sync(data(ACHIEVED), ensemble, config, retry=FAST_RETRY))["done"].goal_check
+    assert [sorted(v.scores) for v in check.judge_votes] == [[1.0, 1.0, 1.0], [0.0, 0.0, 1.0]]
+    assert check.goal_achieved is achieved
+    assert check.score == pytest.approx(0.0 if vote == "majority" else 2 / 3)
 
 
 def test_the_cascade_sends_every_goal_to_the_llm(server: FakeLLMServer) -> None:

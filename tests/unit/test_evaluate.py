@@ -43,7 +43,8 @@ def test_support_agents_example_is_consistent_with_its_own_conversations() -> No
     assert (agg.total_conversations, agg.fully_correct_conversations) == (n, c)
     assert 0 < c < n  # the example has failures as well as passes
     assert agg.statistical_mode == "bayesian" and agg.ci_level == 0.9
-    assert agg.per_task is not None and agg.per_task.tasks == 4
+    assert agg.per_task is not None and agg.per_task.tasks == 8  # 4 task_ids, each attempted by both assistants
+    assert all(m.per_task is not None and m.per_task.tasks == 4 for m in (agg.by_assistant or {}).values())
     assert set(agg.by_assistant) == {"support_agent_v1", "support_agent_v2"}
     # Every failing conversation says why, turn by turn.
     for m in conversations:

@@ -17,6 +17,7 @@ import json
 import math
 import statistics
 import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from fair_forge_core.compare import compare
 from fair_forge_core.evaluate import build_result
 from fair_forge_core.exports import (
     ROW_FIELDS,
+    EvaluationTiming,
     cases,
     csv_rows,
     jsonl_rows,
@@ -171,8 +173,8 @@ def test_tool_policy_violations_and_the_end_state_are_failure_reasons() -> None:
     failure = found["conversation refund-said-not-done"].find("failure")
     assert failure is not None
     assert (failure.get("message") or "").startswith("end state: 2 of ")
-    assert 'order.status: expected {"$any_of": ["refunded", "cancelled"]}, got "open"' in (failure.text or "")
-    assert "email_sent: expected true, got nothing (absent)" in (failure.text or "")
+    assert '/order/status: expected {"$any_of": ["refunded", "cancelled"]}, got "open"' in (failure.text or "")
+    assert "/email_sent: expected true, got nothing (absent)" in (failure.text or "")
 
 
 def unscored_result() -> EvaluationResult:
@@ -263,6 +265,22 @@ def test_conversations_sharing_a_session_id_are_distinct_cases() -> None:
         "conversation same [1]",
     ]
     valid_junit(junit_evaluation(result))
+
+
+def test_a_timed_evaluation_carries_time_and_timestamp_and_its_cases_none(support: EvaluationResult) -> None:
+    # #33: the JUnit files had no time/timestamp. The start is given in another zone: UTC is written.
+    started = datetime(2026, 12, 2, 3, 4, 5, 678000, tzinfo=timezone(timedelta(hours=2)))
+    root = valid_junit(junit_evaluation(support, EvaluationTiming(started, 12.3456)))
+    assert root.get("time") == "12.346"
+    suites = root.findall("testsuite")
+    assert len(suites) == 2  # two assistants, judged together: each suite carries the evaluation's time
+    assert {(s.get("time"), s.get("timestamp")) for s in suites} == {("12.346", "2026-12-02T01:04:05")}
+    assert all(case.get("time") is None for case in root.iter("testcase"))  # not timed one by one
+    untimed = valid_junit(junit_evaluation(support))
+    assert untimed.get("time") is None and all(s.get("timestamp") is None for s in untimed.iter("testsuite"))
+    with pytest.raises(ValueError, match="aware start"):
+        EvaluationTiming(datetime(2026, 1, 1), 1.0)  # a naive start has no zone to convert from
+    assert EvaluationTiming(started, 1e-7).time == "0.000"  # a decimal, never an exponent
 
 
 def regressed() -> Comparison:

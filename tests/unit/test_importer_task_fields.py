@@ -61,16 +61,25 @@ def join(traces: list[dict[str, Any]], refs: list[dict[str, Any]]) -> tuple[list
 def test_the_task_fields_reach_every_attempt_and_each_keeps_its_own_final_state() -> None:
     refs = references(goal=GOAL, goal_rubric=RUBRIC)
     refs[1] |= {"expected_state": EXPECTED, "tool_policy": POLICY}  # any reference of the task may give them
-    states = [{"order": {"status": "cancelled"}}, {"order": {"status": "open"}}, None]
+    states = [{"order": {"status": "cancelled"}}, {"order": {"status": "open"}}]
     traces = [trace(f"run-{n}", "t", final_state=state) for n, state in enumerate(states)]
     datasets, warnings = join(traces, refs)
     assert warnings == []
-    assert [d["session_id"] for d in datasets] == ["run-0", "run-1", "run-2"]
+    assert [d["session_id"] for d in datasets] == ["run-0", "run-1"]
     for dataset, state in zip(datasets, states, strict=True):
         assert (dataset["goal"], dataset["goal_rubric"]) == (GOAL, RUBRIC)
         assert (dataset["expected_state"], dataset["tool_policy"]) == (EXPECTED, POLICY)
-        assert dataset["final_state"] == state  # per trace; a null state is a state
+        assert dataset["final_state"] == state  # per trace
         assert Dataset.model_validate(dataset).checks_state
+
+
+def test_a_null_final_state_is_no_state_reported() -> None:
+    # As a dataset's `"final_state": null` with an expected_state is a 400, a trace's null one is
+    # not reported: the attempt is kept unscored, never checked against null.
+    datasets, warnings = join([trace("run-0", "t", final_state=None)], references(expected_state=EXPECTED))
+    assert datasets[0]["unscored"]["cause"] == "state_not_reported"
+    assert "expected_state" not in datasets[0]
+    assert "state_not_reported" in warnings[-1]
 
 
 def test_a_task_without_them_gives_the_datasets_of_before_and_a_final_state_it_does_not_expect_is_ignored() -> None:
@@ -271,7 +280,7 @@ def test_the_handler_reports_the_state_that_differs_and_the_broken_policy() -> N
     bad_state = metrics["bad"]["state_check"]
     assert (bad_state["matches"], bad_state["mismatched"]) == (False, 1)
     assert [(d["path"], d["expected"], d["actual"]) for d in bad_state["diff"]] == [
-        ("order.status", "cancelled", "refunded")
+        ("/order/status", "cancelled", "refunded")
     ]
     assert metrics["bad"]["is_fully_correct"] is False
     policies = [i.get("tool_policy") for i in metrics["bad"]["interactions"]]

@@ -182,6 +182,29 @@ def test_by_assistant_splits_the_aggregate() -> None:
     assert by["v1"].by_assistant is None
 
 
+def test_per_task_is_each_assistants_and_the_top_level_never_pools_two_assistants_attempts() -> None:
+    # One task_id, two assistants, k = 3: v1 passes 3 of 3, v2 0 of 3 (docs/response.md, per_task).
+    config = EvaluationConfig(k=3)
+    conversations = [
+        conversation_metrics(one_turn(f"{name}-{i}", assistant_id=name, task_id="refund"), [scored(score)], config)
+        for name, score in (("v1", 1.0), ("v2", 0.0))
+        for i in range(3)
+    ]
+    aggregated = aggregate(conversations, config)
+    assert aggregated.by_assistant is not None
+    v1, v2 = aggregated.by_assistant["v1"].per_task, aggregated.by_assistant["v2"].per_task
+    assert v1 is not None and v2 is not None
+    assert (v1.tasks, v1.pass_at_k, v1.pass_pow_k) == (1, 1.0, 1.0)  # C(3, 3)/C(3, 3)
+    assert (v2.tasks, v2.pass_at_k, v2.pass_pow_k) == (1, 0.0, 0.0)
+    top = aggregated.per_task
+    assert top is not None
+    # Each (assistant, task) a task: the mean of 1 and 0. Pooled as one task of 6 attempts with 3
+    # passes it was pass^3 = C(3, 3)/C(6, 3) = 1/20 and pass@3 = 19/20, a figure of neither agent.
+    assert (top.tasks, top.tasks_with_k_attempts) == (2, 2)
+    assert (top.pass_at_k, top.pass_pow_k) == (0.5, 0.5)
+    assert aggregated.readiness is not None and aggregated.readiness.basis == "per_task"
+
+
 def test_aggregation_ignores_conversation_order() -> None:
     config = EvaluationConfig(k=3, statistical_mode=StatisticalMode(mode="bayesian", ci_level=0.9))
     conversations = [conversation_metrics(one_turn(f"c{i}"), [scored(i / 10)], config) for i in range(10)]

@@ -205,6 +205,26 @@ def test_tool_breakdown_bars_are_the_means_of_the_json_scores(support: Evaluatio
     assert [int(r.attrs["data-conversation"]) for r in heat_rows] == with_tools
 
 
+def test_an_unmeasured_utilization_is_left_out_of_its_mean_not_drawn_as_zero(support: EvaluationResult) -> None:
+    # docs/tool-rubric.md#what-was-not-reported-is-not-measured: null utilization is no 0 in the figure.
+    data = as_json(support)
+    first = next(c for c in data["per_conversation_metrics"] if any(c["tool_correctness_scores"]))
+    for score in first["tool_correctness_scores"]:
+        if score is not None:
+            score["result_utilization"] = None
+    scores = [s for c in data["per_conversation_metrics"] for s in c["tool_correctness_scores"] if s is not None]
+    measured = [s["result_utilization"] for s in scores if s["result_utilization"] is not None]
+    assert 0 < len(measured) < len(scores)
+    elements = parse(render_html(data))
+    (bar,) = [b for b in classed(elements, "g", "bar") if b.attrs["data-dimension"] == "result_utilization"]
+    assert json.loads(bar.attrs["data-mean"]) == pytest.approx(sum(measured) / len(measured), abs=1e-12)
+    assert int(bar.attrs["data-count"]) == len(measured)
+    # the first heat row is the first conversation with tools: its utilization cell is empty
+    cells = [e for e in classed(elements, "td", "heat") if e.attrs["data-dimension"] == "result_utilization"]
+    assert (cells[0].attrs["data-mean"], cells[0].text.strip()) == ("null", "—")
+    assert all(cell.attrs["data-mean"] != "null" for cell in cells[1:])
+
+
 def test_no_tool_figure_numbers_without_expected_tools(calculator: EvaluationResult) -> None:
     data = as_json(calculator)
     for conversation in data["per_conversation_metrics"]:

@@ -32,10 +32,10 @@ def test_every_leaf_is_compared_at_its_path_with_the_argument_rules() -> None:
     }
     check = compare_state(expected, ORDER)
     assert diff_of(expected, ORDER) == [
-        ("order.status", True, True),
-        ("order.total", True, True),
-        ("email_sent", True, True),
-        ("ticket", False, False),  # a rule matches a value, never an absence
+        ("/order/status", True, True),
+        ("/order/total", True, True),
+        ("/email_sent", True, True),
+        ("/ticket", False, False),  # a rule matches a value, never an absence
     ]
     assert (check.matches, check.checked, check.mismatched) == (False, 4, 1)
 
@@ -54,6 +54,32 @@ def test_keys_not_named_are_not_checked_and_empty_asks_for_nothing() -> None:
     whole = compare_state("done", "done")
     assert (whole.matches, whole.diff[0].path) == (True, "")
     assert not compare_state({"order": {"id": "A-17"}}, {"order": "A-17"}).matches  # not an object there
+
+
+def test_paths_are_json_pointers_so_a_dotted_key_and_a_nested_one_never_collide() -> None:
+    # RFC 6901: "/a.b" is the key "a.b", "/a/b" the key "b" of "a"; "~" and "/" are escaped.
+    expected = {"a.b": 1, "a": {"b": 2}, "c/d": 3, "e~f": {"g": 4}}
+    final = {"a.b": 1, "a": {"b": 0}, "c/d": 3}
+    assert diff_of(expected, final) == [
+        ("/a.b", True, True),
+        ("/a/b", True, False),
+        ("/c~1d", True, True),
+        ("/e~0f/g", False, False),
+    ]
+    # Before #33 the first two were both "a.b": two rows of one path, one agreeing and one not.
+    paths = [d.path for d in compare_state(expected, final).diff]
+    assert len(set(paths)) == len(paths)
+
+
+def test_a_json_pointer_resolves_back_to_its_value() -> None:
+    # Resolving each path by RFC 6901's own rule (split on "/", then "~1" → "/" and "~0" → "~")
+    # finds the expected leaf: the escaping is reversible.
+    expected = {"x~1": {"/": 1, "~0/~1": {"": 2}}, "y": "whole"}
+    for difference in compare_state(expected, {}).diff:
+        node: Any = expected
+        for token in difference.path.split("/")[1:]:
+            node = node[token.replace("~1", "/").replace("~0", "~")]
+        assert node == difference.expected
 
 
 def end_state_conversation(final: Any) -> dict[str, Any]:
@@ -76,8 +102,8 @@ def test_a_conversation_with_the_wrong_end_state_is_not_fully_correct() -> None:
     assert right.interactions[0].is_correct and wrong.interactions[0].is_correct  # the answers are right
     assert (right.is_fully_correct, wrong.is_fully_correct) == (True, False)
     assert wrong.state_check is not None and [d.path for d in wrong.state_check.diff if not d.agrees] == [
-        "order.status",
-        "email_sent",
+        "/order/status",
+        "/email_sent",
     ]
     assert result.aggregated_metrics.fully_correct_conversations == 1
     page = parse(render_html(result))
@@ -96,8 +122,8 @@ def test_the_service_checks_the_state_and_refuses_an_expected_state_without_a_fi
     missing = json.loads(json.dumps(body))
     del missing["datasets"][0]["final_state"]
     refused = call_handler(missing)
-    assert refused.status == 400 and "final_state is required" in refused.body["error"]
-    assert refused.body["details"][0]["field"] == "datasets[0]"
+    assert refused.status == 400 and "final_state: Value error, is required" in refused.body["error"]
+    assert refused.body["details"][0]["field"] == "datasets[0].final_state"
 
 
 @pytest.mark.parametrize("with_state", [False, True])

@@ -443,7 +443,8 @@ def test_the_example_through_the_service_and_its_make_run_line() -> None:
     response = call_handler(body)
     assert response.status == 200, response.body
     kept, broke = response.body["per_conversation_metrics"]
-    # The extra check_policy call fails the rubric (tool_correctness_scores) but superset accepts it.
+    # The rubric fails the turn (an extra check_policy call, and an answer showing no tool result:
+    # utilization 0) but superset accepts its calls.
     assert kept["tool_correctness_scores"][0]["is_correct"] is False
     assert (kept["interactions"][0]["tool_correct"], kept["is_fully_correct"]) == (True, True)
     assert (policy_lines(kept), broke["is_fully_correct"]) == ([], False)

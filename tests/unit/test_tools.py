@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from fair_forge_core.schemas import (
     AgenticTrace,
@@ -635,7 +636,7 @@ def test_reasoning_lists_every_kind_of_problem() -> None:
     )
 
 
-def test_reasoning_says_when_utilization_is_not_reported() -> None:
+def test_reasoning_says_when_utilization_is_not_measured() -> None:
     trace = AgenticTrace(tools_used=[used_call("a")])  # final_answer_uses_tools left out, no result
     result = score_tool_calls(
         trace,
@@ -645,10 +646,11 @@ def test_reasoning_says_when_utilization_is_not_reported() -> None:
         tool_threshold=0.75,
         dimension_floor=0.5,
     )
-    assert result.result_utilization == 0.0
+    assert result.result_utilization is None  # no evidence either way: not measured, not 0
+    assert result.is_correct is True
     assert result.reasoning == (
-        "final_answer_uses_tools not reported, and no tool returned a result to look for in the answer; "
-        "below tool_dimension_floor 0.5: utilization 0.00."
+        "utilization not measured: final_answer_uses_tools not reported, and no tool returned a result "
+        "to look for in the answer (left out of overall, the weights renormalised over the other dimensions)."
     )
 
 
@@ -829,10 +831,11 @@ def test_no_tools_expected_and_none_used_is_perfect() -> None:
 
 def test_integers_beyond_the_float_range_do_not_crash() -> None:
     huge = 10**400
-    result = score(
-        [used_call("calc", x=huge, y=huge + 1, result=huge)],
-        [expected_call("calc", x=huge, y={"$approx": huge, "tol": 1})],
-    )
+    rule = {"$approx": huge, "tol": 1}
+    with pytest.raises(ValidationError, match="approx needs a finite number, not a number beyond the float range"):
+        expected_call("calc", y=rule)  # a request refuses it (`rule_shapes`); the rubric alone does not crash
+    unchecked = ExpectedToolCall.model_construct(tool_name="calc", parameters={"x": huge, "y": rule}, step=None)
+    result = score([used_call("calc", x=huge, y=huge + 1, result=huge)], [unchecked])
     assert result.parameter_accuracy == 0.5  # x agrees exactly; y's rule cannot apply to a non-float target
     assert result.result_in_answer is None  # beyond the float range: no number token to compare with
 
@@ -911,13 +914,13 @@ def test_the_floor_ignores_a_dimension_of_zero_weight() -> None:
         (None, {"temp_c": 18, "condition": "cloudy"}, "It's 18°C and cloudy", 1.0),  # read from the answer
         (None, {"refund_id": "R-77"}, "I opened refund R-77.", 1.0),
         (None, {"refund_id": "R-77"}, "I opened a refund.", 0.0),
-        (None, None, "Done.", 0.0),  # nothing reported, no result to look for
+        (None, None, "Done.", None),  # nothing reported, no result to look for: not measured
         (True, None, "Done.", 1.0),  # the report decides where there is one
         (False, {"refund_id": "R-77"}, "I opened refund R-77.", 0.0),
     ],
 )
 def test_utilization_comes_from_result_in_answer_where_not_reported(
-    uses_tools: bool | None, result: Any, answer: str, utilization: float
+    uses_tools: bool | None, result: Any, answer: str, utilization: float | None
 ) -> None:
     trace = reported([used_call("tool", result=result)], uses_tools)
     scored = score_tool_calls(
@@ -929,7 +932,7 @@ def test_utilization_comes_from_result_in_answer_where_not_reported(
         dimension_floor=0.5,
     )
     assert scored.result_utilization == utilization
-    assert scored.is_correct is (utilization == 1.0)
+    assert scored.is_correct is (utilization != 0.0)  # an unmeasured dimension fails nothing
 
 
 def test_a_turn_that_omits_the_report_and_shows_no_result_fails() -> None:
