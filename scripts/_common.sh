@@ -107,6 +107,17 @@ upload_state_machine_definition() {
     --content-type application/json --expected-bucket-owner "$ACCOUNT_ID" >/dev/null
 }
 
+# template.yaml without its comment lines, into a temporary file; prints the file's path. CloudFormation takes a
+# template of at most 51,200 bytes in the request itself (more only from S3, which `cloudformation deploy`
+# would upload past AWS_ENDPOINT_URL); the comments are for the reader, not for CloudFormation. (No line of a
+# block scalar in template.yaml starts with '#': tests/aws/test_lint.py checks that both parse the same.)
+deployable_template() {
+  local file
+  file="$(mktemp "${TMPDIR:-/tmp}/fair-forge-template.XXXXXX")"
+  grep -v -E '^[[:space:]]*#' "$PROJECT_ROOT/template.yaml" >"$file"
+  echo "$file"
+}
+
 # The AWS CLI with the region and, when set, the emulator endpoint.
 aws_() {
   if [[ -n "${AWS_ENDPOINT_URL:-}" ]]; then

@@ -59,12 +59,15 @@ require_aws_cli
 [[ "$DRY_RUN" == true ]] || require_docker
 require_aws_credentials
 
+TEMPLATE="$(deployable_template)"
+trap 'rm -f "$TEMPLATE"' EXIT
+
 # `aws cloudformation deploy` with these; parameters not given keep their previous value (on a first
 # deployment, the template's default).
 deploy_stack() {
   aws_ cloudformation deploy \
     --stack-name "$STACK" \
-    --template-file "$PROJECT_ROOT/template.yaml" \
+    --template-file "$TEMPLATE" \
     --capabilities CAPABILITY_IAM \
     --no-fail-on-empty-changeset \
     --tags project=fair-forge "module=$MODULE" \
