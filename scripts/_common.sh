@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by deploy.sh, update.sh, cleanup.sh and logs.sh; sourced, never run on its own.
+# Shared by deploy.sh, update.sh, rollback.sh, cleanup.sh and logs.sh; sourced, never run on its own.
 #
 # Written for bash 3.2 too (macOS's /bin/bash): no mapfile, no associative arrays, and empty arrays are
 # expanded as ${a[@]+"${a[@]}"} because bash 3.2 calls "${a[@]}" of an empty array unbound under `set -u`.
@@ -39,7 +39,7 @@ validate_region() {
   [[ "$1" =~ ^[a-z]{2}(-[a-z]+)+-[0-9]+$ ]] || die "'$1' does not look like an AWS region, e.g. us-east-1"
 }
 
-# Every name is derived from the module, so the four scripts always agree on what they act on.
+# Every name is derived from the module, so the scripts always agree on what they act on.
 # (SC2034: the variables are used by the scripts that source this file.)
 # shellcheck disable=SC2034
 set_names() {
@@ -249,6 +249,11 @@ new_image_tag() {
   else
     echo "$stamp"
   fi
+}
+
+# An ECR tag (letters, digits, '_', '.', '-'; up to 128), which also keeps it out of any shell or query syntax.
+validate_image_tag() {
+  [[ "$1" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "'$1' is not an image tag (letters, digits, '_', '.' and '-')"
 }
 
 # Lambda runs x86_64 or arm64; docker wants the matching platform.

@@ -22,7 +22,7 @@ from fair_forge_testing.cloudformation import template
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "scripts").glob("*.sh"))
-ENTRY_POINTS = ("deploy.sh", "update.sh", "cleanup.sh", "logs.sh")
+ENTRY_POINTS = ("deploy.sh", "update.sh", "rollback.sh", "cleanup.sh", "logs.sh")
 
 
 def tool(name: str) -> str:
@@ -137,7 +137,7 @@ def test_role_is_least_privilege() -> None:
         assert statement["Resource"] != "*"
         assert "*" not in str(statement["Action"])
         if statement["Action"] == "secretsmanager:GetSecretValue":
-            assert statement["Resource"] == {"Ref": "LlmApiKeySecretArn"}
+            assert statement["Resource"] == {"Fn::Sub": "${LlmApiKeySecretArn}"}
         if statement["Action"] == "kms:Encrypt":
             assert statement["Resource"] == {"Fn::GetAtt": ["JobsKey", "Arn"]}
         if statement["Action"] == "states:StartExecution":
