@@ -68,3 +68,21 @@ def test_the_tutorials_workflow_gives_the_action_only_its_inputs() -> None:
     (step,) = [step for step in steps if step.get("uses") == "OWNER/REPO@REF"]
     assert set(step["with"]) <= set(action["inputs"])
     assert {"request", "baseline", "gates"} <= set(step["with"])
+
+
+def test_the_tutorials_baseline_is_mains_latest_completed_run_whatever_its_conclusion() -> None:
+    """dawidd6/action-download-artifact takes the latest *successful* run unless told otherwise: a main that
+    fails its gates would leave pull requests without a baseline, or with a stale one (issue #33)."""
+    (workflow,) = blocks((ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), "yaml")
+    steps = yaml.safe_load(workflow)["jobs"]["evaluate"]["steps"]
+    (download,) = [step for step in steps if str(step.get("uses", "")).startswith("dawidd6/action-download-artifact@")]
+    inputs = download["with"]
+    assert inputs["branch"] == "main"
+    assert inputs["workflow_conclusion"] == "completed"
+    assert inputs["search_artifacts"] is True
+    assert "run_id" not in inputs  # (the action refuses workflow_conclusion together with run_id)
+    # It downloads the artifact the action uploads, and the action's step reads the result from it.
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert inputs["name"] == action["inputs"]["report-name"]["default"]
+    (step,) = [step for step in steps if step.get("uses") == "OWNER/REPO@REF"]
+    assert f"{inputs['path']}/result.json" in step["with"]["baseline"]
