@@ -313,3 +313,23 @@ def test_the_deployed_template_is_template_yaml_within_cloudformations_limit(tmp
     assert size <= TEMPLATE_BODY_LIMIT, (
         f"the deployed template is {size} bytes, above CloudFormation's {TEMPLATE_BODY_LIMIT}"
     )
+
+
+NUMBER_WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven"}
+
+
+def test_the_readme_and_deploy_md_name_and_count_the_same_scripts() -> None:
+    """The scripts a user runs (not the sourced _common.sh, nor `make pin`'s helper) are the ones the README and
+    docs/how-to/deploy.md name, counted with the same word (they once said "three" and "four" of the same four)."""
+    entry_points = {script.stem for script in SCRIPTS} - {"_common", "pin-base-image"}
+    assert entry_points == {Path(name).stem for name in ENTRY_POINTS}
+    word = NUMBER_WORDS[len(entry_points)]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    deploy = (ROOT / "docs" / "how-to" / "deploy.md").read_text(encoding="utf-8")
+    named = re.findall(rf"\b{word} scripts \(([^)]*)\)", readme)
+    assert named and all(set(names.split(", ")) == entry_points for names in named)
+    assert f"{word.capitalize()} scripts put the service" in deploy
+    for name in entry_points:
+        assert f"./scripts/{name}.sh agentic us-east-1" in deploy
+    for other in set(NUMBER_WORDS.values()) - {word}:
+        assert f"{other} scripts" not in (readme + deploy).lower()
