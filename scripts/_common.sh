@@ -102,9 +102,15 @@ upload_state_machine_definition() {
     aws_ s3api put-bucket-encryption --bucket "$DEFINITION_BUCKET" --server-side-encryption-configuration \
       '{"Rules":[{"ApplyServerSideEncryptionByDefault":{"SSEAlgorithm":"AES256"}}]}'
   fi
+  # With the stack's KmsKeyArn (DEFINITION_KMS_KEY), the object is encrypted with that key; else with the
+  # bucket's default (S3's own keys). The bucket is shared by the modules, so the key is the object's, not the bucket's.
+  local sse=()
+  if [[ -n "${DEFINITION_KMS_KEY:-}" ]]; then
+    sse=(--server-side-encryption aws:kms --ssekms-key-id "$DEFINITION_KMS_KEY")
+  fi
   info "Uploading the state machine definition to s3://$DEFINITION_BUCKET/$DEFINITION_KEY"
   aws_ s3api put-object --bucket "$DEFINITION_BUCKET" --key "$DEFINITION_KEY" --body "$file" \
-    --content-type application/json --expected-bucket-owner "$ACCOUNT_ID" >/dev/null
+    --content-type application/json --expected-bucket-owner "$ACCOUNT_ID" ${sse[@]+"${sse[@]}"} >/dev/null
 }
 
 # template.yaml without its comment lines, into a temporary file; prints the file's path. CloudFormation takes a

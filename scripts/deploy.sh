@@ -163,6 +163,14 @@ if [[ -z "$REPO_URI" ]]; then
 fi
 
 build_and_push "$REPO_URI" "$(new_image_tag)" "$ARCH"
+# The operator's KMS key encrypts the uploaded definition too: the one given now, else the stack's.
+DEFINITION_KMS_KEY=""
+for param in ${PARAMS[@]+"${PARAMS[@]}"}; do
+  [[ "$param" != KmsKeyArn=* ]] || DEFINITION_KMS_KEY="${param#KmsKeyArn=}"
+done
+if [[ -n "$status" && "$status" != ROLLBACK_COMPLETE && " ${PARAMS[*]-} " != *" KmsKeyArn="* ]]; then
+  DEFINITION_KMS_KEY="$(stack_parameter KmsKeyArn)"
+fi
 upload_state_machine_definition
 
 info "Deploying CloudFormation stack $STACK (this takes a minute or two on AWS)"

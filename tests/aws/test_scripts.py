@@ -444,6 +444,70 @@ def test_rollback_and_update_to_a_tag(scripts: Scripts, moto: str, fake_docker: 
     assert len(fake_docker.calls()) == built
 
 
+def test_deploy_with_a_customer_key_tracing_and_a_dead_letter_queue(scripts: Scripts, moto: str) -> None:
+    """The operator's options, on: the stack deploys, and what moto's emulator keeps of them is as asked. (It
+    drops the log groups' key, Lambda's tracing, key and dead-letter target, DynamoDB's encryption and the roles'
+    managed policies: cfn-lint and checkov read those in the template.)"""
+    key = aws(moto, "kms").create_key(Description="the operator's key")["KeyMetadata"]["Arn"]
+    scripts.ok(
+        "deploy",
+        MODULE,
+        REGION,
+        "--param",
+        f"KmsKeyArn={key}",
+        "--param",
+        "Tracing=Active",
+        "--param",
+        "WorkerDeadLetterQueue=true",
+    )
+    parameters = {
+        p["ParameterKey"]: p["ParameterValue"]
+        for p in aws(moto, "cloudformation").describe_stacks(StackName=NAME)["Stacks"][0]["Parameters"]
+    }
+    assert (parameters["KmsKeyArn"], parameters["Tracing"], parameters["WorkerDeadLetterQueue"]) == (
+        key,
+        "Active",
+        "true",
+    )
+    # The jobs bucket and the uploaded state machine definition are encrypted with the operator's key.
+    jobs = deployed_jobs(moto)
+    [rule] = aws(moto, "s3").get_bucket_encryption(Bucket=jobs.bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert rule["ApplyServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key}
+    definition = aws(moto, "s3").head_object(
+        Bucket=parameters["StateMachineDefinitionBucket"], Key=parameters["StateMachineDefinitionKey"]
+    )
+    assert (definition["ServerSideEncryption"], definition["SSEKMSKeyId"]) == ("aws:kms", key)
+    # The dead-letter queue exists, and the worker and the reduce may send to it.
+    [queue_url] = aws(moto, "sqs").list_queues(QueueNamePrefix=f"{NAME}-DeadLetterQueue")["QueueUrls"]
+    queue_arn = aws(moto, "sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    iam = aws(moto, "iam")
+    for name in (WORKER, REDUCE):
+        role = aws(moto, "lambda").get_function(FunctionName=name)["Configuration"]["Role"].rsplit("/", 1)[-1]
+        documents = [
+            policy_document(iam.get_role_policy(RoleName=role, PolicyName=policy)["PolicyDocument"])
+            for policy in iam.list_role_policies(RoleName=role)["PolicyNames"]
+        ]
+        sends = [s["Resource"] for d in documents for s in d["Statement"] if s["Action"] == "sqs:SendMessage"]
+        assert sends == [queue_arn], name
+        uses_key = [s["Resource"] for d in documents for s in d["Statement"] if "kms:GenerateDataKey" in s["Action"]]
+        assert uses_key == [key], name
+
+    # Deployed again without the parameters, they keep their values (the definition keeps the key).
+    scripts.ok("deploy", MODULE, REGION)
+    parameters = {
+        p["ParameterKey"]: p["ParameterValue"]
+        for p in aws(moto, "cloudformation").describe_stacks(StackName=NAME)["Stacks"][0]["Parameters"]
+    }
+    definition = aws(moto, "s3").head_object(
+        Bucket=parameters["StateMachineDefinitionBucket"], Key=parameters["StateMachineDefinitionKey"]
+    )
+    assert definition["SSEKMSKeyId"] == key
+    scripts.ok("cleanup", MODULE, REGION, "--yes")
+    assert not stack_exists(moto)
+
+
 def test_rollback_before_deploy_says_to_deploy(scripts: Scripts) -> None:
     done = scripts.run("rollback", MODULE, REGION)
     assert done.returncode != 0
