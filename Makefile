@@ -7,7 +7,7 @@ PORT   ?= 3000
 # pytest-xdist workers of `make test`: one per CPU; each test file runs whole in one worker (its fixtures built once)
 TEST_WORKERS ?= auto
 
-.PHONY: venv run serve test lint typecheck lock schema bench docs clean
+.PHONY: venv run serve test lint typecheck lock schema bench docs clean checkov
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,16 @@ test: venv
 	$(BIN)/mypy --strict fair_forge_core action/fair_forge_action.py
 	$(BIN)/mypy handler
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+## checkov: checkov (latest 3.x) in a virtual environment of its own, .venv-checkov: it pins many packages that
+## must not meet the project's. tests/aws/test_checkov.py runs it on template.yaml (and makes it when missing)
+CHECKOV_VENV ?= .venv-checkov
+$(CHECKOV_VENV)/bin/checkov:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet "checkov>=3,<4"
+
+checkov: $(CHECKOV_VENV)/bin/checkov
 
 ## lock: pin requirements.txt with hashes into requirements.lock (what the Lambda image installs)
 lock: venv
@@ -67,4 +77,4 @@ docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis out site
+	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .ruff_cache .hypothesis out site

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by deploy.sh, update.sh, cleanup.sh and logs.sh; sourced, never run on its own.
+# Shared by deploy.sh, update.sh, rollback.sh, cleanup.sh and logs.sh; sourced, never run on its own.
 #
 # Written for bash 3.2 too (macOS's /bin/bash): no mapfile, no associative arrays, and empty arrays are
 # expanded as ${a[@]+"${a[@]}"} because bash 3.2 calls "${a[@]}" of an empty array unbound under `set -u`.
@@ -39,7 +39,7 @@ validate_region() {
   [[ "$1" =~ ^[a-z]{2}(-[a-z]+)+-[0-9]+$ ]] || die "'$1' does not look like an AWS region, e.g. us-east-1"
 }
 
-# Every name is derived from the module, so the four scripts always agree on what they act on.
+# Every name is derived from the module, so the scripts always agree on what they act on.
 # (SC2034: the variables are used by the scripts that source this file.)
 # shellcheck disable=SC2034
 set_names() {
@@ -102,9 +102,26 @@ upload_state_machine_definition() {
     aws_ s3api put-bucket-encryption --bucket "$DEFINITION_BUCKET" --server-side-encryption-configuration \
       '{"Rules":[{"ApplyServerSideEncryptionByDefault":{"SSEAlgorithm":"AES256"}}]}'
   fi
+  # With the stack's KmsKeyArn (DEFINITION_KMS_KEY), the object is encrypted with that key; else with the
+  # bucket's default (S3's own keys). The bucket is shared by the modules, so the key is the object's, not the bucket's.
+  local sse=()
+  if [[ -n "${DEFINITION_KMS_KEY:-}" ]]; then
+    sse=(--server-side-encryption aws:kms --ssekms-key-id "$DEFINITION_KMS_KEY")
+  fi
   info "Uploading the state machine definition to s3://$DEFINITION_BUCKET/$DEFINITION_KEY"
   aws_ s3api put-object --bucket "$DEFINITION_BUCKET" --key "$DEFINITION_KEY" --body "$file" \
-    --content-type application/json --expected-bucket-owner "$ACCOUNT_ID" >/dev/null
+    --content-type application/json --expected-bucket-owner "$ACCOUNT_ID" ${sse[@]+"${sse[@]}"} >/dev/null
+}
+
+# template.yaml without its comment lines, into a temporary file; prints the file's path. CloudFormation takes a
+# template of at most 51,200 bytes in the request itself (more only from S3, which `cloudformation deploy`
+# would upload past AWS_ENDPOINT_URL); the comments are for the reader, not for CloudFormation. (No line of a
+# block scalar in template.yaml starts with '#': tests/aws/test_lint.py checks that both parse the same.)
+deployable_template() {
+  local file
+  file="$(mktemp "${TMPDIR:-/tmp}/fair-forge-template.XXXXXX")"
+  grep -v -E '^[[:space:]]*#' "$PROJECT_ROOT/template.yaml" >"$file"
+  echo "$file"
 }
 
 # The AWS CLI with the region and, when set, the emulator endpoint.
@@ -238,6 +255,11 @@ new_image_tag() {
   else
     echo "$stamp"
   fi
+}
+
+# An ECR tag (letters, digits, '_', '.', '-'; up to 128), which also keeps it out of any shell or query syntax.
+validate_image_tag() {
+  [[ "$1" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "'$1' is not an image tag (letters, digits, '_', '.' and '-')"
 }
 
 # Lambda runs x86_64 or arm64; docker wants the matching platform.

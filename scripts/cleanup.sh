@@ -9,7 +9,8 @@ Usage: scripts/cleanup.sh <module> <region> [--yes]
 Removes Fair-Forge Agentic's AWS resources for <module>: stops the jobs still running, then deletes
 the CloudFormation stack fair-forge-<module>
 (functions, roles, REST API, API key, usage plan, log groups, the jobs bucket with every job in it, the
-state machine, the jobs KMS key, which AWS deletes after its 7-day waiting period), the ECR repository
+state machine, the dead-letter queue if any, the jobs KMS key, which AWS deletes after its 7-day waiting
+period), the ECR repository
 fair-forge-<module> with all its images, the log groups /aws/lambda/fair-forge-<module>[-worker|-reduce],
 and the module's state machine definitions in s3://fair-forge-artifacts-<account>-<region> (the bucket
 too once it is empty). Asks first unless --yes is given.

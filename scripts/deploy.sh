@@ -59,12 +59,15 @@ require_aws_cli
 [[ "$DRY_RUN" == true ]] || require_docker
 require_aws_credentials
 
+TEMPLATE="$(deployable_template)"
+trap 'rm -f "$TEMPLATE"' EXIT
+
 # `aws cloudformation deploy` with these; parameters not given keep their previous value (on a first
 # deployment, the template's default).
 deploy_stack() {
   aws_ cloudformation deploy \
     --stack-name "$STACK" \
-    --template-file "$PROJECT_ROOT/template.yaml" \
+    --template-file "$TEMPLATE" \
     --capabilities CAPABILITY_IAM \
     --no-fail-on-empty-changeset \
     --tags project=fair-forge "module=$MODULE" \
@@ -160,6 +163,14 @@ if [[ -z "$REPO_URI" ]]; then
 fi
 
 build_and_push "$REPO_URI" "$(new_image_tag)" "$ARCH"
+# The operator's KMS key encrypts the uploaded definition too: the one given now, else the stack's.
+DEFINITION_KMS_KEY=""
+for param in ${PARAMS[@]+"${PARAMS[@]}"}; do
+  [[ "$param" != KmsKeyArn=* ]] || DEFINITION_KMS_KEY="${param#KmsKeyArn=}"
+done
+if [[ -n "$status" && "$status" != ROLLBACK_COMPLETE && " ${PARAMS[*]-} " != *" KmsKeyArn="* ]]; then
+  DEFINITION_KMS_KEY="$(stack_parameter KmsKeyArn)"
+fi
 upload_state_machine_definition
 
 info "Deploying CloudFormation stack $STACK (this takes a minute or two on AWS)"

@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# Ships new code: rebuilds the image, pushes a new tag and points the deployed function at it.
+# Ships new code: rebuilds the image, pushes a new tag and points the deployed function at it; or, with
+# --image-tag, points it at an image already in ECR (what rollback.sh does).
 set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: scripts/update.sh <module> <region>
+Usage: scripts/update.sh <module> <region> [--image-tag TAG]
 
 Rebuilds the Lambda image of a deployed fair-forge-<module>, pushes it under a new immutable tag, points
 the functions at it (the API function and the jobs' worker and reduce), waits until the update has
-finished, and points the API's stage at a new deployment of the API as the stack defines it. Only the image changes; every other setting of the stack stays as it is (to change template.yaml,
-the state machine's definition or a parameter, run scripts/deploy.sh again).
+finished, and points the API's stage at a new deployment of the API as the stack defines it. Only the
+image changes; every other setting of the stack stays as it is (to change template.yaml, the state
+machine's definition or a parameter, run scripts/deploy.sh again).
 
   scripts/update.sh agentic us-east-1
+  scripts/update.sh agentic us-east-1 --image-tag 20250101T120000Z-1a2b3c4d5e6f
 
 Options:
-  -h, --help   this help
+  --image-tag TAG   build nothing: point the functions at the image TAG that the ECR repository
+                    fair-forge-<module> already holds (an earlier deployment's; scripts/rollback.sh
+                    picks one for you). Docker is not needed.
+  -h, --help        this help
 
 Environment:
   AWS_ENDPOINT_URL   send every AWS call to this endpoint (a local emulator)
   DOCKER             the docker command (default: docker)
-  IMAGE_TAG          the image tag to push (default: <UTC time>-<git sha>)
+  IMAGE_TAG          the tag to push the new image under (default: <UTC time>-<git sha>); not with --image-tag
   AWS_PROFILE etc.   the usual AWS CLI configuration
 EOF
 }
@@ -27,18 +33,24 @@ EOF
 # shellcheck source=scripts/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 
+DEPLOY_TAG=""
 POSITIONAL=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
+    --image-tag) [[ $# -ge 2 && -n "$2" ]] || die "--image-tag needs a tag"; DEPLOY_TAG="$2"; shift 2 ;;
+    --image-tag=*) DEPLOY_TAG="${1#*=}"; [[ -n "$DEPLOY_TAG" ]] || die "--image-tag needs a tag"; shift ;;
     -*) usage >&2; die "unknown option: $1" ;;
     *) POSITIONAL+=("$1"); shift ;;
   esac
 done
 set_target ${POSITIONAL[@]+"${POSITIONAL[@]}"}
+[[ -z "$DEPLOY_TAG" ]] || validate_image_tag "$DEPLOY_TAG"
+[[ -z "$DEPLOY_TAG" || -z "${IMAGE_TAG:-}" ]] ||
+  die "IMAGE_TAG names a new image to build, --image-tag an existing one: give one of them"
 
 require_aws_cli
-require_docker
+[[ -n "$DEPLOY_TAG" ]] || require_docker
 require_aws_credentials
 
 status="$(stack_status)"
@@ -55,7 +67,19 @@ ARCH="$(stack_parameter Architecture)"
 ARCH="${ARCH:-x86_64}" # (Lambda's default, for a stack without the parameter)
 OLD_IMAGE="$(aws_ lambda get-function --function-name "$FUNCTION" --query Code.ImageUri --output text)"
 
-build_and_push "$REPO_URI" "$(new_image_tag)" "$ARCH"
+if [[ -n "$DEPLOY_TAG" ]]; then
+  # Lambda can only run an image the registry lists (and the lifecycle rule keeps the newest 10).
+  if ! out="$(aws_ ecr describe-images --repository-name "$REPOSITORY" --image-ids "imageTag=$DEPLOY_TAG" \
+    --query 'imageDetails[0].imageDigest' --output text 2>&1)"; then
+    [[ "$out" == *ImageNotFound* ]] || die "could not read ECR repository $REPOSITORY: $out"
+    die "ECR repository $REPOSITORY has no image tagged $DEPLOY_TAG (it keeps the newest 10); list them: $(aws_hint) ecr describe-images --repository-name $REPOSITORY --query 'imageDetails[].[imagePushedAt, imageTags[0]]' --output text"
+  fi
+  IMAGE_URI="${REPO_URI}:${DEPLOY_TAG}"
+  [[ "$IMAGE_URI" != "$OLD_IMAGE" ]] || die "$FUNCTION already runs $IMAGE_URI: nothing to do"
+  info "ECR has $IMAGE_URI ($out); nothing is built"
+else
+  build_and_push "$REPO_URI" "$(new_image_tag)" "$ARCH"
+fi
 
 # The image is switched through the stack, not with `lambda update-function-code`: the stack stays the one
 # record of what is deployed (no drift), and CloudFormation rolls back by itself if the new image fails.

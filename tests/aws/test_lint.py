@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from fair_forge_testing.cloudformation import _CfnLoader as CfnLoader  # the loader template() reads with
 from fair_forge_testing.cloudformation import template
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "scripts").glob("*.sh"))
-ENTRY_POINTS = ("deploy.sh", "update.sh", "cleanup.sh", "logs.sh")
+ENTRY_POINTS = ("deploy.sh", "update.sh", "rollback.sh", "cleanup.sh", "logs.sh")
 
 
 def tool(name: str) -> str:
@@ -122,10 +124,12 @@ JOBS_ACTIONS = {
 def test_role_is_least_privilege() -> None:
     """Logs of its own group, the one secret when given, the jobs' objects, executions and key (encrypt
     only), nothing else; no wildcard action or resource."""
-    policies = template()["Resources"]["FunctionRole"]["Properties"]["Policies"]["Fn::If"]
-    condition, with_secret, without_secret = policies
-    assert condition == "HasSecret"
-    statements = _statements(with_secret + without_secret)
+    resources = template()["Resources"]
+    policies = resources["FunctionRole"]["Properties"]["Policies"]
+    secret = resources["ReadSecretPolicy"]
+    assert secret["Condition"] == "HasSecret"
+    assert {"Ref": "FunctionRole"} in secret["Properties"]["Roles"]
+    statements = _statements([*policies, secret["Properties"]])
     assert _actions(statements) == {"logs:CreateLogStream", "logs:PutLogEvents", "secretsmanager:GetSecretValue"} | (
         JOBS_ACTIONS
     )
@@ -133,12 +137,12 @@ def test_role_is_least_privilege() -> None:
         assert statement["Resource"] != "*"
         assert "*" not in str(statement["Action"])
         if statement["Action"] == "secretsmanager:GetSecretValue":
-            assert statement["Resource"] == {"Ref": "LlmApiKeySecretArn"}
+            assert statement["Resource"] == {"Fn::Sub": "${LlmApiKeySecretArn}"}
         if statement["Action"] == "kms:Encrypt":
             assert statement["Resource"] == {"Fn::GetAtt": ["JobsKey", "Arn"]}
         if statement["Action"] == "states:StartExecution":
             assert statement["Resource"] == {"Ref": "StateMachine"}
-    assert [p["PolicyName"] for p in without_secret] == ["write-own-logs", "run-jobs"]
+    assert [p["PolicyName"] for p in policies] == ["write-own-logs", "run-jobs"]
     assert "kms:Decrypt" not in _actions(statements)  # the API may store a caller's key, never read it back
 
 
@@ -147,9 +151,10 @@ def test_job_roles_are_least_privilege() -> None:
     all, writes only the result and errors. State machine: invokes the two functions, reads manifests, runs
     its own child executions."""
     resources = template()["Resources"]
-    condition, with_secret, without_secret = resources["WorkerRole"]["Properties"]["Policies"]["Fn::If"]
-    assert condition == "HasSecret"
-    worker = _statements(with_secret + without_secret)
+    secret = resources["ReadSecretPolicy"]
+    assert secret["Condition"] == "HasSecret"
+    assert secret["Properties"]["Roles"] == [{"Ref": "FunctionRole"}, {"Ref": "WorkerRole"}]
+    worker = _statements([*resources["WorkerRole"]["Properties"]["Policies"], secret["Properties"]])
     assert _actions(worker) == {
         "logs:CreateLogStream",
         "logs:PutLogEvents",
@@ -200,9 +205,16 @@ def test_jobs_resources() -> None:
     body = template()
     resources = body["Resources"]
     bucket = resources["JobsBucket"]["Properties"]
-    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
-        "SSEAlgorithm": "AES256"
-    }
+    # S3's own keys, or the operator's KMS key (KmsKeyArn) with an S3 Bucket Key.
+    condition, with_key, without_key = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]["Fn::If"]
+    assert condition == "HasKmsKey"
+    assert without_key == [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+    assert with_key == [
+        {
+            "ServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": {"Ref": "KmsKeyArn"}},
+            "BucketKeyEnabled": True,
+        }
+    ]
     assert all(bucket["PublicAccessBlockConfiguration"].values())
     assert len(bucket["PublicAccessBlockConfiguration"]) == 4
     rule, cache_rule = bucket["LifecycleConfiguration"]["Rules"]
@@ -276,3 +288,48 @@ def test_dockerignore_admits_only_what_the_image_copies() -> None:
         "!fair_forge_core/",
     }
     assert "**/__pycache__" in patterns
+
+
+# CloudFormation takes a template of at most this many bytes in the request (larger ones only from S3).
+TEMPLATE_BODY_LIMIT = 51_200
+
+
+def test_the_deployed_template_is_template_yaml_within_cloudformations_limit(tmp_path: Path) -> None:
+    """deploy.sh sends template.yaml without its comment lines (_common.sh: deployable_template): that must read as
+    the same template (no block scalar holds a line that starts with '#'), and fit in a request."""
+    done = subprocess.run(
+        ["bash", "-c", "source scripts/_common.sh && deployable_template"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    deployed = Path(done.stdout.strip())
+    assert deployed.parent == tmp_path
+    assert yaml.load(deployed.read_text(), Loader=CfnLoader) == template()
+    size = deployed.stat().st_size
+    assert size <= TEMPLATE_BODY_LIMIT, (
+        f"the deployed template is {size} bytes, above CloudFormation's {TEMPLATE_BODY_LIMIT}"
+    )
+
+
+NUMBER_WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven"}
+
+
+def test_the_readme_and_deploy_md_name_and_count_the_same_scripts() -> None:
+    """The scripts a user runs (not the sourced _common.sh, nor `make pin`'s helper) are the ones the README and
+    docs/how-to/deploy.md name, counted with the same word (they once said "three" and "four" of the same four)."""
+    entry_points = {script.stem for script in SCRIPTS} - {"_common", "pin-base-image"}
+    assert entry_points == {Path(name).stem for name in ENTRY_POINTS}
+    word = NUMBER_WORDS[len(entry_points)]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    deploy = (ROOT / "docs" / "how-to" / "deploy.md").read_text(encoding="utf-8")
+    named = re.findall(rf"\b{word} scripts \(([^)]*)\)", readme)
+    assert named and all(set(names.split(", ")) == entry_points for names in named)
+    assert f"{word.capitalize()} scripts put the service" in deploy
+    for name in entry_points:
+        assert f"./scripts/{name}.sh agentic us-east-1" in deploy
+    for other in set(NUMBER_WORDS.values()) - {word}:
+        assert f"{other} scripts" not in (readme + deploy).lower()

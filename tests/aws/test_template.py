@@ -205,3 +205,52 @@ def test_pin_writes_the_digest_the_registry_gives(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "could not resolve public.ecr.aws/lambda/python:3.12 to a digest" in done.stderr
     assert (project / "Dockerfile").read_text() == after  # left as it was
+
+
+def test_the_operators_options_are_off_by_default_and_reach_every_function() -> None:
+    """VPC placement, the customer key, tracing, the dead-letter queue and IAM authorization: parameters whose
+    defaults change nothing (and cost nothing), wired through Conditions into every resource they concern."""
+    body = template()
+    defaults = {name: body["Parameters"][name]["Default"] for name in OPTIONS}
+    assert defaults == OPTIONS
+    resources = body["Resources"]
+    for name, properties in functions().items():
+        assert properties["VpcConfig"]["Fn::If"][0] == "InVpc", name
+        assert properties["VpcConfig"]["Fn::If"][2] == {"Ref": "AWS::NoValue"}, name
+        assert properties["KmsKeyArn"] == {"Fn::If": ["HasKmsKey", {"Ref": "KmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
+        assert properties["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}, name
+    for name in ("WorkerFunction", "ReduceFunction"):
+        target = resources[name]["Properties"]["DeadLetterConfig"]["TargetArn"]["Fn::If"]
+        assert target[:2] == ["HasDeadLetterQueue", {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}]
+    for name in ("DeadLetterQueue", "DeadLetterQueuePolicy"):
+        assert resources[name]["Condition"] == "HasDeadLetterQueue"
+    assert resources["CustomerKeyPolicy"]["Condition"] == "HasKmsKey"
+    for name, resource in resources.items():
+        if resource["Type"] == "AWS::Logs::LogGroup":
+            assert resource["Properties"]["KmsKeyId"]["Fn::If"][0] == "HasKmsKey", name
+    assert resources["JobsBudgetTable"]["Properties"]["SSESpecification"]["KMSMasterKeyId"]["Fn::If"][0] == "HasKmsKey"
+    assert resources["Stage"]["Properties"]["TracingEnabled"] == {"Fn::If": ["TracingActive", True, False]}
+    assert resources["StateMachine"]["Properties"]["TracingConfiguration"] == {
+        "Enabled": {"Fn::If": ["TracingActive", True, False]}
+    }
+    methods = {n: r["Properties"] for n, r in resources.items() if r["Type"] == "AWS::ApiGateway::Method"}
+    for name, method in methods.items():
+        expected = "NONE" if method["HttpMethod"] == "OPTIONS" else {"Ref": "AuthorizationType"}
+        assert method["AuthorizationType"] == expected, name
+    # The functions join a VPC only with both lists: subnets alone would leave them without a security group.
+    assert body["Conditions"]["InVpc"] == {
+        "Fn::And": [
+            {"Fn::Not": [{"Fn::Equals": [{"Ref": "SubnetIds"}, ""]}]},
+            {"Fn::Not": [{"Fn::Equals": [{"Ref": "SecurityGroupIds"}, ""]}]},
+        ]
+    }
+
+
+OPTIONS = {
+    "SubnetIds": "",
+    "SecurityGroupIds": "",
+    "KmsKeyArn": "",
+    "Tracing": "PassThrough",
+    "WorkerDeadLetterQueue": "false",
+    "AuthorizationType": "NONE",
+}

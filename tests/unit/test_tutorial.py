@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,43 @@ def test_the_tutorials_workflow_gives_the_action_only_its_inputs() -> None:
     (step,) = [step for step in steps if step.get("uses") == "OWNER/REPO@REF"]
     assert set(step["with"]) <= set(action["inputs"])
     assert {"request", "baseline", "gates"} <= set(step["with"])
+
+
+def test_the_tutorials_baseline_is_mains_latest_completed_run_whatever_its_conclusion() -> None:
+    """dawidd6/action-download-artifact takes the latest *successful* run unless told otherwise: a main that
+    fails its gates would leave pull requests without a baseline, or with a stale one (issue #33)."""
+    (workflow,) = blocks((ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), "yaml")
+    steps = yaml.safe_load(workflow)["jobs"]["evaluate"]["steps"]
+    (download,) = [step for step in steps if str(step.get("uses", "")).startswith("dawidd6/action-download-artifact@")]
+    inputs = download["with"]
+    assert inputs["branch"] == "main"
+    assert inputs["workflow_conclusion"] == "completed"
+    assert inputs["search_artifacts"] is True
+    assert "run_id" not in inputs  # (the action refuses workflow_conclusion together with run_id)
+    # It downloads the artifact the action uploads, and the action's step reads the result from it.
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert inputs["name"] == action["inputs"]["report-name"]["default"]
+    (step,) = [step for step in steps if step.get("uses") == "OWNER/REPO@REF"]
+    assert f"{inputs['path']}/result.json" in step["with"]["baseline"]
+
+
+OUTPUT_OPTIONS = {"-o", "--out", "--html", "--junit", "--markdown"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_what_the_commands_write_is_ignored_by_git(page: Path) -> None:
+    """Run in a checkout, the tour and the tutorial leave their outputs at the root, and `python -m build` its
+    dist/: none of it may show up as untracked (issue #33)."""
+    shown = [words for block in blocks(page.read_text(encoding="utf-8"), "bash") for words in commands(block)]
+    written = {words[n + 1] for words in shown for n, word in enumerate(words[:-1]) if word in OUTPUT_OPTIONS}
+    assert {"candidate.result.json", "report.html", "junit.xml", "summary.md"} <= written
+    written |= {"dist/fair_forge_agentic-0.1.0-py3-none-any.whl", "dist/fair_forge_agentic-0.1.0.tar.gz"}
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--verbose", "--non-matching", *sorted(written)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    not_ignored = [line.split("\t")[-1] for line in done.stdout.splitlines() if line.startswith("::")]
+    assert not not_ignored, f"{page.name}: git would list {not_ignored} as untracked: add them to .gitignore"
