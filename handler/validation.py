@@ -192,8 +192,10 @@ def _turn_rule_work(batch: dict[str, Any], where: str, settings: Settings) -> in
     if not isinstance(expected, list):
         return 0
     used = trace.get("tools_used") if isinstance(trace, dict) else None
-    used_names = Counter(
-        call.get("tool_name") for call in (used if isinstance(used, list) else []) if isinstance(call, dict)
+    used_names = Counter(  # a name that is no string is refused field by field later; unhashable here
+        call["tool_name"]
+        for call in (used if isinstance(used, list) else [])
+        if isinstance(call, dict) and isinstance(call.get("tool_name"), str)
     )
     work = 0
     for i, call in enumerate(expected):

@@ -198,3 +198,12 @@ def test_a_surrogate_pair_is_text() -> None:
     body = copy.deepcopy(VALID)
     body["datasets"][0]["session_id"] = "emoji \U0001f600"
     assert call_handler(raw=json.dumps(body)).status == 200
+
+
+@pytest.mark.parametrize("name", [[], {}, [1], {"a": 1}])
+def test_a_used_tool_name_that_is_no_string_is_a_400_not_a_500(name: Any) -> None:
+    # Once a 500 (TypeError): the rule-work count put every used call's name in a Counter.
+    path = next(p for p in ALL_PATHS if p[-1:] == ("tool_name",) and "tools_used" in p)
+    response = call_handler(raw=to_body(apply(VALID, path, "replace", name)))
+    assert response.status == 400, response.raw
+    assert "tool_name" in response.body["error"]
