@@ -111,7 +111,7 @@ def test_evaluate_shows_plain_progress_lines_and_a_summary_on_stderr_when_it_is_
     assert "\r" not in stderr
     progress = [line for line in stderr.split("\n") if line.startswith("judging")]
     assert progress[0] == "judging 1/3" and progress[-1] == "judging 3/3"  # the first line and the final one
-    assert "tier:" in stderr and f"wrote {out / 'result.json'}" in stderr
+    assert "readiness:" in stderr and f"wrote {out / 'result.json'}" in stderr
 
 
 def test_evaluate_without_out_prints_the_json_to_stdout() -> None:
@@ -122,7 +122,7 @@ def test_evaluate_without_out_prints_the_json_to_stdout() -> None:
 
 
 def test_threshold_not_met_exits_1_after_writing_the_result(tmp_path: Path) -> None:
-    # calculator.json scores pass^3 = 1.0, and a threshold above 1 is now refused: support_agents.json's is 0.491
+    # calculator.json scores pass^2 = 1.0, and a threshold above 1 is now refused: support_agents.json's is 0.491
     support = ROOT / "examples" / "support_agents.json"
     process = run_cli("evaluate", support, "--out", tmp_path / "r.json", "--fail-under-pass-pow-k", "0.5")
     assert process.returncode == 1, process.stderr
