@@ -127,9 +127,7 @@ def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]
     ]
     per_task = aggregated.per_task
     if per_task is not None and per_task.pass_at_k is not None:
-        over_tasks = (
-            f"per task: {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} attempts, Wilson over tasks"
-        )
+        over_tasks = f"per task: {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} attempts, Wilson over tasks"
         per_task_rows = [
             [
                 figure_name("pass_at_k", k, "per_task"),

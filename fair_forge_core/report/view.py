@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fair_forge_core.headline import Figure, Metric, figure_name, headline_figure_of, pooled_figure
 from fair_forge_core.report.charts import (
     BarChart,
     CurveChart,
@@ -32,7 +33,6 @@ from fair_forge_core.report.values import (
     plural,
     value_at,
 )
-from fair_forge_core.headline import Figure, Metric, figure_name, headline_figure_of, pooled_figure
 from fair_forge_core.schemas import TaskStability
 
 

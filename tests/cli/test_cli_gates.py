@@ -120,8 +120,7 @@ def test_bayesian_gate_reads_the_credible_bound_the_result_carries(tmp_path: Pat
     assert aggregated["pass_pow_k_ci_low"] == pytest.approx(expected["pass_pow_k"], rel=1e-9)
     assert (
         f"FAILED: lower bound of pass^{K} (pooled posterior mean) = {expected['pass_pow_k']:.4f} (90% credible bound) "
-        "is below"
-        in process.stderr
+        "is below" in process.stderr
     )
     assert (
         f"gate met: lower bound of pass@{K} (pooled posterior mean) = {expected['pass_at_k']:.4f} (90% credible bound)"

@@ -325,7 +325,9 @@ def test_per_conversation_rates_are_explained_and_left_out_for_one_turn(calculat
     hidden = [e for e in elements if e.tag == "td" and "rates-hidden" in e.classes]
     assert [e.text.strip() for e in hidden] == ["—", "—"]
     headers = [
-        e for e in elements if e.tag == "th" and e.text.strip() in ("pass@2 (per-conversation)", "pass^2 (per-conversation)")
+        e
+        for e in elements
+        if e.tag == "th" and e.text.strip() in ("pass@2 (per-conversation)", "pass^2 (per-conversation)")
     ]
     assert len(headers) == 2 and all("taken as the k draws" in e.attrs["title"] for e in headers)
     caption = next(e for e in elements if e.tag == "p" and "caption" in e.classes and "treat its turns" in e.text)
