@@ -35,6 +35,9 @@ TRACE_EXAMPLES = {  # file in traces/ → (its format, the task key)
 TRACE_CONFIGS = {  # file in traces/ → its request's config, when it has one
     # The offline judge abstains on goals: the goal is reported, not required; k = its 2 attempts.
     "support_tasks.json": {"require_goal": False, "k": 2},
+    # Two traces each: k = 2, so no "k exceeds the scored conversations" warning.
+    "openinference_spans.json": {"k": 2},
+    "langfuse_traces.json": {"k": 2},
 }
 
 
@@ -81,8 +84,9 @@ def wait_until_healthy(base_url: str, server: subprocess.Popen[bytes], timeout_s
 
 def summarise(name: str, status: int, result: dict[str, Any]) -> str:
     """One example's response in a few lines: the readiness headline first (what the evidence
-    supports, `fair_forge_core.headline`, as `fair-forge evaluate` prints it), credible intervals
-    and per-assistant tiers when there are any, the comparison, each conversation, the warnings."""
+    supports and its figures, each under its one name, credible intervals included in Bayesian
+    mode: `fair_forge_core.headline`, as `fair-forge evaluate` prints it), per-assistant readiness
+    when there are several, the comparison, each conversation, the warnings."""
     if status != 200:
         return f"{name}: HTTP {status} — {result.get('error')}"
     from fair_forge_core.headline import headline_lines
@@ -90,11 +94,6 @@ def summarise(name: str, status: int, result: dict[str, Any]) -> str:
 
     agg = result["aggregated_metrics"]
     lines = [name + ":", *(f"  {line}" for line in headline_lines(AggregatedMetrics.model_validate(agg)))]
-    if agg.get("pass_at_k_ci_low") is not None:
-        lines.append(
-            f"  {agg['ci_level']:.0%} credible intervals: pass@k [{agg['pass_at_k_ci_low']:.3f}, "
-            f"{agg['pass_at_k_ci_high']:.3f}], pass^k [{agg['pass_pow_k_ci_low']:.3f}, {agg['pass_pow_k_ci_high']:.3f}]"
-        )
     for assistant, sub in (agg.get("by_assistant") or {}).items():
         lines.append(f"  {assistant}: {sub['readiness']['summary']}")
     if agg.get("comparison"):

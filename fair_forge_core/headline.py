@@ -1,14 +1,77 @@
-"""The headline of a result in words: what the CLI prints on stderr and `make run` shows.
+"""The headline of a result in words, and the one name of each pass@k / pass^k figure.
 
-Readiness comes first (`AggregatedMetrics.readiness`: the tier the evidence supports and
-whether it is enough), then the figures the tier was decided on, then the sample-size
-warning wherever a tier is shown. Numbers have 3 decimals; a figure that does not exist
-says why ("n/a (no task has 3 attempts)"). Pure: text from a result, no I/O.
+The headline is what the CLI prints first on stderr, `make run` shows, the Markdown summary
+opens with and the gates name: readiness (`AggregatedMetrics.readiness`: the tier the evidence
+supports and whether it is enough) with the figures that tier was decided on, then the other
+figures, each named by what it is, then the sample-size warning wherever a tier is shown.
+Numbers have 3 decimals; a figure that does not exist says why ("n/a (no task has 3 scored
+attempts)"). Pure: text from a result, no I/O.
+
+One name per figure (docs/statistics.md, "Which pass^k is which"): the bare `pass^k` / `pass@k`
+is the per-task figure (`per_task.pass_pow_k`, the τ-bench mean of C(c, k)/C(n, k) over the
+tasks with k attempts), the headline whenever readiness is decided per task; every other
+figure carries its qualifier — `pass^k (pooled plug-in)` (the aggregate's `pass_pow_k`, (c/n)^k
+over the scored conversations; `pass^k (pooled posterior mean)` in Bayesian mode, where that
+field is E[p^k]), `pass^k (pooled unbiased)` (`pass_pow_k_unbiased`), `pass^k (per-task
+plug-in)` (the mean of (c/n)^k over tasks, `compare`'s) and `pass^k (per-conversation)` (a
+conversation's turns as the k draws). Without a per-task basis the headline is the pooled
+figure, named so.
 """
 
 from __future__ import annotations
 
-from fair_forge_core.schemas import AggregatedMetrics, PerTaskMetrics
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+from fair_forge_core.schemas import AggregatedMetrics, ConversationMetrics, PerTaskMetrics
+
+Metric = Literal["pass_at_k", "pass_pow_k"]
+Figure = Literal[
+    "per_task", "per_task_plug_in", "pooled_plug_in", "pooled_posterior_mean", "pooled_unbiased", "per_conversation"
+]
+
+QUALIFIERS: dict[Figure, str] = {
+    "per_task": "",
+    "per_task_plug_in": "per-task plug-in",
+    "pooled_plug_in": "pooled plug-in",
+    "pooled_posterior_mean": "pooled posterior mean",
+    "pooled_unbiased": "pooled unbiased",
+    "per_conversation": "per-conversation",
+}
+"""Each figure's qualifier, written after its symbol in parentheses; the per-task figure has none."""
+
+
+def symbol(metric: Metric, k: int | str) -> str:
+    """`pass@3` or `pass^3` (`k` may be a letter: `pass^K` for the curve)."""
+    return f"pass@{k}" if metric == "pass_at_k" else f"pass^{k}"
+
+
+def figure_name(metric: Metric, k: int | str, figure: Figure) -> str:
+    """The one name of a figure: `pass^3` for the per-task one, `pass^3 (pooled plug-in)` and so
+    on for the others (`QUALIFIERS`)."""
+    qualifier = QUALIFIERS[figure]
+    return f"{symbol(metric, k)} ({qualifier})" if qualifier else symbol(metric, k)
+
+
+def pooled_figure(statistical_mode: str) -> Figure:
+    """What the aggregate's `pass_at_k` / `pass_pow_k` are: the plug-in (c/n)^k, or in Bayesian
+    mode the posterior mean E[p^k]."""
+    return "pooled_posterior_mean" if statistical_mode == "bayesian" else "pooled_plug_in"
+
+
+def headline_figure_of(basis: str | None, has_per_task: bool, statistical_mode: str) -> Figure:
+    """The figure readiness was decided on, from its `basis` (None without readiness): `per_task`
+    when the basis is per task and the result has `per_task`, else the pooled one (`pooled_figure`)."""
+    return "per_task" if basis == "per_task" and has_per_task else pooled_figure(statistical_mode)
+
+
+def headline_figure(aggregated: AggregatedMetrics) -> Figure:
+    """`headline_figure_of` an aggregate: the figure its readiness was decided on."""
+    readiness = aggregated.readiness
+    return headline_figure_of(
+        None if readiness is None else readiness.basis, aggregated.per_task is not None, aggregated.statistical_mode
+    )
 
 
 def figure(value: float | None, missing: str = "n/a") -> str:
@@ -16,42 +79,88 @@ def figure(value: float | None, missing: str = "n/a") -> str:
     return missing if value is None else f"{value:.3f}"
 
 
-def per_task_line(per_task: PerTaskMetrics, k: int) -> str:
-    """The per-task figures with their intervals, or why there are none."""
+def _bounds(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+
+
+def per_task_figures(per_task: PerTaskMetrics, k: int) -> str:
+    """The per-task figures with their intervals and what they are over, or why there are none:
+    `pass@3 = 1.000 [0.758, 1.000], pass^3 = 0.833 [0.552, 0.953] (per task, τ-bench: 12 of 12
+    task(s) with 3 or more attempts, 95% Wilson interval over tasks)`."""
     if per_task.pass_at_k is None or per_task.pass_pow_k is None:
-        return f"per task: n/a (no task has {k} scored attempts; {per_task.tasks} task(s))"
+        return f"{symbol('pass_at_k', k)}, {symbol('pass_pow_k', k)}: n/a (no task has {k} scored attempts; {per_task.tasks} task(s))"
     level = f"{(per_task.ci_level or 0.95) * 100:g}%"
     return (
-        f"per task (τ-bench, {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} or more attempts): "
-        f"pass@{k} = {per_task.pass_at_k:.3f} [{figure(per_task.pass_at_k_ci_low)}, {figure(per_task.pass_at_k_ci_high)}], "
-        f"pass^{k} = {per_task.pass_pow_k:.3f} [{figure(per_task.pass_pow_k_ci_low)}, {figure(per_task.pass_pow_k_ci_high)}] "
-        f"({level} Wilson interval over tasks)"
+        f"{symbol('pass_at_k', k)} = {per_task.pass_at_k:.3f}{_bounds(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high)}, "
+        f"{symbol('pass_pow_k', k)} = {per_task.pass_pow_k:.3f}{_bounds(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high)} "
+        f"(per task, τ-bench: {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} or more attempts, "
+        f"{level} Wilson interval over tasks)"
+    )
+
+
+def pooled_figures(aggregated: AggregatedMetrics) -> str:
+    """The aggregate's pass@k and pass^k under their names, the credible intervals in Bayesian
+    mode, and the count they are over: `pass@3 (pooled plug-in) = 1.000, pass^3 (pooled plug-in)
+    = 0.842 (34/36 scored conversations fully correct)`."""
+    k, pooled = aggregated.k, pooled_figure(aggregated.statistical_mode)
+    return (
+        f"{figure_name('pass_at_k', k, pooled)} = {figure(aggregated.pass_at_k)}"
+        f"{_bounds(aggregated.pass_at_k_ci_low, aggregated.pass_at_k_ci_high)}, "
+        f"{figure_name('pass_pow_k', k, pooled)} = {figure(aggregated.pass_pow_k)}"
+        f"{_bounds(aggregated.pass_pow_k_ci_low, aggregated.pass_pow_k_ci_high)} "
+        f"({aggregated.fully_correct_conversations}/{aggregated.total_conversations} scored conversations fully correct)"
     )
 
 
 def headline_lines(aggregated: AggregatedMetrics) -> list[str]:
     """The headline of `aggregated`, one line each:
 
-    - `readiness: <summary>` (`Readiness.summary`);
-    - `tier: <interpretation> — pass@k = …, pass^k = … (c/n conversations fully correct)`, the
-      seeds' tier over scored conversations, labelled as not the headline when readiness is
-      per task; `n/a` figures when nothing was scored;
-    - the per-task line (`per_task_line`) when the result has `per_task`;
+    - `readiness: <summary>; <the figures readiness was decided on>`: per task
+      (`per_task_figures`) under the per-task basis, else the pooled ones (`pooled_figures`);
+    - under the per-task basis, `tier over conversations: <interpretation> — <pooled figures>`,
+      the seeds' tier over the scored conversations, each figure qualified;
+    - when conversations carry task ids but no task has k attempts, the per-task line saying so;
     - `warning: <sample_size_warning>` when there is one.
+
+    A result without readiness (written before it existed) opens with `tier: <interpretation>
+    — <pooled figures>`. Nothing scored reads `none (nothing scored)` with `n/a` figures.
     """
     k = aggregated.k
+    readiness, per_task = aggregated.readiness, aggregated.per_task
+    tier = aggregated.interpretation or "none (nothing scored)"
     lines = []
-    readiness = aggregated.readiness
-    if readiness is not None:
-        lines.append(f"readiness: {readiness.summary}")
-    label = "tier over conversations" if readiness is not None and readiness.basis == "per_task" else "tier"
-    lines.append(
-        f"{label}: {aggregated.interpretation or 'none (nothing scored)'} — pass@{k} = {figure(aggregated.pass_at_k)}, "
-        f"pass^{k} = {figure(aggregated.pass_pow_k)} "
-        f"({aggregated.fully_correct_conversations}/{aggregated.total_conversations} scored conversations fully correct)"
-    )
-    if aggregated.per_task is not None:
-        lines.append(per_task_line(aggregated.per_task, k))
+    if readiness is None:
+        lines.append(f"tier: {tier} — {pooled_figures(aggregated)}")
+    elif headline_figure(aggregated) == "per_task" and per_task is not None:
+        lines.append(f"readiness: {readiness.summary}; {per_task_figures(per_task, k)}")
+        lines.append(f"tier over conversations: {tier} — {pooled_figures(aggregated)}")
+    else:
+        lines.append(f"readiness: {readiness.summary}; {pooled_figures(aggregated)}")
+    if per_task is not None and headline_figure(aggregated) != "per_task":
+        lines.append(f"per task: {per_task_figures(per_task, k)}")
     if aggregated.sample_size_warning:
         lines.append(f"warning: {aggregated.sample_size_warning}")
     return lines
+
+
+def goal_line(conversations: Sequence[ConversationMetrics]) -> str | None:
+    """What the judge said of the conversations' goals (`goal_check`), or None when no
+    conversation has a goal: `goals: 3 conversation(s) with a goal — 1 achieved, 1 not
+    achieved, 1 not judged (the offline judge abstains on goals); required to pass`. The
+    reason of the goals not judged is named when they share one; `required to pass` (or
+    `reported, not required`, or how many of them are required) is `config.require_goal`."""
+    checks = [c.goal_check for c in conversations if c.goal_check is not None]
+    if not checks:
+        return None
+    achieved = sum(1 for g in checks if g.goal_achieved is True)
+    missed = sum(1 for g in checks if g.goal_achieved is False)
+    unjudged = [g.error or "no reason given" for g in checks if g.goal_achieved is None]
+    line = f"goals: {len(checks)} conversation(s) with a goal — {achieved} achieved, {missed} not achieved, "
+    line += f"{len(unjudged)} not judged"
+    reasons = Counter(unjudged)
+    if len(reasons) == 1:
+        line += f" ({next(iter(reasons))})"
+    required = sum(1 for g in checks if g.required)
+    if required == len(checks):
+        return line + "; required to pass"
+    return line + ("; reported, not required" if required == 0 else f"; {required} of them required to pass")

@@ -33,7 +33,8 @@ pytest's own `--junitxml` reports these tests like any other (a failure carries 
   the figures `fair-forge evaluate`'s gates read (`cli.gates`: per task when readiness is
   decided per task, else over the scored conversations), the lower bound of the two-sided
   interval at the result's `statistical_mode.ci_level` (0.95 when the result does not say),
-  the point for `at_least`. A figure that was not measured fails.
+  the point for `at_least`. A figure that was not measured fails. The message names the figure
+  as the gates do (`pass^3` per task, `pass^3 (pooled plug-in)` over conversations).
 - `assert_no_regression(baseline, candidate)`: `fair_forge_core.compare` of the two (each an
   `EvaluationResult`, a result or request file's path, or a result's dict), as
   `fair-forge compare` runs it (k the results' unless given, the tasks both scored, the seed

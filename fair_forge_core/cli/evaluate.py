@@ -28,7 +28,8 @@ Tasks (`fair_forge_core.flakiness`): when some task has 2 or more scored attempt
 on stderr counts the stable, flaky and failing tasks and lists the flaky and failing ones with
 their pass counts and Clopper–Pearson intervals, computed from the result's per-conversation
 metrics whatever `config.task_stability` says (the result JSON stays as the request asked).
-Under `config.efficiency`, one line gives what the agent spent: each measure's median / p95
+When some conversation has a goal, one line counts the goals achieved, not achieved and not
+judged (`headline.goal_line`). Under `config.efficiency`, one line gives what the agent spent: each measure's median / p95
 per conversation and the cost per successful task (`fair_forge_core.efficiency.efficiency_line`).
 
 `--otel-events FILE` also writes the verdicts as OpenTelemetry `gen_ai.evaluation.result`
@@ -148,9 +149,10 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
     written = write_evaluation_outputs(args, result, level, stdout, timing)
     stability = task_stability(result.per_conversation_metrics, level)
     if not args.quiet:
-        from fair_forge_core.headline import headline_lines
+        from fair_forge_core.headline import goal_line, headline_lines
 
-        for line in [*headline_lines(agg), *stability_lines(stability)]:
+        goals = goal_line(result.per_conversation_metrics)
+        for line in [*headline_lines(agg), *stability_lines(stability), *([goals] if goals else [])]:
             say(stderr, line)
         if agg.judge_usage is not None:
             say(stderr, f"judge: {format_usage(agg.judge_usage)}")

@@ -11,6 +11,8 @@ figure was not measured fails.
   attempts left unjoined by the import, by cause (`aggregated_metrics.unscored_by_cause`);
 - `--fail-under-pass-pow-k X`: pass^k is below X (per task: `per_task.pass_pow_k`; over
   conversations: the point estimate, the posterior mean in Bayesian mode);
+- every line names the figure it read by its one name (`headline.figure_name`: `pass^3` per
+  task, `pass^3 (pooled plug-in)` or `pass^3 (pooled posterior mean)` over conversations);
 - `--fail-if-lower-bound METRIC<X` (METRIC `pass_at_k` or `pass_pow_k`, repeatable): the
   lower bound of the two-sided interval at the request's `config.statistical_mode.ci_level`
   (default 0.95) is below X. Per task: the Wilson bound over tasks `per_task` carries. Over
@@ -76,14 +78,11 @@ def lower_bound(aggregated: AggregatedMetrics, metric: GateMetric, level: float)
     return stats.at_least_one_of(low, k) if metric == "pass_at_k" else low**k
 
 
-def _metric_symbol(metric: GateMetric, k: int) -> str:
-    return f"pass@{k}" if metric == "pass_at_k" else f"pass^{k}"
-
-
 @dataclass(frozen=True)
 class GateFigure:
     """What a gate reads of `metric`: the point and its lower bound (None where not measured),
-    the figure's name (`pass^3`, `per-task pass^3`), what it is computed over, and how the bound is."""
+    the figure's one name (`headline.figure_name`: `pass^3` per task, `pass^3 (pooled plug-in)`
+    over conversations), what it is computed over, and how the bound is."""
 
     point: float | None
     bound: float | None
@@ -94,24 +93,27 @@ class GateFigure:
 
 def _gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> GateFigure:
     """`metric` as the gates read it: the per-task figures when readiness is decided per task
-    (their Wilson bound over tasks), else the figures over scored conversations (`lower_bound`)."""
+    (their Wilson bound over tasks), else the figures over scored conversations (`lower_bound`),
+    each under its name (`headline.figure_name`)."""
+    from fair_forge_core.headline import figure_name, headline_figure
+
     k = aggregated.k
-    symbol = _metric_symbol(metric, k)
-    readiness, per_task = aggregated.readiness, aggregated.per_task
-    if readiness is not None and readiness.basis == "per_task" and per_task is not None:
+    kind = headline_figure(aggregated)
+    per_task = aggregated.per_task
+    if kind == "per_task" and per_task is not None:
         tasks = f"{per_task.tasks_with_k_attempts} task(s) with {k} or more attempts"
         return GateFigure(
             point=per_task.pass_at_k if metric == "pass_at_k" else per_task.pass_pow_k,
             bound=per_task.pass_at_k_ci_low if metric == "pass_at_k" else per_task.pass_pow_k_ci_low,
-            label=f"per-task {symbol}",
-            scope=f"τ-bench, {tasks}",
+            label=figure_name(metric, k, kind),
+            scope=f"per task, τ-bench, {tasks}",
             bound_method=f"{_level(per_task.ci_level or level)} Wilson bound over {tasks}",
         )
     n, c = aggregated.total_conversations, aggregated.fully_correct_conversations
     return GateFigure(
         point=aggregated.pass_at_k if metric == "pass_at_k" else aggregated.pass_pow_k,
         bound=lower_bound(aggregated, metric, level),
-        label=symbol,
+        label=figure_name(metric, k, kind),
         scope=f"over {n} scored conversation(s)",
         bound_method=f"{_level(level)} credible bound"
         if aggregated.statistical_mode == "bayesian"

@@ -5,7 +5,10 @@ readers document).
 Evaluation (`junit_evaluation`): `<testsuites name="fair-forge evaluate">` holding one
 `<testsuite>` per assistant (in the order the result lists them), with `tests`, `failures`,
 `errors` (always 0: an evaluation that could not run writes no report) and `skipped`
-counts, and as `<properties>` the assistant's readiness, tier, k, pass@k and pass^k. One
+counts, and as `<properties>` the assistant's readiness, tier, k, and its figures named by
+their JSON paths: `pass_at_k` and `pass_pow_k` (pooled over its conversations) and, when its
+conversations carry task ids, `per_task.pass_at_k` and `per_task.pass_pow_k` (empty when no
+task has k attempts; docs/statistics.md, "Which pass^k is which"). One
 `<testcase>` per case of `cases.cases` (a task, or a conversation without a task_id;
 `classname` is the assistant): a failed case has one `<failure>` whose `message` is the
 first reason and whose text is every reason, one a line; a skipped case one `<skipped>`
@@ -79,6 +82,9 @@ def _properties(suite: ET.Element, aggregated: AggregatedMetrics | None) -> None
         "pass_at_k": _figure(aggregated.pass_at_k),
         "pass_pow_k": _figure(aggregated.pass_pow_k),
     }
+    if aggregated.per_task is not None:  # the headline pass@k / pass^k when readiness is per task
+        values["per_task.pass_at_k"] = _figure(aggregated.per_task.pass_at_k)
+        values["per_task.pass_pow_k"] = _figure(aggregated.per_task.pass_pow_k)
     for name, value in values.items():
         _element(properties, "property", name=name, value=value)
 

@@ -3,18 +3,20 @@
 
 Evaluation (`markdown_evaluation`), in order:
 
-1. the headline (`headline.headline_lines`: readiness, the tier and its figures, the per-task
-   line, the sample-size warning), one bullet each;
-2. "Key figures": pass@k and pass^k over the scored conversations, the share of them fully
-   correct, and the per-task pass@k and pass^k when the result has them, each to 3
-   decimals with its interval at the request's level: in Bayesian mode the credible interval
+1. the headline (`headline.headline_lines`: readiness with the figures it was decided on, the
+   tier over conversations with its pooled figures, the sample-size warning), one bullet each;
+2. "Key figures", each under its one name (`headline.figure_name`, docs/statistics.md "Which
+   pass^k is which"): the per-task pass@k and pass^k when the result has them (first when
+   readiness is decided on them), pass@k and pass^k pooled over the scored conversations
+   (`pass^k (pooled plug-in)`, or `(pooled posterior mean)` in Bayesian mode), the share of them
+   fully correct, each to 3 decimals with its interval at the request's level: in Bayesian mode the credible interval
    the result carries; in frequentist mode Wilson's interval [L, U] of c/n
    (`stats.wilson_interval`), pushed through each metric (both increase with the rate:
    pass^k [L^k, U^k], pass@k [1 − (1 − L)^k, 1 − (1 − U)^k]; the low ends are the bounds
    `--fail-if-lower-bound` reads); per task, Wilson's interval over tasks the result carries;
    then how many conversations are unscored, and, when trace attempts were left unjoined by the
    import, how many and why (`tiers.unjoined_phrase` of `unscored_by_cause`);
-3. "Assistants", when there are several: each one's counts, figures and readiness;
+3. "Assistants", when there are several: each one's counts, pooled figures and readiness;
 4. "Tasks", when some task has 2 or more scored attempts (`flakiness.task_stability`): the
    summary line and each flaky and failing task with its passes and Clopper–Pearson interval;
 5. "Worst cases": the failed cases (`cases.cases`), lowest share of passing attempts first,
@@ -96,9 +98,15 @@ def conversation_intervals(aggregated: AggregatedMetrics, level: float) -> dict[
 
 
 def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]:
+    """The "Key figures" rows (module docstring, 2.), each figure under its one name
+    (`headline.figure_name`): the per-task pass@k and pass^k first when readiness is decided on
+    them, then the pooled ones and the share of conversations fully correct."""
+    from fair_forge_core.headline import figure_name, headline_figure, pooled_figure
+
     k, n = aggregated.k, aggregated.total_conversations
     intervals = conversation_intervals(aggregated, level)
     method = "credible" if aggregated.statistical_mode == "bayesian" else "Wilson"
+    pooled = pooled_figure(aggregated.statistical_mode)
 
     def interval(name: str) -> str:
         bounds = intervals[name]
@@ -106,8 +114,8 @@ def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]
 
     over = f"{n} scored conversation(s)"
     rows = [
-        [f"pass@{k}", _n(aggregated.pass_at_k), interval("pass_at_k"), f"{over}, {method}"],
-        [f"pass^{k}", _n(aggregated.pass_pow_k), interval("pass_pow_k"), f"{over}, {method}"],
+        [figure_name("pass_at_k", k, pooled), _n(aggregated.pass_at_k), interval("pass_at_k"), f"{over}, {method}"],
+        [figure_name("pass_pow_k", k, pooled), _n(aggregated.pass_pow_k), interval("pass_pow_k"), f"{over}, {method}"],
         [
             "fully correct conversations",
             _n(aggregated.conversation_success_rate),
@@ -117,27 +125,28 @@ def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]
     ]
     per_task = aggregated.per_task
     if per_task is not None and per_task.pass_at_k is not None:
-        over_tasks = (
-            f"{per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} attempts, Wilson over tasks"
-        )
-        rows += [
+        over_tasks = f"per task: {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} attempts, Wilson over tasks"
+        per_task_rows = [
             [
-                f"per-task pass@{k}",
+                figure_name("pass_at_k", k, "per_task"),
                 _n(per_task.pass_at_k),
                 _interval(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high),
                 over_tasks,
             ],
             [
-                f"per-task pass^{k}",
+                figure_name("pass_pow_k", k, "per_task"),
                 _n(per_task.pass_pow_k),
                 _interval(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high),
                 over_tasks,
             ],
         ]
+        rows = per_task_rows + rows if headline_figure(aggregated) == "per_task" else rows + per_task_rows
     return rows
 
 
 def _assistant_lines(aggregated: AggregatedMetrics) -> list[str]:
+    from fair_forge_core.headline import figure_name, pooled_figure
+
     if not aggregated.by_assistant or len(aggregated.by_assistant) < 2:
         return []
     k = aggregated.k
@@ -153,7 +162,16 @@ def _assistant_lines(aggregated: AggregatedMetrics) -> list[str]:
         ]
         for name, own in aggregated.by_assistant.items()
     ]
-    header = ["assistant", "scored", "fully correct", "unscored", f"pass@{k}", f"pass^{k}", "readiness"]
+    pooled = pooled_figure(aggregated.statistical_mode)
+    header = [
+        "assistant",
+        "scored",
+        "fully correct",
+        "unscored",
+        figure_name("pass_at_k", k, pooled),
+        figure_name("pass_pow_k", k, pooled),
+        "readiness",
+    ]
     return ["", "### Assistants", "", *_table(header, rows, (1, 2, 3, 4, 5))]
 
 

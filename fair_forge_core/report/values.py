@@ -161,13 +161,16 @@ def value_at(data: Mapping[str, Any], path: JsonPath, style: str = "number") -> 
 
 @dataclass(frozen=True)
 class Tier:
-    """A readiness tier badge; `value` is the tier's field in the result (None when nothing was scored)."""
+    """A tier badge; `value` is the tier's field in the result (None when nothing was scored).
+    In its tier's colour only when `coloured` (the evidence behind it is sufficient), else the
+    neutral badge: a green "Reliable" never stands beside a preliminary readiness."""
 
     value: Value
+    coloured: bool = True
 
     @property
     def css(self) -> str:
-        return str(self.value.value or "none")
+        return str(self.value.value or "none") if self.coloured else "neutral"
 
     @property
     def label(self) -> str:

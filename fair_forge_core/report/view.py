@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fair_forge_core.headline import Figure, Metric, figure_name, headline_figure_of, pooled_figure
 from fair_forge_core.report.charts import (
     BarChart,
     CurveChart,
@@ -208,6 +209,13 @@ def tool_figure(conversations: Sequence[Mapping[str, Any]]) -> ToolFigure | None
     )
 
 
+def sufficient(data: Mapping[str, Any], metrics: JsonPath) -> bool:
+    """Whether the aggregate at `metrics` has readiness with status `sufficient`: the only case
+    in which a tier is shown in its colour."""
+    readiness = value_at(data, metrics).value.get("readiness")
+    return bool(readiness) and readiness["status"] == "sufficient"
+
+
 @dataclass(frozen=True)
 class AssistantRow:
     name: str
@@ -231,7 +239,7 @@ def assistant_rows(data: Mapping[str, Any]) -> list[AssistantRow]:
             AssistantRow(
                 name,
                 metrics,
-                Tier(value_at(data, (*metrics, "interpretation"))),
+                Tier(value_at(data, (*metrics, "interpretation")), coloured=sufficient(data, metrics)),
                 interval(data, metrics, "pass_at_k"),
                 interval(data, metrics, "pass_pow_k"),
                 tool_mean,
@@ -338,7 +346,37 @@ class Report:
         return value_at(self.data, (*base, *keys), style)
 
     def tier(self, base: JsonPath, *keys: str | int) -> Tier:
-        return Tier(self.at(base, *keys))
+        """The tier at `base` + `keys`, coloured only when the result's readiness is sufficient."""
+        return Tier(self.at(base, *keys), coloured=sufficient(self.data, ("aggregated_metrics",)))
+
+    @functools.cached_property
+    def headline_figure(self) -> Figure:
+        """The figure readiness was decided on (`headline.headline_figure_of`): the big tiles'."""
+        readiness = self.agg.get("readiness") or {}
+        return headline_figure_of(
+            readiness.get("basis"), self.agg.get("per_task") is not None, self.agg["statistical_mode"]
+        )
+
+    @property
+    def pooled_figure(self) -> Figure:
+        """What the aggregate's pass@k / pass^k are (`headline.pooled_figure`)."""
+        return pooled_figure(self.agg["statistical_mode"])
+
+    def name(self, metric: Metric, figure: Figure, k: int | str | None = None) -> str:
+        """A figure's one name (`headline.figure_name`), at the result's k unless given."""
+        return figure_name(metric, self.agg["k"] if k is None else k, figure)
+
+    def headline_interval(self, metric: str) -> Interval | None:
+        """The interval of a big tile: per task, the Wilson interval over tasks `per_task`
+        carries; pooled, the credible interval (None in frequentist mode)."""
+        if self.headline_figure != "per_task":
+            return self.interval(metric)
+        base: JsonPath = ("aggregated_metrics", "per_task")
+        low, high = self.at(base, f"{metric}_ci_low"), self.at(base, f"{metric}_ci_high")
+        if low.value is None or high.value is None:
+            return None
+        level = self.agg["per_task"].get("ci_level") or 0.95
+        return Interval(f"{percent(level)} Wilson ", low, high)
 
     @property
     def readiness(self) -> ReadinessBadge | None:

@@ -111,7 +111,32 @@ def test_evaluate_shows_plain_progress_lines_and_a_summary_on_stderr_when_it_is_
     assert "\r" not in stderr
     progress = [line for line in stderr.split("\n") if line.startswith("judging")]
     assert progress[0] == "judging 1/3" and progress[-1] == "judging 3/3"  # the first line and the final one
-    assert "tier:" in stderr and f"wrote {out / 'result.json'}" in stderr
+    assert "readiness:" in stderr and f"wrote {out / 'result.json'}" in stderr
+
+
+def test_the_first_example_does_not_warn_that_k_exceeds_its_conversations(
+    evaluated: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    # #33 item 11: calculator.json has 2 conversations; at k = 3 its unbiased estimators were null
+    # and every run warned so. Its k is its 2 conversations.
+    process, out = evaluated
+    result = json.loads((out / "result.json").read_text())
+    assert result["aggregated_metrics"]["total_conversations"] == result["aggregated_metrics"]["k"] == 2
+    assert result["aggregated_metrics"]["pass_pow_k_unbiased"] == 1.0  # C(2, 2)/C(2, 2)
+    assert not [w for w in result["warnings"] if "exceeds" in w] and "exceeds" not in process.stderr
+
+
+def test_evaluate_prints_a_line_about_the_goals(tmp_path: Path) -> None:
+    # #33 item 11: examples/goal.json has one goal, which the offline judge abstains on.
+    process = run_cli_in_process("evaluate", ROOT / "examples" / "goal.json", "--out", tmp_path / "goal.json")
+    assert process.returncode == 0, process.stderr
+    lines = [line for line in process.stderr.splitlines() if line.startswith("goals: ")]
+    assert lines == [
+        "goals: 1 conversation(s) with a goal — 0 achieved, 0 not achieved, 1 not judged "
+        "(the judge fair-forge-reference cannot decide a conversation's goal); reported, not required"
+    ]
+    plain = run_cli_in_process("evaluate", CALCULATOR, "--out", tmp_path / "calculator.json")
+    assert "goals:" not in plain.stderr  # no goal, no line
 
 
 def test_evaluate_without_out_prints_the_json_to_stdout() -> None:
@@ -122,7 +147,7 @@ def test_evaluate_without_out_prints_the_json_to_stdout() -> None:
 
 
 def test_threshold_not_met_exits_1_after_writing_the_result(tmp_path: Path) -> None:
-    # calculator.json scores pass^3 = 1.0, and a threshold above 1 is now refused: support_agents.json's is 0.491
+    # calculator.json scores pass^2 = 1.0, and a threshold above 1 is now refused: support_agents.json's is 0.491
     support = ROOT / "examples" / "support_agents.json"
     process = run_cli("evaluate", support, "--out", tmp_path / "r.json", "--fail-under-pass-pow-k", "0.5")
     assert process.returncode == 1, process.stderr

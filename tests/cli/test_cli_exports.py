@@ -75,7 +75,7 @@ def test_evaluate_writes_every_output_when_a_gate_fails(tmp_path: Path) -> None:
 
     summary = out["summary.md"].read_text()
     assert summary.startswith("## Fair-Forge evaluation\n")
-    assert f"- readiness: {result['aggregated_metrics']['readiness']['summary']}\n" in summary
+    assert f"- readiness: {result['aggregated_metrics']['readiness']['summary']}; pass@3 = " in summary
     assert "| task return_window | support_agent | failed | 0 of 3 |" in summary
 
     lines = [json.loads(line) for line in out["turns.jsonl"].read_text().splitlines()]

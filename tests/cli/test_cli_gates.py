@@ -43,7 +43,7 @@ def wilson_low(n: int, c: int, level: float) -> float:
 
 
 def printed_bound(stderr: str) -> float:
-    return float(re.search(r"lower bound of pass\S+ = (\d\.\d{4})", stderr).group(1))  # type: ignore[union-attr]
+    return float(re.search(r"lower bound of pass\S+(?: \([a-z -]+\))? = (\d\.\d{4})", stderr).group(1))  # type: ignore[union-attr]
 
 
 # --------------------------------------------------------------------------- --fail-if-lower-bound
@@ -74,7 +74,7 @@ def test_frequentist_gate_reads_the_wilson_bound_pushed_through_the_metric(
     failing = run_cli_in_process("evaluate", request, "--quiet", "--fail-if-lower-bound", f"{metric}<{bound + 0.001}")
     assert failing.returncode == 1, failing.stderr
     assert printed_bound(failing.stderr) == round(bound, 4)
-    symbol = f"pass^{K}" if metric == "pass_pow_k" else f"pass@{K}"
+    symbol = f"pass^{K} (pooled plug-in)" if metric == "pass_pow_k" else f"pass@{K} (pooled plug-in)"
     assert (
         f"FAILED: lower bound of {symbol} = {bound:.4f} (from the {level:.0%} Wilson bound of {C}/{N} conversations)"
         in failing.stderr
@@ -119,10 +119,13 @@ def test_bayesian_gate_reads_the_credible_bound_the_result_carries(tmp_path: Pat
     aggregated = json.loads((tmp_path / "result.json").read_text())["aggregated_metrics"]
     assert aggregated["pass_pow_k_ci_low"] == pytest.approx(expected["pass_pow_k"], rel=1e-9)
     assert (
-        f"FAILED: lower bound of pass^{K} = {expected['pass_pow_k']:.4f} (90% credible bound) is below"
+        f"FAILED: lower bound of pass^{K} (pooled posterior mean) = {expected['pass_pow_k']:.4f} (90% credible bound) "
+        "is below" in process.stderr
+    )
+    assert (
+        f"gate met: lower bound of pass@{K} (pooled posterior mean) = {expected['pass_at_k']:.4f} (90% credible bound)"
         in process.stderr
     )
-    assert f"gate met: lower bound of pass@{K} = {expected['pass_at_k']:.4f} (90% credible bound)" in process.stderr
     assert process.stderr.count("FAILED:") == 1  # every gate is checked, and only the failing one fails
 
 

@@ -104,7 +104,7 @@ def test_gates_read_the_per_task_figures_when_there_are_tasks(tmp_path: Path) ->
     assert abs(aggregated["pass_pow_k"] - (6 / 9) ** 3) < 1e-12 and aggregated["per_task"]["pass_pow_k"] == 0.0
     assert process.returncode == 1, process.stderr
     assert (
-        "FAILED: per-task pass^3 = 0.0000 (τ-bench, 3 task(s) with 3 or more attempts) is below "
+        "FAILED: pass^3 = 0.0000 (per task, τ-bench, 3 task(s) with 3 or more attempts) is below "
         "--fail-under-pass-pow-k 0.2 by 0.2000" in process.stderr
     )
     assert "readiness: inconsistent per task over 3 task(s)" in process.stderr
@@ -115,7 +115,7 @@ def test_gates_read_the_per_task_figures_when_there_are_tasks(tmp_path: Path) ->
         "evaluate", request, "--fail-if-lower-bound", f"pass_at_k<{bound + 0.01}", "--out", tmp_path / "p.json"
     )
     assert failing.returncode == 1
-    assert f"lower bound of per-task pass@3 = {bound:.4f} (95% Wilson bound over 3 task(s)" in failing.stderr
+    assert f"lower bound of pass@3 = {bound:.4f} (95% Wilson bound over 3 task(s)" in failing.stderr
 
 
 def test_a_request_the_judge_only_abstained_on_is_a_200_that_says_so() -> None:

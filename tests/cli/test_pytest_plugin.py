@@ -180,12 +180,12 @@ def test_every_failure_shows_its_figures(failed: dict[str, str]) -> None:
     # right.json: the pass^3 bound is L³ with L Wilson's low end of 10/10.
     bound = wilson_low(10, 10) ** 3
     assert (
-        f"lower bound of pass^3 = {bound:.4f} (from the 95% Wilson bound of 10/10 conversations; 95% interval) "
+        f"lower bound of pass^3 (pooled plug-in) = {bound:.4f} (from the 95% Wilson bound of 10/10 conversations; 95% interval) "
         f"is below 0.5 by {0.5 - bound:.4f}"
     ) in failed["test_lower_bound_below"]
     # mixed.json: pass^3 = 0.6³ = 0.216.
     assert (
-        f"pass^3 = {0.6**3:.4f} (over 10 scored conversation(s)) is below 0.3 by {0.3 - 0.6**3:.4f}"
+        f"pass^3 (pooled plug-in) = {0.6**3:.4f} (over 10 scored conversation(s)) is below 0.3 by {0.3 - 0.6**3:.4f}"
         in failed["test_point_below"]
     )
 

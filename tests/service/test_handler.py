@@ -44,7 +44,7 @@ def test_calculator_example_succeeds() -> None:
     assert body["success"] is True and body["request_id"]
     assert response.headers["Content-Type"] == "application/json"
     agg = body["aggregated_metrics"]
-    assert (agg["total_conversations"], agg["fully_correct_conversations"], agg["k"]) == (2, 2, 3)
+    assert (agg["total_conversations"], agg["fully_correct_conversations"], agg["k"]) == (2, 2, 2)
     first = body["per_conversation_metrics"][0]
     assert first["session_id"] == "conversation_001" and first["total_interactions"] == 2
     assert first["tool_correctness_scores"][0]["overall_correctness"] == 1.0

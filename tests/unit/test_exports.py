@@ -334,11 +334,11 @@ def test_the_key_figures_are_the_results_with_wilson_intervals_in_frequentist_mo
     assert (n, c, k) == (12, 8, 3)  # counted by hand (module docstring)
     low, high = wilson(n, c, 0.95)
     expected = {
-        "pass@3": (agg.pass_at_k, 1 - (1 - low) ** k, 1 - (1 - high) ** k),
-        "pass^3": (agg.pass_pow_k, low**k, high**k),
+        "pass@3 (pooled plug-in)": (agg.pass_at_k, 1 - (1 - low) ** k, 1 - (1 - high) ** k),
+        "pass^3 (pooled plug-in)": (agg.pass_pow_k, low**k, high**k),
         "fully correct conversations": (c / n, low, high),
-        "per-task pass@3": (agg.per_task.pass_at_k, agg.per_task.pass_at_k_ci_low, agg.per_task.pass_at_k_ci_high),  # type: ignore[union-attr]
-        "per-task pass^3": (
+        "pass@3": (agg.per_task.pass_at_k, agg.per_task.pass_at_k_ci_low, agg.per_task.pass_at_k_ci_high),  # type: ignore[union-attr]
+        "pass^3": (
             agg.per_task.pass_pow_k,  # type: ignore[union-attr]
             agg.per_task.pass_pow_k_ci_low,  # type: ignore[union-attr]
             agg.per_task.pass_pow_k_ci_high,  # type: ignore[union-attr]
@@ -348,7 +348,7 @@ def test_the_key_figures_are_the_results_with_wilson_intervals_in_frequentist_mo
     for figure, (value, ci_low, ci_high) in expected.items():
         assert float(rows[figure]["value"]) == pytest.approx(value, abs=5e-4), figure
         assert interval_of(rows[figure]["95% interval"]) == pytest.approx((ci_low, ci_high), abs=5e-4), figure
-    assert text.splitlines()[2] == f"- readiness: {agg.readiness.summary}"  # type: ignore[union-attr]
+    assert text.splitlines()[2].startswith(f"- readiness: {agg.readiness.summary}; pass@3 = ")  # type: ignore[union-attr]
 
 
 def test_bayesian_figures_carry_the_results_credible_intervals_and_assistants_are_listed(
@@ -357,16 +357,16 @@ def test_bayesian_figures_carry_the_results_credible_intervals_and_assistants_ar
     text = markdown_evaluation(support, 0.9)
     agg = support.aggregated_metrics
     rows = {row["figure"]: row for row in markdown_table(text, "Key figures")}
-    assert interval_of(rows["pass^3"]["90% interval"]) == pytest.approx(
+    assert interval_of(rows["pass^3 (pooled posterior mean)"]["90% interval"]) == pytest.approx(
         (agg.pass_pow_k_ci_low, agg.pass_pow_k_ci_high), abs=5e-4
     )
-    assert interval_of(rows["pass@3"]["90% interval"]) == pytest.approx(
+    assert interval_of(rows["pass@3 (pooled posterior mean)"]["90% interval"]) == pytest.approx(
         (agg.pass_at_k_ci_low, agg.pass_at_k_ci_high), abs=5e-4
     )
     assistants = {row["assistant"]: row for row in markdown_table(text, "Assistants")}
     for name, own in (agg.by_assistant or {}).items():
         assert int(assistants[name]["fully correct"]) == own.fully_correct_conversations
-        assert float(assistants[name]["pass^3"]) == pytest.approx(own.pass_pow_k, abs=5e-4)
+        assert float(assistants[name]["pass^3 (pooled posterior mean)"]) == pytest.approx(own.pass_pow_k, abs=5e-4)
 
 
 def test_flaky_and_failing_tasks_and_the_worst_cases_failing_first(flaky: EvaluationResult) -> None:

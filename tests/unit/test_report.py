@@ -63,7 +63,8 @@ def test_every_figure_and_section_is_present(support: EvaluationResult) -> None:
         "kpi-success-rate",
         "kpi-unscored",
         "kpi-unbiased",
-        "kpi-per-task",
+        "kpi-pooled",
+        "kpi-tier",
         "warnings",
         "fig-pass-curves",
         "fig-tool-breakdown",
@@ -136,9 +137,13 @@ def test_every_number_shown_is_the_json_value(support: EvaluationResult) -> None
     for index, conversation in enumerate(data["per_conversation_metrics"]):
         for turn in range(len(conversation["correctness_scores"])):
             assert json.dumps(["per_conversation_metrics", index, "correctness_scores", turn]) in paths
-    # the headline as the JSON has it, e.g. data-value="0.9815..." for pass@k
-    tile = by_id(elements, "kpi-pass-at-k")
-    assert tile is not None and format_number(agg["pass_at_k"]) in tile.text
+    # the headline as the JSON has it: readiness is decided per task, so the big tile is the
+    # per-task pass@k, and the pooled figure is in its own tile, under its qualified name
+    tile, pooled = by_id(elements, "kpi-pass-at-k"), by_id(elements, "kpi-pooled")
+    assert agg["readiness"]["basis"] == "per_task"
+    assert tile is not None and format_number(agg["per_task"]["pass_at_k"]) in tile.text
+    assert pooled is not None and format_number(agg["pass_at_k"]) in pooled.text
+    assert "pass@3 (pooled posterior mean)" in pooled.text
 
 
 def test_headline_values_are_exact_not_rounded(support: EvaluationResult) -> None:
@@ -339,7 +344,11 @@ def test_per_conversation_rates_are_explained_and_left_out_for_one_turn(calculat
         assert json.dumps(["per_conversation_metrics", 1, metric]) not in paths  # one turn: left out
     hidden = [e for e in elements if e.tag == "td" and "rates-hidden" in e.classes]
     assert [e.text.strip() for e in hidden] == ["—", "—"]
-    headers = [e for e in elements if e.tag == "th" and e.text.strip() in ("pass@3", "pass^3")]
+    headers = [
+        e
+        for e in elements
+        if e.tag == "th" and e.text.strip() in ("pass@2 (per-conversation)", "pass^2 (per-conversation)")
+    ]
     assert len(headers) == 2 and all("taken as the k draws" in e.attrs["title"] for e in headers)
     caption = next(e for e in elements if e.tag == "p" and "caption" in e.classes and "treat its turns" in e.text)
     assert "left out (—) for a one-turn conversation" in caption.text
