@@ -316,6 +316,7 @@ def compare_assistants(
         confidence=assistants.confidence,
         seed=assistants.seed,
         prior=config.statistical_mode.prior,
+        population=assistants.population,
     )
     comparison.efficiency = compare_efficiency(
         [m for m in conversations if m.assistant_id == assistants.baseline],

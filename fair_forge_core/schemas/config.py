@@ -75,12 +75,15 @@ class StatisticalMode(_Request):
 
 class CompareConfig(_Request):
     """`config.compare`: compare two assistants of the request on the tasks both attempted
-    (`fair_forge_core.compare`), at `confidence` (0.95), bootstrap seeded by `seed` (0)."""
+    (`fair_forge_core.compare`), at `confidence` (0.95), bootstrap seeded by `seed` (0); the
+    verdict answers `population`'s question: "attempts" (default), is the candidate worse on
+    these tasks; "tasks", would the difference generalise to new tasks (docs/compare.md)."""
 
     baseline: str = Field(min_length=1)
     candidate: str = Field(min_length=1)
     confidence: float = Field(0.95, gt=0, lt=1)
     seed: int = Field(0, ge=0)
+    population: Literal["attempts", "tasks"] = "attempts"
 
     @model_validator(mode="after")
     def _two_assistants(self) -> CompareConfig:

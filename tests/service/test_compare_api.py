@@ -150,3 +150,22 @@ def test_small_samples_are_tested_exactly_or_reported_not_tested_in_the_publishe
     assert comparison["verdict"] == "regressed" and comparison["attempt_test"]["p_value"] < 0.05
     assert all(m["p_value"] is None and "cannot show a difference" in m["note"] for m in comparison["metrics"])
     assert not [e.message for e in Draft202012Validator(schema).iter_errors(response.body)]
+
+
+def test_the_population_of_the_request_decides_which_test_gives_the_verdict() -> None:
+    # 3 of 12 tasks go from 3/3 to 0/3: on these tasks the exact stratified p is
+    # 2·(1/C(6, 3))³ = 2/8000 (every informative task at its extreme), a regression; as a sample
+    # of tasks, the sign-flip/bootstrap test of 3 changed tasks in 12 is not significant.
+    by_attempts = call_handler(body(right_v1=12, right_v2=9)).body["aggregated_metrics"]["comparison"]
+    by_tasks = call_handler(body(right_v1=12, right_v2=9, population="tasks")).body["aggregated_metrics"]["comparison"]
+    assert (by_attempts["population"], by_attempts["verdict"]) == ("attempts", "regressed")
+    assert by_attempts["attempt_test"]["p_value"] == pytest.approx(2 / 20**3)
+    assert (by_tasks["population"], by_tasks["verdict"]) == ("tasks", by_tasks["task_level_verdict"])
+    assert by_tasks["verdict"] != "regressed"
+    assert sorted(t["task"] for t in by_attempts["changed_tasks"]) == ["t10", "t11", "t9"]
+
+
+def test_an_unknown_population_is_a_400_naming_the_field() -> None:
+    response = call_handler(body(right_v1=12, right_v2=9, population="everyone"))
+    assert response.status == 400
+    assert "config.compare.population" in response.body["error"]
