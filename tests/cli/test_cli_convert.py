@@ -58,9 +58,7 @@ def test_a_file_nested_too_deeply_and_stdin_twice_are_refused(tmp_path: Path) ->
     deep.write_text("[" * 100_000)
     # In a process of its own: in this one, a finalizer the garbage collector runs at the depth of
     # the failed parse (an earlier test's object) can add its own RecursionError to stderr.
-    done = run_cli(
-        "convert", deep, "--from", "openai", "--references", TRACES / "openai_chat.references.jsonl"
-    )
+    done = run_cli("convert", deep, "--from", "openai", "--references", TRACES / "openai_chat.references.jsonl")
     assert (done.returncode, done.stderr) == (2, f"error: {deep}: nested too deeply to read\n")
     done = run_cli_in_process("convert", "-", "--from", "openai", "--references", "-")
     assert (done.returncode, done.stderr) == (
