@@ -439,7 +439,9 @@ def aggregate(conversations: list[ConversationMetrics], config: EvaluationConfig
             pass_at_k_unbiased=stats.pass_at_k_unbiased(n, c, k),
             pass_pow_k_unbiased=stats.pass_pow_k_unbiased(n, c, k),
             interpretation=tier,
-            interpretation_explanation=tiers.explain(tier, rates.pass_at_k, rates.pass_pow_k, k),
+            interpretation_explanation=tiers.explain(
+                tier, rates.pass_at_k, rates.pass_pow_k, k, "pooled posterior mean" if bayesian else "pooled plug-in"
+            ),
             curve=stats.pass_curve(n, c, k, mode),
         )
         if bayesian:

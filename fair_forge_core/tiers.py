@@ -71,10 +71,12 @@ def on_boundary(bound: float) -> float | Fraction:
     return bound
 
 
-def explain(tier: Tier, pass_at_k: float, pass_pow_k: float, k: int) -> str:
-    """One line saying what the tier means, with the numbers that put the agent there."""
+def explain(tier: Tier, pass_at_k: float, pass_pow_k: float, k: int, figure: str = "pooled plug-in") -> str:
+    """One line saying what the tier means, with the numbers that put the agent there, named
+    with their qualifier (`figure`: the pooled figures the tier is decided on, "pooled plug-in"
+    or in Bayesian mode "pooled posterior mean"; docs/statistics.md#which-passk-is-which)."""
     reason = _EXPLANATIONS[tier].format(k=k)
-    return f"{tier}: pass@{k} = {pass_at_k:.3f}, pass^{k} = {pass_pow_k:.3f}; the agent {reason}."
+    return f"{tier}: pass@{k} ({figure}) = {pass_at_k:.3f}, pass^{k} ({figure}) = {pass_pow_k:.3f}; the agent {reason}."
 
 
 def sample_size_warning(n: int, *, bayesian: bool = False) -> str | None:

@@ -7,14 +7,16 @@ headline)."""
 
 from __future__ import annotations
 
-METRIC_LABELS = {
-    "pass@1": "pass@1",
-    "pass@k": "pass@{k} (per-task plug-in)",
-    "pass^k": "pass^{k} (per-task plug-in)",
-    "pass@k_unbiased": "pass@{k}",
-    "pass^k_unbiased": "pass^{k}",
+from fair_forge_core.headline import Figure, Metric, figure_name
+
+METRIC_FIGURES: dict[str, tuple[Metric, Figure]] = {
+    "pass@k": ("pass_at_k", "per_task_plug_in"),
+    "pass^k": ("pass_pow_k", "per_task_plug_in"),
+    "pass@k_unbiased": ("pass_at_k", "per_task"),
+    "pass^k_unbiased": ("pass_pow_k", "per_task"),
 }
-"""Label templates by the metric's JSON name, `{k}` its k."""
+"""Which figure of the glossary (`headline.figure_name`) each compared metric's JSON name is;
+pass@1 is named as it is."""
 
 HEADLINE_METRIC = "pass^k_unbiased"
 """The metric each side's headline pass^k is (at k = 1: pass@1)."""
@@ -24,7 +26,10 @@ def metric_label(metric: str, k: int) -> str:
     """How a compared metric is named at `k`: "pass@1", "pass^3" (per-task unbiased, the
     headline), "pass@3", "pass^3 (per-task plug-in)", "pass@3 (per-task plug-in)"; an unknown
     name as it is."""
-    return METRIC_LABELS.get(metric, metric).format(k=k)
+    if metric not in METRIC_FIGURES:
+        return metric
+    symbol, figure = METRIC_FIGURES[metric]
+    return figure_name(symbol, k, figure)
 
 
 MAX_CHANGED_TASKS = 20

@@ -36,8 +36,10 @@ def test_the_readmes_example_is_inconsistent() -> None:
 def test_explanation_names_the_tier_and_the_numbers() -> None:
     line = explain("inconsistent", 0.963, 0.2963, 3)
     assert line.startswith("inconsistent:")
-    assert "pass@3 = 0.963" in line and "pass^3 = 0.296" in line
+    assert "pass@3 (pooled plug-in) = 0.963" in line and "pass^3 (pooled plug-in) = 0.296" in line
     assert "\n" not in line
+    bayesian = explain("inconsistent", 0.963, 0.2963, 3, "pooled posterior mean")
+    assert "pass^3 (pooled posterior mean) = 0.296" in bayesian
 
 
 def test_sample_size_warning_below_thirty() -> None:
