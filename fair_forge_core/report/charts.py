@@ -353,7 +353,7 @@ def forest_plot(comparison: Mapping[str, Any]) -> ForestPlot | None:
         return None
     shown = [m[name] for m in metrics for name in ("difference", "ci_low", "ci_high") if m[name] is not None]
     half = forest_range(shown)
-    width, left, plot_right, top, row_height = 860, 200, 560, 34, 34  # room for "pass^3 (per-task plug-in)"
+    width, left, plot_right, top, row_height = 900, 250, 610, 34, 34  # room for "pass^3 (per-task plug-in)" in bold
     bottom = top + row_height * len(metrics)
     height = bottom + 50
 

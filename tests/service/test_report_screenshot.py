@@ -186,7 +186,7 @@ def test_the_comparison_forest_plot_renders_in_chromium(chromium: str, tmp_path:
     end = full.index("</section>", start) + len("</section>")
     page, png = tmp_path / "comparison.html", tmp_path / "comparison.png"
     page.write_text(full[:body] + full[start:end] + "</main></body></html>", encoding="utf-8")
-    screenshot(chromium, page, png, height=700)
+    screenshot(chromium, page, png, height=1600)  # below the tasks that changed (12 rows here)
     _, _, rows = decode_png(png.read_bytes())
     assert near(colour_counts(rows), FOREST_HIGHER_GREEN) > 300
 
