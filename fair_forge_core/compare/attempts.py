@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from fair_forge_core.compare.stratified import stratified_exact_test, task_p_value
+from fair_forge_core.compare.tests import significance_level
 from fair_forge_core.compare.verdict import level_text
 from fair_forge_core.schemas import AttemptTest, ChangedTask
 from fair_forge_core.schemas.comparison import Verdict
@@ -28,7 +29,7 @@ def attempt_test(base: Counts, cand: Counts, shared: Sequence[str], confidence: 
       under "no difference" (`statistic < expected`), `improved` when p ≤ α and above it, and
       `inconclusive` otherwise.
     """
-    alpha = 1.0 - confidence
+    alpha = significance_level(confidence)
     tasks = [(*base[t], *cand[t]) for t in shared]
     result = stratified_exact_test(tasks)
     n_b, c_b = sum(t[0] for t in tasks), sum(t[1] for t in tasks)
@@ -58,7 +59,9 @@ def attempt_test(base: Counts, cand: Counts, shared: Sequence[str], confidence: 
         which = "less" if worse else "more"
         explanation = (
             f"{verdict}: on these {len(shared)} tasks the candidate's attempts succeed "
-            f"{which} often ({counts}, exact stratified p = {result.p_value:.3g} ≤ {alpha:.3g})"
+            f"{which} often task by task ({result.statistic} successes where "
+            f"{result.expected:.3g} were expected with no difference; pooled {counts}; "
+            f"exact stratified p = {result.p_value:.3g} ≤ {alpha:.3g})"
             if significant
             else f"inconclusive: no significant difference in per-attempt success on these {len(shared)} tasks "
             f"at {level} ({counts}, exact stratified p = {result.p_value:.3g})"
@@ -86,7 +89,7 @@ def changed_tasks(base: Counts, cand: Counts, shared: Sequence[str], confidence:
     the exact test on that task alone (`stratified.task_p_value`: the doubled-tail Fisher test)
     and whether that p alone is ≤ α = 1 − confidence (no adjustment for the other tasks).
     Worst first: the most negative difference, then the smallest p, then the task's name."""
-    alpha = 1.0 - confidence
+    alpha = significance_level(confidence)
     rows = []
     for task in shared:
         (n_b, c_b), (n_c, c_c) = base[task], cand[task]

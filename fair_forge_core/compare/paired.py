@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fair_forge_core.compare.attempts import attempt_test, changed_tasks
 from fair_forge_core.compare.outcomes import Outcome, Side, outcomes_from_result, per_task_values, tally_side
 from fair_forge_core.compare.tests import (
+    EQUAL_DIFFERENCES,
     MIN_BOOTSTRAP_TASKS,
     bootstrap_p_value,
     bootstrap_replicates,
@@ -24,6 +25,7 @@ from fair_forge_core.compare.tests import (
     percentile_interval,
     probability_better,
     sign_flip_p_value,
+    significance_level,
     smallest_exact_p,
     tasks_needed,
 )
@@ -142,7 +144,7 @@ def compare(
     if population not in ("attempts", "tasks"):
         raise ValueError('population must be "attempts" or "tasks"')
     prior_a, prior_b = check_prior(prior)
-    alpha = 1.0 - confidence
+    alpha = significance_level(confidence)
 
     pairing = _pair(_outcomes_of(baseline, "baseline"), _outcomes_of(candidate, "candidate"))
     shared = pairing.shared
@@ -416,6 +418,8 @@ def _metric(
         return MetricNumbers(name, 0, notes=[f"no shared task has k = {k} scored attempts on both sides"])
     differences = (cand_values - base_values).tolist()
     difference = math.fsum(differences) / tasks
+    if abs(difference) <= EQUAL_DIFFERENCES:  # differences that cancel exactly, up to float residue
+        difference = 0.0
     metric = MetricNumbers(
         name,
         tasks,

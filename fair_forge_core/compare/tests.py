@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 from fair_forge_core.schemas import PRIOR_RANGE, McNemarTest
@@ -28,6 +29,20 @@ def bootstrap_resamples(tasks: int) -> int:
     than 2,000 (the percentile interval's Monte Carlo error stays under a point of coverage:
     `bench_compare` measures 93.8–95.6 % at 2,000)."""
     return max(MIN_RESAMPLES, min(DEFAULT_RESAMPLES, MAX_TASK_DRAWS // max(tasks, 1)))
+
+
+P_TOLERANCE = 1e-9
+"""The relative tolerance of "p ≤ α" (`significance_level`)."""
+
+
+def significance_level(confidence: float) -> float:
+    """The level every "p ≤ α" of a comparison is tested at: α = 1 − confidence, subtracted in
+    decimal (1 − 0.9 is 0.1 as the user means it, where float subtraction gives
+    0.09999999999999998), times 1 + `P_TOLERANCE`. The tolerance is for the p-values: one that
+    is α in exact arithmetic (2/C(6, 3) = 0.1, or a sum of hypergeometric terms equal to 0.05)
+    can come out of float sums a few ulps above it; a p-value within a billionth of α above it
+    counts as α."""
+    return float(Decimal(1) - Decimal(repr(confidence))) * (1.0 + P_TOLERANCE)
 
 
 POWER = 0.8
@@ -157,7 +172,7 @@ def minimum_tasks(confidence: float = 0.95, tests: int = 1, resamples: int | Non
     else `MIN_BOOTSTRAP_TASKS` when tests/(resamples + 1) ≤ α, else None (e.g. at confidence
     0.9999 with five tests: 5·2/2⁹ and 5/10,001 are both above 0.0001). At α = 0.05: 6 for
     one test, 7 for two or three, 8 for four to six."""
-    alpha = 1.0 - confidence
+    alpha = significance_level(confidence)
     if resamples is None:
         tasks = 1
         while tests * smallest_exact_p(tasks) > alpha:
@@ -256,7 +271,9 @@ def tasks_needed(
 
 
 EQUAL_DIFFERENCES = 1e-12
-"""Per-task differences within this of each other are equal (`paired_standard_error`)."""
+"""Per-task differences within this of each other are equal (`paired_standard_error`), and a
+metric's mean difference within this of 0 is 0 (`compare`): 1/3 and −1/3 computed in floats
+average to −2.8e-17, not 0."""
 
 
 def paired_standard_error(differences: Sequence[float]) -> float | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fair_forge_core.compare.tests import PValueMethod, holm_adjust
+from fair_forge_core.compare.tests import PValueMethod, holm_adjust, significance_level
 from fair_forge_core.schemas import ComparedMetric
 from fair_forge_core.schemas.comparison import Verdict
 
@@ -44,7 +44,7 @@ def testable_family(metrics: Sequence[MetricNumbers], confidence: float) -> tupl
     (`same_as`) loses them too and takes that metric's notes after its own. Mutates `metrics`.
     """
     floors = {i: m.floor for i, m in enumerate(metrics) if m.same_as == i and m.floor is not None}
-    family = _family(floors, 1.0 - confidence)
+    family = _family(floors, significance_level(confidence))
     for i, floor in floors.items():
         if i not in family:
             together = sum(1 for f in floors.values() if f <= floor)
@@ -124,7 +124,7 @@ def untestable(metric: MetricNumbers, floor: float, together: int, confidence: f
     small or smaller), is."""
     test = _TEST_NAMES[metric.method] if metric.method is not None else "its test"
     head = f"{metric.tasks} tasks cannot show a difference at {level_text(confidence)}"
-    if floor > 1.0 - confidence:
+    if floor > significance_level(confidence):
         return f"{head}: {test}'s smallest p-value is {floor:.3g}"
     return (
         f"{head} among {together} distinct tests: {test}'s smallest p-value, {floor:.3g}, "

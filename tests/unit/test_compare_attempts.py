@@ -252,3 +252,44 @@ def test_assert_no_regression_can_pass_and_fail_on_a_three_task_suite() -> None:
     with pytest.raises(AssertionError, match="regressed") as failure:
         assert_no_regression(result_of(spec, "v1"), result_of({"a": (3, 0), "b": (3, 2), "c": (3, 0)}, "v2"))
     assert "tasks that changed (2 of 3" in str(failure.value)
+
+
+# --------------------------------------------------------------------------- an independent review's cases
+
+
+def test_a_regression_task_by_task_is_explained_by_t_against_its_expectation_not_by_pooled_rates() -> None:
+    # Simpson's paradox: the candidate spends its attempts on the easy tasks, so its pooled rate
+    # rises (20/120 → 50/120) while every task got worse (easy 2/2 → 5/10, hard 0/10 → 0/2).
+    from fair_forge_core.compare.attempts import attempt_test
+
+    base = {**{f"e{i}": (2, 2) for i in range(10)}, **{f"h{i}": (10, 0) for i in range(10)}}
+    cand = {**{f"e{i}": (10, 5) for i in range(10)}, **{f"h{i}": (2, 0) for i in range(10)}}
+    test = attempt_test(base, cand, sorted(base), 0.95)
+    assert test.verdict == "regressed" and test.statistic < test.expected
+    assert test.difference is not None and test.difference > 0  # the pooled rates point the other way
+    assert f"{test.statistic} successes where {test.expected:.3g} were expected" in test.verdict_explanation
+    assert "less often task by task" in test.verdict_explanation
+
+
+def test_a_p_value_equal_to_alpha_is_significant_at_a_confidence_of_0_9() -> None:
+    # One task of 3 attempts a side, 3/3 → 0/3: p = 2/C(6, 3) = 0.1 exactly, and α = 1 − 0.9 = 0.1.
+    from fair_forge_core.compare.attempts import attempt_test
+
+    base = {f"t{i}": (3, 3) for i in range(3)}
+    cand = {"t0": (3, 0), "t1": (3, 3), "t2": (3, 3)}
+    test = attempt_test(base, cand, ["t0", "t1", "t2"], 0.9)
+    assert test.p_value == pytest.approx(0.1, abs=1e-15)
+    assert test.verdict == "regressed"
+
+
+def test_differences_that_cancel_exactly_are_no_difference_and_need_no_tasks() -> None:
+    # Task a: 1/3 → 2/3 (+1/3), task b: 3/3 → 2/3 (−1/3): the mean is 0 exactly (−2.8e-17 in floats).
+    from fair_forge_core.compare import compare
+
+    def outcomes(counts: dict[str, tuple[int, int]]) -> list[tuple[str, bool]]:
+        return [(task, i < c) for task, (n, c) in counts.items() for i in range(n)]
+
+    result = compare(outcomes({"a": (3, 1), "b": (3, 3)}), outcomes({"a": (3, 2), "b": (3, 2)}), k=1)
+    pass_at_1 = result.metrics[0]
+    assert pass_at_1.difference == 0.0
+    assert pass_at_1.tasks_needed is None
