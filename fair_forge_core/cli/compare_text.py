@@ -229,19 +229,6 @@ def _side_line(name: str, label: str, successes: int, attempts: int, headline: s
     return f"{label} {name} — {successes}/{attempts} attempts fully correct on the shared tasks{headline}"
 
 
-def _headlines(comparison: Comparison) -> tuple[str, str]:
-    """Each side's headline pass^k (per-task unbiased; pass@1 at k = 1), as `, pass^3 0.833`."""
-    from fair_forge_core.compare.labels import HEADLINE_METRIC
-
-    wanted = "pass@1" if comparison.k == 1 else HEADLINE_METRIC
-    metric = next((m for m in comparison.metrics if m.metric == wanted), None)
-    if metric is None or metric.baseline is None or metric.candidate is None:
-        return "", ""
-    label = metric_label(metric.metric, metric.k)
-    over = f" over {metric.tasks} task(s)" if metric.tasks != comparison.shared_tasks else ""
-    return f", {label} {metric.baseline:.3f}{over}", f", {label} {metric.candidate:.3f}{over}"
-
-
 def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
     """The readable report `compare` prints: a header (each side's fully correct attempts and
     headline pass^k), the verdict that decides (`population`'s) and why, the attempt-level
@@ -250,8 +237,10 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
     none; the notes; their verdict; the minimum detectable effect, `n/a (no variation)`
     without variation; the tasks that would settle it, or why none can be given), the metrics
     the exact sign-flip test decided, McNemar's test when it ran, and P(candidate better)."""
+    from fair_forge_core.compare.labels import side_headlines
+
     level = _level(comparison.confidence)
-    base_headline, cand_headline = _headlines(comparison)
+    base_headline, cand_headline = side_headlines(comparison)
     lines = [
         _side_line(baseline, "baseline: ", comparison.baseline_successes, comparison.baseline_attempts, base_headline),
         _side_line(

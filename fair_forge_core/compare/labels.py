@@ -7,7 +7,12 @@ headline)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fair_forge_core.headline import Figure, Metric, figure_name
+
+if TYPE_CHECKING:
+    from fair_forge_core.schemas import Comparison
 
 METRIC_FIGURES: dict[str, tuple[Metric, Figure]] = {
     "pass@k": ("pass_at_k", "per_task_plug_in"),
@@ -30,6 +35,19 @@ def metric_label(metric: str, k: int) -> str:
         return metric
     symbol, figure = METRIC_FIGURES[metric]
     return figure_name(symbol, k, figure)
+
+
+def side_headlines(comparison: Comparison) -> tuple[str, str]:
+    """Each side's headline pass^k (per-task unbiased; pass@1 at k = 1) as `, pass^3 0.833`,
+    followed by ` over N task(s)` when it is over fewer tasks than are shared (the unbiased
+    figure needs k scored attempts on both sides); ("", "") when it was not computed."""
+    wanted = "pass@1" if comparison.k == 1 else HEADLINE_METRIC
+    metric = next((m for m in comparison.metrics if m.metric == wanted), None)
+    if metric is None or metric.baseline is None or metric.candidate is None:
+        return "", ""
+    label = metric_label(metric.metric, metric.k)
+    over = f" over {metric.tasks} task(s)" if metric.tasks != comparison.shared_tasks else ""
+    return f", {label} {metric.baseline:.3f}{over}", f", {label} {metric.candidate:.3f}{over}"
 
 
 MAX_CHANGED_TASKS = 20

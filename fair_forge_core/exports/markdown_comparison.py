@@ -17,11 +17,11 @@ The cells follow `exports.markdown`: 3 decimals, `—` for none, data through `c
 from __future__ import annotations
 
 from fair_forge_core.compare.labels import (
-    HEADLINE_METRIC,
     MAX_CHANGED_TASKS,
     POPULATION_QUESTIONS,
     counts,
     metric_label,
+    side_headlines,
 )
 from fair_forge_core.exports.markdown import MAX_REASON, _n, _table, cell
 from fair_forge_core.schemas import Comparison
@@ -111,15 +111,6 @@ def _needed_lines(comparison: Comparison) -> list[str]:
     return ["", "Shared tasks needed to settle the task-level tests (80% power): " + "; ".join(parts)] if parts else []
 
 
-def _side_headline(comparison: Comparison) -> tuple[str, str]:
-    wanted = "pass@1" if comparison.k == 1 else HEADLINE_METRIC
-    m = next((m for m in comparison.metrics if m.metric == wanted), None)
-    if m is None or m.baseline is None or m.candidate is None:
-        return "", ""
-    label = metric_label(m.metric, m.k)
-    return f", {label} {m.baseline:.3f}", f", {label} {m.candidate:.3f}"
-
-
 def _attempt_lines(comparison: Comparison) -> list[str]:
     test = comparison.attempt_test
     if test is None:
@@ -143,7 +134,7 @@ def markdown_comparison(comparison: Comparison, baseline: str, candidate: str) -
 
     level = percent(comparison.confidence)
     population = comparison.population or "tasks"
-    base_headline, cand_headline = _side_headline(comparison)
+    base_headline, cand_headline = side_headlines(comparison)
     lines = [
         f"## Fair-Forge comparison: {format_verdict(comparison.verdict)}",
         "",
