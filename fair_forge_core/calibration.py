@@ -39,7 +39,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from fair_forge_core import stats
-from fair_forge_core.metrics import TurnJudgement
+from fair_forge_core.judges.judgement import TurnJudgement
 from fair_forge_core.schemas.calibration import (
     CALIBRATION_CONFIDENCE,
     BestThreshold,

@@ -24,24 +24,25 @@ from typing import Any, TypeVar
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from fair_forge_core.checks import DeterministicChecks, deterministic_checks
+from fair_forge_core.checks import Check, active_checks, ordered
 from fair_forge_core.judges.base import RunContext, SingleJudge, TurnJudge
 from fair_forge_core.judges.cascade import CascadeJudge
-from fair_forge_core.judges.goal import JudgeQuestion, goal_request
+from fair_forge_core.judges.goal import JudgeQuestion
+from fair_forge_core.judges.judgement import TurnJudgement
 from fair_forge_core.judges.kinds import is_offline, judge_for
 from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
 from fair_forge_core.judges.panel import JudgePanel, Member, check_panel, consensus
-from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.judges.usage import JudgeLedger
 from fair_forge_core.metrics import (
-    TurnJudgement,
     aggregate,
-    conversation_metrics,
+    metrics_of_results,
     unscored_causes,
+    unscored_conversation_metrics,
     unscored_errors,
 )
 from fair_forge_core.provenance import provenance_of
 from fair_forge_core.schemas import (
+    CheckResult,
     CompareConfig,
     Comparison,
     ConversationMetrics,
@@ -50,7 +51,6 @@ from fair_forge_core.schemas import (
     EvaluationResult,
     input_warnings,
 )
-from fair_forge_core.tools import ToolScorer
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -97,26 +97,22 @@ def chat_models(judge: BaseChatModel | Sequence[BaseChatModel]) -> list[BaseChat
     return [judge] if isinstance(judge, BaseChatModel) else list(judge)
 
 
-TurnKey = tuple[str, str, str, str, str, str | None]
+Asked = list[tuple[Check, Sequence[JudgeQuestion]]]
+"""A conversation's checks, each with the questions it asks the judge (`Check.questions`)."""
 
 
-def _turn_keys(datasets: list[Dataset]) -> list[list[TurnKey]]:
-    """Each turn's judge request as a plain tuple (cheap to build and hash for 10^5 turns; the
-    judge sees exactly these six fields). A conversation unscored before judging
-    (`Dataset.unscored`) asks nothing: no turn, no goal."""
+def _asked(datasets: list[Dataset], checks: list[Check]) -> list[Asked | None]:
+    """Each conversation's `Asked` (None for one unscored before judging: it asks nothing)."""
+    return [None if d.unscored is not None else [(c, c.questions(d)) for c in checks] for d in datasets]
+
+
+def _run_deterministic(datasets: list[Dataset], asked: list[Asked | None]) -> list[list[CheckResult]]:
+    """The results of every check that asks a conversation nothing: run before any judge call,
+    so that the deadline bounds only the judge calls that follow."""
     return [
-        [(b.query, b.assistant, b.ground_truth_assistant, d.context, d.language, b.observation) for b in d.conversation]
-        if d.unscored is None
-        else []
-        for d in datasets
+        [] if checks is None else [r for c, questions in checks if not questions for r in c.check(d, ())]
+        for d, checks in zip(datasets, asked, strict=True)
     ]
-
-
-def _deterministic_checks(
-    datasets: list[Dataset], config: EvaluationConfig, tool_scorer: ToolScorer
-) -> list[DeterministicChecks | None]:
-    """`checks.deterministic_checks` of each conversation (None for one unscored before judging)."""
-    return [deterministic_checks(d, config, tool_scorer) if d.unscored is None else None for d in datasets]
 
 
 async def evaluate_conversations(
@@ -159,34 +155,28 @@ async def evaluate_conversations(
     if len(judges) > 1 or config.judge_samples > 1:
         members = [Member(judge=judge, model=judge.spec().model) for judge in judges]
         llm = JudgePanel.for_config(members, config)
-    keys = _turn_keys(datasets)
-    distinct = {key: JudgeRequest(*key) for key in dict.fromkeys(key for turns in keys for key in turns)}
-    # Every deterministic check first (the tool rubric, tool policies, end states): they need no
-    # judge, so the deadline then bounds what remains, the judge calls.
-    tool_scorer = ToolScorer.for_config(config)
-    checks = _deterministic_checks(datasets, config, tool_scorer)
-    # A conversation's goal is one more question for the same judges (`judges.goal`).
-    goals = {index: goal_request(d) for index, d in enumerate(datasets) if d.goal is not None and d.unscored is None}
+    checks = active_checks(config)
+    asked = _asked(datasets, checks)
+    distinct = list(
+        dict.fromkeys(q for conversation in asked for _, questions in conversation or () for q in questions)
+    )
+    results = _run_deterministic(datasets, asked)
     cascade = _cascade(models, llm, config, context)
     started = time.perf_counter()
-    judged = await judge_all([*distinct.values(), *goals.values()], cascade or llm, context.on_progress)
+    judged = await judge_all(distinct, cascade or llm, context.on_progress)
     if cascade is not None and ledger is not None:
         ledger.cascade_settled_offline = cascade.settled_offline
         ledger.cascade_sent_to_llm = cascade.sent_to_llm
     telemetry.judging_ended_at = time.perf_counter()
     telemetry.judging_s += telemetry.judging_ended_at - started
-    judgements = {key: judged[request] for key, request in distinct.items()}
-    return [
-        conversation_metrics(
-            dataset,
-            [judgements[key] for key in turns],
-            config,
-            tool_scorer=tool_scorer,
-            goal=judged[goals[index]] if index in goals else None,
-            checks=checks[index],
-        )
-        for index, (dataset, turns) in enumerate(zip(datasets, keys, strict=True))
-    ]
+    conversations = []
+    for dataset, conversation, deterministic in zip(datasets, asked, results, strict=True):
+        if conversation is None:
+            conversations.append(unscored_conversation_metrics(dataset, config))
+            continue
+        judged_results = [r for c, qs in conversation if qs for r in c.check(dataset, [judged[q] for q in qs])]
+        conversations.append(metrics_of_results(dataset, ordered([*deterministic, *judged_results]), config))
+    return conversations
 
 
 def _cascade(

@@ -9,90 +9,69 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
 from fair_forge_core import stats, tiers
-from fair_forge_core.checks import DeterministicChecks, TurnTools, check_turn_tools, deterministic_checks
+from fair_forge_core.checks import Check, active_checks, conversation_verdict, run_checks, turn_verdict
+from fair_forge_core.checks.answer import AnswerCheck
+from fair_forge_core.checks.base import NOT_JUDGED
+from fair_forge_core.checks.base import result as check_result
 from fair_forge_core.efficiency import aggregate_efficiency, conversation_efficiency
 from fair_forge_core.flakiness import task_key, task_stability
+from fair_forge_core.judges.judgement import TurnJudgement
 from fair_forge_core.schemas import (
     AggregatedMetrics,
     Batch,
+    CheckCause,
+    CheckResult,
     ConversationMetrics,
     Dataset,
     EvaluationConfig,
-    GoalCheck,
     InteractionResult,
-    JudgeVote,
     PerTaskMetrics,
     RateEstimate,
     Readiness,
     ToolCorrectnessScore,
-    ToolPolicy,
     UnscoredCause,
 )
 from fair_forge_core.schemas.base import with_shared_fields_set
-from fair_forge_core.tools import ToolScorer
 
-ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
-"""The error of a turn the offline judge abstained on (`judges.reference`)."""
-GOAL_ABSTAIN_MESSAGE = "cannot decide a conversation's goal"
-"""How the error of a goal ends when its judge does not read goals (`judges.base.ask`): "the judge
-fair-forge-reference cannot decide a conversation's goal"."""
-DEADLINE_PHRASE = "time budget exhausted"
-"""How every error of a turn the deadline stopped begins (`judges.llm`)."""
-COST_CAP_PHRASE = "the cost cap ("
-"""How the error of a judgement the cost cap stopped begins (`judges.usage`)."""
-
-JudgementCause = Literal["abstained", "cost_cap", "deadline", "judge_error"]
-"""Why a judgement (a turn's, a goal's) gave no score, read from its error (`unscored_cause`);
-a conversation unscored before judging carries its own typed cause (`schemas.UnscoredCause`)."""
+__all__ = ["TurnJudgement"]  # what the judge says of a turn, from `judges.judgement`: what these functions read
 
 
-def unscored_cause(error: str) -> JudgementCause:
-    """Why a turn is unscored, read from its error: "deadline" when the time budget stopped it,
-    "cost_cap" when the cost cap did, "abstained" when the offline judge abstained, else
-    "judge_error" (a provider that failed after its retries, a reply that never parsed). Read in
-    that order, so that a panel's error, which quotes each failed judgement's, is classified by
-    the first of these it holds."""
-    if DEADLINE_PHRASE in error:
-        return "deadline"
-    if COST_CAP_PHRASE in error:
-        return "cost_cap"
-    if ABSTAIN_MESSAGE in error or GOAL_ABSTAIN_MESSAGE in error:
-        return "abstained"
-    return "judge_error"
-
-
-def unscored_errors(conversation: ConversationMetrics) -> list[tuple[Literal["conversation", "turn", "goal"], str]]:
+def unscored_errors(conversation: ConversationMetrics) -> list[tuple[str, str]]:
     """Why a conversation is unscored, each reason with what it stopped: for a conversation
     unscored before judging (`unscored`), its cause in words (`tiers.UNSCORED_CAUSES`: one text
-    per cause, so that conversations count together), alone; else its unscored turns' errors (of
-    results that keep per-turn detail), and its goal's when the goal is required and unjudged.
-    Empty for a scored conversation."""
+    per cause, so that conversations count together) with the unit "conversation", alone; else
+    each required unscored result of its `checks` (docs/checks.md), its reason with the unit
+    "turn" for a turn's result and the check's name for the conversation's (a result without
+    per-turn detail holds only the conversation's). Empty for a scored conversation."""
     if conversation.is_scored:
         return []
     if conversation.unscored is not None:
         return [("conversation", tiers.UNSCORED_CAUSES[conversation.unscored.cause])]
-    errors: list[tuple[Literal["conversation", "turn", "goal"], str]] = [
-        ("turn", i.error) for i in conversation.interactions or () if i.error is not None
+    return [
+        ("turn" if r.scope == "turn" else r.name, r.reason)
+        for r in conversation.checks
+        if r.required and r.outcome == "unscored"
     ]
-    goal = conversation.goal_check
-    if goal is not None and goal.required and goal.error is not None:
-        errors.append(("goal", goal.error))
-    return errors
 
 
-def unscored_causes(conversations: list[ConversationMetrics]) -> Counter[JudgementCause | UnscoredCause]:
+def unscored_causes(conversations: list[ConversationMetrics]) -> Counter[CheckCause]:
     """How many conversations unscored before judging each typed cause accounts for (their
-    `unscored.cause`), and how many unscored turns and required goals each `unscored_cause` of
-    the others' errors does (`unscored_errors`; a result without per-turn detail counts only goals)."""
-    causes: Counter[JudgementCause | UnscoredCause] = Counter(
+    `unscored.cause`), and how many required unscored results of the others' `checks` each
+    result's `cause` does (a result without per-turn detail counts only the conversation's)."""
+    causes: Counter[CheckCause] = Counter(
         m.unscored.cause for m in conversations if m.unscored is not None and not m.is_scored
     )
-    causes.update(unscored_cause(error) for m in conversations if m.unscored is None for _, error in unscored_errors(m))
+    causes.update(
+        r.cause or "judge_error"
+        for m in conversations
+        if m.unscored is None and not m.is_scored
+        for r in m.checks
+        if r.required and r.outcome == "unscored"
+    )
     return causes
 
 
@@ -111,126 +90,59 @@ def utilization_unmeasured(conversations: list[ConversationMetrics]) -> int:
     )
 
 
-@dataclass(frozen=True)
-class TurnJudgement:
-    """What the judge said of one answer: a score in [0, 1] and its reasoning, or why there is none.
-
-    A score that is not a finite number in [0, 1] (NaN, 1.5, a bool) is a `ValueError`
-    here: counted as wrong or right it would corrupt c silently.
-    """
-
-    score: float | None
-    reasoning: str | None = None
-    error: str | None = None
-    judged_by: Literal["offline", "llm"] | None = None
-    """Under `config.judge_cascade`, the judge that decided the turn (`judges.cascade`); else None."""
-    votes: tuple[JudgeVote, ...] | None = None
-    """When the turn was judged more than once (`judges.panel`): each connector's judgements."""
-    agreement: float | None = None
-    """The share of those judgements on the side of the threshold `score` is on (None: unscored)."""
-
-    def __post_init__(self) -> None:
-        score = self.score
-        if score is None:
-            return
-        if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
-            raise ValueError(f"a judge score must be a number in [0, 1], got {score!r}")
-
-
-def score_turn(
-    batch: Batch,
-    judgement: TurnJudgement,
-    config: EvaluationConfig,
-    tool_scorer: ToolScorer | None = None,
-    policy: ToolPolicy | None = None,
-    tools: TurnTools | None = None,
-) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
-    """The verdict on one turn.
-
-    Answer correct ⇔ score ≥ threshold. Tools are scored whenever the turn has
-    `ground_truth_agentic` with expected tools (no tools used then scores, it is not None).
-    Turn correct ⇔ answer correct and, if tools were scored and `require_tool_correctness`,
-    tools correct. A turn without a score has `is_correct` None: unscored, not wrong.
-    `tool_scorer` (made from `config` if not given) may be shared by many turns; `tools`, when
-    given, are the turn's `check_turn_tools` computed already (then `tool_scorer` and `policy`
-    are not read).
-
-    With a tool `policy` (`tools.policy`, in the result's `tool_policy`): the rubric scores the
-    calls without the policy's `ignore_parameters`; a `trajectory_match` verdict, when there is
-    one, is `tool_correct` instead of the rubric's (whose score is kept); a broken rule makes a
-    scored turn wrong, whatever `require_tool_correctness` says.
-    """
-    check, tool_score = tools if tools is not None else check_turn_tools(batch, config, tool_scorer, policy)
-    tool_correct = tool_score.is_correct if tool_score is not None else None
-    if check is not None and check.trajectory_matches is not None:
-        tool_correct = check.trajectory_matches
-    answer_correct = None if judgement.score is None else judgement.score >= config.threshold
-    is_correct = answer_correct
-    if answer_correct and tool_correct is False and config.require_tool_correctness:
-        is_correct = False
-    if answer_correct and check is not None and not check.passed:
-        is_correct = False
-    interaction = InteractionResult(  # every field given: one fields set for all (`with_shared_fields_set`)
-        qa_id=batch.qa_id,
-        answer_score=judgement.score,
-        answer_correct=answer_correct,
-        tool_correct=tool_correct,
-        is_correct=is_correct,
-        judge_reasoning=judgement.reasoning,
-        error=judgement.error,
-        observation=batch.observation,
-        judged_by=judgement.judged_by,
-        judge_votes=None if judgement.votes is None else list(judgement.votes),
-        judge_agreement=judgement.agreement,
-        tool_policy=check,
-    )
-    return with_shared_fields_set(interaction), tool_score
-
-
 def conversation_metrics(
     dataset: Dataset,
     judgements: list[TurnJudgement],
     config: EvaluationConfig,
     *,
-    tool_scorer: ToolScorer | None = None,
     goal: TurnJudgement | None = None,
-    checks: DeterministicChecks | None = None,
+    checks: list[Check] | None = None,
 ) -> ConversationMetrics:
-    """Metrics of one conversation; `judgements[i]` belongs to `dataset.conversation[i]`, `goal`
-    to its `goal` (when it has one: `goal_check`).
-
-    The conversation is scored only if every turn is (and, under `config.require_goal`, its goal
-    was judged), and fully correct only if every turn is correct, when it has an
-    `expected_state` its end state matches (`state.compare_state`, in `state_check`), and under
-    `config.require_goal` its goal is achieved. pass@k / pass^k count turns: n = scored turns, c = correct ones
-    (None when no turn was scored). Pass one `tool_scorer` (built from `config`) to
-    all the conversations of an evaluation so that repeated turns are scored once.
-    `checks`, when given, are the conversation's `deterministic_checks` computed already.
-    A conversation unscored before judging (`dataset.unscored`) is `unscored_conversation_metrics`'s:
-    `judgements` and `goal` are then not read (`evaluate` asks the judge nothing for it).
-    """
+    """Metrics of one conversation from the judge's `judgements` of its turns (`judgements[i]`
+    belongs to `dataset.conversation[i]`) and of its `goal` (when it has one), the `checks` of
+    the evaluation (`checks.active_checks(config)` when not given: pass the same list to every
+    conversation of an evaluation, so that repeated turns' tools are scored once) run on them
+    (`checks.run_checks`), then `metrics_of_results`. A check that asks other questions gets
+    them unjudged. A conversation unscored before judging (`dataset.unscored`) is
+    `unscored_conversation_metrics`'s."""
     if dataset.unscored is not None:
         return unscored_conversation_metrics(dataset, config)
-    if checks is None:
-        checks = deterministic_checks(dataset, config, tool_scorer)
-    turns = [
-        score_turn(b, j, config, tools=tools)
-        for b, j, tools in zip(dataset.conversation, judgements, checks.tools, strict=True)
-    ]
-    interactions = [interaction for interaction, _ in turns]
+    judged = {"answer_correctness": judgements, "goal": [] if goal is None else [goal]}
+    results = run_checks(active_checks(config) if checks is None else checks, dataset, judged)
+    return metrics_of_results(dataset, results, config)
+
+
+def metrics_of_results(dataset: Dataset, results: list[CheckResult], config: EvaluationConfig) -> ConversationMetrics:
+    """A conversation's metrics from its check results (`ConversationMetrics.checks`), by the
+    verdict rule (docs/checks.md "The verdict": `checks.turn_verdict`, `checks.conversation_verdict`).
+
+    pass@k / pass^k count turns: n = scored turns, c = correct ones (None when no turn was
+    scored). The wire fields of the built-in checks are filled from their results: each turn's
+    `InteractionResult` (the `answer_correctness` judgement; `tool_correct` the
+    `tool_correctness` outcome, None when it has none or is unscored; `tool_policy`),
+    `tool_correctness_scores`, `state_check` (`end_state`) and `goal_check` (`goal`).
+    """
+    by_turn: list[list[CheckResult]] = [[] for _ in dataset.conversation]
+    own: dict[str, CheckResult] = {}
+    for r in results:
+        if r.turn is None:
+            own.setdefault(r.name, r)
+        else:
+            by_turn[r.turn].append(r)
+    interactions: list[InteractionResult] = []
+    tool_scores: list[ToolCorrectnessScore | None] = []
+    for batch, turn_results in zip(dataset.conversation, by_turn, strict=True):
+        interaction, tool_score = _interaction(batch, turn_results, config.threshold)
+        interactions.append(interaction)
+        tool_scores.append(tool_score)
     scored = [i for i in interactions if i.is_correct is not None]
     correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]
-    goal_check = _goal_check(dataset.goal, goal, config) if dataset.goal is not None else None
-    # Under `require_goal` the goal decides with the turns: unjudged, it leaves the conversation unscored.
-    goal_verdict = goal_check.goal_achieved if goal_check is not None and goal_check.required else True
-    is_scored = len(scored) == len(interactions) and goal_verdict is not None
-    goal_holds = bool(goal_verdict)
-    state_check = checks.state
-    state_holds = state_check is None or state_check.matches
+    is_scored, fully_correct = conversation_verdict(results)
     rates = None
     if scored:
         rates = stats.estimate_rates(len(scored), len(correct_indices), config.k, config.statistical_mode)
-    metrics = ConversationMetrics(  # every field given, as for `score_turn`'s results
+    state, goal = own.get("end_state"), own.get("goal")
+    metrics = ConversationMetrics(  # every field given: one fields set for all (`with_shared_fields_set`)
         session_id=dataset.session_id,
         assistant_id=dataset.assistant_id,
         task_id=dataset.task_id,
@@ -238,36 +150,69 @@ def conversation_metrics(
         correct_interactions=len(correct_indices),
         unscored_interactions=len(interactions) - len(scored),
         is_scored=is_scored,
-        is_fully_correct=(len(correct_indices) == len(interactions) and state_holds and goal_holds)
-        if is_scored
-        else None,
+        is_fully_correct=fully_correct,
         threshold=config.threshold,
         correctness_scores=[i.answer_score for i in interactions],
         correct_indices=correct_indices,
-        tool_correctness_scores=[tool_score for _, tool_score in turns],
+        tool_correctness_scores=tool_scores,
         k=config.k,
         **_rate_fields(rates),
         interactions=interactions,
-        state_check=state_check,
-        goal_check=goal_check,
+        state_check=None if state is None else state._view,
+        goal_check=None if goal is None else goal._view,
         efficiency=conversation_efficiency(dataset) if config.efficiency else None,
         unscored=None,
+        checks=results,
     )
     return with_shared_fields_set(metrics)
 
 
+_OUTCOME_VALUE = {"passed": True, "failed": False, "unscored": None}
+
+
+def _interaction(
+    batch: Batch, results: list[CheckResult], threshold: float
+) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
+    """A turn's `InteractionResult` and tool score from its results (`metrics_of_results`)."""
+    named = {r.name: r for r in results}
+    answer, tools, policy = named.get("answer_correctness"), named.get("tool_correctness"), named.get("tool_policy")
+    judgement: TurnJudgement = answer._view if answer is not None else NOT_JUDGED
+    interaction = InteractionResult(  # every field given, as for `ConversationMetrics`
+        qa_id=batch.qa_id,
+        answer_score=judgement.score,
+        answer_correct=None if judgement.score is None else judgement.score >= threshold,
+        tool_correct=None if tools is None else _OUTCOME_VALUE[tools.outcome],
+        is_correct=turn_verdict(results),
+        judge_reasoning=judgement.reasoning,
+        error=judgement.error,
+        observation=batch.observation,
+        judged_by=judgement.judged_by,
+        judge_votes=None if judgement.votes is None else list(judgement.votes),
+        judge_agreement=judgement.agreement,
+        tool_policy=None if policy is None else policy._view,
+    )
+    return with_shared_fields_set(interaction), None if tools is None else tools._view
+
+
 def unscored_conversation_metrics(dataset: Dataset, config: EvaluationConfig) -> ConversationMetrics:
     """The metrics of a conversation unscored before judging (`dataset.unscored`): every turn
-    unscored (no score, no tool score, its error naming the cause), no rate, no check (end state,
-    goal, policy), `is_scored` false, and `unscored` carrying the cause and detail; readiness counts
-    it in `total`, never in n or c."""
+    unscored (no score, no tool score, its error naming the cause; its `answer_correctness`
+    result unscored with that cause), no rate, no other check (end state, goal, policy),
+    `is_scored` false, and `unscored` carrying the cause and detail; readiness counts it in
+    `total`, never in n or c."""
     marked = dataset.unscored
     if marked is None:
         raise ValueError("unscored_conversation_metrics needs a dataset with `unscored`")
     error = f"not judged: the conversation is unscored ({marked.cause}: {marked.detail})"
-    # Each turn as `score_turn` makes an unscored one: no score, no tool verdict, the cause as its error.
     unjudged = TurnJudgement(score=None, error=error)
-    interactions = [score_turn(batch, unjudged, config, tools=(None, None))[0] for batch in dataset.conversation]
+    results = [
+        check_result(
+            AnswerCheck, turn=index, outcome="unscored", reason=error, required=True, cause=marked.cause, view=unjudged
+        )
+        for index in range(len(dataset.conversation))
+    ]
+    turn_results = zip(dataset.conversation, results, strict=True)
+    interactions = [_interaction(batch, [r], config.threshold)[0] for batch, r in turn_results]
     turns = len(interactions)
     return ConversationMetrics(
         session_id=dataset.session_id,
@@ -287,6 +232,7 @@ def unscored_conversation_metrics(dataset: Dataset, config: EvaluationConfig) ->
         interactions=interactions,
         efficiency=conversation_efficiency(dataset) if config.efficiency else None,  # spent all the same
         unscored=marked,
+        checks=results,
     )
 
 
@@ -296,26 +242,6 @@ _RATE_FIELDS = tuple(RateEstimate.model_fields)
 def _rate_fields(rates: RateEstimate | None) -> dict[str, Any]:
     """A conversation's pass@k / pass^k fields from its `RateEstimate` (all None without one)."""
     return {name: None if rates is None else getattr(rates, name) for name in _RATE_FIELDS}
-
-
-def _goal_check(goal: str, judgement: TurnJudgement | None, config: EvaluationConfig) -> GoalCheck:
-    """The `GoalCheck` of a conversation's goal from its judgement (None: it was not judged):
-    achieved when its combined score is above 0.5 (`judges.goal.goal_achieved`)."""
-    from fair_forge_core.judges.goal import goal_achieved
-
-    if judgement is None:
-        judgement = TurnJudgement(score=None, error="the goal was not judged")
-    return GoalCheck(
-        goal=goal,
-        goal_achieved=None if judgement.score is None else goal_achieved(judgement.score),
-        score=judgement.score,
-        reasoning=judgement.reasoning,
-        error=judgement.error,
-        required=config.require_goal,
-        judged_by=judgement.judged_by,
-        judge_votes=None if judgement.votes is None else list(judgement.votes),
-        judge_agreement=judgement.agreement,
-    )
 
 
 def task_outcomes(conversations: list[ConversationMetrics], k: int) -> Counter[tuple[int, int]]:

@@ -52,26 +52,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from fair_forge_core import __version__
-from fair_forge_core.metrics import unscored_cause
-from fair_forge_core.schemas import (
-    ConversationMetrics,
-    Dataset,
-    EvaluationResult,
-    InteractionResult,
-    ToolCorrectnessScore,
-)
+from fair_forge_core.schemas import CheckCause, CheckResult, ConversationMetrics, Dataset, EvaluationResult
 
 SEMCONV_VERSION = "1.41.1"
 """The semantic-conventions release whose `gen_ai.evaluation.result` this module follows."""
 
 EVENT_NAME = "gen_ai.evaluation.result"
 SCOPE_NAME = "fair_forge_core.otel_events"
-EVALUATIONS = ("answer_correctness", "tool_correctness", "tool_policy", "end_state", "goal")
-"""The values of `gen_ai.evaluation.name`, in the order a conversation's events come."""
-ERROR_TYPES = ("deadline", "cost_cap", "abstained", "judge_error", "_OTHER")
+ERROR_TYPES = (*get_args(CheckCause), "_OTHER")
 """The values of `error.type` (see the module docstring)."""
 
 Attribute = str | float
@@ -103,15 +94,16 @@ def evaluation_events(result: EvaluationResult, datasets: Sequence[Dataset] | No
         common: dict[str, Attribute] = {"gen_ai.conversation.id": metrics.session_id}
         if metrics.task_id is not None:
             common["fair_forge.task_id"] = metrics.task_id
-        for turn, interaction in enumerate(metrics.interactions or []):
-            trace_id, span_id = spans[turn] if spans else (None, None)
-            here = {**common, "fair_forge.qa_id": interaction.qa_id}
-            tools = metrics.tool_correctness_scores[turn] if turn < len(metrics.tool_correctness_scores) else None
-            for attributes in _turn_verdicts(interaction, tools):
-                events.append(EvaluationEvent({**attributes, **here}, trace_id, span_id))
         traces = {trace for trace, _ in spans if trace is not None}
-        trace_id = traces.pop() if len(traces) == 1 and all(t is not None for t, _ in spans) else None
-        events += [EvaluationEvent({**a, **common}, trace_id) for a in _conversation_verdicts(metrics)]
+        conversation_trace = traces.pop() if len(traces) == 1 and all(t is not None for t, _ in spans) else None
+        for check in metrics.checks:
+            if check.turn is None:
+                events.append(EvaluationEvent({**_verdict(check), **common}, conversation_trace))
+                continue
+            trace_id, span_id = spans[check.turn] if spans else (None, None)
+            qa_id = metrics.interactions[check.turn].qa_id if metrics.interactions else str(check.turn)
+            here = {**common, "fair_forge.qa_id": qa_id}
+            events.append(EvaluationEvent({**_verdict(check), **here}, trace_id, span_id))
     return events
 
 
@@ -127,58 +119,20 @@ def _spans(metrics: ConversationMetrics, dataset: Dataset | None) -> list[tuple[
     ]
 
 
-def _turn_verdicts(interaction: InteractionResult, tools: ToolCorrectnessScore | None) -> list[dict[str, Attribute]]:
-    verdicts = [
-        _verdict(
-            "answer_correctness",
-            interaction.answer_score,
-            interaction.answer_correct,
-            interaction.judge_reasoning,
-            interaction.error,
-        )
-    ]
-    if tools is not None:
-        verdicts.append(_verdict("tool_correctness", tools.overall_correctness, tools.is_correct, tools.reasoning))
-    if interaction.tool_policy is not None:
-        broken = "; ".join(v.message for v in interaction.tool_policy.violations)
-        verdicts.append(_verdict("tool_policy", None, interaction.tool_policy.passed, broken or None))
-    return verdicts
-
-
-def _conversation_verdicts(metrics: ConversationMetrics) -> list[dict[str, Attribute]]:
-    verdicts = []
-    if metrics.state_check is not None:
-        check = metrics.state_check
-        said = f"{check.mismatched} of {check.checked} keys of the expected end state disagree"
-        verdicts.append(_verdict("end_state", None, check.matches, said))
-    if metrics.goal_check is not None:
-        goal = metrics.goal_check
-        verdicts.append(_verdict("goal", goal.score, goal.goal_achieved, goal.reasoning, goal.error))
-    return verdicts
-
-
-def _verdict(
-    name: str, score: float | None, passed: bool | None, explanation: str | None, error: str | None = None
-) -> dict[str, Attribute]:
-    """The attributes of one verdict: a verdict not reached (`passed` None) has `error.type`
-    and its `error` as the explanation; a reached one has its label and, when it has one, its
-    score (as a double: the attribute's type)."""
-    attributes: dict[str, Attribute] = {"gen_ai.evaluation.name": name}
-    if passed is None:
-        attributes["error.type"] = _error_type(error)
-        explanation = error or explanation
+def _verdict(check: CheckResult) -> dict[str, Attribute]:
+    """The attributes of one check result: an unscored one has `error.type` (its cause) and no
+    score or label; a decided one has its label and, when it has one, its score (as a double:
+    the attribute's type); both explain with the result's reason."""
+    attributes: dict[str, Attribute] = {"gen_ai.evaluation.name": check.name}
+    if check.outcome == "unscored":
+        attributes["error.type"] = check.cause or "_OTHER"
     else:
-        if score is not None:
-            attributes["gen_ai.evaluation.score.value"] = float(score)
-        attributes["gen_ai.evaluation.score.label"] = "pass" if passed else "fail"
-    if explanation:
-        attributes["gen_ai.evaluation.explanation"] = explanation
+        if check.score is not None:
+            attributes["gen_ai.evaluation.score.value"] = float(check.score)
+        attributes["gen_ai.evaluation.score.label"] = "pass" if check.outcome == "passed" else "fail"
+    if check.reason:
+        attributes["gen_ai.evaluation.explanation"] = check.reason
     return attributes
-
-
-def _error_type(error: str | None) -> str:
-    """A reason as one of `ERROR_TYPES` (low cardinality, as the convention asks)."""
-    return "_OTHER" if error is None else unscored_cause(error)
 
 
 def otlp_logs_json(events: Sequence[EvaluationEvent], time_unix_nano: int) -> dict[str, Any]:

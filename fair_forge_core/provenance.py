@@ -59,16 +59,20 @@ TURN_FIELDS_NOT_HASHED = ("agent_usage", "trace_span")
 
 def provenance_of(models: Sequence[BaseChatModel], config: EvaluationConfig, datasets: Sequence[Dataset]) -> Provenance:
     """The provenance of an evaluation of `datasets` by `models` (one judge, or an ensemble's in
-    request order) under `config`."""
+    request order) under `config`: the judges', then the checks' `spec()`s (the built-in checks'
+    as fields of their own: `threshold`, the tool settings, and with goals `require_goal` and the
+    goal prompt's hash; a plug-in check's under `checks`), and the figure settings (k, the
+    statistical mode, the judging settings, `max_unscored_share`)."""
+    from fair_forge_core.checks import BUILT_IN_NAMES, active_checks
+
+    specs = {check.name: check.spec() for check in active_checks(config)}
+    goal = specs["goal"] if any(dataset.goal is not None for dataset in datasets) else {}
     return Provenance(
         version=__version__,
         judges=[judge_provenance(model, config) for model in models],
         prompt_hash=prompt_hash(),
-        threshold=config.threshold,
-        tool_threshold=config.tool_threshold,
-        tool_dimension_floor=config.tool_dimension_floor,
-        tool_weights=config.tool_weights.model_dump(),
-        require_tool_correctness=config.require_tool_correctness,
+        **specs["answer_correctness"],
+        **specs["tool_correctness"],
         k=config.k,
         statistical_mode=config.statistical_mode.model_dump(),
         judge_samples=config.judge_samples,
@@ -76,15 +80,6 @@ def provenance_of(models: Sequence[BaseChatModel], config: EvaluationConfig, dat
         judge_cascade=config.judge_cascade,
         datasets_hash=datasets_hash(datasets),
         max_unscored_share=config.max_unscored_share,
-        **_goal_settings(config, datasets),
+        **goal,
+        checks={name: spec for name, spec in specs.items() if name not in BUILT_IN_NAMES} or None,
     )
-
-
-def _goal_settings(config: EvaluationConfig, datasets: Sequence[Dataset]) -> dict[str, object]:
-    """`require_goal` and the goal prompt's hash when some conversation has a goal, else nothing
-    (a result without goals reads as before)."""
-    if not any(dataset.goal is not None for dataset in datasets):
-        return {}
-    from fair_forge_core.judges.goal import goal_prompt_hash
-
-    return {"require_goal": config.require_goal, "goal_prompt_hash": goal_prompt_hash()}

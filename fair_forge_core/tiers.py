@@ -100,12 +100,13 @@ UNSCORED_CAUSES = {
     "cost_cap": "the cost cap was reached",
     "deadline": "the time budget ran out",
     "judge_error": "judge errors",
+    "not_measured": "nothing to measure",
     "not_joined": "trace attempts that match no task of the references",
     "state_not_reported": "trace attempts that report no final_state their task expects",
     "turns_differ": "trace attempts whose turns differ from their task's references",
 }
 """How a readiness summary names why conversations are unscored: the causes of judgements
-(`metrics.unscored_cause`), then those of conversations unscored before judging
+(`judges.judgement.JudgementCause`, and `not_measured`), then those of conversations unscored before judging
 (`schemas.UnscoredCause`; tested to name every one)."""
 
 

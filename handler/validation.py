@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+import fair_forge_core.checks  # noqa: F401  (loads the checks, plug-ins included, that validate config.checks)
+
 # The request model and the error paths are the core's, shared with the CLI.
 from fair_forge_core.schemas import (
     MAX_CONNECTORS,

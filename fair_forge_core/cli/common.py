@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+import fair_forge_core.checks  # noqa: F401  (loads the checks, plug-ins included, that validate config.checks)
+
 if TYPE_CHECKING:
     from fair_forge_core.cli.progress import ProgressBar
     from fair_forge_core.schemas import EvaluationResult, RunRequest

@@ -25,14 +25,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion
+from fair_forge_core.judges.judgement import JudgementCause, TurnJudgement
 from fair_forge_core.judges.verdict import Verdict
-from fair_forge_core.metrics import GOAL_ABSTAIN_MESSAGE, TurnJudgement
 from fair_forge_core.schemas import EvaluationConfig
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
 
     from fair_forge_core.judges.usage import JudgeLedger
+
+
+DEADLINE_PHRASE = "time budget exhausted"
+"""How every message of a `JudgeDeadlineReached` begins (`judges.llm`, `judges.offline`)."""
+GOAL_ABSTAIN_MESSAGE = "cannot decide a conversation's goal"
+"""How the error of a goal put to a judge that does not read goals ends (`ask`): "the judge
+fair-forge-reference cannot decide a conversation's goal"."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,11 @@ class JudgeTelemetry:
 
 
 class JudgeCallError(Exception):
-    """A turn the judge could not score; the message says why and is safe to return."""
+    """A turn the judge could not score; the message says why and is safe to return. `cause`
+    types the why (`judges.judgement.JudgementCause`): "judge_error" here, another in the
+    subclasses, so that what the turn's judgement records never depends on the message's words."""
+
+    cause: JudgementCause = "judge_error"
 
 
 class JudgeAbstained(JudgeCallError):
@@ -79,9 +90,23 @@ class JudgeAbstained(JudgeCallError):
     never retried: asking again would get the same answer. `reasoning` says why (not in the
     message, which stays one text for every abstention)."""
 
+    cause: JudgementCause = "abstained"
+
     def __init__(self, message: str, reasoning: str = "") -> None:
         super().__init__(message)
         self.reasoning = reasoning
+
+
+class JudgeDeadlineReached(JudgeCallError):
+    """The request's deadline passed before this turn could be judged (or while retrying it)."""
+
+    cause: JudgementCause = "deadline"
+
+
+class JudgeCostCapReached(JudgeCallError):
+    """The cost cap (`config.max_cost_usd`, `judges.ledger`) left no budget for this turn's call."""
+
+    cause: JudgementCause = "cost_cap"
 
 
 class JudgeProviderRefused(Exception):
@@ -139,7 +164,7 @@ class SingleJudge:
         try:
             verdict = await ask(self.judge, request)
         except JudgeCallError as exc:
-            return TurnJudgement(score=None, error=str(exc))
+            return TurnJudgement(score=None, error=str(exc), cause=exc.cause)
         return TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)
 
 

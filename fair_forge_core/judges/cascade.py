@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from fair_forge_core.judges.base import Judge, TurnJudge, ask
 from fair_forge_core.judges.goal import JudgeQuestion
+from fair_forge_core.judges.judgement import TurnJudgement
 from fair_forge_core.judges.llm import JudgeCallError
 from fair_forge_core.judges.verdict import Verdict
-from fair_forge_core.metrics import TurnJudgement
 
 PASS_AT = 0.9
 """An offline score ≥ this is a decisive pass."""

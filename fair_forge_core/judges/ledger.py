@@ -66,12 +66,14 @@ from fair_forge_core.judges.identity import judge_identity, judge_model_name, me
 from fair_forge_core.judges.prices import PRICES_VARIABLE, ModelPrice, PriceTable, price_of
 from fair_forge_core.judges.tokens import TokenUsage, UsageCapture, cost_usd
 from fair_forge_core.judges.verdict import Verdict
-from fair_forge_core.metrics import COST_CAP_PHRASE
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_core.schemas.result import JudgeUsage
 
 if TYPE_CHECKING:
     from fair_forge_core.judges.cache import JudgeCache
+
+COST_CAP_PHRASE = "the cost cap ("
+"""How the message of a judgement the cost cap stopped begins (`JudgeLedger.cap_message`)."""
 
 # The name the ledger logged under when it lived in `judges.usage`: operators' log filters and
 # the tests' captures name it, so the cache's warnings keep it.

@@ -41,8 +41,11 @@ from langchain_core.messages import BaseMessage
 from pydantic import SecretStr
 
 from fair_forge_core.judges.base import (  # the error types and run settings live with the Judge protocol
+    DEADLINE_PHRASE,
     JudgeAbstained,
     JudgeCallError,
+    JudgeCostCapReached,
+    JudgeDeadlineReached,
     JudgeProviderRefused,
     JudgeSpec,
     JudgeTelemetry,
@@ -60,10 +63,10 @@ from fair_forge_core.judges.goal import (
     question_caller_text,
     question_messages,
 )
+from fair_forge_core.judges.judgement import TurnJudgement
 from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
 from fair_forge_core.judges.verdict import VERDICT_SCHEMA, CallerText, Verdict, VerdictParseError
-from fair_forge_core.metrics import DEADLINE_PHRASE, TurnJudgement
 from fair_forge_core.redact import redact
 from fair_forge_core.schemas import EvaluationConfig
 
@@ -164,30 +167,35 @@ class AnswerJudge:
                 parse_failures += 1
                 if parse_failures >= self.retry.max_parse_attempts:
                     raise self._turn_error(
-                        f"unparseable judge output after {parse_failures} attempts: {describe_error(error)}"
+                        JudgeCallError,
+                        f"unparseable judge output after {parse_failures} attempts: {describe_error(error)}",
                     )
                 continue
             if kind == "turn":
-                raise self._turn_error(f"judge call failed: {describe_error(error)}")
+                raise self._turn_error(JudgeCallError, f"judge call failed: {describe_error(error)}")
             if status_code_of(error) == 429:
                 # The limiter already holds every call until the provider's Retry-After.
                 self.telemetry.rate_limited += 1
                 rate_limited += 1
                 if rate_limited >= self.retry.max_rate_limited_attempts:
                     raise self._turn_error(
-                        f"judge provider still rate limiting after {rate_limited} attempts: {describe_error(error)}"
+                        JudgeCallError,
+                        f"judge provider still rate limiting after {rate_limited} attempts: {describe_error(error)}",
                     )
                 self.telemetry.retries += 1
                 continue
             attempts += 1
             if attempts >= self.retry.max_attempts:
                 raise self._turn_error(
-                    f"judge provider still failing after {attempts} attempts: {describe_error(error)}"
+                    JudgeCallError, f"judge provider still failing after {attempts} attempts: {describe_error(error)}"
                 )
             delay = self._backoff_s(attempts, retry_after_s(error))
             if self.deadline is not None and time.monotonic() + delay >= self.deadline:
                 # Waiting would end past the deadline, where no call may start anyway.
-                raise self._turn_error(f"{DEADLINE_PHRASE} while retrying the judge provider: {describe_error(error)}")
+                raise self._turn_error(
+                    JudgeDeadlineReached,
+                    f"{DEADLINE_PHRASE} while retrying the judge provider: {describe_error(error)}",
+                )
             self.telemetry.retries += 1
             await asyncio.sleep(delay)
 
@@ -204,7 +212,7 @@ class AnswerJudge:
                 # The call's worst case comes out of the cap's budget before it starts (judges.usage).
                 reserved = await self.ledger.reserve(messages)
                 if reserved is None:
-                    raise self._turn_error(self.ledger.cap_message())
+                    raise self._turn_error(JudgeCostCapReached, self.ledger.cap_message())
                 capture = UsageCapture(self.ledger)
             self.telemetry.calls += 1
             config = {"callbacks": [capture]} if capture is not None else None
@@ -231,7 +239,9 @@ class AnswerJudge:
             async with asyncio.timeout(max(0.0, self.deadline - time.monotonic())):
                 return await self.limiter.acquire()
         except TimeoutError:
-            raise self._turn_error(f"{DEADLINE_PHRASE} before this turn could be judged") from None
+            raise self._turn_error(
+                JudgeDeadlineReached, f"{DEADLINE_PHRASE} before this turn could be judged"
+            ) from None
 
     def _time_left(self) -> float:
         """Timeout of the next call: the per-call limit, cut to the deadline; raises if none is left."""
@@ -239,7 +249,7 @@ class AnswerJudge:
             return self.retry.call_timeout_s
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise self._turn_error(f"{DEADLINE_PHRASE} before this turn could be judged")
+            raise self._turn_error(JudgeDeadlineReached, f"{DEADLINE_PHRASE} before this turn could be judged")
         return min(self.retry.call_timeout_s, left)
 
     def _rate_limit_pause_s(self, exc: BaseException) -> float:
@@ -263,9 +273,9 @@ class AnswerJudge:
         reasoning = redact(verdict.reasoning, self.secrets)
         return verdict if reasoning == verdict.reasoning else verdict.model_copy(update={"reasoning": reasoning})
 
-    def _turn_error(self, message: str) -> JudgeCallError:
+    def _turn_error(self, kind: type[JudgeCallError], message: str) -> JudgeCallError:
         self.telemetry.errors += 1
-        return JudgeCallError(message)
+        return kind(message)
 
 
 @register_judge("llm")

@@ -29,15 +29,20 @@ from dataclasses import dataclass
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from fair_forge_core.judges.base import JudgeSpec, RunContext, register_judge
+from fair_forge_core.judges.base import (
+    DEADLINE_PHRASE,
+    JudgeAbstained,
+    JudgeDeadlineReached,
+    JudgeSpec,
+    RunContext,
+    register_judge,
+)
 from fair_forge_core.judges.goal import JudgeQuestion
-from fair_forge_core.judges.llm import JudgeAbstained, JudgeCallError
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
-from fair_forge_core.judges.reference.model import INLINE_MAX_CHARS, ReferenceJudge
+from fair_forge_core.judges.reference.model import ABSTAIN_MESSAGE, INLINE_MAX_CHARS, ReferenceJudge
 from fair_forge_core.judges.reference.rules import score_answer
 from fair_forge_core.judges.usage import judge_model_name
 from fair_forge_core.judges.verdict import Verdict
-from fair_forge_core.metrics import ABSTAIN_MESSAGE, DEADLINE_PHRASE
 from fair_forge_core.schemas import EvaluationConfig
 
 
@@ -69,7 +74,7 @@ class RulesJudge:
                 return cached
         if context.deadline is not None and time.monotonic() >= context.deadline:
             context.telemetry.errors += 1
-            raise JudgeCallError(f"{DEADLINE_PHRASE} before this turn could be judged")
+            raise JudgeDeadlineReached(f"{DEADLINE_PHRASE} before this turn could be judged")
         context.telemetry.calls += 1
         if len(request.query) + len(request.answer) + len(request.ground_truth) <= INLINE_MAX_CHARS:
             score, reasoning = score_answer(request.query, request.answer, request.ground_truth)

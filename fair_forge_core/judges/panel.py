@@ -41,10 +41,10 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from fair_forge_core.judges.base import Judge, ask
 from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion, goal_achieved
+from fair_forge_core.judges.judgement import JudgementCause, TurnJudgement, first_cause
 from fair_forge_core.judges.kinds import is_offline
 from fair_forge_core.judges.llm import JudgeCallError, JudgeProviderRefused
 from fair_forge_core.judges.usage import judge_identity
-from fair_forge_core.metrics import TurnJudgement
 from fair_forge_core.schemas import (
     ConversationMetrics,
     EvaluationConfig,
@@ -54,6 +54,8 @@ from fair_forge_core.schemas import (
 )
 
 Vote = Literal["majority", "mean"]
+Sample = tuple[float | None, str, JudgementCause | None]
+"""One judgement of a panel's member: (score, reasoning, None), or (None, why it failed, its cause)."""
 
 
 def combine(scores: Sequence[float], vote: Vote) -> float:
@@ -148,9 +150,15 @@ class JudgePanel:
         failed = [(i, vote) for i, vote in enumerate(votes) if vote.score is None]
         if failed:
             where = "; ".join(f"connector[{i}] ({vote.model}): {vote.error}" for i, vote in failed)
-            return TurnJudgement(score=None, error=f"a judgement of the panel failed: {where}", votes=votes)
+            causes = [cause for results in outcomes for score, _, cause in results if cause is not None]
+            return TurnJudgement(
+                score=None,
+                error=f"a judgement of the panel failed: {where}",
+                votes=votes,
+                cause=first_cause(causes),
+            )
         judgements = [
-            (i, s, reasoning) for i, results in enumerate(outcomes) for s, reasoning in results if s is not None
+            (i, s, reasoning) for i, results in enumerate(outcomes) for s, reasoning, _ in results if s is not None
         ]
         if self.vote == "mean":
             score = combine([s for _, s, _ in judgements], "mean")
@@ -165,17 +173,17 @@ class JudgePanel:
             reasoning = f"[{self.members[nearest].model}] {reasoning}"
         return TurnJudgement(score=score, reasoning=reasoning, votes=votes, agreement=agreeing / len(judgements))
 
-    async def _sample(self, member: Member, request: JudgeQuestion, sample: int) -> tuple[float | None, str]:
-        """One judgement: (score, reasoning), or (None, the reason it failed)."""
+    async def _sample(self, member: Member, request: JudgeQuestion, sample: int) -> Sample:
+        """One judgement: (score, reasoning, None), or (None, the reason it failed, its cause)."""
         try:
             verdict = await ask(member.judge, request, sample)
         except JudgeCallError as exc:
-            return None, str(exc)
-        return verdict.score, verdict.reasoning
+            return None, str(exc), exc.cause
+        return verdict.score, verdict.reasoning, None
 
-    def _member_vote(self, member: Member, results: list[tuple[float | None, str]]) -> JudgeVote:
-        scores = [score for score, _ in results]
-        error = next((text for score, text in results if score is None), None)
+    def _member_vote(self, member: Member, results: list[Sample]) -> JudgeVote:
+        scores = [score for score, _, _ in results]
+        error = next((text for score, text, _ in results if score is None), None)
         combined = None if error is not None else combine([s for s in scores if s is not None], self.vote)
         return JudgeVote(model=member.model, scores=scores, score=combined, error=error)
 

@@ -36,6 +36,7 @@ from fair_forge_core.schemas.calibration import (
     Proportion,
     UnscoredPair,
 )
+from fair_forge_core.schemas.checks import CheckCause, CheckOutcome, CheckResult, CheckScope
 from fair_forge_core.schemas.comparison import (
     AttemptTest,
     ChangedTask,
@@ -137,6 +138,10 @@ __all__ = [
     "CalibrationRequest",
     "CategoryAgreement",
     "ChangedTask",
+    "CheckCause",
+    "CheckOutcome",
+    "CheckResult",
+    "CheckScope",
     "CompareConfig",
     "ComparedMetric",
     "Comparison",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from fair_forge_core.schemas.base import _Request
-from fair_forge_core.schemas.json_input import did_you_mean
+from fair_forge_core.schemas.json_input import did_you_mean, omitted_when_none
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
 
@@ -102,6 +103,11 @@ MAX_K = 1000
 StructuredOutputMethod = Literal["json_schema", "function_calling", "json_mode"]
 
 
+check_settings_validator: Callable[[EvaluationConfig], None] | None = None
+"""Set by `fair_forge_core.checks` when it loads (the registry is there, and the schemas import no
+check): raises `ValueError` naming `checks.<name>` for a check not loaded or settings it refuses."""
+
+
 class EvaluationConfig(_Request):
     """Options of one evaluation (docs/request.md). Every field is optional."""
 
@@ -151,6 +157,17 @@ class EvaluationConfig(_Request):
     """Report what each conversation spent (turns, steps, tool calls, failed and repeated calls,
     the agent's tokens, latency and cost from `agent_usage`) and its median / p95 and cost per
     successful task (`fair_forge_core.efficiency`). Decides no verdict."""
+
+    checks: dict[str, dict[str, Any]] | None = omitted_when_none()
+    """The settings of loaded plug-in checks, by check name (docs/checks.md "Write a check"): a
+    check turns on when its name is here. A name no loaded check has, or settings its check
+    refuses, is an error naming `checks.<name>`."""
+
+    @model_validator(mode="after")
+    def _known_checks(self) -> EvaluationConfig:
+        if self.checks and check_settings_validator is not None:
+            check_settings_validator(self)
+        return self
 
     @field_validator("statistical_mode", mode="before")
     @classmethod

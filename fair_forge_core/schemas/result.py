@@ -7,6 +7,7 @@ from typing import Any, Literal, Self
 from pydantic import ConfigDict, Field
 
 from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.checks import CheckResult
 from fair_forge_core.schemas.comparison import Comparison
 from fair_forge_core.schemas.efficiency import ConversationEfficiency, EfficiencyAggregate
 from fair_forge_core.schemas.json_input import omitted_when_none
@@ -189,6 +190,10 @@ class ConversationMetrics(_Result):
     unscored: Unscored | None = omitted_when_none()
     """The dataset's `unscored` (cause and detail) when it was unscored before judging: nothing was
     judged or checked (every turn unscored, `is_scored` false); absent otherwise."""
+    checks: list[CheckResult] = Field(default_factory=list)
+    """Every part of the verdict (`CheckResult`, docs/checks.md): `is_scored` and
+    `is_fully_correct` follow from it. Its turn results are per-turn detail: left out with
+    `interactions`."""
 
 
 class CurvePoint(_Result):
@@ -444,6 +449,8 @@ class Provenance(_Result):
     require_goal: bool | None = omitted_when_none()
     goal_prompt_hash: str | None = omitted_when_none()
     """With goals (`judges.goal`): `config.require_goal`, and the sha256 of the goal prompt's template."""
+    checks: dict[str, dict[str, Any]] | None = omitted_when_none()
+    """The plug-in checks that ran (docs/checks.md), each with its `spec()`; absent when none did."""
 
 
 class EvaluationResult(_Result):
@@ -459,6 +466,9 @@ class EvaluationResult(_Result):
     def without_interactions(self, reason: str) -> Self:
         """The same result without per-turn detail, and the warning `per-turn detail left out:
         <reason>` — the one way detail is dropped (by request, or to fit a response)."""
-        conversations = [m.model_copy(update={"interactions": None}) for m in self.per_conversation_metrics]
+        conversations = [
+            m.model_copy(update={"interactions": None, "checks": [c for c in m.checks if c.scope == "conversation"]})
+            for m in self.per_conversation_metrics
+        ]
         warnings = [*self.warnings, f"per-turn detail left out: {reason}"]
         return self.model_copy(update={"per_conversation_metrics": conversations, "warnings": warnings})

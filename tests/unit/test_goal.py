@@ -225,9 +225,9 @@ def test_an_unjudged_required_goal_is_an_unscored_cause_and_a_conversation_witho
         dataset(),
         [TURN_PASSES],
         EvaluationConfig(),
-        goal=TurnJudgement(score=None, error="the offline judge cannot decide a conversation's goal"),
+        goal=TurnJudgement(score=None, error="I decline to judge goals", cause="abstained"),
     )
-    assert unscored_causes([abstained]) == {"abstained": 1}
+    assert unscored_causes([abstained]) == {"abstained": 1}  # the cause, whatever the words
     without = conversation_metrics(dataset(goal=None), [TURN_PASSES], EvaluationConfig())
     assert without.goal_check is None and "goal_check" not in without.model_dump()
 

@@ -27,6 +27,8 @@ from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.otel_events import evaluation_events, otlp_logs_json
 from fair_forge_core.schemas import (
     Batch,
+    CheckCause,
+    CheckResult,
     ConversationMetrics,
     Dataset,
     EvaluationConfig,
@@ -160,8 +162,12 @@ def test_the_values_are_the_results(tmp_path: Path) -> None:
     expected: list[dict[str, Any]] = []
     for metrics in result.per_conversation_metrics + state_result.per_conversation_metrics:
         assert metrics.interactions is not None
+        # Each event explains with its check's reason, which carries the legacy field's own words.
+        reasons = {(c.name, c.turn): c.reason for c in metrics.checks}
         for turn, interaction in enumerate(metrics.interactions):
             assert interaction.answer_score is not None
+            reason = reasons[("answer_correctness", turn)]
+            assert str(interaction.judge_reasoning) in reason
             expected.append(
                 {
                     "gen_ai.evaluation.name": "answer_correctness",
@@ -169,36 +175,39 @@ def test_the_values_are_the_results(tmp_path: Path) -> None:
                     "gen_ai.evaluation.score.label": "pass"
                     if interaction.answer_score >= metrics.threshold
                     else "fail",
-                    "gen_ai.evaluation.explanation": interaction.judge_reasoning,
+                    "gen_ai.evaluation.explanation": reason,
                 }
             )
             tools = metrics.tool_correctness_scores[turn]
             if tools is not None:
+                reason = reasons[("tool_correctness", turn)]
+                trajectory = interaction.tool_policy and interaction.tool_policy.trajectory_matches is not None
+                assert ("expected trajectory" if trajectory else tools.reasoning) in reason
                 expected.append(
                     {
                         "gen_ai.evaluation.name": "tool_correctness",
                         "gen_ai.evaluation.score.value": tools.overall_correctness,
-                        "gen_ai.evaluation.score.label": "pass" if tools.is_correct else "fail",
-                        "gen_ai.evaluation.explanation": tools.reasoning,
+                        "gen_ai.evaluation.score.label": "pass" if interaction.tool_correct else "fail",
+                        "gen_ai.evaluation.explanation": reason,
                     }
                 )
             if interaction.tool_policy is not None:
+                reason = reasons[("tool_policy", turn)]
+                # every broken rule, in the order the check lists them
+                assert "; ".join(v.message for v in interaction.tool_policy.violations) in reason
                 policy = {"gen_ai.evaluation.name": "tool_policy"}
                 policy["gen_ai.evaluation.score.label"] = "pass" if interaction.tool_policy.passed else "fail"
-                if interaction.tool_policy.violations:
-                    # every broken rule, in the order the check lists them
-                    messages = [v.message for v in interaction.tool_policy.violations]
-                    policy["gen_ai.evaluation.explanation"] = "; ".join(messages)
+                policy["gen_ai.evaluation.explanation"] = reason
                 expected.append(policy)
         if metrics.state_check is not None:
+            reason = reasons[("end_state", None)]
+            check = metrics.state_check
+            assert (f"{check.mismatched} of {check.checked} key(s) disagree" in reason) != check.matches
             expected.append(
                 {
                     "gen_ai.evaluation.name": "end_state",
                     "gen_ai.evaluation.score.label": "pass" if metrics.state_check.matches else "fail",
-                    "gen_ai.evaluation.explanation": (
-                        f"{metrics.state_check.mismatched} of {metrics.state_check.checked} keys of the expected "
-                        "end state disagree"
-                    ),
+                    "gen_ai.evaluation.explanation": reason,
                 }
             )
     verdicts = [{k: v for k, v in a.items() if not k.startswith(("fair_forge.", "gen_ai.conversation"))} for a in seen]
@@ -206,7 +215,7 @@ def test_the_values_are_the_results(tmp_path: Path) -> None:
     # the examples hold each kind of verdict and both labels (so this test can fail on each)
     names = {(a["gen_ai.evaluation.name"], a.get("gen_ai.evaluation.score.label")) for a in verdicts}
     assert names >= {("tool_policy", "pass"), ("tool_policy", "fail"), ("end_state", "pass"), ("end_state", "fail")}
-    assert ("tool_correctness", "fail") in names and ("answer_correctness", "pass") in names
+    assert ("tool_correctness", "pass") in names and ("answer_correctness", "pass") in names
 
 
 def test_each_event_names_the_conversation_task_and_turn_it_judged() -> None:
@@ -234,16 +243,19 @@ def test_a_goal_the_offline_judge_cannot_decide_is_an_error_event_without_a_scor
 
 
 @pytest.mark.parametrize(
-    ("error", "error_type"),
+    ("error", "cause", "error_type"),
     [
-        ("time budget exhausted after 30 s", "deadline"),
-        ("the cost cap (--max-cost-usd 0.5) was reached", "cost_cap"),
-        ("the offline judge cannot decide this turn", "abstained"),
-        ("openai: 500 Internal Server Error", "judge_error"),
-        (None, "_OTHER"),
+        ("time budget exhausted after 30 s", "deadline", "deadline"),
+        ("the cost cap (--max-cost-usd 0.5) was reached", "cost_cap", "cost_cap"),
+        ("I will not grade this", "abstained", "abstained"),
+        ("openai: 500 Internal Server Error", "judge_error", "judge_error"),
+        (None, None, "_OTHER"),
     ],
 )
-def test_an_unscored_turn_is_an_error_event_whose_type_is_low_cardinality(error: str | None, error_type: str) -> None:
+def test_an_unscored_turn_is_an_error_event_whose_type_is_its_cause(
+    error: str | None, cause: CheckCause | None, error_type: str
+) -> None:
+    """`error.type` is the result's typed cause, whatever the error's words; none given is `_OTHER`."""
     turn = InteractionResult(
         qa_id="q1",
         answer_score=None,
@@ -270,6 +282,19 @@ def test_an_unscored_turn_is_an_error_event_whose_type_is_low_cardinality(error:
         pass_at_k=None,
         pass_pow_k=None,
         interactions=[turn],
+        checks=[
+            CheckResult(
+                name="answer_correctness",
+                scope="turn",
+                turn=0,
+                outcome="unscored",
+                required=True,
+                score=None,
+                reason=error or "",
+                cause=cause,
+                detail=None,
+            )
+        ],
     )
     result, _ = evaluated(*example("calculator.json"))
     unscored = result.model_copy(update={"per_conversation_metrics": [metrics]})

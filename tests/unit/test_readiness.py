@@ -14,7 +14,7 @@ from fractions import Fraction
 import pytest
 
 from fair_forge_core import tiers
-from fair_forge_core.metrics import aggregate, per_task_exact, per_task_metrics, task_outcomes, unscored_cause
+from fair_forge_core.metrics import aggregate, per_task_exact, per_task_metrics, task_outcomes
 from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig
 from fair_forge_testing.builders import scored_conversation
 
@@ -93,20 +93,6 @@ def test_the_share_is_a_setting() -> None:
     assert aggregate(rows, EvaluationConfig()).readiness.status == "insufficient_evidence"  # type: ignore[union-attr]
     lenient = EvaluationConfig(max_unscored_share=0.25)
     assert aggregate(rows, lenient).readiness.status == "sufficient"  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize(
-    ("error", "cause"),
-    [
-        ("the offline judge cannot decide this turn", "abstained"),
-        ("the cost cap (config.max_cost_usd 0.5) was reached", "cost_cap"),
-        ("time budget exhausted before this turn could be judged", "deadline"),
-        ("judge provider still failing after 8 attempts: HTTP 503", "judge_error"),
-        ("a judgement of the panel failed: connector[1] (x): the offline judge cannot decide this turn", "abstained"),
-    ],
-)
-def test_unscored_causes_are_read_from_the_error(error: str, cause: str) -> None:
-    assert unscored_cause(error) == cause
 
 
 # --------------------------------------------------------------------------- per task

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from fair_forge_core.checks.end_state import compare_state
 from fair_forge_core.evaluate import evaluate_sync
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.report import render_html
 from fair_forge_core.schemas import EvaluationConfig
-from fair_forge_core.state import compare_state
 from fair_forge_testing.builders import conversation, datasets, turn
 from fair_forge_testing.handler_client import call_handler
 from tests.report_html import parse

@@ -20,7 +20,9 @@ from pydantic import ConfigDict, Field
 from fair_forge_core.judges.llm import JudgeAbstained
 from fair_forge_core.judges.prompt import read_judge_prompt
 from fair_forge_core.judges.reference.rules import score_answer
-from fair_forge_core.metrics import ABSTAIN_MESSAGE
+
+ABSTAIN_MESSAGE = "the offline judge cannot decide this turn"
+"""The message of every abstention of the offline judge (its reasoning says why)."""
 
 INLINE_MAX_CHARS = 1000  # `_agenerate` scores a longer judge message in a worker thread
 

@@ -1,5 +1,6 @@
-"""The end state a conversation should leave behind (`Dataset.expected_state`), compared with the
-one the caller reports (`Dataset.final_state`). Pure: no I/O. Docs: docs/how-to/task-checks.md "Check the end state".
+"""`end_state`: the end state a conversation should leave behind (`Dataset.expected_state`), compared
+with the one the caller reports (`Dataset.final_state`). Required: a conversation whose end state
+does not match is not fully correct. Pure: no I/O. Docs: docs/how-to/task-checks.md "Check the end state".
 
 Rule: `expected_state` states what must hold, key by key. Its nested objects are walked down to
 their leaves — a leaf is anything that is not an object, or an object that is an argument rule
@@ -18,11 +19,19 @@ key "b" of "a" ("/a/b") never share a path, nor do "a/b" ("/a~1b") and "a" → "
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from fair_forge_core.schemas import StateCheck, StateDifference
+from fair_forge_core.checks.base import judged_outcome, register_check, result
+from fair_forge_core.judges.goal import JudgeQuestion
+from fair_forge_core.judges.judgement import TurnJudgement
+from fair_forge_core.schemas import CheckResult, Dataset, EvaluationConfig, StateCheck, StateDifference
 from fair_forge_core.tools.rules import Agreement, is_rule
+
+MAX_STATE_KEYS = 5
+"""How many disagreeing keys of an end state a reason names (the rest are counted)."""
 
 _MISSING = object()
 
@@ -73,3 +82,48 @@ def compare_state(expected: Any, final: Any) -> StateCheck:
         )
     mismatched = sum(1 for d in diff if not d.agrees)
     return StateCheck(matches=mismatched == 0, checked=len(diff), mismatched=mismatched, diff=diff)
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def state_reason(check: StateCheck) -> str:
+    """`end state: 2 of 5 key(s) disagree: path: expected X, got Y; …` (absent keys say so, at
+    most `MAX_STATE_KEYS` named), or `end state: matches (5 key(s) checked)`."""
+    if check.matches:
+        return f"end state: matches ({check.checked} key(s) checked)"
+    wrong = [d for d in check.diff if not d.agrees]
+    parts = [
+        f"{d.path}: expected {_value(d.expected)}, got {_value(d.actual) if d.present else 'nothing (absent)'}"
+        for d in wrong[:MAX_STATE_KEYS]
+    ]
+    if len(wrong) > MAX_STATE_KEYS:
+        parts.append(f"… and {len(wrong) - MAX_STATE_KEYS} more")
+    return f"end state: {check.mismatched} of {check.checked} key(s) disagree: " + "; ".join(parts)
+
+
+@register_check
+@dataclass(frozen=True)
+class EndStateCheck:
+    """A conversation with an `expected_state` (`Dataset.checks_state`): passed when the state
+    matches (`compare_state`), else failed; its `StateCheck` is the result's `state_check`."""
+
+    name: ClassVar[str] = "end_state"
+
+    @classmethod
+    def for_config(cls, config: EvaluationConfig) -> EndStateCheck:
+        return cls()
+
+    def questions(self, dataset: Dataset) -> Sequence[JudgeQuestion]:
+        return ()
+
+    def check(self, dataset: Dataset, judged: Sequence[TurnJudgement]) -> list[CheckResult]:
+        if not dataset.checks_state:
+            return []
+        check = compare_state(dataset.expected_state, dataset.final_state)
+        outcome = judged_outcome(check.matches)
+        return [result(self, outcome=outcome, reason=state_reason(check), required=True, view=check)]
+
+    def spec(self) -> dict[str, Any]:
+        return {}
