@@ -1,11 +1,23 @@
-"""Calling `lambda_handler` with real API Gateway REST proxy events, as API Gateway does."""
+"""Calling `lambda_handler` with real API Gateway REST proxy events, as API Gateway does.
+
+With `FAIR_FORGE_RECORD_RESPONSES` set to a directory, importing this module wraps
+`handler.app.lambda_handler` so that every call (from `call_handler`, from a test that calls
+`lambda_handler` itself, from the local API's server, which looks it up per request) appends
+`{"test", "method", "path", "query", "accept", "request", "status", "base64", "response"}` as one JSON
+line to `responses-<pid>.jsonl` in that directory: bodies as the raw strings of the event and
+the response, `test` from `PYTEST_CURRENT_TEST`. Loaded before the tests import the handler
+(`pytest -p fair_forge_testing.handler_client`), it sees them all; benchmarks/response_snapshots.py
+reads the files. Unset, nothing is wrapped.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +32,44 @@ class HandlerResponse:
     body: dict[str, Any]
     headers: dict[str, str]
     raw: str
+
+
+RECORD_ENV = "FAIR_FORGE_RECORD_RESPONSES"
+
+
+_RECORD_LOCK = threading.Lock()
+
+
+def _recorded(inner: Any) -> Any:
+    """`inner`, also appending each exchange to the `RECORD_ENV` directory (module docstring)."""
+
+    @functools.wraps(inner)
+    def recorded(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        response: dict[str, Any] = inner(event, context)
+        headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
+        line = {
+            "test": os.environ.get("PYTEST_CURRENT_TEST"),
+            "method": event.get("httpMethod"),
+            "path": event.get("path"),
+            "query": event.get("queryStringParameters"),
+            "accept": headers.get("accept"),  # POST /run answers HTML or JSON by it
+            "request": event.get("body"),
+            "status": response.get("statusCode"),
+            "base64": response.get("isBase64Encoded", False),
+            "response": response.get("body"),
+        }
+        path = Path(os.environ[RECORD_ENV]) / f"responses-{os.getpid()}.jsonl"
+        with _RECORD_LOCK, path.open("a", encoding="utf-8") as file:  # the local API serves from threads
+            file.write(json.dumps(line) + "\n")
+        return response
+
+    return recorded
+
+
+if os.environ.get(RECORD_ENV):
+    import handler.app as _app
+
+    _app.lambda_handler = lambda_handler = _recorded(lambda_handler)  # type: ignore[assignment]
 
 
 def call_handler(
