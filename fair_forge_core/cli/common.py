@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-import fair_forge_core.checks  # noqa: F401  (loads the checks, plug-ins included, that validate config.checks)
-
 if TYPE_CHECKING:
     from fair_forge_core.cli.progress import ProgressBar
     from fair_forge_core.schemas import EvaluationResult, RunRequest
@@ -233,6 +231,7 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     """
     from pydantic import ValidationError
 
+    import fair_forge_core.checks  # noqa: F401  (loads the checks, plug-ins included, that validate config.checks)
     from fair_forge_core.schemas import RunRequest, TracesRunRequest
     from fair_forge_core.trace_formats import TRACES_NOT_A_REQUEST, looks_like_traces
 
