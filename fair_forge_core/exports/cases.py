@@ -22,21 +22,18 @@ Turns are numbered from 1 in the reasons ("turn 2 (q2)"); the rows of `rows` giv
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from fair_forge_core.checks.end_state import state_reason
 from fair_forge_core.flakiness import task_key
-from fair_forge_core.schemas import ConversationMetrics, InteractionResult, StateCheck, ToolCorrectnessScore
+from fair_forge_core.schemas import ConversationMetrics, InteractionResult, ToolCorrectnessScore
 
 Outcome = Literal["passed", "failed", "skipped"]
 CaseKind = Literal["task", "conversation", "metric", "verdict"]
 """What a case is: a task's attempts, a conversation, and in a comparison a metric or the verdict."""
-
-MAX_STATE_KEYS = 5
-"""How many disagreeing keys of an end state a reason names (the rest are counted)."""
 
 
 def _number(value: float | None) -> str:
@@ -92,22 +89,6 @@ def _tool_reason(score: ToolCorrectnessScore | None, turn: InteractionResult) ->
     if score is None:
         return "judged wrong"
     return f"overall {_number(score.overall_correctness)}: {_sentence(score.reasoning)}"
-
-
-def _value(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def state_reason(check: StateCheck) -> str:
-    """`end state: 2 of 5 key(s) disagree: path: expected X, got Y; …` (absent keys say so)."""
-    wrong = [d for d in check.diff if not d.agrees]
-    parts = [
-        f"{d.path}: expected {_value(d.expected)}, got {_value(d.actual) if d.present else 'nothing (absent)'}"
-        for d in wrong[:MAX_STATE_KEYS]
-    ]
-    if len(wrong) > MAX_STATE_KEYS:
-        parts.append(f"… and {len(wrong) - MAX_STATE_KEYS} more")
-    return f"end state: {check.mismatched} of {check.checked} key(s) disagree: " + "; ".join(parts)
 
 
 def failure_reasons(conversation: ConversationMetrics) -> list[str]:
