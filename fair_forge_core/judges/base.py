@@ -205,7 +205,8 @@ class JudgeSpec:
 
 
 class Judge(Protocol):
-    """One judge of turns (module docstring)."""
+    """One judge of turns (module docstring): what `evaluate` takes, and what panels and the
+    cascade combine (and are). A plug-in judge is any class with these two methods."""
 
     def spec(self) -> JudgeSpec: ...
 
@@ -252,7 +253,9 @@ class RunContext:
     telemetry counters, the progress callback (`on_progress(done, total)` after each distinct
     judge request), the ledger (tokens, cost cap, cache: `judges.usage`) and the secrets to mask
     in every text a judge returns (the request's keys and the server's: `plan.RunPlan.secrets`).
-    Each judge gets the evaluation's context with its own ledger (an ensemble's member's)."""
+    Each judge `evaluate` builds from a chat model gets the evaluation's context with its own
+    ledger (an ensemble's member's); a `Judge` passed to `evaluate` as it is keeps the context
+    it was built with."""
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     telemetry: JudgeTelemetry = field(default_factory=JudgeTelemetry)
