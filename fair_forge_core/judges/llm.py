@@ -51,7 +51,6 @@ from fair_forge_core.judges.base import (  # the error types and run settings li
     JudgeTelemetry,
     RetryPolicy,
     RunContext,
-    SingleJudge,
     register_judge,
 )
 from fair_forge_core.judges.errors import ErrorKind, classify_error, describe_error, retry_after_s, status_code_of
@@ -63,7 +62,6 @@ from fair_forge_core.judges.goal import (
     question_caller_text,
     question_messages,
 )
-from fair_forge_core.judges.judgement import TurnJudgement
 from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
 from fair_forge_core.judges.verdict import VERDICT_SCHEMA, CallerText, Verdict, VerdictParseError
@@ -125,10 +123,6 @@ class AnswerJudge:
         from fair_forge_core.judges.usage import judge_model_name
 
         return JudgeSpec(kind="llm", model=judge_model_name(self.model), offline=False, judges_goals=True)
-
-    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
-        """`judge(request)` as a `TurnJudgement` (`judges.base.SingleJudge`)."""
-        return await SingleJudge(self).judge_turn(request)
 
     async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict:
         """The verdict on one turn (or a conversation's goal: `judges.goal`), after retries. See the module docstring for the errors.
