@@ -1,7 +1,7 @@
 """What produced a result (`schemas.Provenance`), so that two results can be checked to be
 comparable before they are compared (docs/how-to/compare.md "Compare two agents").
 
-`judge_provenance` names a judge by its kind (its registered name), class path and model, and
+`judge_provenance` names a judge by its class path and model, and
 fingerprints it with `identity`, a sha256: for a chat model (adapted to a judge by the registry),
 of `judges.usage.judge_identity` (class path, model, sampling parameters, endpoint when set,
 output mode, prompt hash), the fingerprint of what decides its verdicts, which never holds a key
@@ -22,7 +22,6 @@ from pydantic_core import to_json
 
 from fair_forge_core import __version__
 from fair_forge_core.judges.base import Judge
-from fair_forge_core.judges.kinds import registration_for
 from fair_forge_core.judges.usage import class_path_of, judge_identity, judge_model_name, prompt_hash
 from fair_forge_core.schemas import Dataset, EvaluationConfig, JudgeProvenance, Provenance
 
@@ -34,12 +33,11 @@ def _sha256_of_json(value: Any) -> str:
 
 
 def judge_provenance(judge: BaseChatModel | Judge, config: EvaluationConfig) -> JudgeProvenance:
-    """One judge (module docstring): a chat model by its registry kind, class path, model name and
-    the sha256 of its `judge_identity`; a `Judge` by its spec's kind and model, its class path, and
-    the sha256 of its class path and spec."""
+    """One judge (module docstring): a chat model by its class path, model name and the sha256 of
+    its `judge_identity`; a `Judge` by its class path, its spec's model, and the sha256 of its
+    class path and spec (its kind included)."""
     if isinstance(judge, BaseChatModel):
         return JudgeProvenance(
-            kind=registration_for(judge).kind,
             class_path=class_path_of(judge),
             model=judge_model_name(judge),
             identity=_sha256_of_json(judge_identity(judge, config)),
@@ -47,7 +45,6 @@ def judge_provenance(judge: BaseChatModel | Judge, config: EvaluationConfig) -> 
     spec = judge.spec()
     class_path = f"{type(judge).__module__}.{type(judge).__qualname__}"
     return JudgeProvenance(
-        kind=spec.kind,
         class_path=class_path,
         model=spec.model,
         identity=_sha256_of_json({"class_path": class_path, **spec.as_json()}),

@@ -411,8 +411,7 @@ class AggregatedMetrics(_Result):
 
 
 class JudgeProvenance(_Result):
-    """One judge of an evaluation, as its result records it (`fair_forge_core.provenance`): its
-    `kind` (the judge's registered name: "llm", "reference", a plug-in's), the connector's class
+    """One judge of an evaluation, as its result records it (`fair_forge_core.provenance`): the connector's class
     path (a `Judge` passed to `evaluate` as it is: the judge's own class), the model name, and
     `identity`, the sha256 (hex) of everything that decides its verdicts besides the messages
     (`judges.usage.judge_identity`: class path, model, sampling parameters, endpoint when set,
@@ -420,8 +419,6 @@ class JudgeProvenance(_Result):
     judges with one identity give the same verdicts on the same turns; the identity never holds
     a key or a header."""
 
-    kind: str | None = None
-    """None in a result written before the kind was recorded."""
     class_path: str
     model: str
     identity: str

@@ -87,7 +87,6 @@ def test_a_plug_in_judge_passed_to_evaluate_decides_and_is_recorded_by_its_spec(
     recorded = json.loads(result.model_dump_json())
     assert recorded["provenance"]["judges"] == [
         {
-            "kind": spec.kind,
             "class_path": class_path,
             "model": spec.model,
             "identity": hashlib.sha256(identity_json.encode()).hexdigest(),
