@@ -40,7 +40,7 @@ from typing import Literal
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from fair_forge_core.judges.base import Judge, ask
-from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion, goal_achieved
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.judgement import JudgementCause, TurnJudgement, first_cause
 from fair_forge_core.judges.kinds import is_offline
 from fair_forge_core.judges.llm import JudgeCallError, JudgeProviderRefused
@@ -164,10 +164,9 @@ class JudgePanel:
             score = combine([s for _, s, _ in judgements], "mean")
         else:
             score = combine([vote.score for vote in votes if vote.score is not None], "majority")
-        # A judgement's side: a turn's, of the threshold; a goal's, achieved or not (`judges.goal`).
-        passes = goal_achieved if isinstance(request, GoalRequest) else (lambda s: s >= self.threshold)
-        passed = passes(score)
-        agreeing = sum(1 for _, s, _ in judgements if passes(s) == passed)
+        # A judgement's side is the question's: a turn's, of the threshold; a goal's, achieved or not.
+        passed = request.passes(score, self.threshold)
+        agreeing = sum(1 for _, s, _ in judgements if request.passes(s, self.threshold) == passed)
         nearest, _, reasoning = min(judgements, key=lambda j: abs(j[1] - score))
         if len(self.members) > 1:
             reasoning = f"[{self.members[nearest].model}] {reasoning}"
