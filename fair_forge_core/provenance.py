@@ -6,7 +6,7 @@ fingerprints it with `identity`, a sha256: for a chat model (adapted to a judge 
 of `judges.usage.judge_identity` (class path, model, sampling parameters, endpoint when set,
 output mode, prompt hash), the fingerprint of what decides its verdicts, which never holds a key
 or a header; for a `Judge` passed to `evaluate` as it is, of its class path and its `spec()`
-(kind, model, offline, judges_goals, settings: what it says decides its verdicts, a panel's
+(kind, model, offline, reads, settings: what it says decides its verdicts, a panel's
 and a cascade's including their members'). `datasets_hash` fingerprints the conversations judged.
 """
 

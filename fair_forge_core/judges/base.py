@@ -36,8 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.judgement import JudgementCause, TurnJudgement
+from fair_forge_core.judges.question import EVERY_KIND
 from fair_forge_core.judges.verdict import Verdict
 from fair_forge_core.schemas import EvaluationConfig, JudgeVote
 
@@ -49,9 +50,9 @@ if TYPE_CHECKING:
 
 DEADLINE_PHRASE = "time budget exhausted"
 """How every message of a `JudgeDeadlineReached` begins (`judges.llm`, `judges.offline`)."""
-GOAL_ABSTAIN_MESSAGE = "cannot decide a conversation's goal"
-"""How the error of a goal put to a judge that does not read goals ends (`ask`): "the judge
-fair-forge-reference cannot decide a conversation's goal"."""
+ABSTAIN_PHRASE = "cannot decide"
+"""The error of a question put to a judge that does not read its kind (`ask`): "the judge
+fair-forge-reference cannot decide a conversation's goal" (the question's `about`)."""
 
 
 @dataclass(frozen=True)
@@ -180,14 +181,20 @@ _ERROR_OF_CAUSE: dict[JudgementCause, type[JudgeCallError]] = {
 class JudgeSpec:
     """What a judge says of itself: its registered `kind`, the `model` name its votes and usage
     carry, whether it is `offline` (no network, no cost: the cascade's first stage, never
-    an ensemble member under the cascade), and whether it `judges_goals`."""
+    an ensemble member under the cascade), and the kinds of question it `reads`."""
 
     kind: str
     model: str
     offline: bool = False
-    judges_goals: bool = False
-    """Whether it reads a conversation's goal (`judges.goal.GoalRequest`); a judge that does not
-    is never sent one: `ask` makes its judgement an abstention."""
+    reads: frozenset[str] = frozenset()
+    """The kinds of question it reads besides answers, which every judge reads
+    (`judges.question.JudgeQuestion.kind`: "goal", "criterion", a plug-in's; "*" every kind). A
+    question of a declared kind it does not read is never sent to it: `ask` makes its judgement
+    an abstention."""
+
+    def reads_kind(self, kind: str) -> bool:
+        return EVERY_KIND in self.reads or kind in self.reads
+
     settings: dict[str, Any] = field(default_factory=dict)
     """What else decides its verdicts, as JSON values (a panel's samples, vote and members'
     specs; a plug-in judge's own options): hashed into the result's provenance
@@ -199,7 +206,7 @@ class JudgeSpec:
             "kind": self.kind,
             "model": self.model,
             "offline": self.offline,
-            "judges_goals": self.judges_goals,
+            "reads": sorted(self.reads),
             "settings": self.settings,
         }
 
@@ -215,12 +222,16 @@ class Judge(Protocol):
 
 async def ask(judge: Judge, request: JudgeQuestion, sample: int = 0) -> Verdict:
     """`judge.judge(request, sample)`, the one way panels, the cascade and `judge_turn` ask: a
-    goal (`judges.goal.GoalRequest`) put to a judge whose spec does not say it `judges_goals`
-    (the offline judge, a plug-in judge of turns) is a `JudgeAbstained`, never a call."""
-    if isinstance(request, GoalRequest):
+    question of a `declared` kind the judge's spec does not say it `reads` (a goal or a criterion
+    put to the offline judge, or to a plug-in judge of turns) is a `JudgeAbstained`, never a
+    call. An answer is put to every judge without asking its spec."""
+    if request.declared:
         spec = judge.spec()
-        if not spec.judges_goals:
-            raise JudgeAbstained(f"the judge {spec.model} {GOAL_ABSTAIN_MESSAGE}", "it judges answers, not goals")
+        if not spec.reads_kind(request.kind):
+            raise JudgeAbstained(
+                f"the judge {spec.model} {ABSTAIN_PHRASE} {request.about}",
+                f"it reads {', '.join(['answer', *sorted(spec.reads)])} questions, not {request.kind} questions",
+            )
     return await judge.judge(request, sample)
 
 

@@ -23,7 +23,7 @@ decisive, the LLM stage for the same sample. Its verdict is the deciding stage's
 `CombinedVerdict` whose detail keeps the stage's own (a panel's votes) and says which stage
 decided (`judged_by`: "offline" or "llm"); an LLM stage that leaves the turn unscored raises
 its `JudgeCallError` on, its detail saying `judged_by` "llm" too. A goal is passed on to
-the stages (the cascade's spec says it `judges_goals`), each of which `judges.base.ask` lets judge
+the stages (the cascade's spec says it `reads` every kind), each of which `judges.base.ask` lets judge
 it or makes its judgement an abstention: the offline judge's sends it on, the LLM stage's is the
 goal's judgement.
 """
@@ -36,6 +36,7 @@ from typing import Literal
 
 from fair_forge_core.judges.base import CombinedVerdict, Judge, JudgeCallError, JudgeSpec, ask, detail_of
 from fair_forge_core.judges.goal import JudgeQuestion
+from fair_forge_core.judges.question import EVERY_KIND
 from fair_forge_core.judges.verdict import Verdict
 
 PASS_AT = 0.9
@@ -65,14 +66,14 @@ class CascadeJudge:
 
     def spec(self) -> JudgeSpec:
         """Kind "cascade", named by its LLM stage's model; offline when both stages are; it
-        `judges_goals` (it passes goals on: module docstring); its settings are its bounds and
+        `reads` every kind (it passes each question on: module docstring); its settings are its bounds and
         both stages' specs."""
         offline, llm = self.offline.spec(), self.llm.spec()
         return JudgeSpec(
             kind="cascade",
             model=llm.model,
             offline=offline.offline and llm.offline,
-            judges_goals=True,
+            reads=frozenset({EVERY_KIND}),
             settings={"pass_at": PASS_AT, "fail_at": FAIL_AT, "offline": offline.as_json(), "llm": llm.as_json()},
         )
 

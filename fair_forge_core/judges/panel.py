@@ -30,7 +30,7 @@ detail. So a panel can be another panel's member or a cascade's stage, and a mem
 `Judge` (a cascade, another panel). Asked for sample s (as a member of a panel that samples),
 it asks its members for samples s·N to s·N + N − 1, so that each of its judgements keeps a
 judge cache entry of its own; asked once (s = 0), samples 0 to N − 1. A goal is passed on to
-every member (its spec says it `judges_goals`), each of which `judges.base.ask` lets judge it
+every member (its spec says it `reads` every kind), each of which `judges.base.ask` lets judge it
 or makes its judgement an abstention.
 
 At most `config.max_concurrency` turns are judged by the panel at once (each member's calls
@@ -60,9 +60,10 @@ from fair_forge_core.judges.base import (
     ask,
     unscored,
 )
-from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion, goal_achieved
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.judgement import JudgementCause, first_cause
 from fair_forge_core.judges.kinds import is_offline
+from fair_forge_core.judges.question import EVERY_KIND
 from fair_forge_core.judges.usage import judge_identity
 from fair_forge_core.judges.verdict import Verdict
 from fair_forge_core.schemas import (
@@ -158,14 +159,14 @@ class JudgePanel:
 
     def spec(self) -> JudgeSpec:
         """Kind "panel", named by its members' models joined by " + "; offline when every member
-        is; it `judges_goals` (it passes goals on: module docstring); its settings are its
+        is; it `reads` every kind (it passes each question on: module docstring); its settings are its
         samples, vote and threshold and its members' specs, in order."""
         specs = [member.judge.spec() for member in self.members]
         return JudgeSpec(
             kind="panel",
             model=" + ".join(member.model for member in self.members),
             offline=all(spec.offline for spec in specs),
-            judges_goals=True,
+            reads=frozenset({EVERY_KIND}),
             settings={
                 "samples": self.samples,
                 "vote": self.vote,
@@ -207,10 +208,9 @@ class JudgePanel:
             score = combine([s for _, s, _ in judgements], "mean")
         else:
             score = combine([vote.score for vote in votes if vote.score is not None], "majority")
-        # A judgement's side: a turn's, of the threshold; a goal's, achieved or not (`judges.goal`).
-        passes = goal_achieved if isinstance(request, GoalRequest) else (lambda s: s >= self.threshold)
-        passed = passes(score)
-        agreeing = sum(1 for _, s, _ in judgements if passes(s) == passed)
+        # A judgement's side is the question's: a turn's, of the threshold; a goal's, achieved or not.
+        passed = request.passes(score, self.threshold)
+        agreeing = sum(1 for _, s, _ in judgements if request.passes(s, self.threshold) == passed)
         nearest, _, reasoning = min(judgements, key=lambda j: abs(j[1] - score))
         if len(self.members) > 1:
             reasoning = f"[{self.members[nearest].model}] {reasoning}"

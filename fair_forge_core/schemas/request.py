@@ -213,6 +213,39 @@ class TraceSpan(_Request):
     span_id: str = Field(pattern=r"^[0-9a-fA-F]{16}$")
 
 
+MAX_CRITERIA = 20
+"""The most criteria of one scope (a turn, a conversation, a default of `config.checks.criteria`)."""
+MAX_CRITERION_RULE_CHARS = 2_000
+"""The longest criterion rule: a rule is a sentence or a short paragraph, sent with every question."""
+
+
+class Criterion(_Request):
+    """A named rule the judge decides pass / fail without a reference (docs/checks.md "criteria"):
+    `name` (1 to 64 letters, digits, `_` or `-`, unique in its scope: the result is exported as
+    `criteria.<name>`), `rule` (the words the judge reads, 1 to `MAX_CRITERION_RULE_CHARS`
+    characters), `required` (false: reported, decides nothing)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    rule: str = Field(min_length=1, max_length=MAX_CRITERION_RULE_CHARS)
+    required: bool = True
+
+
+def unique_names(criteria: list[Criterion] | None) -> list[Criterion] | None:
+    """`criteria` when no two share a name, else `ValueError` naming the first repeated one."""
+    seen: dict[str, int] = {}
+    for index, criterion in enumerate(criteria or ()):
+        if criterion.name in seen:
+            raise ValueError(
+                f"{criterion.name!r} names criteria [{seen[criterion.name]}] and [{index}]: "
+                "a criterion's name is unique in its scope"
+            )
+        seen[criterion.name] = index
+    return criteria
+
+
+Criteria = Annotated[list[Criterion], Field(max_length=MAX_CRITERIA), AfterValidator(unique_names)]
+"""The criteria of one scope: at most `MAX_CRITERIA`, names unique."""
+
 ORIGINAL_TURN_FIELDS = ("logprobs", "weight")
 """Per-turn fields of alquimia-fair-forge's `Batch` that this service reads and ignores."""
 
@@ -239,6 +272,9 @@ class Batch(_Request):
     """What the agent spent on this turn, for `config.efficiency` (`fair_forge_core.efficiency`)."""
     trace_span: TraceSpan | None = omitted_when_none()
     """The OpenTelemetry span of the turn's answer (`TraceSpan`), for `fair-forge evaluate --otel-events`."""
+    criteria: Criteria | None = omitted_when_none()
+    """Rules the judge decides on this turn's query and answer (`checks.criteria`); absent: the
+    default turn criteria of `config.checks.criteria`, [] none."""
 
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod
@@ -290,6 +326,9 @@ class Dataset(_Request):
     """The criteria of the goal, each of which must be met (needs `goal`)."""
     tool_policy: ToolPolicy | None = omitted_when_none()
     """Rules on the tools of every turn (`ToolPolicy`); a turn's own `tool_policy` fields replace these."""
+    criteria: Criteria | None = omitted_when_none()
+    """Rules the judge decides on the whole conversation (`checks.criteria`); absent: the default
+    conversation criteria of `config.checks.criteria`, [] none."""
     unscored: Unscored | None = omitted_when_none()
     """Set when the conversation is unscored before judging (`Unscored`: e.g. a trace attempt that
     could not be joined to its references); absent for a conversation to judge."""

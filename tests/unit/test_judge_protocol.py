@@ -78,7 +78,7 @@ def test_a_plug_in_judge_passed_to_evaluate_decides_and_is_recorded_by_its_spec(
             "kind": "same-words",
             "model": "same-words-v1",
             "offline": True,
-            "judges_goals": False,
+            "reads": [],
             "settings": {"fold_case": True},
         },
         sort_keys=True,
