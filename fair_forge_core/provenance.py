@@ -73,17 +73,31 @@ END_STATE_FIELDS = ("expected_state", "final_state")
 TURN_FIELDS_NOT_HASHED = ("agent_usage", "trace_span")
 
 
+SPREAD_CHECKS = frozenset({"answer_correctness", "tool_correctness", "goal"})
+"""The checks whose specs are fields of `Provenance` of their own (`threshold`, the tool settings,
+the goal's), not entries of `checks`."""
+
+
 def provenance_of(
     judges: Sequence[BaseChatModel | Judge], config: EvaluationConfig, datasets: Sequence[Dataset]
 ) -> Provenance:
     """The provenance of an evaluation of `datasets` by `judges` (one judge, or an ensemble's in
     request order; each a chat model or a `Judge`) under `config`: the judges', then the checks' `spec()`s (the built-in checks'
     as fields of their own: `threshold`, the tool settings, and with goals `require_goal` and the
-    goal prompt's hash; a plug-in check's under `checks`), and the figure settings (k, the
-    statistical mode, the judging settings, `max_unscored_share`)."""
+    goal prompt's hash; any other's under `checks`: a plug-in check's always, a built-in one's
+    (`criteria`) when it asks the judge about these datasets, so a result without criteria records
+    none), and the figure settings (k, the statistical mode, the judging settings,
+    `max_unscored_share`)."""
     from fair_forge_core.checks import BUILT_IN_NAMES, active_checks
 
-    specs = {check.name: check.spec() for check in active_checks(config)}
+    checks = active_checks(config)
+    specs = {check.name: check.spec() for check in checks}
+    other = {
+        check.name: specs[check.name]
+        for check in checks
+        if check.name not in SPREAD_CHECKS
+        and (check.name not in BUILT_IN_NAMES or any(check.questions(dataset) for dataset in datasets))
+    }
     goal = specs["goal"] if any(dataset.goal is not None for dataset in datasets) else {}
     return Provenance(
         version=__version__,
@@ -99,5 +113,5 @@ def provenance_of(
         datasets_hash=datasets_hash(datasets),
         max_unscored_share=config.max_unscored_share,
         **goal,
-        checks={name: spec for name, spec in specs.items() if name not in BUILT_IN_NAMES} or None,
+        checks=other or None,
     )
