@@ -54,7 +54,7 @@ from fair_forge_core.judges.verdict import (
     verdict_object,
 )
 from fair_forge_core.schemas import Batch, CheckResult, Dataset, EvaluationConfig
-from fair_forge_core.schemas.base import _Request, with_shared_fields_set
+from fair_forge_core.schemas.base import RequestModel, with_shared_fields_set
 from fair_forge_core.schemas.request import Criteria, Criterion
 
 CRITERION_DATA_START = "<<<CRITERION_EVALUATION_DATA>>>"
@@ -219,7 +219,7 @@ def turn_subject(batch: Batch) -> str:
     return _subject(turn=turn)
 
 
-class CriteriaDefaults(_Request):
+class CriteriaDefaults(RequestModel):
     """`config.checks.criteria`: the criteria of every turn and of every conversation that gives
     none of its own."""
 

@@ -36,18 +36,18 @@ from fair_forge_core.cli.common import (
     EXIT_REGRESSED,
     STDIN,
     CliError,
-    _name,
-    _read_json,
-    _request_of,
-    _run_evaluation,
-    _validation_message,
-    _write,
+    display_name,
     json_dump,
+    read_json,
+    request_of,
+    run_evaluation,
     say,
     say_lines,
+    validation_message,
+    write_output,
 )
 from fair_forge_core.cli.compare_text import format_comparison, metric_label
-from fair_forge_core.cli.progress import _progress
+from fair_forge_core.cli.progress import progress_bar
 
 __all__ = ["cmd_compare", "format_comparison", "metric_label"]
 
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from fair_forge_core.schemas import Comparison, ConversationMetrics, EvaluationResult
 
 
-def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
+def result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     """A result file's JSON (`evaluate`'s output, or a `POST /run` or job response body:
     `request_id` and `job_id` are ignored) as an `EvaluationResult`; `CliError` naming the
     file and the field otherwise."""
@@ -64,19 +64,19 @@ def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     from fair_forge_core.schemas import EvaluationResult
 
     if data.get("success") is False:
-        raise CliError(f"{_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
+        raise CliError(f"{display_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
     payload = {key: value for key, value in data.items() if key not in ("request_id", "job_id")}
     try:
         return EvaluationResult.model_validate(payload)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
+        raise CliError(validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
 
 
 def _side_key(path: Path) -> str:
     return "-" if path == STDIN else str(path.resolve())
 
 
-def _load_side(
+def load_side(
     path: Path, stdin: TextIO, stderr: TextIO, quiet: bool, cache: dict[str, EvaluationResult]
 ) -> EvaluationResult:
     """The result of one side: read from a result file, or evaluated from a request file
@@ -85,24 +85,28 @@ def _load_side(
     key = _side_key(path)
     if key in cache:
         return cache[key]
-    data = _read_json(path, "file", stdin)
+    data = read_json(path, "file", stdin)
     if "per_conversation_metrics" in data or "success" in data:
-        result = _result_of(data, path)
+        result = result_of(data, path)
     elif "connector" in data:
-        request, import_warnings = _request_of(data, path)
-        result = _run_evaluation(request, import_warnings, path, _progress(stderr, quiet, f"judging {_name(path)}"))
+        request, import_warnings = request_of(data, path)
+        result = run_evaluation(
+            request, import_warnings, path, progress_bar(stderr, quiet, f"judging {display_name(path)}")
+        )
         for warning in result.warnings:
-            say(stderr, f"warning: {_name(path)}: {warning}")
+            say(stderr, f"warning: {display_name(path)}: {warning}")
     else:
         raise CliError(
-            f"{_name(path)}: neither a result (per_conversation_metrics) "
+            f"{display_name(path)}: neither a result (per_conversation_metrics) "
             "nor a request (connector with datasets or traces)"
         )
     cache[key] = result
     return result
 
 
-def _outcomes(result: EvaluationResult, path: Path, assistant: str | None, flag: str) -> list[tuple[str, bool | None]]:
+def side_outcomes(
+    result: EvaluationResult, path: Path, assistant: str | None, flag: str
+) -> list[tuple[str, bool | None]]:
     """One side's outcomes, of `assistant` when given; `CliError` naming the file and the
     flag when it has none of that assistant's conversations, or several assistants and no
     choice."""
@@ -111,17 +115,17 @@ def _outcomes(result: EvaluationResult, path: Path, assistant: str | None, flag:
     present = sorted({m.assistant_id for m in result.per_conversation_metrics})
     if assistant is None and len(present) > 1:
         raise CliError(
-            f"{_name(path)} holds the conversations of {len(present)} assistants ({', '.join(present)}): "
+            f"{display_name(path)} holds the conversations of {len(present)} assistants ({', '.join(present)}): "
             f"choose one with {flag}"
         )
     try:
         return outcomes_from_result(result, assistant)
     except ValueError as exc:
-        raise CliError(f"{_name(path)}: {flag} {assistant}: {exc}") from None
+        raise CliError(f"{display_name(path)}: {flag} {assistant}: {exc}") from None
 
 
 def _conversations_of(result: EvaluationResult, assistant: str | None) -> list[ConversationMetrics]:
-    """The conversations of one side: `assistant`'s, or all of them (`_outcomes` has checked the choice)."""
+    """The conversations of one side: `assistant`'s, or all of them (`side_outcomes` has checked the choice)."""
     return [m for m in result.per_conversation_metrics if assistant is None or m.assistant_id == assistant]
 
 
@@ -157,10 +161,10 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             "choose two assistants with --baseline-assistant and --candidate-assistant"
         )
     cache: dict[str, EvaluationResult] = {}
-    base_result = _load_side(args.baseline, stdin, stderr, args.quiet, cache)
-    cand_result = _load_side(args.candidate, stdin, stderr, args.quiet, cache)
-    baseline = _outcomes(base_result, args.baseline, args.baseline_assistant, "--baseline-assistant")
-    candidate = _outcomes(cand_result, args.candidate, args.candidate_assistant, "--candidate-assistant")
+    base_result = load_side(args.baseline, stdin, stderr, args.quiet, cache)
+    cand_result = load_side(args.candidate, stdin, stderr, args.quiet, cache)
+    baseline = side_outcomes(base_result, args.baseline, args.baseline_assistant, "--baseline-assistant")
+    candidate = side_outcomes(cand_result, args.candidate, args.candidate_assistant, "--candidate-assistant")
     k = args.k
     if k is None:
         k_base, k_cand = base_result.aggregated_metrics.k, cand_result.aggregated_metrics.k
@@ -201,14 +205,14 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         raise CliError("no task was scored on both sides: nothing to compare")
 
     def describe(path: Path, assistant: str | None) -> str:
-        return _name(path) + (f" (assistant {assistant})" if assistant is not None else "")
+        return display_name(path) + (f" (assistant {assistant})" if assistant is not None else "")
 
     baseline_name = describe(args.baseline, args.baseline_assistant)
     candidate_name = describe(args.candidate, args.candidate_assistant)
     say_lines(stdout, format_comparison(comparison, baseline_name, candidate_name))
     written = []
     if args.out is not None:
-        _write(json_dump(comparison.model_dump(mode="json")), args.out, stdout)
+        write_output(json_dump(comparison.model_dump(mode="json")), args.out, stdout)
         written.append(args.out)
     written += write_comparison_outputs(args, comparison, baseline_name, candidate_name, stdout)
     if not args.quiet:
