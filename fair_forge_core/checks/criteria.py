@@ -44,12 +44,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fair_forge_core.checks.base import judged_outcome, one_line, register_check, result
 from fair_forge_core.judges.goal import json_texts, transcript
 from fair_forge_core.judges.judgement import TurnJudgement
-from fair_forge_core.judges.prompt import DEFAULT_BOS, DEFAULT_EOS, marker_instruction
+from fair_forge_core.judges.prompt import DEFAULT_BOS, DEFAULT_EOS, marked_data, marker_instruction
 from fair_forge_core.judges.verdict import (
-    MAX_REASONING_CHARS,
     CallerText,
     Verdict,
     VerdictParseError,
+    bounded_reasoning,
     provider_schema,
     verdict_object,
 )
@@ -95,8 +95,7 @@ class CriterionVerdict(BaseModel):
     @field_validator("reasoning", mode="before")
     @classmethod
     def _bounded_text(cls, value: object) -> str:
-        text = value if isinstance(value, str) else str(value)
-        return text if len(text) <= MAX_REASONING_CHARS else text[: MAX_REASONING_CHARS - 1] + "…"
+        return bounded_reasoning(value)
 
     def as_verdict(self) -> Verdict:
         return Verdict(score=1.0 if self.passed else 0.0, reasoning=self.reasoning)
@@ -183,17 +182,9 @@ class CriterionRequest:
 
 
 def parse_criterion_request(text: str) -> dict[str, Any] | None:
-    """The data of a message `CriterionRequest.messages` built (its JSON line), or None when
-    `text` carries none: what a test's fake judge reads."""
-    marker = f"\n{CRITERION_DATA_START}\n"
-    at = text.find(marker)
-    if at < 0:
-        return None
-    try:
-        data = json.loads(text[at + len(marker) :].split("\n", 1)[0])
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    """The data of a message `CriterionRequest.messages` built (its JSON line: `marked_data`), or
+    None when `text` carries none: what a test's fake judge reads."""
+    return marked_data(text, CRITERION_DATA_START)
 
 
 def criteria_prompt_hash() -> str:

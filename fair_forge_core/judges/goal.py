@@ -37,13 +37,13 @@ from typing import Any, ClassVar
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fair_forge_core.judges.prompt import DEFAULT_BOS, DEFAULT_EOS, marker_instruction
+from fair_forge_core.judges.prompt import DEFAULT_BOS, DEFAULT_EOS, marked_data, marker_instruction
 from fair_forge_core.judges.question import JudgeQuestion as JudgeQuestion  # re-exported: its old home
 from fair_forge_core.judges.verdict import (
-    MAX_REASONING_CHARS,
     CallerText,
     Verdict,
     VerdictParseError,
+    bounded_reasoning,
     provider_schema,
     verdict_object,
 )
@@ -180,17 +180,9 @@ def build_goal_messages(
 
 
 def parse_goal_request(text: str) -> dict[str, Any] | None:
-    """The data of a message built by `build_goal_messages` (its JSON line), or None when `text`
-    carries none: what a test's fake judge reads."""
-    marker = f"\n{GOAL_DATA_START}\n"
-    at = text.find(marker)
-    if at < 0:
-        return None
-    try:
-        data = json.loads(text[at + len(marker) :].split("\n", 1)[0])
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    """The data of a message built by `build_goal_messages` (its JSON line: `marked_data`), or
+    None when `text` carries none: what a test's fake judge reads."""
+    return marked_data(text, GOAL_DATA_START)
 
 
 class GoalVerdict(BaseModel):
@@ -223,9 +215,7 @@ class GoalVerdict(BaseModel):
         reasoning = self.reasoning
         if self.unmet_criteria:
             reasoning = f"{reasoning} Unmet: {'; '.join(self.unmet_criteria)}".strip()
-        if len(reasoning) > MAX_REASONING_CHARS:
-            reasoning = reasoning[: MAX_REASONING_CHARS - 1] + "…"
-        return Verdict(score=1.0 if self.goal_achieved else 0.0, reasoning=reasoning)
+        return Verdict(score=1.0 if self.goal_achieved else 0.0, reasoning=bounded_reasoning(reasoning))
 
 
 GOAL_VERDICT_SCHEMA: dict[str, Any] = provider_schema(GoalVerdict)

@@ -145,22 +145,26 @@ def marker_instruction(bos_json_clause: str, eos_json_clause: str) -> str:
     return f"{_MARKERS_LEAD}{bos_json_clause}{_MARKERS_SEP}{eos_json_clause}{_MARKERS_TAIL}"
 
 
-def parse_judge_request(text: str) -> JudgeRequest | None:
-    """Recover the `JudgeRequest` from a message built by `build_judge_messages`.
-
-    Returns None when `text` carries no well-formed data line. Only the line right
-    after the start label is read, so nothing the caller wrote can move it.
-    """
-    marker = f"\n{DATA_START}\n"
+def marked_data(text: str, start: str) -> dict[str, Any] | None:
+    """The JSON object on the line right after the label `start` in a prompt's message (the
+    turn's, a goal's, a criterion's data line), or None when `text` carries no well-formed one.
+    Only that line is read, so nothing the caller wrote can move it: what a test's fake judge reads."""
+    marker = f"\n{start}\n"
     at = text.find(marker)
     if at < 0:
         return None
-    line = text[at + len(marker) :].split("\n", 1)[0]
     try:
-        data = json.loads(line)
+        data = json.loads(text[at + len(marker) :].split("\n", 1)[0])
     except ValueError:
         return None
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else None
+
+
+def parse_judge_request(text: str) -> JudgeRequest | None:
+    """Recover the `JudgeRequest` from a message built by `build_judge_messages` (`marked_data`),
+    or None when `text` carries no well-formed data line."""
+    data = marked_data(text, DATA_START)
+    if data is None:
         return None
     fields = ("query", "agent_answer", "ground_truth", "context", "language", "observation")
     if not all(isinstance(data.get(name, ""), str) for name in fields):

@@ -26,6 +26,13 @@ MAX_REPLY_CHARS = 64_000
 last block is); a verdict is a few hundred characters."""
 
 
+def bounded_reasoning(value: object) -> str:
+    """A verdict's reasoning as text (a non-text value as its `str`), cut to `MAX_REASONING_CHARS`
+    with a final "…" when longer."""
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= MAX_REASONING_CHARS else text[: MAX_REASONING_CHARS - 1] + "…"
+
+
 class VerdictParseError(ValueError):
     """The judge's reply holds no usable verdict."""
 
@@ -55,8 +62,7 @@ class Verdict(BaseModel):
     @field_validator("reasoning", mode="before")
     @classmethod
     def _bounded_text(cls, value: object) -> str:
-        text = value if isinstance(value, str) else str(value)
-        return text if len(text) <= MAX_REASONING_CHARS else text[: MAX_REASONING_CHARS - 1] + "…"
+        return bounded_reasoning(value)
 
 
 def provider_schema(model: type[BaseModel]) -> dict[str, Any]:
