@@ -1,8 +1,8 @@
 """`fair-forge compare`: is the candidate better than the baseline?
 
 `fair_forge_core.compare.compare` over the tasks both sides scored. Each side is a result
-file (`evaluate`'s output or a `POST /run` response body) or a request file, evaluated
-first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistant` pick
+file (`evaluate`'s output or a `POST /run` response body; told by its `format_version`,
+`holds_result`) or a request file, evaluated first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistant` pick
 one assistant's conversations; a file holding several assistants needs one, and the two
 sides may then be the same file. k is the results' unless `--k` says otherwise. The verdict
 and the exit code are `--population`'s: `attempts` (default), is the candidate worse on these
@@ -63,13 +63,35 @@ def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
 
     from fair_forge_core.schemas import EvaluationResult
 
+    from fair_forge_core.schemas.result import RESULT_FORMAT
+
     if data.get("success") is False:
         raise CliError(f"{_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
+    version = data.get("format_version", RESULT_FORMAT)
+    if version != RESULT_FORMAT:
+        raise CliError(
+            f"{_name(path)}: a result in format {str(version)[:100]!r}, which this version does not read "
+            f"(it reads {RESULT_FORMAT!r}): compare it with the version that wrote it"
+        )
     payload = {key: value for key, value in data.items() if key not in ("request_id", "job_id")}
     try:
         return EvaluationResult.model_validate(payload)
     except ValidationError as exc:
         raise CliError(_validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
+
+
+def holds_result(data: dict[str, Any]) -> bool:
+    """Whether a side's file holds a result (else it is read as a request).
+
+    A result says so by its `format_version` (docs/response.md#top-level). A response body
+    (`success`, true or false) is a result or an error response, which `_result_of` refuses. A
+    result written before `format_version` existed has none, and is told by the keys every
+    result has (`per_conversation_metrics`, `aggregated_metrics`): a request never has either
+    (`RunRequest` refuses unknown fields), so keeping those files readable cannot take a
+    request for a result."""
+    if "format_version" in data or "success" in data:
+        return True
+    return "per_conversation_metrics" in data or "aggregated_metrics" in data
 
 
 def _side_key(path: Path) -> str:
@@ -86,7 +108,7 @@ def _load_side(
     if key in cache:
         return cache[key]
     data = _read_json(path, "file", stdin)
-    if "per_conversation_metrics" in data or "success" in data:
+    if holds_result(data):
         result = _result_of(data, path)
     elif "connector" in data:
         request, import_warnings = _request_of(data, path)

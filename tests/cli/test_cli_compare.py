@@ -225,6 +225,27 @@ def test_result_files_give_the_same_comparison_as_the_requests_they_came_from(tm
     assert "judging" not in from_results.stderr  # results are not judged again
 
 
+def test_a_result_says_its_format_and_one_written_before_format_version_is_still_read(tmp_path: Path) -> None:
+    request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    assert run_cli_in_process("evaluate", tmp_path / "a.json", "--out", tmp_path / "a.result.json").returncode == 0
+    result = json.loads((tmp_path / "a.result.json").read_text())
+    assert result["format_version"] == "fair-forge-result/1"  # docs/response.md#top-level
+    legacy = {key: value for key, value in result.items() if key != "format_version"}
+    (tmp_path / "legacy.result.json").write_text(json.dumps(legacy))
+    (tmp_path / "future.result.json").write_text(json.dumps(result | {"format_version": "fair-forge-result/9"}))
+    candidate = request_file(tmp_path / "b.json", attempts("v2", ONE_IN_THREE))
+
+    current, expected, _ = compare_files(tmp_path / "a.result.json", candidate)
+    before, actual, _ = compare_files(tmp_path / "legacy.result.json", candidate)
+    assert current.returncode == before.returncode
+    assert expected is not None and actual == expected
+    future = run_cli_in_process("compare", tmp_path / "future.result.json", candidate)
+    assert future.returncode == 2
+    assert "future.result.json: a result in format 'fair-forge-result/9', which this version does not read" in (
+        future.stderr
+    )
+
+
 def test_k_confidence_and_seed_are_the_comparisons(tmp_path: Path) -> None:
     baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
     candidate = request_file(tmp_path / "b.json", attempts("v2", NEARLY_MIXED))
