@@ -21,6 +21,7 @@ from handler import job_store as store
 from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
 from handler.invocation import gc_paused
 from handler.job_store import JobFailed, JobKeys
+from handler.judged_run import JudgedRunFailed, judged_run
 from handler.observability import current_secrets, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import JobResult
 from handler.settings import Settings
@@ -82,8 +83,8 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 def _evaluate_shard(
     settings: Settings, bucket: str, keys: JobKeys, index: int, target: str, context: Any
 ) -> dict[str, Any]:
-    from fair_forge_core.evaluate import evaluate_conversations, run_sync
-    from fair_forge_core.judges.base import JudgeProviderRefused, JudgeTelemetry, RunContext
+    from fair_forge_core.evaluate import evaluate_conversations
+    from fair_forge_core.judges.base import RunContext
     from fair_forge_core.schemas import Dataset, EvaluationConfig
     from fair_forge_core.sharding import dump_conversations
 
@@ -108,35 +109,26 @@ def _evaluate_shard(
         deadline = None
         if remaining is not None:
             deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
-        telemetry = JudgeTelemetry()
         ledger = _shard_ledger(models, config, settings, stored, job_id)
-        started = time.perf_counter()
+        turns = sum(len(d.conversation) for d in datasets)
         try:
-            conversations = run_sync(
-                evaluate_conversations(
-                    datasets,
-                    models,
-                    config,
-                    RunContext(
-                        retry=settings.retry_policy(),
-                        telemetry=telemetry,
-                        deadline=deadline,
-                        ledger=ledger,
-                        secrets=secrets,
-                    ),
+            # The metrics, and a refused provider as the job's failure: `handler.judged_run`.
+            with judged_run("evaluation", {"Conversations": len(datasets), "Turns": turns}, ledger) as judged:
+                telemetry = judged.telemetry
+                context = RunContext(
+                    retry=settings.retry_policy(),
+                    telemetry=telemetry,
+                    deadline=deadline,
+                    ledger=ledger,
+                    secrets=secrets,
                 )
-            )
-        except JudgeProviderRefused as exc:
-            raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
+                conversations = judged.run(evaluate_conversations(datasets, models, config, context))
+        except JudgedRunFailed as exc:
+            raise _fail(bucket, job_id, str(exc)) from None
         usage = ledger.summary()
         store.put(bucket, keys.shard_usage(index), usage.model_dump_json().encode())  # before the result: its mark
         store.put(bucket, target, dump_conversations(conversations))
     unscored = sum(1 for c in conversations if not c.is_scored)
-    turns = sum(len(d.conversation) for d in datasets)
-    metrics.add_metric(name="Conversations", unit=MetricUnit.Count, value=len(conversations))
-    metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
-    metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
-    metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
     logger.info(
         "shard evaluated",
         extra={
@@ -148,7 +140,7 @@ def _evaluate_shard(
             "judge_input_tokens": usage.input_tokens,
             "judge_output_tokens": usage.output_tokens,
             "judge_cost_usd": usage.cost_usd,
-            "duration_ms": round((time.perf_counter() - started) * 1000),
+            "duration_ms": round((time.perf_counter() - judged.started) * 1000),  # the shard written too
         },
     )
     return {"job_id": job_id, "shard_key": shard, "conversations": len(conversations), "unscored": unscored}
