@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from fair_forge_core.connectors import REFUSAL_PREFIX
 from fair_forge_core.redact import redact
 from handler import job_store as store
-from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
+from handler.connectors import ConnectorError, ServerKeyUnavailable, judges_for_job
 from handler.invocation import gc_paused
 from handler.job_store import JobFailed, JobKeys
 from handler.judged_run import JudgedRunFailed, judged_run
@@ -85,31 +85,35 @@ def _evaluate_shard(
 ) -> dict[str, Any]:
     from fair_forge_core.evaluate import evaluate_conversations
     from fair_forge_core.judges.base import RunContext
-    from fair_forge_core.schemas import Dataset, EvaluationConfig
+    from fair_forge_core.schemas import ConnectorSpec, Dataset, EvaluationConfig
     from fair_forge_core.sharding import dump_conversations
 
     job_id = keys.job_id
     shard = keys.shard(index)
     stored = store.get_json(bucket, keys.request)
-    judges = []
-    for connector in stored.get("connectors") or [stored["connector"]]:  # "connector": a job of an older version
-        params = store.decrypt_params(connector.get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
-        try:
-            judges.append(build_judge(connector["class_path"], params, settings))
-        except ServerKeyUnavailable:
-            raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
-        except ConnectorError as exc:  # its message is safe to show (the core redacts it)
-            raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
+    config = EvaluationConfig.model_validate(stored["config"])
+    specs = [  # "connector": a job of an older version
+        ConnectorSpec(
+            class_path=connector["class_path"],
+            params=store.decrypt_params(connector.get("params_ciphertext"), job_id, settings.jobs_kms_key_id),
+        )
+        for connector in stored.get("connectors") or [stored["connector"]]
+    ]
+    try:
+        judges = judges_for_job(specs, config, settings)  # `fair_forge_core.plan.build_judges`, as /run
+    except ServerKeyUnavailable:
+        raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
+    except ConnectorError as exc:  # its message is safe to show (the core redacts it)
+        raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
     models = [judge.model for judge in judges]
     secrets = frozenset().union(*(judge.secrets for judge in judges))
     with secrets_masked(secrets):
         datasets = [Dataset.model_validate(d) for d in store.get_json(bucket, shard)]
-        config = EvaluationConfig.model_validate(stored["config"])
         remaining = _remaining_s(context)
         deadline = None
         if remaining is not None:
             deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
-        ledger = _shard_ledger(models, config, settings, stored, job_id)
+        ledger = _shard_ledger(specs, models, config, settings, stored, job_id)
         turns = sum(len(d.conversation) for d in datasets)
         try:
             # The metrics, and a refused provider as the job's failure: `handler.judged_run`.
@@ -146,11 +150,14 @@ def _evaluate_shard(
     return {"job_id": job_id, "shard_key": shard, "conversations": len(conversations), "unscored": unscored}
 
 
-def _shard_ledger(models: list[Any], config: Any, settings: Settings, stored: dict[str, Any], job_id: str) -> Any:
-    """One shard's `JudgeLedger`: the shard's tokens and cost (the reduce adds the shards' up); the
-    job's cost cap as one budget shared by every shard (`handler.job_budget.DynamoBudget`); and
-    the judge cache in the scope `POST /jobs` decided (`cache_scope`; None: not used)."""
-    from fair_forge_core.judges.usage import JudgeLedger
+def _shard_ledger(
+    specs: list[Any], models: list[Any], config: Any, settings: Settings, stored: dict[str, Any], job_id: str
+) -> Any:
+    """One shard's `JudgeLedger`, planned as `/run`'s is (`fair_forge_core.plan.plan_ledger`): the
+    shard's tokens and cost (the reduce adds the shards' up); the job's cost cap as one budget
+    shared by every shard (`handler.job_budget.DynamoBudget`); and the judge cache in the scope
+    `POST /jobs` decided (`cache_scope`; None: not used), which the connectors are not asked again."""
+    from fair_forge_core.plan import PlanError, plan_ledger
     from handler.job_budget import DynamoBudget
     from handler.judge_cache import open_cache
 
@@ -161,9 +168,19 @@ def _shard_ledger(models: list[Any], config: Any, settings: Settings, stored: di
         budget = DynamoBudget(settings.jobs_budget_table, job_id, config.max_cost_usd)
     scope = stored.get("cache_scope")
     cache = open_cache(settings.judge_cache) if scope and settings.judge_cache else None
-    return JudgeLedger.for_models(
-        models, config, prices=settings.price_table(), cache=cache, cache_scope=scope, budget=budget
-    )
+    try:
+        ledger, _ = plan_ledger(
+            specs,
+            config,
+            models,
+            prices=settings.price_table(),
+            cache=cache,
+            cache_scope=scope,
+            budget=budget,
+        )
+    except PlanError as exc:  # POST /jobs planned the same cap: the job's own exception, as before plan.py
+        raise exc.cause from None
+    return ledger
 
 
 @logger.inject_lambda_context(clear_state=True)
