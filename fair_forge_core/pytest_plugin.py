@@ -79,20 +79,20 @@ def _cli_failure(exc: Exception) -> BaseException:
 
 
 def _as_result(result: ResultLike, what: str = "result") -> EvaluationResult:
-    """`result` as an `EvaluationResult`: itself, a result file's JSON (`cli.compare._result_of`:
+    """`result` as an `EvaluationResult`: itself, a result file's JSON (`cli.compare.result_of`:
     the same checks and messages as `fair-forge compare`), or the file at a path."""
     __tracebackhide__ = True
     from fair_forge_core.cli.common import CliError, _read_json
-    from fair_forge_core.cli.compare import _result_of
+    from fair_forge_core.cli.compare import result_of
     from fair_forge_core.schemas import EvaluationResult
 
     if isinstance(result, EvaluationResult):
         return result
     try:
         if isinstance(result, Mapping):
-            return _result_of(dict(result), Path(f"<{what}>"))
+            return result_of(dict(result), Path(f"<{what}>"))
         if isinstance(result, str | Path):
-            return _result_of(_read_json(Path(result), "result file", io.StringIO()), Path(result))
+            return result_of(_read_json(Path(result), "result file", io.StringIO()), Path(result))
     except CliError as exc:
         raise _cli_failure(exc) from None
     raise TypeError(f"{what} must be an EvaluationResult, a result file's path or its JSON dict, got {type(result)}")
@@ -241,14 +241,14 @@ def assert_pass_at_k(
 
 def _side(value: ResultLike, what: str, cache: dict[str, EvaluationResult]) -> EvaluationResult:
     """One side of a comparison: a path is read, or evaluated when it is a request file, as
-    `fair-forge compare` does (`cli.compare._load_side`)."""
+    `fair-forge compare` does (`cli.compare.load_side`)."""
     __tracebackhide__ = True
     from fair_forge_core.cli.common import CliError
-    from fair_forge_core.cli.compare import _load_side
+    from fair_forge_core.cli.compare import load_side
 
     if isinstance(value, str | Path):
         try:
-            return _load_side(Path(value), io.StringIO(), sys.stderr, True, cache)
+            return load_side(Path(value), io.StringIO(), sys.stderr, True, cache)
         except CliError as exc:
             raise _cli_failure(exc) from None
     return _as_result(value, what)

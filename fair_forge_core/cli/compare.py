@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from fair_forge_core.schemas import EvaluationResult
 
 
-def _result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
+def result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     """A result file's JSON (`evaluate`'s output, or a `POST /run` or job response body:
     `request_id` and `job_id` are ignored) as an `EvaluationResult`; `CliError` naming the
     file and the field otherwise."""
@@ -84,7 +84,7 @@ def holds_result(data: dict[str, Any]) -> bool:
     """Whether a side's file holds a result (else it is read as a request).
 
     A result says so by its `format_version` (docs/response.md#top-level). A response body
-    (`success`, true or false) is a result or an error response, which `_result_of` refuses. A
+    (`success`, true or false) is a result or an error response, which `result_of` refuses. A
     result written before `format_version` existed has none, and is told by the keys every
     result has (`per_conversation_metrics`, `aggregated_metrics`): a request never has either
     (`RunRequest` refuses unknown fields), so keeping those files readable cannot take a
@@ -98,7 +98,7 @@ def _side_key(path: Path) -> str:
     return "-" if path == STDIN else str(path.resolve())
 
 
-def _load_side(
+def load_side(
     path: Path, stdin: TextIO, stderr: TextIO, quiet: bool, cache: dict[str, EvaluationResult]
 ) -> EvaluationResult:
     """The result of one side: read from a result file, or evaluated from a request file
@@ -109,7 +109,7 @@ def _load_side(
         return cache[key]
     data = _read_json(path, "file", stdin)
     if holds_result(data):
-        result = _result_of(data, path)
+        result = result_of(data, path)
     elif "connector" in data:
         request, import_warnings = _request_of(data, path)
         result = _run_evaluation(request, import_warnings, path, _progress(stderr, quiet, f"judging {_name(path)}"))
@@ -171,8 +171,8 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
             "choose two assistants with --baseline-assistant and --candidate-assistant"
         )
     cache: dict[str, EvaluationResult] = {}
-    base_result = _load_side(args.baseline, stdin, stderr, args.quiet, cache)
-    cand_result = _load_side(args.candidate, stdin, stderr, args.quiet, cache)
+    base_result = load_side(args.baseline, stdin, stderr, args.quiet, cache)
+    cand_result = load_side(args.candidate, stdin, stderr, args.quiet, cache)
 
     from fair_forge_core.compare import ComparisonRefused, compare_sides
 
