@@ -18,7 +18,7 @@ from pathlib import Path
 from benchmarks.common import header, verdict
 from fair_forge_core.evaluate import judge_all
 from fair_forge_core.judges import ReferenceJudge
-from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy, RunContext, SingleJudge
+from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy, RunContext
 from fair_forge_core.judges.llm import AnswerJudge
 from fair_forge_core.judges.offline import RulesJudge
 from fair_forge_core.judges.prompt import JudgeRequest
@@ -50,13 +50,11 @@ def main() -> None:
     turns = requests()
     config = EvaluationConfig()
 
-    def through_prompt() -> SingleJudge:
-        return SingleJudge(AnswerJudge(model=ReferenceJudge(), config=config))
+    def through_prompt() -> AnswerJudge:
+        return AnswerJudge(model=ReferenceJudge(), config=config)
 
-    def rules() -> SingleJudge:
-        return SingleJudge(
-            RulesJudge(config=config, context=RunContext(retry=RetryPolicy(), telemetry=JudgeTelemetry()))
-        )
+    def rules() -> RulesJudge:
+        return RulesJudge(config=config, context=RunContext(retry=RetryPolicy(), telemetry=JudgeTelemetry()))
 
     old, new = [], []
     for _ in range(RUNS):  # interleaved, so that both see the same machine

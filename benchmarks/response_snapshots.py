@@ -9,7 +9,8 @@ request, status, base64, response) into OUT_DIR, which must be empty or absent:
   `examples/run_local.py`) through `POST /run` (`call_handler`) and through
   `fair-forge evaluate - --quiet` (its stdout, the result JSON; `status` is the exit code);
   `fair-forge compare` of the two compare examples (its `--out` JSON) and `fair-forge calibrate`
-  of the calibration examples (its `--out` JSON) and the same pairs through `POST /calibrate`.
+  of the calibration examples (its `--out` JSON) and the same pairs through `POST /calibrate`;
+  and the labelled sets (`LABELLED_SETS`) through `POST /run` and `POST /calibrate`.
   The handler's log lines go to `examples.log`.
 - `pytest/responses-<pid>.jsonl`: every `lambda_handler` call made in-process by
   `pytest tests/service` (and by the interpreters of `run_in_subprocess`), run with
@@ -125,6 +126,51 @@ def _cli_out(argv: list[str]) -> tuple[int, str]:
         return code, out.read_text(encoding="utf-8") if out.exists() else ""
 
 
+LABELLED_SETS = (
+    "tests/data/judge_labels/pairs.jsonl",
+    "tests/data/judge_labels/fresh.jsonl",
+    "tests/data/judge_agreement.jsonl",
+    "benchmarks/data/answer_pairs.jsonl",
+)
+"""The labelled (query, answer, ground truth) sets: each is judged offline as one conversation per
+pair through `POST /run`, and, where it has labels, calibrated through `POST /calibrate`, so a
+change that alters a verdict on any of them differs."""
+
+
+CALIBRATION_KEYS = ("query", "answer", "ground_truth", "label", "category")
+
+
+def labelled_requests() -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """`(name, path, body)` of the requests of `LABELLED_SETS` (their docstring)."""
+    from examples.run_local import OFFLINE_JUDGE
+
+    connector = {"class_path": OFFLINE_JUDGE, "params": {}}
+    for name in LABELLED_SETS:
+        pairs = [json.loads(line) for line in (ROOT / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+        datasets = [
+            {
+                "session_id": f"pair_{index}",
+                "assistant_id": "labelled",
+                "language": "english",
+                "context": "",
+                "conversation": [
+                    {
+                        "qa_id": f"q{index}",
+                        "query": pair["query"],
+                        "assistant": pair["answer"],
+                        "ground_truth_assistant": pair["ground_truth"],
+                    }
+                ],
+            }
+            for index, pair in enumerate(pairs)
+        ]
+        yield name, "/run", {"connector": connector, "datasets": datasets, "config": {"k": 1}}
+        if all("label" in pair for pair in pairs):
+            # The sets' bookkeeping keys (`language`, `split`) are no part of a calibration pair.
+            calibrated = [{key: pair[key] for key in CALIBRATION_KEYS if key in pair} for pair in pairs]
+            yield name, "/calibrate", {"connector": connector, "pairs": calibrated}
+
+
 def record_examples() -> Iterator[dict[str, Any]]:
     """The records of `examples.jsonl` (module docstring)."""
     from examples.run_local import OFFLINE_JUDGE
@@ -146,6 +192,9 @@ def record_examples() -> Iterator[dict[str, Any]]:
         body = {"connector": {"class_path": OFFLINE_JUDGE, "params": {}}, "pairs": pairs}
         response = call_handler(body, path="/calibrate")
         yield _record_line(f"{name} via POST /calibrate", "POST", "/calibrate", body, response.status, response.raw)
+    for name, path, body in labelled_requests():
+        response = call_handler(body, path=path)
+        yield _record_line(f"{name} via POST {path}", "POST", path, body, response.status, response.raw)
 
 
 @contextlib.contextmanager

@@ -9,8 +9,9 @@ the Lambda's cold start)::
     print(result.aggregated_metrics.readiness.summary)
     html = render_html(result)
 
-- `evaluate` / `evaluate_sync`: judge and score conversations (`Dataset`s), any LangChain chat
-  model as the judge, or a list of them (an ensemble); `EvaluationConfig` holds every option.
+- `evaluate` / `evaluate_sync`: judge and score conversations (`Dataset`s), with a `Judge` or
+  any LangChain chat model as the judge, or a list of them (an ensemble); `EvaluationConfig`
+  holds every option.
 - `datasets_from_traces`: agent traces (seven formats) and a references file to datasets.
 - `compare`: is the candidate better than the baseline? (`compare(baseline, candidate, k=3)`: the
   package `fair_forge_core.compare`, callable as its `compare` function)

@@ -360,13 +360,13 @@ async def calibrate(
     from collections import Counter
 
     from fair_forge_core.evaluate import judge_all
-    from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy, RunContext, SingleJudge
+    from fair_forge_core.judges.base import JudgeTelemetry, RetryPolicy, RunContext
     from fair_forge_core.judges.kinds import judge_for
     from fair_forge_core.judges.prompt import JudgeRequest
 
     config = config or CalibrationConfig()
     context = RunContext(retry=retry or RetryPolicy(), telemetry=telemetry or JudgeTelemetry(), deadline=deadline)
-    judge = SingleJudge(judge_for(chat_model, config.evaluation_config(), context))  # as POST /run judges a turn
+    judge = judge_for(chat_model, config.evaluation_config(), context)  # as POST /run judges a turn
     requests = [JudgeRequest(pair.query, pair.answer, pair.ground_truth) for pair in pairs]
     judged = await judge_all(requests, judge, on_progress)
     judgements = [judged[request] for request in requests]

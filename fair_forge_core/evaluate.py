@@ -1,6 +1,9 @@
 """`evaluate()`: judge every turn once, score the tools, compute the metrics.
 
-The only module that runs the judge. Identical turns (the same `JudgeRequest`:
+The only module that runs the judge. The judge is a `judges.base.Judge` (or a list of them: an
+ensemble), taken as it is; a LangChain chat model (or a list) is adapted to one at this edge,
+through the registry (`judges.kinds.judge_for`), with the evaluation's context (deadline,
+retries, telemetry, the ledger). A list may mix the two. Identical turns (the same `JudgeRequest`:
 query, answer, ground truth, the turn's observation, and the conversation's context
 and language the judge also sees) are judged once per evaluation (`config.judge_samples`
 times by each connector of the request, when it asks for more: `judges.panel`). All judge
@@ -25,11 +28,11 @@ from typing import Any, TypeVar
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from fair_forge_core.checks import Check, active_checks, ordered
-from fair_forge_core.judges.base import RunContext, SingleJudge, TurnJudge
+from fair_forge_core.judges.base import Judge, RunContext, judge_turn
 from fair_forge_core.judges.cascade import CascadeJudge
 from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.judgement import TurnJudgement
-from fair_forge_core.judges.kinds import is_offline, judge_for
+from fair_forge_core.judges.kinds import judge_for
 from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry, RetryPolicy
 from fair_forge_core.judges.panel import JudgePanel, Member, check_panel, consensus
 from fair_forge_core.judges.usage import JudgeLedger
@@ -54,6 +57,11 @@ from fair_forge_core.schemas import (
 
 ProgressCallback = Callable[[int, int], None]
 
+JudgeLike = Judge | BaseChatModel
+"""One judge as `evaluate` takes it: a `Judge`, or a LangChain chat model to build one from."""
+JudgeArgument = JudgeLike | Sequence[JudgeLike]
+"""`evaluate`'s judge: one, or an ensemble's (a list) in request order."""
+
 UTILIZATION_UNMEASURED_WARNING = (
     "tool utilization not measured on {turns} turn(s): no tool `result` and no `final_answer_uses_tools` "
     "(left out of their tool score, not counted as 0; docs/tool-rubric.md#utilization)"
@@ -66,10 +74,11 @@ class NoConversationScored(Exception):
 
 
 async def judge_all(
-    requests: Iterable[JudgeQuestion], judge: TurnJudge, on_progress: ProgressCallback | None = None
+    requests: Iterable[JudgeQuestion], judge: Judge, on_progress: ProgressCallback | None = None
 ) -> dict[JudgeQuestion, TurnJudgement]:
-    """One judgement per distinct request (a turn, or a conversation's goal), judged concurrently by `judge` (a `judges.base.SingleJudge`,
-    a `JudgePanel` or a `CascadeJudge`).
+    """One judgement per distinct request (a turn, or a conversation's goal), judged concurrently
+    by `judge` (any `Judge`: a single one, a `JudgePanel`, a `CascadeJudge`) through
+    `judges.base.judge_turn`.
 
     A `JudgeProviderRefused` from any call cancels the others and propagates.
     """
@@ -78,7 +87,7 @@ async def judge_all(
 
     async def judge_one(request: JudgeQuestion) -> TurnJudgement:
         nonlocal done
-        judgement = await judge.judge_turn(request)
+        judgement = await judge_turn(judge, request)
         done += 1
         if on_progress is not None:
             on_progress(done, len(unique))
@@ -92,9 +101,17 @@ async def judge_all(
     return {request: task.result() for request, task in zip(unique, tasks, strict=True)}
 
 
-def chat_models(judge: BaseChatModel | Sequence[BaseChatModel]) -> list[BaseChatModel]:
-    """The judge models of an evaluation: one, or an ensemble's in request order."""
-    return [judge] if isinstance(judge, BaseChatModel) else list(judge)
+def judge_members(judge: JudgeArgument) -> list[JudgeLike]:
+    """The judges of an evaluation as given: one, or an ensemble's in request order."""
+    if isinstance(judge, BaseChatModel) or not isinstance(judge, Sequence):
+        return [judge]
+    return list(judge)
+
+
+def chat_models(judge: JudgeArgument) -> list[BaseChatModel]:
+    """The chat models among an evaluation's judges (those `evaluate` builds a judge from, and
+    its ledger counts), in request order."""
+    return [member for member in judge_members(judge) if isinstance(member, BaseChatModel)]
 
 
 Asked = list[tuple[Check, Sequence[JudgeQuestion]]]
@@ -117,7 +134,7 @@ def _run_deterministic(datasets: list[Dataset], asked: list[Asked | None]) -> li
 
 async def evaluate_conversations(
     datasets: list[Dataset],
-    chat_model: BaseChatModel | Sequence[BaseChatModel],
+    judge: JudgeArgument,
     config: EvaluationConfig,
     context: RunContext | None = None,
 ) -> list[ConversationMetrics]:
@@ -130,38 +147,31 @@ async def evaluate_conversations(
     holds the deadline, the retry policy, the telemetry, the progress callback and the ledger
     (`judges.usage`), which, when given, counts the judge's tokens and cost, applies the cost
     cap and the judge cache (for an ensemble, `JudgeLedger.for_models`: one member ledger per
-    model).
-    `chat_model` is one judge, or an ensemble's (a list): with several, or with
-    `config.judge_samples` > 1, each turn is judged by a `judges.panel.JudgePanel`
-    (`judges.panel.PanelError`, a ValueError, for a panel `check_panel` refuses).
-    With `config.judge_cascade` (and a judge other than the offline one) the offline judge
-    settles the turns it is sure of first (`judges.cascade`); the ledger then also gets the
-    cascade's counts, and counts only the connector's calls.
+    chat model).
+    `judge` is one judge, or an ensemble's (a list): each a `Judge`, used as it is (it was built
+    with a context of its own, so the ledger counts none of its calls), or a chat model, whose
+    judge is built here (`judges.kinds.judge_for`) with `context` and its member ledger. With
+    several, or with `config.judge_samples` > 1, each turn is judged by a
+    `judges.panel.JudgePanel` over them (`judges.panel.PanelError`, a ValueError, for a panel
+    `check_panel` refuses). With `config.judge_cascade` (and a judge other than one offline
+    judge) the offline judge settles the turns it is sure of first (`judges.cascade`); the
+    ledger then also gets the cascade's counts, and counts only the connector's calls.
     """
     context = context or RunContext()
     ledger, telemetry = context.ledger, context.telemetry
-    models = chat_models(chat_model)
-    check_panel(models, config)
-    member_ledgers: list[JudgeLedger | None] = [None] * len(models)
-    if ledger is not None:
-        member_ledgers = list(ledger.members or [ledger])
-        if len(member_ledgers) != len(models):
-            raise ValueError(f"a ledger of {len(member_ledgers)} judge(s) for {len(models)} judge model(s)")
-    judges = [
-        judge_for(model, config, dataclasses.replace(context, ledger=member_ledger))
-        for model, member_ledger in zip(models, member_ledgers, strict=True)
-    ]
-    llm: TurnJudge = SingleJudge(judges[0])
+    members = judge_members(judge)
+    check_panel(members, config)
+    judges = _judges(members, config, context)
+    llm: Judge = judges[0]
     if len(judges) > 1 or config.judge_samples > 1:
-        members = [Member(judge=judge, model=judge.spec().model) for judge in judges]
-        llm = JudgePanel.for_config(members, config)
+        llm = JudgePanel.for_config([Member(judge=j, model=j.spec().model) for j in judges], config)
     checks = active_checks(config)
     asked = _asked(datasets, checks)
     distinct = list(
         dict.fromkeys(q for conversation in asked for _, questions in conversation or () for q in questions)
     )
     results = _run_deterministic(datasets, asked)
-    cascade = _cascade(models, llm, config, context)
+    cascade = _cascade(judges, llm, config, context)
     started = time.perf_counter()
     judged = await judge_all(distinct, cascade or llm, context.on_progress)
     if cascade is not None and ledger is not None:
@@ -179,17 +189,35 @@ async def evaluate_conversations(
     return conversations
 
 
-def _cascade(
-    models: list[BaseChatModel], llm: TurnJudge, config: EvaluationConfig, context: RunContext
-) -> CascadeJudge | None:
+def _judges(members: list[JudgeLike], config: EvaluationConfig, context: RunContext) -> list[Judge]:
+    """Each member as a `Judge`: itself, or, for a chat model, its registry judge built with
+    `context` and that model's ledger (the ledger's members, one per chat model in order; the
+    ledger itself for one). A ledger of another number of members than chat models is a ValueError."""
+    models = [member for member in members if isinstance(member, BaseChatModel)]
+    ledgers: list[JudgeLedger | None] = [None] * len(models)
+    if context.ledger is not None and models:
+        ledgers = list(context.ledger.members or [context.ledger])
+        if len(ledgers) != len(models):
+            raise ValueError(f"a ledger of {len(ledgers)} judge(s) for {len(models)} judge model(s)")
+    model_ledgers = iter(ledgers)
+    return [
+        judge_for(member, config, dataclasses.replace(context, ledger=next(model_ledgers)))
+        if isinstance(member, BaseChatModel)
+        else member
+        for member in members
+    ]
+
+
+def _cascade(judges: list[Judge], llm: Judge, config: EvaluationConfig, context: RunContext) -> CascadeJudge | None:
     """The `CascadeJudge` of `config.judge_cascade`: None when it is off, or when the only
-    judge model's judge is itself offline (the cascade would ask the same judge twice: a no-op).
-    The offline stage has telemetry and no ledger of its own: the ledger counts the connector's calls."""
+    judge is itself offline (its `JudgeSpec.offline`: the cascade would ask an offline judge
+    twice, a no-op). The offline stage has telemetry and no ledger of its own: the ledger counts
+    the connector's calls."""
     if not config.judge_cascade:
         return None
     from fair_forge_core.judges.reference import ReferenceJudge
 
-    if len(models) == 1 and is_offline(models[0]):
+    if len(judges) == 1 and judges[0].spec().offline:
         return None
     offline_context = RunContext(retry=context.retry, deadline=context.deadline)
     return CascadeJudge(offline=judge_for(ReferenceJudge(), config, offline_context), llm=llm)
@@ -197,7 +225,7 @@ def _cascade(
 
 async def evaluate(
     datasets: list[Dataset],
-    chat_model: BaseChatModel | Sequence[BaseChatModel],
+    judge: JudgeArgument,
     config: EvaluationConfig | None = None,
     *,
     deadline: float | None = None,
@@ -207,7 +235,9 @@ async def evaluate(
     ledger: JudgeLedger | None = None,
     context: RunContext | None = None,
 ) -> EvaluationResult:
-    """Evaluate `datasets` with `chat_model` as judge (a list: an ensemble, `judges.panel`).
+    """Evaluate `datasets` with `judge` (a list: an ensemble, `judges.panel`): a `Judge`
+    (`judges.base`: a plug-in judge, a `JudgePanel`, a `CascadeJudge`), used as it is, or a
+    LangChain chat model, whose judge the registry builds (`judges.kinds.judge_for`).
 
     The run's settings come as one `context` (`judges.base.RunContext`: what the service and the
     CLI pass, through `plan.execute`), or, for a library caller, as the keywords below, which
@@ -219,9 +249,15 @@ async def evaluate(
     `ledger` (`judges.usage.JudgeLedger`) counts the judge's tokens and cost into
     `aggregated_metrics.judge_usage`, and applies the cost cap and the judge cache; the
     service and the CLI always pass one. Without one, `judge_usage` is null, unless
-    `config.max_cost_usd` is set: then `JudgeLedger.for_models(chat_models(chat_model), config)`
+    `config.max_cost_usd` is set: then `JudgeLedger.for_models(chat_models(judge), config)`
     applies it (no price table: `MissingPrice` unless the models are the offline judge).
-    The result's `provenance` records the judges, the settings and the datasets (`provenance`).
+    A `Judge` passed as it is lends nothing of the ledger's: it was built with its own context
+    (deadline, telemetry, ledger), and the ledger counts only the judges built here from chat
+    models (with none, `judge_usage` is null without a `ledger`). So `config.max_cost_usd`
+    without a `ledger` is a ValueError when such a `Judge` is not offline (`JudgeSpec.offline`:
+    no network, no cost): no cap could hold its calls.
+    The result's `provenance` records the judges (a `Judge` by its `spec()`, a chat model by its
+    class and identity), the settings and the datasets (`provenance`).
     """
     config = config or EvaluationConfig()
     if context is None:
@@ -233,12 +269,25 @@ async def evaluate(
             on_progress=on_progress,
         )
     if context.ledger is None and config.max_cost_usd is not None:
-        context = dataclasses.replace(context, ledger=JudgeLedger.for_models(chat_models(chat_model), config))
+        _check_cap_holds(judge_members(judge))
+        if models := chat_models(judge):
+            context = dataclasses.replace(context, ledger=JudgeLedger.for_models(models, config))
     ledger = context.ledger
-    conversations = await evaluate_conversations(datasets, chat_model, config, context)
+    conversations = await evaluate_conversations(datasets, judge, config, context)
     result = build_result(conversations, config, input_warnings(datasets), ledger=ledger)
-    result.provenance = provenance_of(chat_models(chat_model), config, datasets)
+    result.provenance = provenance_of(judge_members(judge), config, datasets)
     return result
+
+
+def _check_cap_holds(members: list[JudgeLike]) -> None:
+    """A ValueError for a cost cap `evaluate` cannot hold: a `Judge` passed as it is that is not
+    offline, whose calls no ledger of the evaluation's sees."""
+    for member in members:
+        if not isinstance(member, BaseChatModel) and not (spec := member.spec()).offline:
+            raise ValueError(
+                f"config.max_cost_usd cannot cap the {spec.kind} judge {spec.model!r}: it was passed as a Judge, "
+                "built with a ledger of its own; pass its chat model instead, or a ledger (evaluate(ledger=...))"
+            )
 
 
 def build_result(
@@ -344,9 +393,9 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
 def evaluate_sync(
     datasets: list[Dataset],
-    chat_model: BaseChatModel | Sequence[BaseChatModel],
+    judge: JudgeArgument,
     config: EvaluationConfig | None = None,
     **kwargs: Any,
 ) -> EvaluationResult:
     """`evaluate` for callers without an event loop (see `run_sync`)."""
-    return run_sync(evaluate(datasets, chat_model, config, **kwargs))
+    return run_sync(evaluate(datasets, judge, config, **kwargs))

@@ -8,25 +8,26 @@ the last release that holds them before they moved to
 https://github.com/open-telemetry/semantic-conventions-genai, whose `model/gen-ai/events.yaml`
 keeps the event's name and attributes. The event's status there is "development".
 
-One event per verdict (`EVALUATIONS`, the values of `gen_ai.evaluation.name`):
+One event per check result (`ConversationMetrics.checks`, docs/checks.md), in the order of
+`checks` (a conversation's turn results, turn by turn, then its own); no check is named here, so a
+plug-in check's results are events like the built-in ones':
 
-- per turn: ``answer_correctness`` (score: the judge's `answer_score`; label ``pass`` when the
-  answer is correct, i.e. score ≥ `config.threshold`, else ``fail``; explanation: the judge's
-  reasoning); ``tool_correctness`` on turns with expected tools (score: the rubric's
-  `overall_correctness`; label by its `is_correct`; explanation: its reasoning); ``tool_policy``
-  on turns with a tool policy (no score: a policy is kept or broken; label ``pass`` / ``fail``;
-  explanation: the broken rules);
-- per conversation: ``end_state`` when it has an expected state (no score; label by `matches`;
-  explanation: how many keys disagree) and ``goal`` when it has a goal (score: the goal's
-  score; label by `goal_achieved`; explanation: the judge's reasoning).
+- ``gen_ai.evaluation.name``: the result's `name`;
+- a decided result (`outcome` passed or failed): ``gen_ai.evaluation.score.label`` ``pass`` or
+  ``fail``, and ``gen_ai.evaluation.score.value`` (a double) when it has a `score` (a check
+  that only passes or fails has none);
+- an unscored result: ``error.type``, its typed `cause`, and no score or label;
+- ``gen_ai.evaluation.explanation``: its `reason` (when not empty), whatever the outcome.
 
-A verdict that could not be reached (an unscored turn, an unjudged goal) is an event with
-`error.type` and no score or label, the reason in `gen_ai.evaluation.explanation`. The
-`error.type` values (the convention asks for them to be documented) are `metrics.unscored_cause`'s:
-``deadline`` (the time budget stopped it), ``cost_cap`` (the cost cap did), ``abstained`` (the
-offline judge abstained), ``judge_error`` (a provider that failed after its retries, a reply
-that never parsed); and ``_OTHER`` (the convention's fallback) for a verdict not reached
-without a reason given.
+The `error.type` values (the convention asks for them to be documented) are `CheckCause`'s
+(`ERROR_TYPES`): ``deadline`` (the time budget stopped it), ``cost_cap`` (the cost cap did),
+``abstained`` (the judge declined, in any words), ``judge_error`` (a provider that failed
+after its retries, a reply that never parsed), ``not_measured`` (no evidence to decide on), the
+causes of a conversation unscored before judging (``not_joined``, ``turns_differ``,
+``state_not_reported``); and ``_OTHER`` (the convention's fallback) for a result unscored
+without a cause. An advisory result (`required` false) is an event too: the event reports, it
+does not decide. A result without per-turn detail (`interactions` left out) has no turn
+results, hence no turn events.
 
 Linking: a turn of a trace imported from OpenTelemetry spans carries the trace and span ids of
 the span whose output gave its answer (`schemas.TraceSpan`, set by the `otel` importer); its

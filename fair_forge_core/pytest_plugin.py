@@ -82,7 +82,7 @@ def _as_result(result: ResultLike, what: str = "result") -> EvaluationResult:
     """`result` as an `EvaluationResult`: itself, a result file's JSON (`cli.compare.result_of`:
     the same checks and messages as `fair-forge compare`), or the file at a path."""
     __tracebackhide__ = True
-    from fair_forge_core.cli.common import CliError, _read_json
+    from fair_forge_core.cli.common import CliError, read_json
     from fair_forge_core.cli.compare import result_of
     from fair_forge_core.schemas import EvaluationResult
 
@@ -92,7 +92,7 @@ def _as_result(result: ResultLike, what: str = "result") -> EvaluationResult:
         if isinstance(result, Mapping):
             return result_of(dict(result), Path(f"<{what}>"))
         if isinstance(result, str | Path):
-            return result_of(_read_json(Path(result), "result file", io.StringIO()), Path(result))
+            return result_of(read_json(Path(result), "result file", io.StringIO()), Path(result))
     except CliError as exc:
         raise _cli_failure(exc) from None
     raise TypeError(f"{what} must be an EvaluationResult, a result file's path or its JSON dict, got {type(result)}")
@@ -111,13 +111,13 @@ class FairForge:
         """Evaluate `request` as `fair-forge evaluate` does and return its result (module docstring)."""
         __tracebackhide__ = True
         from fair_forge_core.cli.calibrate import OFFLINE_JUDGE
-        from fair_forge_core.cli.common import CliError, _read_json, _request_of, _run_evaluation
+        from fair_forge_core.cli.common import CliError, read_json, request_of, run_evaluation
 
         path = Path("<request>")
         try:
             if isinstance(request, str | Path):
                 path = Path(request)
-                body = _read_json(path, "request file", io.StringIO())
+                body = read_json(path, "request file", io.StringIO())
             elif isinstance(request, Mapping):
                 body = dict(request)
             else:
@@ -127,8 +127,8 @@ class FairForge:
                 body["connector"] = connector
             if config is not None:
                 body["config"] = dict(config)
-            validated, import_warnings = _request_of(body, path)
-            return _run_evaluation(validated, import_warnings, path, None)
+            validated, import_warnings = request_of(body, path)
+            return run_evaluation(validated, import_warnings, path, None)
         except CliError as exc:
             raise _cli_failure(exc) from None
 
@@ -184,14 +184,14 @@ def _assert_metric(
     level: float | None,
 ) -> None:
     __tracebackhide__ = True
-    from fair_forge_core.cli.common import _level
-    from fair_forge_core.cli.gates import _gate_figure
+    from fair_forge_core.cli.common import level_text
+    from fair_forge_core.cli.gates import gate_figure
 
     if lower_bound_at_least is None and at_least is None:
         raise ValueError("give lower_bound_at_least, at_least or both")
     evaluated = _as_result(result)
     level = _ci_level(evaluated) if level is None else level
-    figure = _gate_figure(evaluated.aggregated_metrics, metric, level)
+    figure = gate_figure(evaluated.aggregated_metrics, metric, level)
     failures = []
     if at_least is not None:
         if figure.point is None:
@@ -208,7 +208,7 @@ def _assert_metric(
             )
         elif figure.bound < lower_bound_at_least:
             failures.append(
-                f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method}; {_level(level)} interval) "
+                f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method}; {level_text(level)} interval) "
                 f"is below {lower_bound_at_least:g} by {lower_bound_at_least - figure.bound:.4f}"
             )
     if failures:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from fair_forge_core.schemas import AgenticTrace, GroundTruthAgentic
-from fair_forge_core.schemas.request import _none_without_expected_tools
+from fair_forge_core.schemas.request import none_without_expected_tools
 
 TEXT_FIELDS = ("query", "assistant", "ground_truth_assistant")
 """The turn texts the judge reads that repeat from attempt to attempt (`qa_id` rarely does)."""
@@ -87,7 +87,7 @@ def _validated(name: str, model: type[BaseModel], value: Any) -> BaseModel | Non
     only on the way to a 400, and bounded by the limits). `Batch`'s validators of these fields
     are reproduced here: `tests/service/test_perf_core.py` fails when `Batch` gains another."""
     if name == "ground_truth_agentic":
-        value = _none_without_expected_tools(value)  # `Batch`'s before-validator of the field
+        value = none_without_expected_tools(value)  # `Batch`'s before-validator of the field
     if value is None:
         return None
     try:

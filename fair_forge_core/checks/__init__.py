@@ -2,7 +2,8 @@
 
 `base` defines the unit (`Check`, `register_check`, the verdict rule); the built-in checks register
 when this package is imported, in this order: `answer_correctness` (`answer`), `tool_correctness`
-(`tools`), `tool_policy` (`policy`), `end_state` (`end_state`), `goal` (`goal`). A plug-in check
+(`tools`), `tool_policy` (`policy`), `end_state` (`end_state`), `goal` (`goal`), `criteria`
+(`criteria`: the one built-in check with settings in `config.checks`). A plug-in check
 is one module that defines a class and decorates it with `register_check`; the operator loads it by
 listing the module in `FAIR_FORGE_EXTRA_CHECKS` (comma-separated module names, imported with this
 package, after the built-in checks). A request can turn a loaded check on (`config.checks`), never
@@ -26,7 +27,7 @@ from fair_forge_core.checks.base import (
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_core.schemas import config as _config
 
-BUILT_IN = ("answer", "tools", "policy", "end_state", "goal")
+BUILT_IN = ("answer", "tools", "policy", "end_state", "goal", "criteria")
 """The built-in checks' modules, in the order they register (the order of their results)."""
 
 EXTRA_CHECKS_VARIABLE = "FAIR_FORGE_EXTRA_CHECKS"
@@ -57,9 +58,14 @@ BUILT_IN_NAMES = frozenset(check.name for check in registered_checks())
 
 
 def validate_check_settings(config: EvaluationConfig) -> None:
-    """`config.checks` against the loaded plug-in checks: `ValueError` naming `checks.<name>` for a
-    name none has, or settings its `for_config` refuses."""
-    known = {check.name: check for check in registered_checks() if check.name not in BUILT_IN_NAMES}
+    """`config.checks` against the loaded checks that take settings there (the plug-in checks, and
+    a built-in one that says it `takes_settings`): `ValueError` naming `checks.<name>` for a name
+    none has, or settings its `for_config` refuses."""
+    known = {
+        check.name: check
+        for check in registered_checks()
+        if check.name not in BUILT_IN_NAMES or getattr(check, "takes_settings", False)
+    }
     for name in config.checks or {}:
         if name not in known:
             raise ValueError(

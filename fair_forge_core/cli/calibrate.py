@@ -13,18 +13,17 @@ from fair_forge_core.cli.common import (
     EXIT_EVALUATION_FAILED,
     EXIT_OK,
     CliError,
-    _build_judges,
-    _check_writable,
-    _name,
-    _read_json,
-    _read_text,
-    _redacted,
-    _write,
+    check_writable,
+    display_name,
     json_dump,
+    judges_of,
+    read_json,
+    read_text,
     say,
     say_lines,
+    write_output,
 )
-from fair_forge_core.cli.progress import _progress
+from fair_forge_core.cli.progress import progress_bar
 
 OFFLINE_JUDGE = {"class_path": "fair_forge_core.judges.ReferenceJudge", "params": {}}
 
@@ -38,7 +37,7 @@ def _labelled_pairs(path: Path, stdin: TextIO) -> tuple[dict[str, Any], list[int
     """
     from fair_forge_core.schemas import describe_json_error, loads_json
 
-    text = _read_text(path, "labelled pairs file", stdin)
+    text = read_text(path, "labelled pairs file", stdin)
     try:
         data = loads_json(text)
     except ValueError:
@@ -54,10 +53,12 @@ def _labelled_pairs(path: Path, stdin: TextIO) -> tuple[dict[str, Any], list[int
         try:
             pairs.append(loads_json(line))
         except ValueError as exc:
-            raise CliError(f"{_name(path)}: line {number} is not valid JSON: {describe_json_error(exc)}") from None
+            raise CliError(
+                f"{display_name(path)}: line {number} is not valid JSON: {describe_json_error(exc)}"
+            ) from None
         lines.append(number)
     if not pairs:
-        raise CliError(f"{_name(path)}: no labelled pairs")
+        raise CliError(f"{display_name(path)}: no labelled pairs")
     return {"pairs": pairs}, lines
 
 
@@ -70,7 +71,7 @@ def _calibration_request(args: argparse.Namespace, stdin: TextIO) -> tuple[Any, 
     body, lines = _labelled_pairs(args.labelled, stdin)
     connector_path = args.labelled
     if args.connector is not None:
-        connector = _read_json(args.connector, "connector file", stdin)
+        connector = read_json(args.connector, "connector file", stdin)
         body["connector"] = connector.get("connector", connector)
         connector_path = args.connector
     body.setdefault("connector", OFFLINE_JUDGE)
@@ -87,36 +88,39 @@ def _calibration_request(args: argparse.Namespace, stdin: TextIO) -> tuple[Any, 
             if loc[:1] == ("pairs",) and lines is not None and len(loc) > 1 and isinstance(loc[1], int):
                 where = f"line {lines[loc[1]]}" + (f": {field_path(loc[2:])}" if len(loc) > 2 else "")
             elif loc[:1] == ("connector",) and args.connector is not None:
-                where = f"{_name(args.connector)}: {field_path(loc)}"
+                where = f"{display_name(args.connector)}: {field_path(loc)}"
             else:
                 where = field_path(loc) or "(top level)"
             problems.append(f"{where}: {error_message(CalibrationRequest, error)}")
         more = "".join(f"\n  {p}" for p in problems[1:20])
-        raise CliError(f"{_name(args.labelled)}: invalid labelled pairs: {problems[0]}{more}") from None
+        raise CliError(f"{display_name(args.labelled)}: invalid labelled pairs: {problems[0]}{more}") from None
 
 
 def cmd_calibrate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     """`fair-forge calibrate`: judge the labelled pairs, print `calibration.format_report`,
     write the `CalibrationReport` JSON to `--out`; exit 3 when the judge could not run."""
-    _check_writable(args.out, "--out")
+    check_writable(args.out, "--out")
     request, connector_path = _calibration_request(args, stdin)
-    (judge,) = _build_judges(request.connector, request.config.evaluation_config(), connector_path)
+    (judge,) = judges_of(request.connector, request.config.evaluation_config(), connector_path)
 
     from fair_forge_core.calibration import NoPairScored, calibrate_sync, format_report
     from fair_forge_core.judges.llm import JudgeProviderRefused
+    from fair_forge_core.redact import redact
 
-    progress = _progress(stderr, args.quiet)
+    progress = progress_bar(stderr, args.quiet)
     try:
         report = calibrate_sync(request.pairs, judge.model, config=request.config, on_progress=progress)
     except (JudgeProviderRefused, NoPairScored) as exc:
-        message = _redacted(str(exc), sorted(judge.secrets))
-        raise CliError(f"calibration failed: {_name(args.labelled)}: {message}", EXIT_EVALUATION_FAILED) from None
+        message = redact(str(exc), sorted(judge.secrets))
+        raise CliError(
+            f"calibration failed: {display_name(args.labelled)}: {message}", EXIT_EVALUATION_FAILED
+        ) from None
     finally:
         if progress is not None:
             progress.finish()
     say_lines(stdout, format_report(report))
     if args.out is not None:
-        _write(json_dump(report.model_dump(mode="json")), args.out, stdout)
+        write_output(json_dump(report.model_dump(mode="json")), args.out, stdout)
     if not args.quiet:
         for warning in report.warnings:
             say(stderr, f"warning: {warning}")

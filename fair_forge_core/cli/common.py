@@ -10,7 +10,6 @@ Heavy modules (pydantic, LangChain, the judges) are imported inside the function
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -58,7 +57,7 @@ def json_dump(data: Any) -> str:
 
 class CliError(Exception):
     """A failure to report as one line on stderr, with its exit code; `multiline` when the
-    message's line breaks are its writer's own (`_validation_message`: one line per field, each
+    message's line breaks are its writer's own (`validation_message`: one line per field, each
     escaped), else a line break in it came from a value and is shown as `\\n` (`say`)."""
 
     def __init__(self, message: str, code: int = EXIT_BAD_INPUT, *, multiline: bool = False) -> None:
@@ -70,42 +69,42 @@ class CliError(Exception):
 STDIN = Path("-")
 
 
-def _name(path: Path) -> str:
+def display_name(path: Path) -> str:
     """How messages name a file (standard input is `<stdin>`)."""
     return "<stdin>" if path == STDIN else str(path)
 
 
-def _read_text(path: Path, what: str, stdin: TextIO) -> str:
+def read_text(path: Path, what: str, stdin: TextIO) -> str:
     """The text of `path` (standard input for `-`); `CliError` naming the file otherwise."""
     try:
         return stdin.read() if path == STDIN else path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise CliError(f"cannot read {what} {_name(path)}: {exc.strerror or exc}") from None
+        raise CliError(f"cannot read {what} {display_name(path)}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise CliError(f"{_name(path)} is not UTF-8 text") from None
+        raise CliError(f"{display_name(path)} is not UTF-8 text") from None
 
 
-def _read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
+def read_json(path: Path, what: str, stdin: TextIO) -> dict[str, Any]:
     """The JSON object in `path` (standard input for `-`); `CliError` naming the file otherwise."""
     from fair_forge_core.schemas import describe_json_error, loads_json
 
-    text = _read_text(path, what, stdin)
+    text = read_text(path, what, stdin)
     try:
         data = loads_json(text)
     except ValueError as exc:
-        raise CliError(f"{_name(path)} is not valid JSON: {describe_json_error(exc)}") from None
+        raise CliError(f"{display_name(path)} is not valid JSON: {describe_json_error(exc)}") from None
     except RecursionError:
-        raise CliError(f"{_name(path)} is nested too deeply") from None
+        raise CliError(f"{display_name(path)} is nested too deeply") from None
     if not isinstance(data, dict):
         from fair_forge_core.trace_formats import TRACES_NOT_A_REQUEST, looks_like_traces
 
         # A list given to `evaluate` is most likely the traces `convert` reads.
         hint = f"; {TRACES_NOT_A_REQUEST}" if what == "request file" and looks_like_traces(data) else ""
-        raise CliError(f"{_name(path)} must hold a JSON object, got {type(data).__name__}{hint}")
+        raise CliError(f"{display_name(path)} must hold a JSON object, got {type(data).__name__}{hint}")
     return data
 
 
-def _validation_message(path: Path, what: str, error: Any, model: Any) -> str:
+def validation_message(path: Path, what: str, error: Any, model: Any) -> str:
     """A pydantic `ValidationError` of validating `model` as 'file: invalid what: field: message',
     every field listed; an unknown key names the nearest accepted one (`schemas.error_message`)."""
     from fair_forge_core.safe_text import log_line
@@ -118,7 +117,7 @@ def _validation_message(path: Path, what: str, error: Any, model: Any) -> str:
     # is shown as `\n`, never a line of its own.
     details = [(log_line(name), log_line(message)) for name, message in details]
     first_field, first_message = details[0]
-    lines = [f"{_name(path)}: invalid {what}: {first_field}: {first_message}"]
+    lines = [f"{display_name(path)}: invalid {what}: {first_field}: {first_message}"]
     if len(details) > 1:
         lines += [f"  {name}: {message}" for name, message in details[1:20]]
         if len(details) > 20:
@@ -126,7 +125,9 @@ def _validation_message(path: Path, what: str, error: Any, model: Any) -> str:
     return "\n".join(lines)
 
 
-def _write(text: str, destination: Path | None, stdout: TextIO) -> None:
+def write_output(text: str, destination: Path | None, stdout: TextIO) -> None:
+    """Write `text` to `destination`, or to `stdout` (flushed) when it is None; `CliError`
+    naming the file when it cannot be written. The file is replaced whole, as UTF-8."""
     if destination is None:
         stdout.write(text)
         stdout.flush()
@@ -137,7 +138,7 @@ def _write(text: str, destination: Path | None, stdout: TextIO) -> None:
         raise CliError(f"cannot write {destination}: {exc.strerror or exc}") from None
 
 
-def _check_writable(destination: Path | None, flag: str) -> None:
+def check_writable(destination: Path | None, flag: str) -> None:
     """`CliError` naming `flag` unless `destination` can be written: its directory exists
     and a file can be created there (or, when it exists, opened for writing). Called before
     any judging, so that a typo never costs an evaluation. Leaves nothing behind."""
@@ -162,12 +163,6 @@ def _check_writable(destination: Path | None, flag: str) -> None:
         raise CliError(f"{where}: cannot write there: {exc.strerror or exc}") from None
 
 
-def _redacted(message: str, secrets: Sequence[str]) -> str:
-    from fair_forge_core.redact import redact
-
-    return redact(message, secrets)
-
-
 def _judge_source() -> Any:
     """The CLI's `plan.JudgeSource`: the operator's environment as the service reads it
     (`JudgeEnvironment`), the server's key from `LLM_API_KEY`, and loopback endpoints allowed
@@ -187,7 +182,7 @@ def _judge_source() -> Any:
     )
 
 
-def _build_judges(connector: Any, config: Any, path: Path) -> list[Any]:
+def judges_of(connector: Any, config: Any, path: Path) -> list[Any]:
     """The judges of a request's `connector` (`plan.build_judges`: the service's allowlist and key
     rules, then the ensemble's check under `config`); exit 2 as `_refusal` words it."""
     from fair_forge_core.plan import PlanError, build_judges
@@ -205,22 +200,23 @@ def _refusal(exc: Any, connector: Any, source: Any, path: Path) -> CliError:
     error as it is (it names the flag or the field). No secret of the request or the server."""
     from fair_forge_core import connectors
     from fair_forge_core.connectors.environment import JudgeEnvironment
+    from fair_forge_core.redact import redact
 
     if exc.kind == "cap":
         return CliError(str(exc))
     specs = connector if isinstance(connector, list) else [connector]
     secrets = [value for spec in specs for value in connectors.secret_values(spec.params)]
     secrets.append(JudgeEnvironment.read().server_api_key_env or "")
-    message = _redacted(str(exc.cause), secrets)
+    message = redact(str(exc.cause), secrets)
     if exc.kind == "connector_not_allowed":
         allowed = ", ".join(sorted(set(connectors.allowed_connectors(source.extra_connectors).values())))
-        return CliError(f"{_name(path)}: {exc.where}.class_path: {message}; allowed: {allowed}")
+        return CliError(f"{display_name(path)}: {exc.where}.class_path: {message}; allowed: {allowed}")
     if exc.kind == "connector":
-        return CliError(f"{_name(path)}: {exc.where}: {connectors.REFUSAL_PREFIX}{message}")
-    return CliError(f"{_name(path)}: {exc.field}: {message}")
+        return CliError(f"{display_name(path)}: {exc.where}: {connectors.REFUSAL_PREFIX}{message}")
+    return CliError(f"{display_name(path)}: {exc.field}: {message}")
 
 
-def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:
+def request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]]:
     """The validated request of a request file's JSON, and the warnings of importing its traces.
 
     A body with `traces` is `POST /run`'s traces form (`TracesRunRequest`): the traces are
@@ -236,18 +232,18 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
     from fair_forge_core.trace_formats import TRACES_NOT_A_REQUEST, looks_like_traces
 
     if looks_like_traces(body):
-        raise CliError(f"{_name(path)}: {TRACES_NOT_A_REQUEST}")
+        raise CliError(f"{display_name(path)}: {TRACES_NOT_A_REQUEST}")
     if "traces" not in body:
         try:
             return RunRequest.model_validate(body), []
         except ValidationError as exc:
-            raise CliError(_validation_message(path, "request", exc, RunRequest), multiline=True) from None
+            raise CliError(validation_message(path, "request", exc, RunRequest), multiline=True) from None
     if "datasets" in body:
-        raise CliError(f"{_name(path)}: send datasets or traces, not both")
+        raise CliError(f"{display_name(path)}: send datasets or traces, not both")
     try:
         traced = TracesRunRequest.model_validate(body)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "traces request", exc, TracesRunRequest), multiline=True) from None
+        raise CliError(validation_message(path, "traces request", exc, TracesRunRequest), multiline=True) from None
 
     from fair_forge_core.importers import TraceError, datasets_from_traces, request_field, unjoined_causes
 
@@ -256,21 +252,20 @@ def _request_of(body: dict[str, Any], path: Path) -> tuple[RunRequest, list[str]
             traced.traces.format, traced.traces.items, traced.references, task_key=traced.task_key
         )
     except TraceError as exc:
-        raise CliError(f"{_name(path)}: {request_field(exc.field)}: {exc.problem}") from None
+        raise CliError(f"{display_name(path)}: {request_field(exc.field)}: {exc.problem}") from None
     if len(datasets) == sum(unjoined_causes(datasets).values()):  # none joined: nothing to judge
         from fair_forge_core.safe_text import log_line
 
         details = "".join(f"\n  {log_line(warning)}" for warning in warnings)
         raise CliError(
-            f"{_name(path)}: no trace matched a task of the references: nothing to evaluate{details}", multiline=True
+            f"{display_name(path)}: no trace matched a task of the references: nothing to evaluate{details}",
+            multiline=True,
         )
     expanded = {"connector": body["connector"], "datasets": datasets, "config": body.get("config", {})}
     try:
         return RunRequest.model_validate(expanded), warnings
     except ValidationError as exc:
-        raise CliError(
-            _validation_message(path, "request (from its traces)", exc, RunRequest), multiline=True
-        ) from None
+        raise CliError(validation_message(path, "request (from its traces)", exc, RunRequest), multiline=True) from None
 
 
 def _plan(
@@ -326,7 +321,7 @@ def _plan(
     return plan
 
 
-def _run_evaluation(
+def run_evaluation(
     request: RunRequest,
     import_warnings: list[str],
     path: Path,
@@ -340,13 +335,15 @@ def _run_evaluation(
     from fair_forge_core.judges.base import RunContext
     from fair_forge_core.judges.llm import JudgeProviderRefused
     from fair_forge_core.plan import execute
+    from fair_forge_core.redact import redact
 
     plan = _plan(request, import_warnings, path, max_cost_usd, judge_cache)
     try:
         result = run_sync(execute(plan, RunContext(on_progress=progress)))
     except (JudgeProviderRefused, NoConversationScored) as exc:
         raise CliError(
-            f"evaluation failed: {_name(path)}: {_redacted(str(exc), sorted(plan.secrets))}", EXIT_EVALUATION_FAILED
+            f"evaluation failed: {display_name(path)}: {redact(str(exc), sorted(plan.secrets))}",
+            EXIT_EVALUATION_FAILED,
         ) from None
     finally:
         if progress is not None:
@@ -354,6 +351,6 @@ def _run_evaluation(
     return result
 
 
-def _level(level: float) -> str:
+def level_text(level: float) -> str:
     """A confidence level as the gates and `compare` print it: `95%` when a whole percent, else `0.953`."""
     return f"{level:.0%}" if round(level * 100, 6).is_integer() else f"{level:g}"

@@ -35,18 +35,18 @@ from fair_forge_core.cli.common import (
     EXIT_REGRESSED,
     STDIN,
     CliError,
-    _name,
-    _read_json,
-    _request_of,
-    _run_evaluation,
-    _validation_message,
-    _write,
+    display_name,
     json_dump,
+    read_json,
+    request_of,
+    run_evaluation,
     say,
     say_lines,
+    validation_message,
+    write_output,
 )
 from fair_forge_core.cli.compare_text import format_comparison, metric_label
-from fair_forge_core.cli.progress import _progress
+from fair_forge_core.cli.progress import progress_bar
 
 __all__ = ["cmd_compare", "format_comparison", "metric_label"]
 
@@ -66,18 +66,18 @@ def result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     from fair_forge_core.schemas.result import RESULT_FORMAT
 
     if data.get("success") is False:
-        raise CliError(f"{_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
+        raise CliError(f"{display_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
     version = data.get("format_version", RESULT_FORMAT)
     if version != RESULT_FORMAT:
         raise CliError(
-            f"{_name(path)}: a result in format {str(version)[:100]!r}, which this version does not read "
+            f"{display_name(path)}: a result in format {str(version)[:100]!r}, which this version does not read "
             f"(it reads {RESULT_FORMAT!r}): compare it with the version that wrote it"
         )
     payload = {key: value for key, value in data.items() if key not in ("request_id", "job_id")}
     try:
         return EvaluationResult.model_validate(payload)
     except ValidationError as exc:
-        raise CliError(_validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
+        raise CliError(validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
 
 
 def holds_result(data: dict[str, Any]) -> bool:
@@ -107,17 +107,19 @@ def load_side(
     key = _side_key(path)
     if key in cache:
         return cache[key]
-    data = _read_json(path, "file", stdin)
+    data = read_json(path, "file", stdin)
     if holds_result(data):
         result = result_of(data, path)
     elif "connector" in data:
-        request, import_warnings = _request_of(data, path)
-        result = _run_evaluation(request, import_warnings, path, _progress(stderr, quiet, f"judging {_name(path)}"))
+        request, import_warnings = request_of(data, path)
+        result = run_evaluation(
+            request, import_warnings, path, progress_bar(stderr, quiet, f"judging {display_name(path)}")
+        )
         for warning in result.warnings:
-            say(stderr, f"warning: {_name(path)}: {warning}")
+            say(stderr, f"warning: {display_name(path)}: {warning}")
     else:
         raise CliError(
-            f"{_name(path)}: neither a result (per_conversation_metrics) "
+            f"{display_name(path)}: neither a result (per_conversation_metrics) "
             "nor a request (connector with datasets or traces)"
         )
     cache[key] = result
@@ -177,8 +179,8 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     from fair_forge_core.compare import ComparisonRefused, compare_sides
 
     names = {
-        "baseline": (_name(args.baseline), "--baseline-assistant"),
-        "candidate": (_name(args.candidate), "--candidate-assistant"),
+        "baseline": (display_name(args.baseline), "--baseline-assistant"),
+        "candidate": (display_name(args.candidate), "--candidate-assistant"),
     }
     try:
         compared = compare_sides(
@@ -201,14 +203,14 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     comparison = compared.comparison
 
     def describe(path: Path, assistant: str | None) -> str:
-        return _name(path) + (f" (assistant {assistant})" if assistant is not None else "")
+        return display_name(path) + (f" (assistant {assistant})" if assistant is not None else "")
 
     baseline_name = describe(args.baseline, args.baseline_assistant)
     candidate_name = describe(args.candidate, args.candidate_assistant)
     say_lines(stdout, format_comparison(comparison, baseline_name, candidate_name))
     written = []
     if args.out is not None:
-        _write(json_dump(comparison.model_dump(mode="json")), args.out, stdout)
+        write_output(json_dump(comparison.model_dump(mode="json")), args.out, stdout)
         written.append(args.out)
     written += write_comparison_outputs(args, comparison, baseline_name, candidate_name, stdout)
     if not args.quiet:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fair_forge_core.cli.common import _level
+from fair_forge_core.cli.common import level_text
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import Comparison
@@ -239,7 +239,7 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
     the exact sign-flip test decided, McNemar's test when it ran, and P(candidate better)."""
     from fair_forge_core.compare.labels import side_headlines
 
-    level = _level(comparison.confidence)
+    level = level_text(comparison.confidence)
     base_headline, cand_headline = side_headlines(comparison)
     lines = [
         _side_line(baseline, "baseline: ", comparison.baseline_successes, comparison.baseline_attempts, base_headline),

@@ -13,7 +13,16 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
-from fair_forge_core.cli.common import EXIT_OK, EXIT_UNJOINED, CliError, _name, _read_text, _write, json_dump, say
+from fair_forge_core.cli.common import (
+    EXIT_OK,
+    EXIT_UNJOINED,
+    CliError,
+    display_name,
+    json_dump,
+    read_text,
+    say,
+    write_output,
+)
 
 
 def _read_records(path: Path, what: str, stdin: TextIO) -> tuple[Any, list[int] | None]:
@@ -21,17 +30,19 @@ def _read_records(path: Path, what: str, stdin: TextIO) -> tuple[Any, list[int] 
     value (None for a JSON document), for messages to name a record by its line."""
     from fair_forge_core.schemas import describe_json_error, loads_json
 
-    text = _read_text(path, what, stdin)
+    text = read_text(path, what, stdin)
     try:
         return loads_json(text), None
     except RecursionError:
-        raise CliError(f"{_name(path)}: nested too deeply to read") from None
+        raise CliError(f"{display_name(path)}: nested too deeply to read") from None
     except ValueError as whole:
         try:
             numbered = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
             return [loads_json(line) for _, line in numbered], [number for number, _ in numbered]
         except (ValueError, RecursionError):
-            raise CliError(f"{_name(path)} is neither JSON nor JSON Lines: {describe_json_error(whole)}") from None
+            raise CliError(
+                f"{display_name(path)} is neither JSON nor JSON Lines: {describe_json_error(whole)}"
+            ) from None
 
 
 def _reference_line(field: str, lines: list[int] | None) -> str:
@@ -60,8 +71,8 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         if exc.field == "task_key":
             raise CliError(f"--task-key: {exc.problem}") from None
         if exc.field.startswith("references"):
-            raise CliError(f"{_name(args.references)}: {_reference_line(exc.field, lines)}{exc}") from None
-        raise CliError(f"{_name(args.traces)}: {exc}") from None
+            raise CliError(f"{display_name(args.references)}: {_reference_line(exc.field, lines)}{exc}") from None
+        raise CliError(f"{display_name(args.traces)}: {exc}") from None
     for warning in warnings:
         say(stderr, f"warning: {warning}")
     unjoined = unjoined_causes(datasets)
@@ -72,7 +83,7 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
         "datasets": datasets,
         "config": {},
     }
-    _write(json_dump(request), args.out, stdout)
+    write_output(json_dump(request), args.out, stdout)
     say(stderr, f"{len(datasets)} conversation(s) from {trace_count} trace(s)")
     if not unjoined:
         return EXIT_OK

@@ -56,15 +56,15 @@ from fair_forge_core.cli.common import (
     EXIT_OK,
     EXIT_THRESHOLD,
     CliError,
-    _read_json,
-    _request_of,
-    _run_evaluation,
-    _write,
     json_dump,
+    read_json,
+    request_of,
+    run_evaluation,
     say,
+    write_output,
 )
-from fair_forge_core.cli.gates import _check_gates, _check_task_gates
-from fair_forge_core.cli.progress import _progress
+from fair_forge_core.cli.gates import check_gates, check_task_gates
+from fair_forge_core.cli.progress import progress_bar
 
 if TYPE_CHECKING:
     from fair_forge_core.otel_events import EvaluationEvent
@@ -96,12 +96,12 @@ def format_usage(usage: Any) -> str:
 def stability_lines(stability: TaskStability) -> list[str]:
     """The tasks in a few lines: `flakiness.summary`, then each flaky and each failing task with
     its passes and its interval (none when no task has 2 scored attempts)."""
-    from fair_forge_core.cli.common import _level
+    from fair_forge_core.cli.common import level_text
     from fair_forge_core.flakiness import summary, task_name
 
     if not stability.tasks:
         return []
-    level = _level(stability.ci_level)
+    level = level_text(stability.ci_level)
     return [summary(stability)] + [
         f"  {task.label}: {task_name(task, stability)}, {task.passed} of {task.attempts} attempts passed "
         f"({level} interval {task.ci_low:.3f} to {task.ci_high:.3f})"
@@ -116,31 +116,31 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
     check_outputs(args, EVALUATE_OUTPUTS)
     if args.otel_export:
         _check_otel_export()
-    body = _read_json(args.request, "request file", stdin)
-    request, import_warnings = _request_of(body, args.request)
+    body = read_json(args.request, "request file", stdin)
+    request, import_warnings = request_of(body, args.request)
     started, clock = datetime.now(UTC), time.monotonic()  # the JUnit file's timestamp and time
-    result = _run_evaluation(
+    result = run_evaluation(
         request,
         import_warnings,
         args.request,
-        _progress(stderr, args.quiet),
+        progress_bar(stderr, args.quiet),
         max_cost_usd=args.max_cost_usd,
         judge_cache=args.judge_cache,
     )
     timing = (started, time.monotonic() - clock)
 
     payload = result.model_dump(mode="json")
-    _write(json_dump(payload), args.out, stdout)
+    write_output(json_dump(payload), args.out, stdout)
     if args.html is not None:
         from fair_forge_core.report import render_html
 
-        _write(render_html(result), args.html, stdout)
+        write_output(render_html(result), args.html, stdout)
     from fair_forge_core.otel_events import evaluation_events, otlp_logs_json
 
     events = evaluation_events(result, request.datasets) if args.otel_events or args.otel_export else []
     ended = time.time_ns()
     if args.otel_events is not None:
-        _write(json_dump(otlp_logs_json(events, ended)), args.otel_events, stdout)
+        write_output(json_dump(otlp_logs_json(events, ended)), args.otel_events, stdout)
 
     from fair_forge_core.flakiness import task_stability
 
@@ -169,7 +169,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         for path in (args.out, args.html, args.otel_events, *written):
             if path is not None:
                 say(stderr, f"wrote {path}")
-    failures = _check_gates(args, agg, level, stderr) + _check_task_gates(args, stability, stderr)
+    failures = check_gates(args, agg, level, stderr) + check_task_gates(args, stability, stderr)
     for failure in failures:
         say(stderr, f"FAILED: {failure}")
     if args.otel_export:

@@ -22,7 +22,7 @@ figure was not measured fails.
   in p: pass^k ≥ L^k and pass@k ≥ 1 − (1 − L)^k;
 - `--max-unscored N`: more than N conversations are unscored.
 
-Gates on tasks (`_check_task_gates`), read from `flakiness.task_stability` of the result's
+Gates on tasks (`check_task_gates`), read from `flakiness.task_stability` of the result's
 per-conversation metrics, whatever `config.task_stability` says; not measured, and so failed,
 when some task (of some assistant) has fewer than 2 scored attempts:
 
@@ -38,7 +38,7 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from fair_forge_core.cli.common import _level, say
+from fair_forge_core.cli.common import level_text, say
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import AggregatedMetrics, TaskStability
@@ -91,7 +91,7 @@ class GateFigure:
     bound_method: str
 
 
-def _gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> GateFigure:
+def gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> GateFigure:
     """`metric` as the gates read it: the per-task figures when readiness is decided per task
     (their Wilson bound over tasks), else the figures over scored conversations (`lower_bound`),
     each under its name (`headline.figure_name`)."""
@@ -107,7 +107,7 @@ def _gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float
             bound=per_task.pass_at_k_ci_low if metric == "pass_at_k" else per_task.pass_pow_k_ci_low,
             label=figure_name(metric, k, kind),
             scope=f"per task, τ-bench, {tasks}",
-            bound_method=f"{_level(per_task.ci_level or level)} Wilson bound over {tasks}",
+            bound_method=f"{level_text(per_task.ci_level or level)} Wilson bound over {tasks}",
         )
     n, c = aggregated.total_conversations, aggregated.fully_correct_conversations
     return GateFigure(
@@ -115,13 +115,13 @@ def _gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float
         bound=lower_bound(aggregated, metric, level),
         label=figure_name(metric, k, kind),
         scope=f"over {n} scored conversation(s)",
-        bound_method=f"{_level(level)} credible bound"
+        bound_method=f"{level_text(level)} credible bound"
         if aggregated.statistical_mode == "bayesian"
-        else f"from the {_level(level)} Wilson bound of {c}/{n} conversations",
+        else f"from the {level_text(level)} Wilson bound of {c}/{n} conversations",
     )
 
 
-def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level: float, stderr: TextIO) -> list[str]:
+def check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level: float, stderr: TextIO) -> list[str]:
     """Every gate's failure as a line (`FAILED: …`, with the gate, the figure it read and by how
     much); the passed gates are printed as `gate met:` lines unless `--quiet`. A gate whose
     figure was not measured (nothing scored, no task with k attempts) fails: what was not
@@ -131,7 +131,7 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
     passed: list[str] = []
     threshold = args.fail_under_pass_pow_k
     if threshold is not None:
-        figure = _gate_figure(aggregated, "pass_pow_k", level)
+        figure = gate_figure(aggregated, "pass_pow_k", level)
         gate = f"--fail-under-pass-pow-k {threshold:g}"
         line = f"{figure.label} = {figure.point:.4f} ({figure.scope})" if figure.point is not None else ""
         if figure.point is None:
@@ -141,7 +141,7 @@ def _check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level:
         else:
             passed.append(f"{line} ≥ {gate}")
     for lower_gate in args.fail_if_lower_bound:
-        figure = _gate_figure(aggregated, lower_gate.metric, level)
+        figure = gate_figure(aggregated, lower_gate.metric, level)
         flag = f"--fail-if-lower-bound {lower_gate}"
         line = (
             f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method})"
@@ -195,9 +195,9 @@ def _task_list(tasks: list[str]) -> str:
     return shown if len(tasks) <= 10 else f"{shown} and {len(tasks) - 10} more"
 
 
-def _check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr: TextIO) -> list[str]:
+def check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr: TextIO) -> list[str]:
     """The failures of `--max-flaky-tasks` and `--min-task-pass-rate` (module docstring), as
-    `_check_gates` reports its own. A task gate fails when some task (of some assistant) has fewer
+    `check_gates` reports its own. A task gate fails when some task (of some assistant) has fewer
     than 2 scored attempts, none included: its stability, or its pass rate, was not measured. The
     passed gates are printed as `gate met:` lines unless `--quiet`."""
     from fair_forge_core.flakiness import MIN_ATTEMPTS, task_name

@@ -1,7 +1,7 @@
 """The files `evaluate` and `compare` write for CI systems (`fair_forge_core.exports`): `--junit`,
 `--markdown`, `--jsonl`, `--csv`, and the step summary.
 
-Every output named is checked before any judging (`common._check_writable`), and two outputs
+Every output named is checked before any judging (`common.check_writable`), and two outputs
 naming one file are refused (exit 2, naming both flags). When the environment variable
 `GITHUB_STEP_SUMMARY` names a file (GitHub Actions sets it for each step), the Markdown
 summary is appended to it — with or without `--markdown` — as GitHub expects of a step;
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from fair_forge_core.cli.common import CliError, _check_writable, _write
+from fair_forge_core.cli.common import CliError, check_writable, write_output
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -39,14 +39,14 @@ def check_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
     given = [(flag, path) for flag, name in flags.items() if (path := getattr(args, name, None)) is not None]
     seen: dict[Path, str] = {}
     for flag, path in given:
-        _check_writable(path, flag)
+        check_writable(path, flag)
         resolved = path.resolve()
         if resolved in seen:
             raise CliError(f"{seen[resolved]} and {flag} name the same file: {path}")
         seen[resolved] = flag
     summary = step_summary()
     if summary is not None:
-        _check_writable(summary, STEP_SUMMARY)
+        check_writable(summary, STEP_SUMMARY)
 
 
 def _append(text: str, destination: Path) -> None:
@@ -64,7 +64,7 @@ def _write_all(args: argparse.Namespace, writers: dict[str, Callable[[], str]], 
     for name, text in writers.items():
         path = getattr(args, name, None)
         if path is not None:
-            _write(text(), path, stdout)
+            write_output(text(), path, stdout)
             written.append(path)
     summary = step_summary()
     if summary is not None and "markdown" in writers:

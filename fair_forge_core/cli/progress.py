@@ -68,5 +68,7 @@ def is_terminal(stream: TextIO) -> bool:
         return False
 
 
-def _progress(stderr: TextIO, quiet: bool, label: str = "judging") -> ProgressBar | None:
+def progress_bar(stderr: TextIO, quiet: bool, label: str = "judging") -> ProgressBar | None:
+    """The progress bar of a command on `stderr`, interactive when it is a terminal; None under
+    `--quiet` (`quiet`), when nothing is shown."""
     return None if quiet else ProgressBar(stderr, label, interactive=is_terminal(stderr))

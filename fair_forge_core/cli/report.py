@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from fair_forge_core.cli.common import EXIT_OK, CliError, _name, _read_json, _validation_message, _write, say
+from fair_forge_core.cli.common import EXIT_OK, CliError, display_name, read_json, say, validation_message, write_output
 
 
 def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -14,16 +14,16 @@ def cmd_report(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
 
     from fair_forge_core.report import ReportError, render_html
 
-    data = _read_json(args.result, "result file", stdin)
+    data = read_json(args.result, "result file", stdin)
     try:
         page = render_html(data, title=args.title)
     except ReportError as exc:
-        raise CliError(f"{_name(args.result)}: {exc}") from None
+        raise CliError(f"{display_name(args.result)}: {exc}") from None
     except ValidationError as exc:
         from fair_forge_core.schemas import EvaluationResult
 
-        raise CliError(_validation_message(args.result, "result", exc, EvaluationResult), multiline=True) from None
-    _write(page, args.out, stdout)
+        raise CliError(validation_message(args.result, "result", exc, EvaluationResult), multiline=True) from None
+    write_output(page, args.out, stdout)
     if args.out is not None:
         say(stderr, f"wrote {args.out}")
     return EXIT_OK

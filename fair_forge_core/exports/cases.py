@@ -12,12 +12,14 @@ Rule (one case per task, or per conversation):
   Its reasons are each failing attempt's (`failure_reasons`); its unscored attempts are
   noted (`notes`).
 - Else it is *skipped* when any of its conversations is unscored (none scored, or some
-  attempts not measured: what was not measured never reads as a pass); its reasons are the
-  unscored turns' errors and, under `config.require_goal`, the unjudged goal's.
+  attempts not measured: what was not measured never reads as a pass); its reasons are its
+  required unscored check results' (`unscored_reasons`).
 - Else it *passed*.
 
-Turns are numbered from 1 in the reasons ("turn 2 (q2)"); the rows of `rows` give the
-0-based index of `interactions`. Pure: text from a result, no I/O.
+Every reason is a check result's `reason` (`ConversationMetrics.checks`, docs/checks.md), on
+one line; a turn's is prefixed with the turn, numbered from 1 ("turn 2 (q2): …"; the rows of
+`rows` give the 0-based index of `interactions`). No check is named here: a plug-in check's
+results read like the built-in ones'. Pure: text from a result, no I/O.
 """
 
 from __future__ import annotations
@@ -27,107 +29,82 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from fair_forge_core.checks.end_state import state_reason
 from fair_forge_core.flakiness import task_key
-from fair_forge_core.schemas import ConversationMetrics, InteractionResult, ToolCorrectnessScore
+from fair_forge_core.schemas import CheckResult, ConversationMetrics
 
 Outcome = Literal["passed", "failed", "skipped"]
 CaseKind = Literal["task", "conversation", "metric", "verdict"]
 """What a case is: a task's attempts, a conversation, and in a comparison a metric or the verdict."""
 
 
-def _number(value: float | None) -> str:
-    return "none" if value is None else f"{value:.3f}"
-
-
-def _turn_name(index: int, interaction: InteractionResult | None) -> str:
-    return f"turn {index + 1}" + (f" ({interaction.qa_id})" if interaction is not None else "")
-
-
-def _sentence(text: str | None) -> str:
-    """A reasoning on one line (newlines folded), or a note that there is none."""
-    return " ".join(text.split()) if text else "no reasoning given"
-
-
-def turn_reasons(conversation: ConversationMetrics, index: int) -> list[str]:
-    """Why turn `index` (0-based) of a scored conversation is wrong: each failing signal — the
-    answer below the threshold with the judge's reasoning; the tools judged wrong, with the
-    rubric's reasoning (or the trajectory the tool policy expected); each tool-policy
-    violation. Empty for a correct or unscored turn. Without per-turn detail in the result
-    (`interactions` null), only the score against the threshold can be said."""
+def _turn_name(index: int, conversation: ConversationMetrics) -> str:
+    """`turn 2 (q2)`: the turn numbered from 1, with its qa_id when the result has per-turn detail."""
     interactions = conversation.interactions
-    if interactions is None:
-        score = conversation.correctness_scores[index]
-        if score is None or index in conversation.correct_indices:
-            return []
-        return [
-            f"turn {index + 1}: not correct (answer score {_number(score)}, threshold "
-            f"{_number(conversation.threshold)}; the result has no per-turn detail)"
-        ]
-    turn = interactions[index]
-    if turn.is_correct is not False:
-        return []
-    name = _turn_name(index, turn)
-    reasons = []
-    if turn.answer_correct is False:
-        reasons.append(
-            f"{name}: answer score {_number(turn.answer_score)} below the threshold "
-            f"{_number(conversation.threshold)}: {_sentence(turn.judge_reasoning)}"
-        )
-    if turn.tool_correct is False:
-        reasons.append(f"{name}: tools: {_tool_reason(conversation.tool_correctness_scores[index], turn)}")
-    if turn.tool_policy is not None:
-        reasons += [f"{name}: tool policy: {violation.message}" for violation in turn.tool_policy.violations]
-    return reasons or [f"{name}: not correct"]
+    qa_id = interactions[index].qa_id if interactions is not None and index < len(interactions) else None
+    return f"turn {index + 1}" + (f" ({qa_id})" if qa_id is not None else "")
 
 
-def _tool_reason(score: ToolCorrectnessScore | None, turn: InteractionResult) -> str:
-    """The tools' verdict: the trajectory match when the policy decided it, else the rubric's."""
-    policy = turn.tool_policy
-    if policy is not None and policy.trajectory_matches is False:
-        return f"the calls do not match the expected trajectory (trajectory_match {policy.trajectory_match})"
-    if score is None:
-        return "judged wrong"
-    return f"overall {_number(score.overall_correctness)}: {_sentence(score.reasoning)}"
+def _one_line(text: str) -> str:
+    """A reason on one line (newlines folded): each reason is one line of a JUnit failure's text."""
+    return " ".join(text.split())
+
+
+def _said(conversation: ConversationMetrics, result: CheckResult) -> str:
+    """A result's reason as a case lists it: a turn's prefixed with the turn, the conversation's as it is."""
+    reason = _one_line(result.reason) or result.outcome
+    return reason if result.turn is None else f"{_turn_name(result.turn, conversation)}: {reason}"
 
 
 def failure_reasons(conversation: ConversationMetrics) -> list[str]:
-    """Why a scored conversation is not fully correct: its wrong turns' reasons (`turn_reasons`),
-    its end state when it does not match, its goal when required and not achieved. Empty for a
-    fully correct or an unscored conversation."""
+    """Why a scored conversation is not fully correct, in the order of its `checks`
+    (`checks.ordered`: its turns' results, turn by turn, then its own):
+
+    - on each wrong turn (one with a required result that failed), every result that failed —
+      the advisory ones too, since they say what else went wrong in that turn (a wrong answer
+      and advisory tools judged wrong both show);
+    - then each of the conversation's own required results that failed (an advisory one
+      decides nothing and is not a reason).
+
+    Without per-turn detail (`interactions` null: the turn results were left out with it), each
+    turn not in `correct_indices` is `turn N: not correct (the result has no per-turn detail)`.
+    A conversation not fully correct with no failed result to show (a result written before
+    `checks` existed) says `not fully correct`. Empty for a fully correct or an unscored
+    conversation."""
     if not conversation.is_scored or conversation.is_fully_correct:
         return []
-    reasons = [
-        reason for index in range(conversation.total_interactions) for reason in turn_reasons(conversation, index)
+    results = conversation.checks
+    wrong_turns = {r.turn for r in results if r.turn is not None and r.required and r.outcome == "failed"}
+    reasons = []
+    if conversation.interactions is None:
+        correct = set(conversation.correct_indices)
+        reasons += [
+            f"turn {index + 1}: not correct (the result has no per-turn detail)"
+            for index in range(conversation.total_interactions)
+            if index not in correct
+        ]
+    reasons += [
+        _said(conversation, r)
+        for r in results
+        if r.outcome == "failed" and (r.required if r.turn is None else r.turn in wrong_turns)
     ]
-    if conversation.state_check is not None and not conversation.state_check.matches:
-        reasons.append(state_reason(conversation.state_check))
-    goal = conversation.goal_check
-    if goal is not None and goal.required and goal.goal_achieved is False:
-        reasons.append(f"goal not achieved (score {_number(goal.score)}): {_sentence(goal.reasoning)}")
     return reasons or ["not fully correct"]
 
 
 def unscored_reasons(conversation: ConversationMetrics) -> list[str]:
     """Why a conversation is unscored: for one unscored before judging (an attempt left unjoined),
-    its cause and detail alone; else each unscored turn's error, and the required goal's when it
-    was not judged. Empty for a scored conversation."""
+    its cause and detail alone; else each of its required results that is unscored, in the order
+    of its `checks` (a turn's prefixed with the turn). Without per-turn detail, the count of its
+    unscored turns comes first (`N turn(s) unscored (the result has no per-turn detail)`), then
+    its own unscored required results. Empty for a scored conversation."""
     if conversation.is_scored:
         return []
-    if conversation.unscored is not None:  # unscored before judging: its cause, not its turns'
+    if conversation.unscored is not None:  # unscored before judging: its cause, not its results'
         return [f"{conversation.unscored.cause}: {conversation.unscored.detail}"]
-    if conversation.interactions is None:
-        reasons = [f"{conversation.unscored_interactions} turn(s) unscored (the result has no per-turn detail)"]
-    else:
-        reasons = [
-            f"{_turn_name(index, turn)}: {_sentence(turn.error) if turn.error else 'no score'}"
-            for index, turn in enumerate(conversation.interactions)
-            if turn.is_correct is None
-        ]
-    goal = conversation.goal_check
-    if goal is not None and goal.required and goal.goal_achieved is None:
-        reasons.append(f"goal not judged: {_sentence(goal.error)}")
-    return [reason for reason in reasons if reason] or ["unscored"]
+    reasons = []
+    if conversation.interactions is None and conversation.unscored_interactions:
+        reasons.append(f"{conversation.unscored_interactions} turn(s) unscored (the result has no per-turn detail)")
+    reasons += [_said(conversation, r) for r in conversation.checks if r.required and r.outcome == "unscored"]
+    return reasons or ["unscored"]
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def cell(text: str, limit: int | None = None) -> str:
     return markdown_text(text, limit)
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[str]:
     """A Markdown table; the columns at the indices `right` are right-aligned (numbers)."""
     align = ["---:" if i in right else "---" for i in range(len(header))]
     return [
@@ -65,7 +65,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
     ]
 
 
-def _n(value: float | None) -> str:
+def number_cell(value: float | None) -> str:
+    """A figure as a table cell: three decimals, or "—" when there is none (None)."""
     return "—" if value is None else f"{value:.3f}"
 
 
@@ -114,11 +115,21 @@ def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]
 
     over = f"{n} scored conversation(s)"
     rows = [
-        [figure_name("pass_at_k", k, pooled), _n(aggregated.pass_at_k), interval("pass_at_k"), f"{over}, {method}"],
-        [figure_name("pass_pow_k", k, pooled), _n(aggregated.pass_pow_k), interval("pass_pow_k"), f"{over}, {method}"],
+        [
+            figure_name("pass_at_k", k, pooled),
+            number_cell(aggregated.pass_at_k),
+            interval("pass_at_k"),
+            f"{over}, {method}",
+        ],
+        [
+            figure_name("pass_pow_k", k, pooled),
+            number_cell(aggregated.pass_pow_k),
+            interval("pass_pow_k"),
+            f"{over}, {method}",
+        ],
         [
             "fully correct conversations",
-            _n(aggregated.conversation_success_rate),
+            number_cell(aggregated.conversation_success_rate),
             interval("success"),
             f"{aggregated.fully_correct_conversations} of {over}, Wilson",
         ],
@@ -129,13 +140,13 @@ def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]
         per_task_rows = [
             [
                 figure_name("pass_at_k", k, "per_task"),
-                _n(per_task.pass_at_k),
+                number_cell(per_task.pass_at_k),
                 _interval(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high),
                 over_tasks,
             ],
             [
                 figure_name("pass_pow_k", k, "per_task"),
-                _n(per_task.pass_pow_k),
+                number_cell(per_task.pass_pow_k),
                 _interval(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high),
                 over_tasks,
             ],
@@ -156,8 +167,8 @@ def _assistant_lines(aggregated: AggregatedMetrics) -> list[str]:
             str(own.total_conversations),
             str(own.fully_correct_conversations),
             str(own.unscored_conversations),
-            _n(own.pass_at_k),
-            _n(own.pass_pow_k),
+            number_cell(own.pass_at_k),
+            number_cell(own.pass_pow_k),
             cell(own.readiness.summary if own.readiness is not None else own.interpretation or "—"),
         ]
         for name, own in aggregated.by_assistant.items()
@@ -172,7 +183,7 @@ def _assistant_lines(aggregated: AggregatedMetrics) -> list[str]:
         figure_name("pass_pow_k", k, pooled),
         "readiness",
     ]
-    return ["", "### Assistants", "", *_table(header, rows, (1, 2, 3, 4, 5))]
+    return ["", "### Assistants", "", *markdown_table(header, rows, (1, 2, 3, 4, 5))]
 
 
 def _task_lines(result: EvaluationResult, level: float) -> list[str]:
@@ -183,14 +194,20 @@ def _task_lines(result: EvaluationResult, level: float) -> list[str]:
     if not stability.tasks:
         return []
     rows = [
-        [cell(t.task_id), t.label, f"{t.passed} of {t.attempts}", _n(t.pass_rate), _interval(t.ci_low, t.ci_high)]
+        [
+            cell(t.task_id),
+            t.label,
+            f"{t.passed} of {t.attempts}",
+            number_cell(t.pass_rate),
+            _interval(t.ci_low, t.ci_high),
+        ]
         for t in stability.tasks
         if t.label != "stable"
     ]
     lines = ["", "### Tasks", "", summary(stability) + " (stable tasks are counted, not listed)"]
     if rows:
         header = ["task", "label", "passed", "pass rate", f"{percent(level)} interval (Clopper–Pearson)"]
-        lines += ["", *_table(header, rows, right=(2, 3, 4))]
+        lines += ["", *markdown_table(header, rows, right=(2, 3, 4))]
     return lines
 
 
@@ -217,7 +234,12 @@ def _worst_lines(result: EvaluationResult) -> list[str]:
         ]
         for c in worst[:MAX_CASES]
     ]
-    lines = ["", "### Worst cases", "", *_table(["case", "assistant", "outcome", "passed", "first reason"], rows, (3,))]
+    lines = [
+        "",
+        "### Worst cases",
+        "",
+        *markdown_table(["case", "assistant", "outcome", "passed", "first reason"], rows, (3,)),
+    ]
     if len(worst) > MAX_CASES:
         lines += ["", f"… and {len(worst) - MAX_CASES} more failed or skipped case(s)."]
     return lines
@@ -232,7 +254,7 @@ def markdown_evaluation(result: EvaluationResult, ci_level: float, title: str = 
     agg = result.aggregated_metrics
     lines = [f"## {cell(title)}", "", *(f"- {cell(line)}" for line in headline_lines(agg))]
     header = ["figure", "value", f"{percent(ci_level)} interval", "over"]
-    lines += ["", "### Key figures", "", *_table(header, _figure_rows(agg, ci_level), right=(1, 2))]
+    lines += ["", "### Key figures", "", *markdown_table(header, _figure_rows(agg, ci_level), right=(1, 2))]
     if agg.unscored_conversations:
         lines += [
             "",

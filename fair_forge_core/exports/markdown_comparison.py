@@ -23,7 +23,7 @@ from fair_forge_core.compare.labels import (
     metric_label,
     side_headlines,
 )
-from fair_forge_core.exports.markdown import MAX_REASON, _n, _table, cell
+from fair_forge_core.exports.markdown import MAX_REASON, cell, markdown_table, number_cell
 from fair_forge_core.schemas import Comparison
 
 
@@ -40,8 +40,8 @@ def _comparison_rows(comparison: Comparison) -> list[list[str]]:
         [
             metric_label(m.metric, m.k),
             str(m.tasks),
-            _n(m.baseline),
-            _n(m.candidate),
+            number_cell(m.baseline),
+            number_cell(m.candidate),
             _signed(m.difference),
             "—" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]",
             _p(m.p_value_holm),
@@ -58,8 +58,8 @@ def _efficiency_comparison_lines(comparison: Comparison) -> list[str]:
         [
             e.measure,
             str(e.tasks),
-            _n(e.baseline),
-            _n(e.candidate),
+            number_cell(e.baseline),
+            number_cell(e.candidate),
             _signed(e.difference),
             "—" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]",
             _p(e.p_value),
@@ -68,7 +68,12 @@ def _efficiency_comparison_lines(comparison: Comparison) -> list[str]:
         if e.difference is not None
     ]
     header = ["measure", "tasks", "baseline", "candidate", "difference", "interval", "p"]
-    return ["", "### Efficiency (per-task means; not part of the verdict)", "", *_table(header, rows, range(1, 7))]
+    return [
+        "",
+        "### Efficiency (per-task means; not part of the verdict)",
+        "",
+        *markdown_table(header, rows, range(1, 7)),
+    ]
 
 
 def _changed_lines(comparison: Comparison) -> list[str]:
@@ -93,7 +98,7 @@ def _changed_lines(comparison: Comparison) -> list[str]:
         "",
         "Per-attempt success c/n, worst first; p is the exact test on the task alone, unadjusted.",
         "",
-        *_table(header, rows, range(1, 5)),
+        *markdown_table(header, rows, range(1, 5)),
     ]
     if len(changed) > MAX_CHANGED_TASKS:
         lines += ["", f"… and {len(changed) - MAX_CHANGED_TASKS} more (all in the comparison JSON)."]
@@ -153,7 +158,7 @@ def markdown_comparison(comparison: Comparison, baseline: str, candidate: str) -
         "",
         "### Task-level tests (would it generalise to new tasks?)",
         "",
-        *_table(
+        *markdown_table(
             ["metric", "tasks", "baseline", "candidate", "difference", f"{level} interval", "p (Holm)", "significant"],
             _comparison_rows(comparison),
             range(1, 7),

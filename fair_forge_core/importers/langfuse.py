@@ -32,7 +32,7 @@ EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j
   `tool_call_id`) answer the calls with that id that nothing has answered yet;
 - a TOOL observation answers a call: the one whose id is its `metadata.tool_call_id` (or
   `input.tool_call_id`), else the first unanswered call of its `name` whose arguments equal
-  its `input`, else the first unanswered call of its name (`langsmith_runs._Pending`); its
+  its `input`, else the first unanswered call of its name (`langsmith_runs.PendingCalls`); its
   result is its `output`; at `level` ERROR it is an error, its result the `output` or else
   the `statusMessage`. A TOOL that answers no call is a call of its own step, said. Other
   types (SPAN, EVENT, AGENT, CHAIN, RETRIEVER, …) are the application's plumbing, not read;
@@ -66,7 +66,7 @@ from fair_forge_core.importers.langchain_messages import (
     read_tool_message,
     text_of,
 )
-from fair_forge_core.importers.langsmith_runs import _NEVER, _QUERY_KEYS, _answer, _output_message, _Pending
+from fair_forge_core.importers.langsmith_runs import NEVER, QUERY_KEYS, PendingCalls, final_answer, output_message
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -122,7 +122,7 @@ def _in_time_order(items: list[Item], field: str) -> tuple[list[Item], str | Non
     missing = next((where for (_, where), moment in zip(items, times, strict=True) if moment is None), None)
     if missing is not None:
         return items, missing
-    order = sorted(range(len(items)), key=lambda n: times[n] or _NEVER)
+    order = sorted(range(len(items)), key=lambda n: times[n] or NEVER)
     return [items[n] for n in order], None
 
 
@@ -195,7 +195,7 @@ def _turn(trace: dict[str, Any], where: str, builder: TurnBuilder) -> None:
     builder.usage(where, cost_usd=_number(trace.get("totalCost")), latency_s=_number(trace.get("latency")))
     by_id = {str(o.get("id")): o for o, _ in observations if o.get("id") is not None}
     tools = _tools_above(by_id)
-    pending = _Pending()
+    pending = PendingCalls()
     for observation, here in observations:
         kind = observation["type"].upper()
         parent = observation.get("parentObservationId")
@@ -225,7 +225,7 @@ def _tools_above(by_id: dict[str, dict[str, Any]]) -> dict[str, str | None]:
 
 
 def _query(trace: dict[str, Any], where: str, observations: list[Item], warnings: list[str]) -> str:
-    query = _text_in(trace.get("input"), f"{where}.input", "human", _QUERY_KEYS)
+    query = _text_in(trace.get("input"), f"{where}.input", "human", QUERY_KEYS)
     if query is not None:
         return query
     for observation, here in observations:
@@ -269,10 +269,10 @@ def _answer_of(output: Any, where: str) -> str | None:
     if is_message(output):
         kind, fields, fields_where = message_fields(output, where)
         return text_of(fields.get("content") or "", f"{fields_where}.content") if kind == "ai" else None
-    return _answer(output, where)
+    return final_answer(output, where)
 
 
-def _generation(observation: dict[str, Any], where: str, builder: TurnBuilder, pending: _Pending) -> None:
+def _generation(observation: dict[str, Any], where: str, builder: TurnBuilder, pending: PendingCalls) -> None:
     warnings = builder.warnings
     inputs = observation.get("input")
     messages = inputs.get("messages") if isinstance(inputs, dict) else inputs
@@ -300,7 +300,7 @@ def _generation(observation: dict[str, Any], where: str, builder: TurnBuilder, p
         return
     if not isinstance(output, dict):
         raise TraceError(here, "must be the model's message (an object) or its text")
-    message, message_where, count = _output_message(output, here)
+    message, message_where, count = output_message(output, here)
     if count > 1:
         warnings.append(f"{here}: {count} candidate messages; the first is read")
     kind, fields, fields_where = message_fields(message, message_where)
@@ -313,7 +313,7 @@ def _generation(observation: dict[str, Any], where: str, builder: TurnBuilder, p
     builder.step(calls, here)
 
 
-def _tool(observation: dict[str, Any], where: str, builder: TurnBuilder, pending: _Pending) -> None:
+def _tool(observation: dict[str, Any], where: str, builder: TurnBuilder, pending: PendingCalls) -> None:
     inputs, metadata = observation.get("input"), observation.get("metadata")
     ids = [metadata.get("tool_call_id") if isinstance(metadata, dict) else None]
     ids.append(inputs.get("tool_call_id") if isinstance(inputs, dict) else None)

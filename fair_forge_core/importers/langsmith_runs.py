@@ -86,9 +86,9 @@ from fair_forge_core.importers.trace import (
 )
 
 _THREAD_KEYS = ("session_id", "thread_id", "conversation_id")
-_QUERY_KEYS = ("input", "question", "query")
+QUERY_KEYS = ("input", "question", "query")  # where a root run's inputs hold the query, in this order
 _ANSWER_KEYS = ("output", "answer", "response", "result")
-_NEVER = datetime.max.replace(tzinfo=UTC)  # a sort key for what has no time (never used once all are read)
+NEVER = datetime.max.replace(tzinfo=UTC)  # a sort key for what has no time (never used once all are read)
 
 
 @dataclass
@@ -230,7 +230,7 @@ def _start_order(runs: list[_Run]) -> list[int] | _Run:
     unread = next((run for run, start in zip(runs, starts, strict=True) if start is None), None)
     if unread is not None:
         return unread
-    return sorted(range(len(runs)), key=lambda n: starts[n] or _NEVER)
+    return sorted(range(len(runs)), key=lambda n: starts[n] or NEVER)
 
 
 def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
@@ -252,7 +252,7 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             ordered = members
     builder.user(_query(root, ordered, warnings))
     builder.usage(root.where, **_root_usage(root, warnings))
-    pending = _Pending()
+    pending = PendingCalls()
     inside_tool: dict[str, str] = {}  # run id → where of the tool run it belongs to
     for run in ordered:
         if run.parent in inside_tool:
@@ -272,7 +272,7 @@ def _turn(root: _Run, members: list[_Run], builder: TurnBuilder) -> None:
             _tool_run(run, pending, builder)
         elif run.run_type == "retriever":
             warnings.append(f"{run.where}: a retriever run outside any tool; read as context, not as a tool call")
-    answer = _answer(root.raw.get("outputs"), f"{root.where}.outputs")
+    answer = final_answer(root.raw.get("outputs"), f"{root.where}.outputs")
     if answer:
         builder.assistant(answer, root.where)
     if root.raw.get("error"):
@@ -303,7 +303,7 @@ def _query(root: _Run, ordered: list[_Run], warnings: list[str]) -> str:
     if isinstance(inputs, dict):
         query = last_text(inputs.get("messages"), f"{root.where}.inputs.messages", "human")
         texts = [value for value in inputs.values() if isinstance(value, str)]
-        query = query or next((inputs[k] for k in _QUERY_KEYS if isinstance(inputs.get(k), str)), None)
+        query = query or next((inputs[k] for k in QUERY_KEYS if isinstance(inputs.get(k), str)), None)
         query = query or (texts[0] if len(texts) == 1 else None)
         if query is not None:
             return query
@@ -327,7 +327,7 @@ def _llm_output(run: _Run, warnings: list[str]) -> tuple[str, list[RawCall]]:
         return "", []
     if not isinstance(outputs, dict):
         raise TraceError(where, "must be an object")
-    message, here, count = _output_message(outputs, where)
+    message, here, count = output_message(outputs, where)
     if count > 1:
         warnings.append(f"{where}: {count} candidate messages; the first is read")
     kind, fields, fields_where = message_fields(message, here)
@@ -336,7 +336,7 @@ def _llm_output(run: _Run, warnings: list[str]) -> tuple[str, list[RawCall]]:
     return read_ai_message(fields, fields_where, warnings)
 
 
-def _output_message(outputs: dict[str, Any], where: str) -> tuple[Any, str, int]:
+def output_message(outputs: dict[str, Any], where: str) -> tuple[Any, str, int]:
     """`(message, its path, how many candidates)` of an llm run's outputs."""
     generations = outputs.get("generations")
     if isinstance(generations, list) and generations:
@@ -367,7 +367,7 @@ class _Call:
     answered: bool = False
 
 
-class _Pending:
+class PendingCalls:
     """A trace's model tool calls, indexed so that a tool run finds its call in O(1): by call
     id, by tool name and by (name, canonical arguments); each index a queue in call order from
     which answered calls are dropped when they reach its head."""
@@ -424,7 +424,7 @@ def _first(queue: deque[_Call] | None) -> _Call | None:
     return None
 
 
-def _tool_run(run: _Run, pending: _Pending, builder: TurnBuilder) -> None:
+def _tool_run(run: _Run, pending: PendingCalls, builder: TurnBuilder) -> None:
     raw, inputs = run.raw, run.raw.get("inputs")
     extra = raw.get("extra")
     content, is_error, message_id = _tool_result(raw, f"{run.where}.outputs")
@@ -455,7 +455,11 @@ def _tool_result(raw: dict[str, Any], where: str) -> tuple[Any, bool, Any]:
     return value, False, None
 
 
-def _answer(outputs: Any, where: str) -> str | None:
+def final_answer(outputs: Any, where: str) -> str | None:
+    """The answer in a root run's (or a trace's) outputs: the text of the last AI message of
+    `messages`; else the first of `output`, `answer`, `response`, `result` that is a string or
+    an AI message; else the one string value when there is exactly one. None otherwise (not a
+    dict, no such key, several string values); `where` names the field in a `TraceError`."""
     if not isinstance(outputs, dict):
         return None
     answer = last_text(outputs.get("messages"), f"{where}.messages", "ai")

@@ -1,33 +1,46 @@
 """The judge as a concept of its own: what a judge is (`Judge`), what it says of itself
-(`JudgeSpec`), how one is chosen for a connector's chat model (the registry), and what an
-evaluation lends every judge (`RunContext`).
+(`JudgeSpec`), the one way an evaluation asks one (`judge_turn`), how one is built for a
+connector's chat model (the registry, keyed by judge name), and what an evaluation lends every
+judge (`RunContext`).
 
 A **judge** gives one turn a `Verdict` (a score in [0, 1] and its reasoning) or raises:
-`JudgeCallError` when this turn cannot be scored (it is then unscored with that message;
-`JudgeAbstained` when the judge declines), `JudgeProviderRefused` when no turn can be (the
-evaluation stops). `judge(request, sample)` is one judgement; `sample` numbers the repeated
-judgements of one turn (`config.judge_samples`), which a judge that caches keeps apart.
+`JudgeCallError` when this turn cannot be scored (it is then unscored with that message, and
+the error's `cause` as its cause; `JudgeAbstained` when the judge declines, in any words),
+`JudgeProviderRefused` when no turn can be (the evaluation stops). `judge(request, sample)` is
+one judgement; `sample` numbers the repeated judgements of one turn (`config.judge_samples`),
+which a judge that caches keeps apart. `evaluate` takes a `Judge` (or a list of them: an
+ensemble) as it is; a LangChain chat model is adapted to one at the edge (`judge_for`).
 
-Judges are built from the chat model a request's connector names (`connectors.build_chat_model`,
-under the allowlist): `judge_for(model, …)` (from `judges.kinds`, which registers the built-in
-kinds) looks the model's class up in the registry, filled by `register_judge` — the offline rules judge for `ReferenceJudge` (`judges.offline`), the LLM
-judge for every other chat model (`judges.llm.AnswerJudge`), and any judge an operator admits
-by listing its model class in `FAIR_FORGE_EXTRA_CONNECTORS` (a module that defines the model
-class and registers its judge beside it: nothing else changes). Panels (`judges.panel`:
-samples and ensembles) and the cascade (`judges.cascade`) combine judges; they ask a judge
-what it is through `spec()`, never by its type.
+A judge that combines judges (`judges.panel.JudgePanel`, `judges.cascade.CascadeJudge`) is a
+`Judge` too, so that they nest (a cascade as a panel's member, a panel as a cascade's stage).
+What it says of a judgement besides the verdict (the panel's votes and agreement, the judge of
+the cascade that decided) is its `JudgementDetail`: on the verdict (`CombinedVerdict`) when
+scored, on the `JudgeCallError` (`detail`) when not; `judge_turn` copies it into the turn's
+`TurnJudgement`.
+
+The registry maps a judge's name (`kind`) to its factory, `factory(model, config, context) ->
+Judge`, the chat model being that judge's argument: `register_judge(kind, model_class=…)`
+also says that chat models of that class are judged by this kind (the map from model class to
+kind is derived from the registrations), and `judge_named(kind)` looks a kind up by name. The
+built-in kinds (`judges.kinds` registers them): the offline rules judge for `ReferenceJudge`
+(`judges.offline`, kind "reference"), the LLM judge for every other chat model
+(`judges.llm.AnswerJudge`, kind "llm", the default), and any judge an operator admits by
+listing its model class in `FAIR_FORGE_EXTRA_CONNECTORS` (a module that defines the model class
+and registers its judge beside it: nothing else changes). Panels, the cascade and `evaluate`
+ask a judge what it is through `spec()`, never by its type.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion
+from fair_forge_core.judges.goal import JudgeQuestion
 from fair_forge_core.judges.judgement import JudgementCause, TurnJudgement
+from fair_forge_core.judges.question import EVERY_KIND
 from fair_forge_core.judges.verdict import Verdict
-from fair_forge_core.schemas import EvaluationConfig
+from fair_forge_core.schemas import EvaluationConfig, JudgeVote
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -37,9 +50,9 @@ if TYPE_CHECKING:
 
 DEADLINE_PHRASE = "time budget exhausted"
 """How every message of a `JudgeDeadlineReached` begins (`judges.llm`, `judges.offline`)."""
-GOAL_ABSTAIN_MESSAGE = "cannot decide a conversation's goal"
-"""How the error of a goal put to a judge that does not read goals ends (`ask`): "the judge
-fair-forge-reference cannot decide a conversation's goal"."""
+ABSTAIN_PHRASE = "cannot decide"
+"""The error of a question put to a judge that does not read its kind (`ask`): "the judge
+fair-forge-reference cannot decide a conversation's goal" (the question's `about`)."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +92,12 @@ class JudgeTelemetry:
 class JudgeCallError(Exception):
     """A turn the judge could not score; the message says why and is safe to return. `cause`
     types the why (`judges.judgement.JudgementCause`): "judge_error" here, another in the
-    subclasses, so that what the turn's judgement records never depends on the message's words."""
+    subclasses, so that what the turn's judgement records never depends on the message's words.
+    `detail` is what a combining judge says of the failed judgement (a panel's votes, the
+    cascade's stage that failed: `JudgementDetail`); None from a single judge."""
 
     cause: JudgementCause = "judge_error"
+    detail: JudgementDetail | None = None
 
 
 class JudgeAbstained(JudgeCallError):
@@ -114,58 +130,131 @@ class JudgeProviderRefused(Exception):
 
 
 @dataclass(frozen=True)
+class JudgementDetail:
+    """What a judge that combines judges says of one judgement besides its score and reasoning:
+    the `votes` of a panel's members and their `agreement` (`judges.panel`), and `judged_by`,
+    the stage of a cascade that decided it (`judges.cascade`). Each is None when no combinator
+    set it; `judge_turn` copies them into the turn's `TurnJudgement` (same names)."""
+
+    votes: tuple[JudgeVote, ...] | None = None
+    agreement: float | None = None
+    judged_by: Literal["offline", "llm"] | None = None
+
+
+NO_DETAIL = JudgementDetail()
+
+
+class CombinedVerdict(Verdict):
+    """The verdict of a judge that combines judges: a `Verdict` (so it is what any judge
+    returns, and nests) with its `JudgementDetail`."""
+
+    detail: JudgementDetail = NO_DETAIL
+
+
+def detail_of(outcome: Verdict | JudgeCallError) -> JudgementDetail:
+    """The `JudgementDetail` a verdict or a judge's error carries (`NO_DETAIL`: none)."""
+    if isinstance(outcome, CombinedVerdict):
+        return outcome.detail
+    if isinstance(outcome, JudgeCallError) and outcome.detail is not None:
+        return outcome.detail
+    return NO_DETAIL
+
+
+def unscored(cause: JudgementCause, message: str, detail: JudgementDetail) -> JudgeCallError:
+    """The `JudgeCallError` of `cause` (its subclass: `JudgeAbstained` for "abstained", …) with
+    `message` and `detail`: how a combining judge reports a judgement its members left unscored,
+    so that its cause stays the type it was raised with, never read back from the message."""
+    error = _ERROR_OF_CAUSE[cause](message)
+    error.detail = detail
+    return error
+
+
+_ERROR_OF_CAUSE: dict[JudgementCause, type[JudgeCallError]] = {
+    "abstained": JudgeAbstained,
+    "cost_cap": JudgeCostCapReached,
+    "deadline": JudgeDeadlineReached,
+    "judge_error": JudgeCallError,
+}
+
+
+@dataclass(frozen=True)
 class JudgeSpec:
     """What a judge says of itself: its registered `kind`, the `model` name its votes and usage
     carry, whether it is `offline` (no network, no cost: the cascade's first stage, never
-    an ensemble member under the cascade), and whether it `judges_goals`."""
+    an ensemble member under the cascade), and the kinds of question it `reads`."""
 
     kind: str
     model: str
     offline: bool = False
-    judges_goals: bool = False
-    """Whether it reads a conversation's goal (`judges.goal.GoalRequest`); a judge that does not
-    is never sent one: `ask` makes its judgement an abstention."""
+    reads: frozenset[str] = frozenset()
+    """The kinds of question it reads besides answers, which every judge reads
+    (`judges.question.JudgeQuestion.kind`: "goal", "criterion", a plug-in's; "*" every kind). A
+    question of a declared kind it does not read is never sent to it: `ask` makes its judgement
+    an abstention."""
+
+    def reads_kind(self, kind: str) -> bool:
+        return EVERY_KIND in self.reads or kind in self.reads
+
+    settings: dict[str, Any] = field(default_factory=dict)
+    """What else decides its verdicts, as JSON values (a panel's samples, vote and members'
+    specs; a plug-in judge's own options): hashed into the result's provenance
+    (`provenance.judge_provenance`) when the judge is passed to `evaluate` as a `Judge`."""
+
+    def as_json(self) -> dict[str, Any]:
+        """This spec as JSON values (what `settings` of a combining judge holds of its members)."""
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "offline": self.offline,
+            "reads": sorted(self.reads),
+            "settings": self.settings,
+        }
 
 
 class Judge(Protocol):
-    """One judge of turns (module docstring)."""
+    """One judge of turns (module docstring): what `evaluate` takes, and what panels and the
+    cascade combine (and are). A plug-in judge is any class with these two methods."""
 
     def spec(self) -> JudgeSpec: ...
 
     async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict: ...
 
 
-class TurnJudge(Protocol):
-    """What `evaluate` asks of the judge of an evaluation: a turn's whole judgement (a `Judge`
-    through `SingleJudge`, a `judges.panel.JudgePanel`, a `judges.cascade.CascadeJudge`)."""
-
-    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement: ...
-
-
 async def ask(judge: Judge, request: JudgeQuestion, sample: int = 0) -> Verdict:
-    """`judge.judge(request, sample)`, the one way panels, the cascade and `SingleJudge` ask: a
-    goal (`judges.goal.GoalRequest`) put to a judge whose spec does not say it `judges_goals`
-    (the offline judge, a plug-in judge of turns) is a `JudgeAbstained`, never a call."""
-    if isinstance(request, GoalRequest):
+    """`judge.judge(request, sample)`, the one way panels, the cascade and `judge_turn` ask: a
+    question of a `declared` kind the judge's spec does not say it `reads` (a goal or a criterion
+    put to the offline judge, or to a plug-in judge of turns) is a `JudgeAbstained`, never a
+    call. An answer is put to every judge without asking its spec."""
+    if request.declared:
         spec = judge.spec()
-        if not spec.judges_goals:
-            raise JudgeAbstained(f"the judge {spec.model} {GOAL_ABSTAIN_MESSAGE}", "it judges answers, not goals")
+        if not spec.reads_kind(request.kind):
+            raise JudgeAbstained(
+                f"the judge {spec.model} {ABSTAIN_PHRASE} {request.about}",
+                f"it reads {', '.join(['answer', *sorted(spec.reads)])} questions, not {request.kind} questions",
+            )
     return await judge.judge(request, sample)
 
 
-@dataclass
-class SingleJudge:
-    """A `Judge` as the `TurnJudge` of an evaluation: its verdict, or the turn unscored with
-    the `JudgeCallError`'s message. `JudgeProviderRefused` propagates."""
-
-    judge: Judge
-
-    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
-        try:
-            verdict = await ask(self.judge, request)
-        except JudgeCallError as exc:
-            return TurnJudgement(score=None, error=str(exc), cause=exc.cause)
-        return TurnJudgement(score=verdict.score, reasoning=verdict.reasoning)
+async def judge_turn(judge: Judge, request: JudgeQuestion) -> TurnJudgement:
+    """What an evaluation records of `judge`'s judgement of `request` (sample 0, through `ask`):
+    its verdict, or the turn unscored with the `JudgeCallError`'s message and `cause`; with the
+    verdict's or the error's `JudgementDetail` either way. `JudgeProviderRefused` propagates.
+    The one adapter from a `Judge` to a `TurnJudgement`, for every judge (single or combined)."""
+    try:
+        verdict = await ask(judge, request)
+    except JudgeCallError as exc:
+        detail = detail_of(exc)
+        return TurnJudgement(
+            score=None, error=str(exc), cause=exc.cause, votes=detail.votes, judged_by=detail.judged_by
+        )
+    detail = detail_of(verdict)
+    return TurnJudgement(
+        score=verdict.score,
+        reasoning=verdict.reasoning,
+        judged_by=detail.judged_by,
+        votes=detail.votes,
+        agreement=detail.agreement,
+    )
 
 
 @dataclass
@@ -175,7 +264,9 @@ class RunContext:
     telemetry counters, the progress callback (`on_progress(done, total)` after each distinct
     judge request), the ledger (tokens, cost cap, cache: `judges.usage`) and the secrets to mask
     in every text a judge returns (the request's keys and the server's: `plan.RunPlan.secrets`).
-    Each judge gets the evaluation's context with its own ledger (an ensemble's member's)."""
+    Each judge `evaluate` builds from a chat model gets the evaluation's context with its own
+    ledger (an ensemble's member's); a `Judge` passed to `evaluate` as it is keeps the context
+    it was built with."""
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     telemetry: JudgeTelemetry = field(default_factory=JudgeTelemetry)
@@ -190,7 +281,7 @@ JudgeFactory = Callable[["BaseChatModel", EvaluationConfig, RunContext], Judge]
 
 @dataclass(frozen=True)
 class Registration:
-    """A registered kind of judge: its factory, and whether it is offline (`JudgeSpec.offline`)."""
+    """A registered kind of judge: its name, its factory, and whether it is offline (`JudgeSpec.offline`)."""
 
     kind: str
     factory: JudgeFactory
@@ -199,8 +290,12 @@ class Registration:
 
 @dataclass
 class _Registry:
-    by_model_class: dict[str, Registration] = field(default_factory=dict)
-    default: Registration | None = None
+    """The registrations by judge name, and what is derived from them: the kind of each model
+    class a registration named, and the default kind (the one registered without a model class)."""
+
+    by_kind: dict[str, Registration] = field(default_factory=dict)
+    kind_of_model_class: dict[str, str] = field(default_factory=dict)
+    default: str | None = None
 
 
 _REGISTRY = _Registry()
@@ -213,37 +308,53 @@ def model_class_path(model_class: type[Any]) -> str:
 def register_judge(
     kind: str, *, model_class: type[Any] | str | None = None, offline: bool = False
 ) -> Callable[[JudgeFactory], JudgeFactory]:
-    """Register `factory(model, config, context) -> Judge` as the judge of chat models of
-    `model_class` (a class, or its dotted path), or, without one, as the default judge of
-    every chat model no registration names. A later registration of the same model class
-    replaces the earlier one."""
+    """Register `factory(model, config, context) -> Judge` as the judge named `kind`, and, with
+    `model_class` (a class, or its dotted path), as the judge of chat models of that class; without
+    one, as the default judge of every chat model no registration names. A later registration of
+    the same kind replaces its factory (the model classes it was named for keep it: they name the
+    kind); a later registration of the same model class gives that class to the new kind."""
 
     def decorate(factory: JudgeFactory) -> JudgeFactory:
-        registration = Registration(kind=kind, factory=factory, offline=offline)
+        _REGISTRY.by_kind[kind] = Registration(kind=kind, factory=factory, offline=offline)
         if model_class is None:
-            _REGISTRY.default = registration
+            _REGISTRY.default = kind
         else:
             path = model_class if isinstance(model_class, str) else model_class_path(model_class)
-            _REGISTRY.by_model_class[path] = registration
+            _REGISTRY.kind_of_model_class[path] = kind
         return factory
 
     return decorate
 
 
+def judge_named(kind: str) -> Registration:
+    """The registration of the judge named `kind`; a `LookupError` listing the names there are.
+    The built-in kinds register when `fair_forge_core.judges.kinds` is imported."""
+    found = _REGISTRY.by_kind.get(kind)
+    if found is None:
+        names = ", ".join(sorted(_REGISTRY.by_kind)) or "none: import fair_forge_core.judges.kinds"
+        raise LookupError(f"no judge is registered as {kind!r}; registered: {names}")
+    return found
+
+
+def judge_names() -> list[str]:
+    """The names of the registered judges, in registration order."""
+    return list(_REGISTRY.by_kind)
+
+
 def registration_for(model: BaseChatModel) -> Registration:
-    """The registration that judges with `model`: its own class's (exactly: a subclass is another
-    chat model, judged as one), else the default (the LLM judge). The built-in kinds register
-    when `fair_forge_core.judges.kinds` is imported, which is where callers take this from."""
-    found = _REGISTRY.by_model_class.get(model_class_path(type(model)))
-    if found is not None:
-        return found
-    if _REGISTRY.default is None:
+    """The registration that judges with `model`: the kind its own class is registered for
+    (exactly: a subclass is another chat model, judged as one), else the default (the LLM
+    judge). The built-in kinds register when `fair_forge_core.judges.kinds` is imported, which
+    is where callers take this from."""
+    kind = _REGISTRY.kind_of_model_class.get(model_class_path(type(model)), _REGISTRY.default)
+    if kind is None:
         raise RuntimeError("no judge is registered: import fair_forge_core.judges.kinds")
-    return _REGISTRY.default
+    return judge_named(kind)
 
 
 def judge_for(model: BaseChatModel, config: EvaluationConfig, context: RunContext) -> Judge:
-    """The judge of an evaluation of `config` that judges with `model` (the registry)."""
+    """The judge of an evaluation of `config` that judges with `model` (the registry): the edge
+    where a LangChain chat model becomes a `Judge`."""
     return registration_for(model).factory(model, config, context)
 
 

@@ -22,8 +22,9 @@ is above 0.5 (`goal_achieved`): under "majority" (lower medians) when a strict m
 connectors each said achieved in a strict majority of their own samples (two connectors that
 disagree: not achieved); under "mean" when the mean of every judgement is above 0.5.
 `config.threshold` is the answers' and does not apply to goals.
-A judge that cannot read a goal abstains on it (`JudgeSpec.judges_goals`: the offline judge, and
-any registered judge that does not say it reads goals; `GoalAbstaining`).
+A judge that cannot read a goal abstains on it (`JudgeSpec.reads` without "goal": the offline
+judge, and any registered judge that does not say it reads goals; `judges.base.ask`).
+`GoalRequest` is a `judges.question.JudgeQuestion` of kind "goal".
 """
 
 from __future__ import annotations
@@ -31,28 +32,22 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fair_forge_core.judges.prompt import (
-    DEFAULT_BOS,
-    DEFAULT_EOS,
-    JudgeRequest,
-    build_judge_messages,
-    marker_instruction,
-)
+from fair_forge_core.judges.prompt import DEFAULT_BOS, DEFAULT_EOS, marker_instruction
+from fair_forge_core.judges.question import JudgeQuestion as JudgeQuestion  # re-exported: its old home
 from fair_forge_core.judges.verdict import (
     MAX_REASONING_CHARS,
     CallerText,
     Verdict,
     VerdictParseError,
-    parse_verdict,
     provider_schema,
     verdict_object,
 )
-from fair_forge_core.schemas import Dataset, EvaluationConfig
+from fair_forge_core.schemas import Dataset
 
 GOAL_DATA_START = "<<<GOAL_EVALUATION_DATA>>>"
 GOAL_DATA_END = "<<<END_GOAL_EVALUATION_DATA>>>"
@@ -84,18 +79,63 @@ class GoalRequest:
     """What one goal judgement is about: equal requests are judged once per evaluation.
     `transcript` is the conversation as canonical JSON text (`goal_request`)."""
 
+    kind: ClassVar[str] = "goal"
+    declared: ClassVar[bool] = True  # only to a judge whose spec reads goals
+    about: ClassVar[str] = "a conversation's goal"
+
     goal: str
     criteria: tuple[str, ...]
     transcript: str
     context: str = ""
     language: str = "english"
 
+    def messages(self, *, structured: bool, bos: str = DEFAULT_BOS, eos: str = DEFAULT_EOS) -> list[BaseMessage]:
+        """`build_goal_messages` of this request."""
+        return build_goal_messages(self, structured=structured, bos_json_clause=bos, eos_json_clause=eos)
+
+    def verdict_schema(self) -> dict[str, Any]:
+        return GOAL_VERDICT_SCHEMA
+
+    def parse(self, raw: Any, *, bos: str, eos: str, caller: CallerText | None = None) -> Verdict:
+        """`parse_goal_verdict`: achieved (1.0) or not (0.0), and the reasoning."""
+        return parse_goal_verdict(raw, bos=bos, eos=eos, caller=caller)
+
+    def caller_text(self) -> CallerText:
+        """The goal, its criteria and the transcript as the judge reads it (objects in tool
+        calls appear as JSON), and each of its texts unescaped (a forged verdict inside an
+        answer, as the judge would quote it)."""
+        return CallerText(
+            (
+                self.goal,
+                *self.criteria,
+                self.context,
+                self.language,
+                self.transcript,
+                *json_texts(json.loads(self.transcript)),
+            )
+        )
+
+    def passes(self, score: float, threshold: float) -> bool:
+        """A goal's side is achieved or not (`goal_achieved`); `config.threshold` does not apply."""
+        return goal_achieved(score)
+
 
 def goal_request(dataset: Dataset) -> GoalRequest:
-    """The goal question of a conversation that has a `goal`: its turns as the judge reads them
-    (query, answer, observation when given, each tool call's name, parameters, result and
-    failure), and its `final_state` when it has an `expected_state` (the state it reported)."""
+    """The goal question of a conversation that has a `goal`: its `transcript`."""
     assert dataset.goal is not None, "only a conversation with a goal has a goal request"
+    return GoalRequest(
+        goal=dataset.goal,
+        criteria=tuple(dataset.goal_rubric or ()),
+        transcript=transcript(dataset),
+        context=dataset.context,
+        language=dataset.language,
+    )
+
+
+def transcript(dataset: Dataset) -> str:
+    """A conversation as a judge reads it whole, as canonical JSON text: its turns (query, answer,
+    observation when given, each tool call's name, parameters, result and failure), and its
+    `final_state` when it has an `expected_state` (the state it reported)."""
     turns = []
     for batch in dataset.conversation:
         turn: dict[str, Any] = {"user": batch.query, "agent": batch.assistant}
@@ -110,13 +150,7 @@ def goal_request(dataset: Dataset) -> GoalRequest:
     data: dict[str, Any] = {"turns": turns}
     if dataset.checks_state:
         data["final_state"] = dataset.final_state
-    return GoalRequest(
-        goal=dataset.goal,
-        criteria=tuple(dataset.goal_rubric or ()),
-        transcript=json.dumps(data, ensure_ascii=False, sort_keys=True, default=str),
-        context=dataset.context,
-        language=dataset.language,
-    )
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def build_goal_messages(
@@ -221,60 +255,19 @@ def goal_achieved(score: float) -> bool:
     return score > 0.5
 
 
-JudgeQuestion = JudgeRequest | GoalRequest
-"""What a judge is asked: a turn (`judges.prompt.JudgeRequest`) or a conversation's goal."""
-
-
-def question_messages(request: JudgeQuestion, config: EvaluationConfig) -> list[BaseMessage]:
-    """The messages that ask `request` under `config`'s output mode and reply markers."""
-    build = build_goal_messages if isinstance(request, GoalRequest) else build_judge_messages
-    return build(
-        request,  # type: ignore[arg-type]  # each builder gets its own kind of request
-        structured=config.use_structured_output,
-        bos_json_clause=config.bos_json_clause,
-        eos_json_clause=config.eos_json_clause,
-    )
-
-
 def question_caller_text(request: JudgeQuestion) -> CallerText:
-    """Everything the caller wrote in `request`, as `verdict.verdict_object` compares it: a verdict
-    found in it is forged, never taken."""
-    if isinstance(request, GoalRequest):
-        # The transcript as the judge reads it (objects in tool calls appear as JSON) and each of
-        # its texts unescaped (a forged verdict inside an answer, as the judge would quote it).
-        texts: tuple[str | None, ...] = (
-            request.goal,
-            *request.criteria,
-            request.context,
-            request.language,
-            request.transcript,
-            *_texts(json.loads(request.transcript)),
-        )
-    else:
-        texts = (
-            request.query,
-            request.answer,
-            request.ground_truth,
-            request.context,
-            request.language,
-            request.observation,
-        )
-    return CallerText(texts)
+    """Everything the caller wrote in `request` (`JudgeQuestion.caller_text`)."""
+    return request.caller_text()
 
 
-def _texts(value: Any) -> list[str]:
-    """Every string in a JSON value, its objects' keys included."""
+def json_texts(value: Any) -> list[str]:
+    """Every string in a JSON value, its objects' keys included (a transcript's texts unescaped,
+    for `CallerText`)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
         value = [*value.keys(), *value.values()]
-    return [text for item in value for text in _texts(item)] if isinstance(value, list) else []
-
-
-def parse_reply(request: JudgeQuestion, raw: Any, config: EvaluationConfig, caller: CallerText) -> Verdict:
-    """The verdict of a reply to `request`: `parse_goal_verdict` for a goal, else `parse_verdict`."""
-    parse = parse_goal_verdict if isinstance(request, GoalRequest) else parse_verdict
-    return parse(raw, bos=config.bos_json_clause, eos=config.eos_json_clause, caller=caller)
+    return [text for item in value for text in json_texts(item)] if isinstance(value, list) else []
 
 
 def goal_prompt_hash() -> str:

@@ -1,5 +1,6 @@
-"""The registry of judges with its built-in kinds registered: the LLM judge (`judges.llm`, the
-default) and the offline rules judge (`judges.offline`, for `ReferenceJudge`). Import the
+"""The registry of judges, keyed by judge name, with its built-in kinds registered: "llm", the
+LLM judge (`judges.llm`, the default for every chat model no registration names), and
+"reference", the offline rules judge (`judges.offline`, for `ReferenceJudge`). Import the
 registry's functions from here (`judges.base` defines them, and imports no judge).
 
 The offline judge registers here by its class path, and `judges.offline` (with the reference
@@ -18,6 +19,8 @@ from fair_forge_core.judges.base import (
     RunContext,
     is_offline,
     judge_for,
+    judge_named,
+    judge_names,
     register_judge,
     registration_for,
 )
@@ -26,7 +29,7 @@ from fair_forge_core.schemas import EvaluationConfig
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
 
-__all__ = ["is_offline", "judge_for", "register_judge", "registration_for"]
+__all__ = ["is_offline", "judge_for", "judge_named", "judge_names", "register_judge", "registration_for"]
 
 REFERENCE_JUDGE_CLASS = "fair_forge_core.judges.reference.model.ReferenceJudge"
 """`model_class_path(ReferenceJudge)`: where the class is defined (tested)."""

@@ -51,22 +51,13 @@ from fair_forge_core.judges.base import (  # the error types and run settings li
     JudgeTelemetry,
     RetryPolicy,
     RunContext,
-    SingleJudge,
     register_judge,
 )
 from fair_forge_core.judges.errors import ErrorKind, classify_error, describe_error, retry_after_s, status_code_of
-from fair_forge_core.judges.goal import (
-    GOAL_VERDICT_SCHEMA,
-    GoalRequest,
-    JudgeQuestion,
-    parse_reply,
-    question_caller_text,
-    question_messages,
-)
-from fair_forge_core.judges.judgement import TurnJudgement
 from fair_forge_core.judges.limiter import AdaptiveLimiter
+from fair_forge_core.judges.question import EVERY_KIND, JudgeQuestion, asked_messages, parsed_reply
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
-from fair_forge_core.judges.verdict import VERDICT_SCHEMA, CallerText, Verdict, VerdictParseError
+from fair_forge_core.judges.verdict import CallerText, Verdict, VerdictParseError
 from fair_forge_core.redact import redact
 from fair_forge_core.schemas import EvaluationConfig
 
@@ -105,41 +96,38 @@ class AnswerJudge:
         self.secrets = self.secrets | model_secrets(self.model)
         self.limiter = AdaptiveLimiter(self.config.max_concurrency)
         self._rate_limit_streak = 0  # 429s since the last answer, for the pause when no Retry-After comes
-        self._runnables: dict[bool, Any] = {}
+        self._runnables: dict[str, Any] = {}
 
-    def _runnable(self, goal: bool) -> Any:
-        """The model as asked for a turn's verdict or a goal's (`judges.goal`): itself in marker mode,
-        else bound to that verdict's schema (structured output), built once for each."""
+    def _runnable(self, request: JudgeQuestion) -> Any:
+        """The model as asked for `request`'s verdict (`judges.question`): itself in marker mode,
+        else bound to that verdict's schema (structured output), built once per kind of question."""
         if not self.config.use_structured_output:
             return self.model
-        if goal not in self._runnables:
+        if request.kind not in self._runnables:
             kwargs: dict[str, Any] = {}
             if self.config.structured_output_method:
                 kwargs["method"] = self.config.structured_output_method
-            schema = GOAL_VERDICT_SCHEMA if goal else VERDICT_SCHEMA
-            self._runnables[goal] = self.model.with_structured_output(schema, **kwargs)
-        return self._runnables[goal]
+            self._runnables[request.kind] = self.model.with_structured_output(request.verdict_schema(), **kwargs)
+        return self._runnables[request.kind]
 
     def spec(self) -> JudgeSpec:
-        """An LLM judge: online, named by its model (`judges.usage.judge_model_name`), and it reads goals."""
+        """An LLM judge: online, named by its model (`judges.usage.judge_model_name`), and it reads
+        every kind of question (it asks the model the question's own prompt)."""
         from fair_forge_core.judges.usage import judge_model_name
 
-        return JudgeSpec(kind="llm", model=judge_model_name(self.model), offline=False, judges_goals=True)
-
-    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
-        """`judge(request)` as a `TurnJudgement` (`judges.base.SingleJudge`)."""
-        return await SingleJudge(self).judge_turn(request)
+        return JudgeSpec(kind="llm", model=judge_model_name(self.model), offline=False, reads=frozenset({EVERY_KIND}))
 
     async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict:
-        """The verdict on one turn (or a conversation's goal: `judges.goal`), after retries. See the module docstring for the errors.
+        """The verdict on one question (a turn's answer, a goal, a criterion: `judges.question`),
+        after retries. See the module docstring for the errors.
 
         `sample` numbers repeated judgements of one request (`config.judge_samples`,
         `judges.panel`): each has a judge cache entry of its own, so that a cached run
         repeats every sample rather than one sample N times; sample 0 is a single judgement's.
         """
-        messages = question_messages(request, self.config)
-        # Everything the caller wrote, as `parse_verdict` compares it: a verdict found in it is forged.
-        caller = question_caller_text(request)
+        messages = asked_messages(request, self.config)
+        # Everything the caller wrote, as the parse compares it: a verdict found in it is forged.
+        caller = request.caller_text()
         cache_key = None
         if self.ledger is not None and self.ledger.cache is not None:
             cache_key = self.ledger.cache_key(messages, sample)
@@ -216,11 +204,11 @@ class AnswerJudge:
                 capture = UsageCapture(self.ledger)
             self.telemetry.calls += 1
             config = {"callbacks": [capture]} if capture is not None else None
-            runnable = self._runnable(isinstance(request, GoalRequest))
+            runnable = self._runnable(request)
             raw = await asyncio.wait_for(runnable.ainvoke(messages, config=config), timeout)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
-            return parse_reply(request, raw, self.config, caller)
+            return parsed_reply(request, raw, self.config, caller)
         except Exception as exc:
             if status_code_of(exc) == 429:
                 outcome = "rate_limited"

@@ -15,8 +15,9 @@ same three texts), and so is what the evaluation counts:
 - the deadline: once it has passed, a turn not in the cache is unscored with "time budget
   exhausted before this turn could be judged", as every judge's;
 - the cost cap: the offline judge costs nothing, so it reserves nothing;
-- a conversation's goal (`judges.goal`): no rule of its decides one; its spec does not say it
-  `judges_goals`, so `judges.base.ask` makes every goal an abstention;
+- any question but a turn's answer (a conversation's goal, a criterion: `judges.question`): no
+  rule of its decides one; its spec `reads` answers only, so `judges.base.ask` makes every other
+  question an abstention;
 - a long turn (over `INLINE_MAX_CHARS` characters) is scored in a worker thread, so that it
   does not hold the event loop.
 """
@@ -38,7 +39,8 @@ from fair_forge_core.judges.base import (
     register_judge,
 )
 from fair_forge_core.judges.goal import JudgeQuestion
-from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_core.judges.prompt import JudgeRequest
+from fair_forge_core.judges.question import asked_messages
 from fair_forge_core.judges.reference.model import ABSTAIN_MESSAGE, INLINE_MAX_CHARS, ReferenceJudge
 from fair_forge_core.judges.reference.rules import score_answer
 from fair_forge_core.judges.usage import judge_model_name
@@ -58,17 +60,12 @@ class RulesJudge:
         return JudgeSpec(kind="reference", model=self.model, offline=True)
 
     async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict:
-        assert isinstance(request, JudgeRequest), "goals are never put to it (`judges.base.ask`)"
+        # Its spec reads answers only: no other question is put to it (`judges.base.ask`).
+        assert isinstance(request, JudgeRequest), "only answers are put to it (`judges.base.ask`)"
         context, ledger = self.context, self.context.ledger
         key = None
         if ledger is not None and ledger.cache is not None:
-            messages = build_judge_messages(
-                request,
-                structured=self.config.use_structured_output,
-                bos_json_clause=self.config.bos_json_clause,
-                eos_json_clause=self.config.eos_json_clause,
-            )
-            key = ledger.cache_key(messages, sample)
+            key = ledger.cache_key(asked_messages(request, self.config), sample)
             cached = await ledger.lookup(key)
             if cached is not None:
                 return cached

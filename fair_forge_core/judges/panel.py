@@ -22,6 +22,17 @@ request order (the members):
 - Reasoning: that of the first judgement (member order, then sample order) whose score is
   nearest the turn's, prefixed with its model's name when there are several members.
 
+The panel is a `Judge` (`judges.base`): its `judge(request, sample)` returns the turn's score
+and reasoning as a `CombinedVerdict` whose detail holds the votes and the agreement, or, when
+the turn is unscored, raises the `JudgeCallError` of its cause (`judges.base.unscored`: the
+first of the failed judgements' causes in `judgement.CAUSE_PRECEDENCE`) with the votes as its
+detail. So a panel can be another panel's member or a cascade's stage, and a member can be any
+`Judge` (a cascade, another panel). Asked for sample s (as a member of a panel that samples),
+it asks its members for samples s·N to s·N + N − 1, so that each of its judgements keeps a
+judge cache entry of its own; asked once (s = 0), samples 0 to N − 1. A goal is passed on to
+every member (its spec says it `reads` every kind), each of which `judges.base.ask` lets judge it
+or makes its judgement an abstention.
+
 At most `config.max_concurrency` turns are judged by the panel at once (each member's calls
 are capped by its own limiter too), so that a large evaluation does not start every turn's
 judgements together. `check_panel` refuses the panels that cannot judge as asked.
@@ -39,12 +50,22 @@ from typing import Literal
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from fair_forge_core.judges.base import Judge, ask
-from fair_forge_core.judges.goal import GoalRequest, JudgeQuestion, goal_achieved
-from fair_forge_core.judges.judgement import JudgementCause, TurnJudgement, first_cause
+from fair_forge_core.judges.base import (
+    CombinedVerdict,
+    Judge,
+    JudgeCallError,
+    JudgementDetail,
+    JudgeProviderRefused,
+    JudgeSpec,
+    ask,
+    unscored,
+)
+from fair_forge_core.judges.goal import JudgeQuestion
+from fair_forge_core.judges.judgement import JudgementCause, first_cause
 from fair_forge_core.judges.kinds import is_offline
-from fair_forge_core.judges.llm import JudgeCallError, JudgeProviderRefused
+from fair_forge_core.judges.question import EVERY_KIND
 from fair_forge_core.judges.usage import judge_identity
+from fair_forge_core.judges.verdict import Verdict
 from fair_forge_core.schemas import (
     ConversationMetrics,
     EvaluationConfig,
@@ -74,15 +95,19 @@ class PanelError(ValueError):
         self.field = field
 
 
-def check_panel(models: Sequence[BaseChatModel], config: EvaluationConfig) -> None:
+def check_panel(models: Sequence[BaseChatModel | Judge], config: EvaluationConfig) -> None:
     """`PanelError` for an ensemble that is not what it says: two connectors that are the same
-    judge (the same `judge_identity`: class, model, sampling parameters, endpoint; a key does
-    not make another judge), or the offline judge in an ensemble under `config.judge_cascade`
-    (the cascade sends the panel exactly the turns the offline judge could not settle, on which
-    it would abstain or hedge again, leaving them unscored or half-judged)."""
+    judge (for chat models, the same `judge_identity`: class, model, sampling parameters,
+    endpoint, a key not making another judge; for `Judge`s passed as they are, the same object,
+    since a spec need not say everything that decides a verdict), or an offline judge (the
+    registry's say for a chat model, its `JudgeSpec.offline` for a `Judge`) in an ensemble under
+    `config.judge_cascade` (the cascade sends the panel exactly the turns the offline judge could
+    not settle, on which it would abstain or hedge again, leaving them unscored or half-judged)."""
     if len(models) < 2:
         return
-    identities = [judge_identity(model, config) for model in models]
+    identities: list[object] = [
+        judge_identity(model, config) if isinstance(model, BaseChatModel) else id(model) for model in models
+    ]
     for i, identity in enumerate(identities):
         if identity in identities[:i]:
             j = identities.index(identity)
@@ -91,7 +116,8 @@ def check_panel(models: Sequence[BaseChatModel], config: EvaluationConfig) -> No
                 "endpoint): to judge each turn several times with one judge, set config.judge_samples",
                 "connector",
             )
-    if config.judge_cascade and any(is_offline(model) for model in models):
+    offline = [is_offline(model) if isinstance(model, BaseChatModel) else model.spec().offline for model in models]
+    if config.judge_cascade and any(offline):
         raise PanelError(
             "config.judge_cascade asks the offline judge first and sends the connectors only the turns it "
             "cannot settle: leave the offline judge out of the connectors, or set config.judge_cascade to false",
@@ -101,7 +127,7 @@ def check_panel(models: Sequence[BaseChatModel], config: EvaluationConfig) -> No
 
 @dataclass(frozen=True)
 class Member:
-    """One connector of the panel: its judge and the model name its votes carry."""
+    """One connector of the panel: its judge (any `Judge`) and the model name its votes carry."""
 
     judge: Judge
     model: str
@@ -131,14 +157,35 @@ class JudgePanel:
             turns_at_once=config.max_concurrency,
         )
 
-    async def judge_turn(self, request: JudgeQuestion) -> TurnJudgement:
-        """The turn's combined judgement, with every member's vote. `JudgeProviderRefused`
-        from any call propagates (the evaluation stops), as itself, not in an exception group."""
+    def spec(self) -> JudgeSpec:
+        """Kind "panel", named by its members' models joined by " + "; offline when every member
+        is; it `reads` every kind (it passes each question on: module docstring); its settings are its
+        samples, vote and threshold and its members' specs, in order."""
+        specs = [member.judge.spec() for member in self.members]
+        return JudgeSpec(
+            kind="panel",
+            model=" + ".join(member.model for member in self.members),
+            offline=all(spec.offline for spec in specs),
+            reads=frozenset({EVERY_KIND}),
+            settings={
+                "samples": self.samples,
+                "vote": self.vote,
+                "threshold": self.threshold,
+                "members": [spec.as_json() for spec in specs],
+            },
+        )
+
+    async def judge(self, request: JudgeQuestion, sample: int = 0) -> Verdict:
+        """The turn's combined verdict, with every member's vote (module docstring), or the
+        `JudgeCallError` of the first cause when any judgement failed, the votes its detail.
+        `JudgeProviderRefused` from any call propagates (the evaluation stops), as itself, not
+        in an exception group."""
+        first = sample * self.samples
         async with self._turns:
             try:
                 async with asyncio.TaskGroup() as group:
                     tasks = [
-                        [group.create_task(self._sample(member, request, i)) for i in range(self.samples)]
+                        [group.create_task(self._sample(member, request, first + i)) for i in range(self.samples)]
                         for member in self.members
                     ]
             except* JudgeProviderRefused as refused:
@@ -151,11 +198,8 @@ class JudgePanel:
         if failed:
             where = "; ".join(f"connector[{i}] ({vote.model}): {vote.error}" for i, vote in failed)
             causes = [cause for results in outcomes for score, _, cause in results if cause is not None]
-            return TurnJudgement(
-                score=None,
-                error=f"a judgement of the panel failed: {where}",
-                votes=votes,
-                cause=first_cause(causes),
+            raise unscored(
+                first_cause(causes), f"a judgement of the panel failed: {where}", JudgementDetail(votes=votes)
             )
         judgements = [
             (i, s, reasoning) for i, results in enumerate(outcomes) for s, reasoning, _ in results if s is not None
@@ -164,14 +208,14 @@ class JudgePanel:
             score = combine([s for _, s, _ in judgements], "mean")
         else:
             score = combine([vote.score for vote in votes if vote.score is not None], "majority")
-        # A judgement's side: a turn's, of the threshold; a goal's, achieved or not (`judges.goal`).
-        passes = goal_achieved if isinstance(request, GoalRequest) else (lambda s: s >= self.threshold)
-        passed = passes(score)
-        agreeing = sum(1 for _, s, _ in judgements if passes(s) == passed)
+        # A judgement's side is the question's: a turn's, of the threshold; a goal's, achieved or not.
+        passed = request.passes(score, self.threshold)
+        agreeing = sum(1 for _, s, _ in judgements if request.passes(s, self.threshold) == passed)
         nearest, _, reasoning = min(judgements, key=lambda j: abs(j[1] - score))
         if len(self.members) > 1:
             reasoning = f"[{self.members[nearest].model}] {reasoning}"
-        return TurnJudgement(score=score, reasoning=reasoning, votes=votes, agreement=agreeing / len(judgements))
+        detail = JudgementDetail(votes=votes, agreement=agreeing / len(judgements))
+        return CombinedVerdict(score=score, reasoning=reasoning, detail=detail)
 
     async def _sample(self, member: Member, request: JudgeQuestion, sample: int) -> Sample:
         """One judgement: (score, reasoning, None), or (None, the reason it failed, its cause)."""

@@ -14,8 +14,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from fair_forge_core.judges.verdict import VERDICT_SCHEMA, CallerText, Verdict, parse_verdict
 
 DATA_START = "<<<EVALUATION_DATA>>>"
 DATA_END = "<<<END_EVALUATION_DATA>>>"
@@ -69,7 +72,12 @@ turn, but the ground truth decides what is correct.
 
 @dataclass(frozen=True)
 class JudgeRequest:
-    """What one judge call is about. Equal requests are judged once per evaluation."""
+    """What one judge call about a turn's answer is about (a `judges.question.JudgeQuestion` of
+    kind "answer"). Equal requests are judged once per evaluation."""
+
+    kind: ClassVar[str] = "answer"
+    declared: ClassVar[bool] = False  # every judge reads answers
+    about: ClassVar[str] = "an answer"
 
     query: str
     answer: str
@@ -77,6 +85,25 @@ class JudgeRequest:
     context: str = ""
     language: str = "english"
     observation: str | None = None
+
+    def messages(self, *, structured: bool, bos: str = DEFAULT_BOS, eos: str = DEFAULT_EOS) -> list[BaseMessage]:
+        """`build_judge_messages` of this request."""
+        return build_judge_messages(self, structured=structured, bos_json_clause=bos, eos_json_clause=eos)
+
+    def verdict_schema(self) -> dict[str, Any]:
+        return VERDICT_SCHEMA
+
+    def parse(self, raw: Any, *, bos: str, eos: str, caller: CallerText | None = None) -> Verdict:
+        """`verdict.parse_verdict`: a numeric score in [0, 1] and its reasoning."""
+        return parse_verdict(raw, bos=bos, eos=eos, caller=caller)
+
+    def caller_text(self) -> CallerText:
+        """The turn's texts, every one the caller's."""
+        return CallerText((self.query, self.answer, self.ground_truth, self.context, self.language, self.observation))
+
+    def passes(self, score: float, threshold: float) -> bool:
+        """An answer passes at or above `config.threshold`."""
+        return score >= threshold
 
 
 def build_judge_messages(

@@ -21,7 +21,12 @@ unpaired and the notes; when some task has 2 or more scored attempts, the task s
 section — each such task labelled stable, flaky or failing (`flakiness.task_stability` of the
 conversations, as `fair-forge evaluate` lists them, whether or not the result carries
 `task_stability`), with its passes and its Clopper–Pearson interval; and every conversation with its
-turns, failing turns highlighted with the judge's and the tool rubric's reasons. Without
+turns, failing turns highlighted, each turn and conversation with its check results
+(`ConversationMetrics.checks`, docs/checks.md) in one loop: a check with a partial of its own,
+`templates/checks/<name>.html.j2`, is written by it (the rich view of its detail: the judge's
+reasoning and votes, the tool rubric's reasoning, the broken tool-policy rules, the end state's
+differing keys, the goal's verdict), any other (a plug-in check's) by `checks/_generic.html.j2`:
+its name, outcome (and cause), score and reason (`view.CheckView`). Without
 a comparison the page is exactly what it was before the section existed (its CSS is
 written only with it).
 

@@ -18,6 +18,7 @@ from fair_forge_core.report.charts import (
     bar_chart,
     curve_chart,
 )
+from fair_forge_core.report.check_views import CheckView, check_views
 from fair_forge_core.report.comparison import ComparisonView, comparison_view
 from fair_forge_core.report.values import (
     TOOL_DIMENSIONS,
@@ -250,12 +251,13 @@ def assistant_rows(data: Mapping[str, Any]) -> list[AssistantRow]:
 
 @dataclass(frozen=True)
 class Turn:
-    """One turn in a conversation's detail table."""
+    """One turn in a conversation's detail table, with its check results (`results`)."""
 
     index: int
     state: str
     interaction: Mapping[str, Any]
     tool: Mapping[str, Any] | None
+    results: list[CheckView]
 
     @property
     def votes(self) -> str | None:
@@ -295,6 +297,8 @@ class ConversationRow:
     summary: str
     turns: list[Turn] | None
     shows_rates: bool
+    results: list[CheckView]
+    """The conversation's own check results (scope conversation), shown under its turns."""
 
 
 def conversation_row(index: int, conversation: Mapping[str, Any]) -> ConversationRow:
@@ -307,14 +311,30 @@ def conversation_row(index: int, conversation: Mapping[str, Any]) -> Conversatio
     if failing:
         summary += f" · {failing} not passing"
     interactions = conversation.get("interactions")
+    base: JsonPath = ("per_conversation_metrics", index)
     turns = None
     if interactions is not None:
         turns = [
-            Turn(t, turn_states[t], interaction, conversation["tool_correctness_scores"][t])
+            Turn(
+                t,
+                turn_states[t],
+                interaction,
+                conversation["tool_correctness_scores"][t],
+                check_views(conversation, base, t),
+            )
             for t, interaction in enumerate(interactions)
         ]
     return ConversationRow(
-        index, conversation, state, label, turn_states, answer_states, summary, turns, turn_count > 1
+        index,
+        conversation,
+        state,
+        label,
+        turn_states,
+        answer_states,
+        summary,
+        turns,
+        turn_count > 1,
+        check_views(conversation, base, None),
     )
 
 

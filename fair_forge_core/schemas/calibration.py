@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fair_forge_core.schemas.base import _Request, _Result
+from fair_forge_core.schemas.base import RequestModel, ResultModel
 from fair_forge_core.schemas.config import EvaluationConfig, StructuredOutputMethod
 from fair_forge_core.schemas.request import ConnectorSpec
 
@@ -23,7 +23,7 @@ CALIBRATION_CONFIDENCE = 0.95
 """The two-sided level of every interval of a `CalibrationReport`."""
 
 
-class LabelledPair(_Request):
+class LabelledPair(RequestModel):
     """One answer and its ground truth, graded by a human: `label` is "pass" when the answer
     is correct at the threshold, "fail" otherwise. `category` groups pairs in the report."""
 
@@ -34,7 +34,7 @@ class LabelledPair(_Request):
     category: str | None = None
 
 
-class CalibrationConfig(_Request):
+class CalibrationConfig(RequestModel):
     """Options of a calibration, all optional: the threshold under test (a pair passes the
     judge when its score ≥ `threshold`), the judge calls in flight, and the judge's output
     mode, exactly as in `EvaluationConfig` (so the judge is calibrated as it will run)."""
@@ -58,7 +58,7 @@ class CalibrationConfig(_Request):
         )
 
 
-class CalibrationRequest(_Request):
+class CalibrationRequest(RequestModel):
     """The body of `POST /calibrate`: the judge (as in `POST /run`), the labelled pairs, options."""
 
     connector: ConnectorSpec
@@ -69,7 +69,7 @@ class CalibrationRequest(_Request):
 # --------------------------------------------------------------------------- report
 
 
-class Proportion(_Result):
+class Proportion(ResultModel):
     """`successes` of `n`, their share `value`, and Wilson's score interval at the report's level."""
 
     value: float
@@ -79,7 +79,7 @@ class Proportion(_Result):
     ci_high: float
 
 
-class ConfusionTable(_Result):
+class ConfusionTable(ResultModel):
     """Scored pairs by the judge's verdict (score ≥ threshold: pass) × the human label.
     Unscored pairs are in none of the four cells."""
 
@@ -89,7 +89,7 @@ class ConfusionTable(_Result):
     judge_fail_human_fail: int
 
 
-class PairResult(_Result):
+class PairResult(ResultModel):
     """One pair: the judge's score (None when unscored), its verdict at the threshold, whether
     it agrees with the human, the judge's reasoning, or why the pair is unscored."""
 
@@ -103,7 +103,7 @@ class PairResult(_Result):
     error: str | None
 
 
-class UnscoredPair(_Result):
+class UnscoredPair(ResultModel):
     """A pair the judge could not score (or abstained on): never counted as agreement or disagreement."""
 
     index: int
@@ -112,7 +112,7 @@ class UnscoredPair(_Result):
     error: str
 
 
-class CategoryAgreement(_Result):
+class CategoryAgreement(ResultModel):
     """Agreement within one category (`category` None: the pairs without one). `agreement` is
     `agreed / scored`, None when no pair of the category was scored."""
 
@@ -124,7 +124,7 @@ class CategoryAgreement(_Result):
     agreement: float | None
 
 
-class BestThreshold(_Result):
+class BestThreshold(ResultModel):
     """The threshold that maximises agreement over the observed scores (`rule` states how it
     is chosen), the agreement it gives, and its gain over the configured threshold's."""
 
@@ -136,7 +136,7 @@ class BestThreshold(_Result):
     rule: str
 
 
-class CalibrationReport(_Result):
+class CalibrationReport(ResultModel):
     """How well the judge at `threshold` agrees with the human labels (`fair_forge_core.calibration`).
 
     Every rate is over the scored pairs only; each is None when its denominator is 0 (no

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, PrivateAttr
 
-from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.base import ResultModel
 
 CheckScope = Literal["turn", "conversation"]
 CheckOutcome = Literal["passed", "failed", "unscored"]
@@ -26,7 +26,7 @@ held no evidence to decide on: tools whose every measured dimension has no weigh
 of a conversation unscored before judging (`schemas.UnscoredCause`)."""
 
 
-class CheckResult(_Result):
+class CheckResult(ResultModel):
     """One part of a verdict (docs/checks.md "The verdict").
 
     `name` is what it is exported as (`gen_ai.evaluation.name`); `scope` and `turn` (0-based,
@@ -59,7 +59,7 @@ class CheckResult(_Result):
             return NotImplemented
         return self.__dict__ == other.__dict__
 
-    __hash__ = _Result.__hash__
+    __hash__ = ResultModel.__hash__
 
     @property
     def passed(self) -> bool:

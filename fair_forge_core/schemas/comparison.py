@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.base import ResultModel
 from fair_forge_core.schemas.efficiency import EfficiencyComparison
 from fair_forge_core.schemas.json_input import omitted_when_none
 
@@ -19,7 +19,7 @@ better) on these tasks (`AttemptTest`, the default); `tasks`, would the differen
 to new tasks (the task-level metrics)."""
 
 
-class MetricComparison(_Result):
+class MetricComparison(ResultModel):
     """One metric of a paired comparison (`fair_forge_core.compare`): its average over the
     tasks it is defined on for each side, the difference candidate − baseline with a
     paired-bootstrap percentile interval, the p-value the verdict reads and its Holm
@@ -53,7 +53,7 @@ class MetricComparison(_Result):
     reach significance at it)."""
 
 
-class McNemarTest(_Result):
+class McNemarTest(ResultModel):
     """McNemar's test on the shared tasks when each side made one scored attempt per task:
     b = baseline right and candidate wrong, c = the reverse. `p_value` is the exact one at any
     size (`method` is always "exact"); the chi-square statistic and p-value are reported beside
@@ -71,7 +71,7 @@ class McNemarTest(_Result):
     standard_error: float
 
 
-class AttemptTest(_Result):
+class AttemptTest(ResultModel):
     """The attempt-level test: is the candidate worse (or better) on THESE tasks? The exact test
     of per-attempt success stratified by task, conditional on each task's totals
     (`fair_forge_core.compare.stratified`, docs/compare.md#the-attempt-level-test): `statistic`
@@ -99,7 +99,7 @@ class AttemptTest(_Result):
     note: str | None = None
 
 
-class ChangedTask(_Result):
+class ChangedTask(ResultModel):
     """A shared task whose per-attempt success rate differs between the sides: both sides'
     counts, the difference candidate − baseline of c/n, and the attempt-level test on this task
     alone (the doubled-tail Fisher exact test); `significant_alone` when that p ≤ α, with no
@@ -115,7 +115,7 @@ class ChangedTask(_Result):
     significant_alone: bool
 
 
-class Comparison(_Result):
+class Comparison(ResultModel):
     """Is the candidate better than the baseline? A paired comparison over the tasks both
     attempted (`fair_forge_core.compare.compare`). Tasks only one side scored, and unscored
     conversations, are counted and listed, never paired. `verdict` is `not_tested` when no

@@ -8,13 +8,13 @@ from typing import Any, Literal, get_args
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fair_forge_core.schemas.base import _Request
+from fair_forge_core.schemas.base import RequestModel
 from fair_forge_core.schemas.json_input import did_you_mean, omitted_when_none
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
 
 
-class ToolWeights(_Request):
+class ToolWeights(RequestModel):
     """Weights of the four tool dimensions; each ≥ 0, summing to a finite number above 0.
 
     Four weights of 1e308 each are finite but sum to infinity, which would normalise
@@ -52,7 +52,7 @@ PRIOR_RANGE = (0.001, 1e6)
 become NaN or meaningless for some (n, c), and no real prior needs more."""
 
 
-class StatisticalMode(_Request):
+class StatisticalMode(RequestModel):
     """How p is estimated: a point estimate, or a Beta posterior with credible intervals."""
 
     mode: Literal["frequentist", "bayesian"] = "frequentist"
@@ -74,7 +74,7 @@ class StatisticalMode(_Request):
         return prior
 
 
-class CompareConfig(_Request):
+class CompareConfig(RequestModel):
     """`config.compare`: compare two assistants of the request on the tasks both attempted
     (`fair_forge_core.compare`), at `confidence` (0.95), bootstrap seeded by `seed` (0); the
     verdict answers `population`'s question: "attempts" (default), is the candidate worse on
@@ -108,7 +108,7 @@ check_settings_validator: Callable[[EvaluationConfig], None] | None = None
 check): raises `ValueError` naming `checks.<name>` for a check not loaded or settings it refuses."""
 
 
-class EvaluationConfig(_Request):
+class EvaluationConfig(RequestModel):
     """Options of one evaluation (docs/request.md). Every field is optional."""
 
     k: int = Field(3, ge=1, le=MAX_K)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.base import ResultModel
 from fair_forge_core.schemas.request import MAX_USAGE_COST_USD, MAX_USAGE_LATENCY_S, MAX_USAGE_TOKENS
 
 EfficiencyMeasure = Literal[
@@ -31,7 +31,7 @@ a value that overflows what is computed from it."""
 _COUNT = Field(ge=0, le=1_000 * MAX_CONVERSATION_TURNS)
 
 
-class ConversationEfficiency(_Result):
+class ConversationEfficiency(ResultModel):
     """What one conversation spent (`fair_forge_core.efficiency.conversation_efficiency`, whose
     docstring is the rule): turns, steps (tool calls + turns), tool calls, failed ones, repeated
     ones; and the agent's tokens, latency (s) and cost (USD) summed over the turns, null unless
@@ -49,7 +49,7 @@ class ConversationEfficiency(_Result):
     cost_usd: float | None = Field(ge=0, le=MAX_USAGE_COST_USD * MAX_CONVERSATION_TURNS)
 
 
-class EfficiencySpread(_Result):
+class EfficiencySpread(ResultModel):
     """One efficiency measure over the conversations that have it: how many, and its median and
     95th percentile (linear interpolation between closest ranks: `efficiency.quantile`); null
     when none has it."""
@@ -59,7 +59,7 @@ class EfficiencySpread(_Result):
     p95: float | None
 
 
-class EfficiencyAggregate(_Result):
+class EfficiencyAggregate(ResultModel):
     """Efficiency across conversations (`fair_forge_core.efficiency.aggregate_efficiency`, whose
     docstring is the rule): each measure's `EfficiencySpread`; the agents' total cost over the
     scored conversations and, divided by the fully correct ones, `cost_per_successful_task`
@@ -82,7 +82,7 @@ class EfficiencyAggregate(_Result):
     cost_note: str | None = None
 
 
-class EfficiencyComparison(_Result):
+class EfficiencyComparison(ResultModel):
     """One efficiency measure compared (`fair_forge_core.compare.efficiency`): over the shared
     tasks where both sides have it, the mean per side of the per-task means, the mean paired
     difference candidate − baseline with the comparison's paired-bootstrap interval, and its

@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from fair_forge_core.rule_shapes import checked_rules
-from fair_forge_core.schemas.base import _Request
+from fair_forge_core.schemas.base import RequestModel
 from fair_forge_core.schemas.config import MAX_CONNECTORS, EvaluationConfig
 from fair_forge_core.schemas.json_input import (
     CONNECTOR_LIST,
@@ -34,7 +34,7 @@ MayHoldRules = Annotated[Any, AfterValidator(checked_rules)]
 # --------------------------------------------------------------------------- request
 
 
-class ToolCall(_Request):
+class ToolCall(RequestModel):
     """One call the agent made.
 
     `unparsed_arguments` holds arguments a trace had that were not a JSON object (kept
@@ -52,7 +52,7 @@ class ToolCall(_Request):
     is_error: bool = False
 
 
-class ExpectedToolCall(_Request):
+class ExpectedToolCall(RequestModel):
     """One call the agent should have made.
 
     A parameter value may be a plain value (the common case) or a rule object, see
@@ -66,7 +66,7 @@ class ExpectedToolCall(_Request):
     step: int | None = None
 
 
-class AgenticTrace(_Request):
+class AgenticTrace(RequestModel):
     """The tools the agent actually used in one turn.
 
     `final_answer_uses_tools` None means "not reported": the tool rubric then reads
@@ -97,7 +97,7 @@ PerToolLimit = Annotated[
 error names the field, not the union's arms)."""
 
 
-class ToolPolicy(_Request):
+class ToolPolicy(RequestModel):
     """Rules on the tools of a turn (`fair_forge_core.tools.policy`; docs/how-to/task-checks.md "Tool policies").
 
     Given on a conversation (`Dataset.tool_policy`: every turn) and/or on a turn
@@ -133,7 +133,7 @@ class ToolPolicy(_Request):
         return ToolPolicy.model_validate({**self.model_dump(), **given})
 
 
-class GroundTruthAgentic(_Request):
+class GroundTruthAgentic(RequestModel):
     """The tools the agent should have used in one turn, and the turn's `tool_policy`.
 
     A `ground_truth_agentic` that gives a `tool_policy` and no `expected_tools` expects no
@@ -161,7 +161,7 @@ class GroundTruthAgentic(_Request):
         return self.expected_tools is not None
 
 
-def _none_without_expected_tools(value: Any) -> Any:
+def none_without_expected_tools(value: Any) -> Any:
     """`ground_truth_agentic` of `{}` (the original library's default) is None: no expectation
     was written, so there is nothing to score against. Only an explicit `expected_tools`
     (even `[]`) is one; a dict with any other key is left to validation, so a typo
@@ -186,7 +186,7 @@ AGENT_USAGE_MAXIMA: dict[str, int | float] = {
 """Each `AgentUsage` field's bound, by name (the importers leave out a turn's total over it)."""
 
 
-class AgentUsage(_Request):
+class AgentUsage(RequestModel):
     """What the agent itself spent on one turn (not the judge): tokens in and out, wall-clock
     seconds, USD. Each is optional and ≥ 0; a measure a turn does not report is unknown, not 0
     (`fair_forge_core.efficiency`). It decides no verdict.
@@ -203,7 +203,7 @@ class AgentUsage(_Request):
     cost_usd: float | None = Field(None, ge=0, le=MAX_USAGE_COST_USD)
 
 
-class TraceSpan(_Request):
+class TraceSpan(RequestModel):
     """The OpenTelemetry span a turn's answer came from: its trace id (32 hex digits) and span
     id (16 hex digits), as OTLP JSON writes them. The `otel` importer sets it on the turns it
     reads; `fair_forge_core.otel_events` links the turn's evaluation events to it. It decides no
@@ -213,11 +213,44 @@ class TraceSpan(_Request):
     span_id: str = Field(pattern=r"^[0-9a-fA-F]{16}$")
 
 
+MAX_CRITERIA = 20
+"""The most criteria of one scope (a turn, a conversation, a default of `config.checks.criteria`)."""
+MAX_CRITERION_RULE_CHARS = 2_000
+"""The longest criterion rule: a rule is a sentence or a short paragraph, sent with every question."""
+
+
+class Criterion(RequestModel):
+    """A named rule the judge decides pass / fail without a reference (docs/checks.md "criteria"):
+    `name` (1 to 64 letters, digits, `_` or `-`, unique in its scope: the result is exported as
+    `criteria.<name>`), `rule` (the words the judge reads, 1 to `MAX_CRITERION_RULE_CHARS`
+    characters), `required` (false: reported, decides nothing)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    rule: str = Field(min_length=1, max_length=MAX_CRITERION_RULE_CHARS)
+    required: bool = True
+
+
+def unique_names(criteria: list[Criterion] | None) -> list[Criterion] | None:
+    """`criteria` when no two share a name, else `ValueError` naming the first repeated one."""
+    seen: dict[str, int] = {}
+    for index, criterion in enumerate(criteria or ()):
+        if criterion.name in seen:
+            raise ValueError(
+                f"{criterion.name!r} names criteria [{seen[criterion.name]}] and [{index}]: "
+                "a criterion's name is unique in its scope"
+            )
+        seen[criterion.name] = index
+    return criteria
+
+
+Criteria = Annotated[list[Criterion], Field(max_length=MAX_CRITERIA), AfterValidator(unique_names)]
+"""The criteria of one scope: at most `MAX_CRITERIA`, names unique."""
+
 ORIGINAL_TURN_FIELDS = ("logprobs", "weight")
 """Per-turn fields of alquimia-fair-forge's `Batch` that this service reads and ignores."""
 
 
-class Batch(_Request):
+class Batch(RequestModel):
     """One turn of a conversation.
 
     `observation` is what the agent saw (a tool output, a retrieved document): the
@@ -239,11 +272,14 @@ class Batch(_Request):
     """What the agent spent on this turn, for `config.efficiency` (`fair_forge_core.efficiency`)."""
     trace_span: TraceSpan | None = omitted_when_none()
     """The OpenTelemetry span of the turn's answer (`TraceSpan`), for `fair-forge evaluate --otel-events`."""
+    criteria: Criteria | None = omitted_when_none()
+    """Rules the judge decides on this turn's query and answer (`checks.criteria`); absent: the
+    default turn criteria of `config.checks.criteria`, [] none."""
 
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod
     def _tools_not_evaluated_without_expected_tools(cls, value: Any) -> Any:
-        return _none_without_expected_tools(value)
+        return none_without_expected_tools(value)
 
     def tool_call_count(self) -> int:
         """The tool calls of both lists of this turn (what the tool rubric works through)."""
@@ -259,7 +295,7 @@ the references'; `turns_differ`, its turns are not the turns its task's referenc
 more, one missing); `state_not_reported`, its task expects an end state and it reports none."""
 
 
-class Unscored(_Request):
+class Unscored(RequestModel):
     """A conversation that is unscored, and why, decided before it reaches a judge: no judge call
     is made and no check runs for it; it counts in `total` and the unscored share (readiness),
     never in n or c. `cause` is typed (`UnscoredCause`), `detail` says it for a person."""
@@ -268,7 +304,7 @@ class Unscored(_Request):
     detail: str = Field(min_length=1)
 
 
-class Dataset(_Request):
+class Dataset(RequestModel):
     """One conversation. Conversations sharing a `task_id` are attempts at one task."""
 
     session_id: str
@@ -290,6 +326,9 @@ class Dataset(_Request):
     """The criteria of the goal, each of which must be met (needs `goal`)."""
     tool_policy: ToolPolicy | None = omitted_when_none()
     """Rules on the tools of every turn (`ToolPolicy`); a turn's own `tool_policy` fields replace these."""
+    criteria: Criteria | None = omitted_when_none()
+    """Rules the judge decides on the whole conversation (`checks.criteria`); absent: the default
+    conversation criteria of `config.checks.criteria`, [] none."""
     unscored: Unscored | None = omitted_when_none()
     """Set when the conversation is unscored before judging (`Unscored`: e.g. a trace attempt that
     could not be joined to its references); absent for a conversation to judge."""
@@ -352,7 +391,7 @@ def input_warnings(datasets: list[Dataset]) -> list[str]:
     ]
 
 
-class ConnectorSpec(_Request):
+class ConnectorSpec(RequestModel):
     """Which chat model judges the answers: an allowed class path and its constructor arguments."""
 
     class_path: str
@@ -371,7 +410,7 @@ Connectors = Annotated[
 """`connector`: one judge, or an ensemble of up to `MAX_CONNECTORS` (`fair_forge_core.judges.panel`)."""
 
 
-class _Judged(_Request):
+class _Judged(RequestModel):
     """A request whose `connector` is one judge or a list of them (an ensemble; two that are the
     same judge are refused once built: `judges.panel.check_panel`)."""
 
@@ -390,7 +429,7 @@ class RunRequest(_Judged):
     config: EvaluationConfig = Field(default_factory=EvaluationConfig)
 
 
-class Reference(_Request):
+class Reference(RequestModel):
     """The truth of one turn of one task, as a references file holds it: turn `turn`
     (0, the first, when absent) of every trace matched to `task_id`. `qa_id` names the
     turn in the result (default `<task_id>-<turn>`). `goal`, `goal_rubric`, `expected_state`
@@ -410,10 +449,10 @@ class Reference(_Request):
     @field_validator("ground_truth_agentic", mode="before")
     @classmethod
     def _tools_not_evaluated_without_expected_tools(cls, value: Any) -> Any:
-        return _none_without_expected_tools(value)
+        return none_without_expected_tools(value)
 
 
-class TraceSource(_Request):
+class TraceSource(RequestModel):
     """Traces in one of `TRACE_FORMATS`: `items` is what a trace file holds (a list of
     traces, spans or runs; see each importer)."""
 

@@ -6,7 +6,7 @@ from typing import Any, Final, Literal, Self
 
 from pydantic import ConfigDict, Field
 
-from fair_forge_core.schemas.base import _Result
+from fair_forge_core.schemas.base import ResultModel
 from fair_forge_core.schemas.checks import CheckResult
 from fair_forge_core.schemas.comparison import Comparison
 from fair_forge_core.schemas.efficiency import ConversationEfficiency, EfficiencyAggregate
@@ -14,7 +14,7 @@ from fair_forge_core.schemas.json_input import omitted_when_none
 from fair_forge_core.schemas.request import TrajectoryMatch, Unscored, UnscoredCause
 
 
-class ToolCorrectnessScore(_Result):
+class ToolCorrectnessScore(ResultModel):
     """Deterministic tool rubric of one turn (docs/tool-rubric.md).
 
     `result_utilization` is null when it was not measured: tools were used, but the agent
@@ -37,7 +37,7 @@ class ToolCorrectnessScore(_Result):
     result_in_answer: bool | None
 
 
-class JudgeVote(_Result):
+class JudgeVote(ResultModel):
     """What one connector of the request said of one turn (`fair_forge_core.judges.panel`):
     the score of each of its `config.judge_samples` judgements (null: that judgement failed),
     their combination by `config.judge_vote` (`score`, null when any failed), and the first
@@ -51,7 +51,7 @@ class JudgeVote(_Result):
     error: str | None = None
 
 
-class ToolPolicyViolation(_Result):
+class ToolPolicyViolation(ResultModel):
     """One broken rule of a turn's tool policy (`fair_forge_core.tools.policy`): the rule (the
     `ToolPolicy` field), the tool (null for `max_tool_calls`), a sentence naming both."""
 
@@ -60,7 +60,7 @@ class ToolPolicyViolation(_Result):
     message: str
 
 
-class ToolPolicyCheck(_Result):
+class ToolPolicyCheck(ResultModel):
     """A turn's calls under its tool policy (`fair_forge_core.tools.policy.check_tool_policy`):
     `passed` when no rule is broken (`violations`); `trajectory_match`, the policy's mode, and
     `trajectory_matches`, its verdict (null without a mode, or when the turn has no expected tools)."""
@@ -71,7 +71,7 @@ class ToolPolicyCheck(_Result):
     trajectory_matches: bool | None
 
 
-class InteractionResult(_Result):
+class InteractionResult(ResultModel):
     """Per-turn detail. `answer_score` is None when the judge could not score the turn.
     `observation` is the turn's own (what the agent saw), echoed for the report. `judged_by`
     says which judge decided the answer under `config.judge_cascade` ("offline": settled by the
@@ -96,7 +96,7 @@ class InteractionResult(_Result):
     tool_policy: ToolPolicyCheck | None = omitted_when_none()
 
 
-class RateEstimate(_Result):
+class RateEstimate(ResultModel):
     """pass@k and pass^k of one (n, c, k), with credible bounds in Bayesian mode.
     Frozen: `stats.estimate_rates` hands out one instance for every equal question."""
 
@@ -110,7 +110,7 @@ class RateEstimate(_Result):
     pass_pow_k_ci_high: float | None = None
 
 
-class StateDifference(_Result):
+class StateDifference(ResultModel):
     """One key of an expected end state (`fair_forge_core.state`): its path, a JSON Pointer
     (RFC 6901: "/order/status"; "" for the whole state; "~" and "/" in a key escaped as "~0" and
     "~1"), the expected value (or rule), the final state's value (null when absent: `present`
@@ -123,7 +123,7 @@ class StateDifference(_Result):
     agrees: bool
 
 
-class StateCheck(_Result):
+class StateCheck(ResultModel):
     """The end state compared with the expected one (`fair_forge_core.state.compare_state`):
     whether it matches, how many keys were checked and disagreed, and every key's comparison."""
 
@@ -133,7 +133,7 @@ class StateCheck(_Result):
     diff: list[StateDifference]
 
 
-class GoalCheck(_Result):
+class GoalCheck(ResultModel):
     """The judge's verdict on a conversation's `goal` (`fair_forge_core.judges.goal`).
 
     `goal_achieved` is whether `score` (1.0 achieved, 0.0 not; with several judgements their
@@ -155,7 +155,7 @@ class GoalCheck(_Result):
     judge_agreement: float | None = None
 
 
-class ConversationMetrics(_Result):
+class ConversationMetrics(ResultModel):
     """One conversation. n and c count scored turns; unscored ones are reported, not zeroed.
 
     `state_check` is the end state's comparison when the conversation has an `expected_state`
@@ -196,7 +196,7 @@ class ConversationMetrics(_Result):
     `interactions`."""
 
 
-class CurvePoint(_Result):
+class CurvePoint(ResultModel):
     """pass@k and pass^k at one k; the credible bounds are None in frequentist mode."""
 
     k: int
@@ -210,7 +210,7 @@ class CurvePoint(_Result):
     pass_pow_k_ci_high: float | None = None
 
 
-class PerTaskMetrics(_Result):
+class PerTaskMetrics(ResultModel):
     """τ-bench style: unbiased estimators per task, averaged over tasks with ≥ k attempts.
 
     A task is one assistant's (`metrics.task_outcomes`): at the top level of a result with
@@ -236,7 +236,7 @@ class PerTaskMetrics(_Result):
 ReadinessStatus = Literal["sufficient", "insufficient_evidence", "preliminary"]
 
 
-class Readiness(_Result):
+class Readiness(ResultModel):
     """The headline a person or a CI reads (`tiers.readiness`): the tier the evidence supports,
     on which figures (`basis`), and whether there is enough evidence to act on it.
 
@@ -256,7 +256,7 @@ class Readiness(_Result):
     summary: str
 
 
-class JudgeUsage(_Result):
+class JudgeUsage(ResultModel):
     """What the judge used in one evaluation (`fair_forge_core.judges.usage`), and what judged.
 
     `model` and `prompt_hash` pin the judge: its configured model name, and sha256 of the
@@ -300,7 +300,7 @@ class JudgeUsage(_Result):
     has a price; the cap applies to the total)."""
 
 
-class JudgeConsensus(_Result):
+class JudgeConsensus(ResultModel):
     """How far a turn's several judgements agreed (`fair_forge_core.judges.panel`): present when
     turns are judged more than once (`config.judge_samples` > 1, or an ensemble).
 
@@ -332,7 +332,7 @@ class JudgeConsensus(_Result):
 TaskLabel = Literal["stable", "flaky", "failing"]
 
 
-class LabelledTask(_Result):
+class LabelledTask(ResultModel):
     """One task of one assistant with at least 2 scored attempts (`fair_forge_core.flakiness`): its attempts
     (scored conversations), how many passed (fully correct), its unscored conversations (not
     attempts), the observed pass rate passed / attempts, the Clopper–Pearson interval of the
@@ -350,7 +350,7 @@ class LabelledTask(_Result):
     label: TaskLabel
 
 
-class TaskStability(_Result):
+class TaskStability(ResultModel):
     """Which tasks pass every time, which never, which sometimes (`config.task_stability`;
     `fair_forge_core.flakiness.task_stability`): the labelled tasks, flaky first, then failing,
     then stable, by task_id inside; how many of each; `unlabelled`, the tasks with fewer than 2
@@ -366,7 +366,7 @@ class TaskStability(_Result):
     tasks: list[LabelledTask]
 
 
-class AggregatedMetrics(_Result):
+class AggregatedMetrics(ResultModel):
     """Across conversations: n = scored conversations, c = fully correct ones."""
 
     total_conversations: int
@@ -410,19 +410,21 @@ class AggregatedMetrics(_Result):
     left out of their tool score rather than counted as 0 (docs/tool-rubric.md); absent when none."""
 
 
-class JudgeProvenance(_Result):
-    """One judge of an evaluation, as its result records it: the connector's class path, the
-    model name, and `identity`, the sha256 (hex) of everything that decides its verdicts
-    besides the messages (`judges.usage.judge_identity`: class path, model, sampling
-    parameters, endpoint when set, output mode, prompt hash). Two judges with one identity
-    give the same verdicts on the same turns; the identity never holds a key or a header."""
+class JudgeProvenance(ResultModel):
+    """One judge of an evaluation, as its result records it (`fair_forge_core.provenance`): the connector's class
+    path (a `Judge` passed to `evaluate` as it is: the judge's own class), the model name, and
+    `identity`, the sha256 (hex) of everything that decides its verdicts besides the messages
+    (`judges.usage.judge_identity`: class path, model, sampling parameters, endpoint when set,
+    output mode, prompt hash; for a `Judge` passed as it is, its class path and `spec()`). Two
+    judges with one identity give the same verdicts on the same turns; the identity never holds
+    a key or a header."""
 
     class_path: str
     model: str
     identity: str
 
 
-class Provenance(_Result):
+class Provenance(ResultModel):
     """What produced a result, so that two results can be checked to be comparable
     (`fair-forge compare --require-same-judge`): the package version, the judges (one, or an
     ensemble's in request order), the prompt hash, every setting that decides a verdict or a
@@ -457,7 +459,7 @@ RESULT_FORMAT: Final = "fair-forge-result/1"
 """The `format_version` of the results this version writes (docs/response.md#top-level)."""
 
 
-class EvaluationResult(_Result):
+class EvaluationResult(ResultModel):
     """The whole answer of one evaluation. `format_version` says which format it is in (always
     present, so a reader tells a result from any other file by it and never by its keys; a
     result written before the field existed is read as this format, which it is). `provenance`

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from fair_forge_core.schemas import ToolCall
-from fair_forge_core.tools.rules import _is_number, _normalise_text
+from fair_forge_core.tools.rules import is_number, normalise_text
 
 MAX_RESULT_LEAVES = 256
 """How many leaf values of one turn's tool results `find_result_in_answer` looks for."""
@@ -33,7 +33,7 @@ def _leaf_values(value: Any) -> Iterator[Any]:
             stack.extend(reversed(list(item.values())))
         elif isinstance(item, list | tuple):
             stack.extend(reversed(item))
-        elif isinstance(item, str) or _is_number(item):
+        elif isinstance(item, str) or is_number(item):
             yield item
 
 
@@ -51,13 +51,13 @@ def find_result_in_answer(calls: Sequence[ToolCall], answer: str) -> bool | None
     turn's results (in call order) are looked for, which bounds the work.
     """
     results = [call.result for call in calls if call.result is not None]
-    text = _normalise_text(answer)
+    text = normalise_text(answer)
     answer_numbers: list[float] | None = None
     looked = False
     leaves = itertools.islice((leaf for result in results for leaf in _leaf_values(result)), MAX_RESULT_LEAVES)
     for leaf in leaves:
         if isinstance(leaf, str):
-            needle = _normalise_text(leaf)
+            needle = normalise_text(leaf)
             if len(needle) < 2:
                 continue
             looked = True

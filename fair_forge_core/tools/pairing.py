@@ -1,9 +1,9 @@
 """Pairing of expected with used calls of one turn (see `fair_forge_core.tools`, *Pairing*).
 
-Per tool name, a table of integer parameter agreements (`_name_tables`); the
+Per tool name, a table of integer parameter agreements (`name_tables`); the
 assignments of maximal total agreement (`_optimal_assignments`); the in-order
 alignment of the two call lists (`_in_order_alignment`); and the tie-break among
-equal assignments by the longest run kept in order (`_pair_calls`).
+equal assignments by the longest run kept in order (`pair_calls`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ AnyCall = ToolCall | ExpectedToolCall
 
 
 @dataclass(frozen=True)
-class _Pair:
+class CallPair:
     """An expected call (index into the expected list) paired with a used call."""
 
     expected: int
@@ -32,10 +32,10 @@ class _Pair:
 
 
 @dataclass(frozen=True)
-class _NameTable:
+class NameTable:
     """For one tool name: its expected and used indices (each in call order) and, for every
     (expected, used) pair of them, `weights[row][column]`: the parameter agreement scaled
-    to an integer by the turn's common denominator (see `_name_tables`), so that totals
+    to an integer by the turn's common denominator (see `name_tables`), so that totals
     compare exactly and fast."""
 
     expected: list[int]
@@ -44,7 +44,7 @@ class _NameTable:
     scale: int  # the weight of full agreement
 
 
-def _in_order(calls: Sequence[AnyCall]) -> list[int]:
+def call_order(calls: Sequence[AnyCall]) -> list[int]:
     """Indices of `calls` in call order: by ``step`` (ties in list order) when every call
     has one, else list order — a partial numbering cannot say where the others go."""
     if calls and all(call.step is not None for call in calls):
@@ -55,7 +55,7 @@ def _in_order(calls: Sequence[AnyCall]) -> list[int]:
 def _indices_by_name(calls: Sequence[AnyCall]) -> dict[str, list[int]]:
     """Indices of `calls` grouped by tool name, each group in call order."""
     groups: dict[str, list[int]] = {}
-    for index in _in_order(calls):
+    for index in call_order(calls):
         groups.setdefault(calls[index].tool_name, []).append(index)
     return groups
 
@@ -69,9 +69,9 @@ def _agreement_counts(expected: Mapping[str, Any], used: Mapping[str, Any], agre
     return agree, len(expected) + len(used) - common
 
 
-def _name_tables(
+def name_tables(
     expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall], agreement: Agreement | None = None
-) -> list[_NameTable]:
+) -> list[NameTable]:
     """Per expected tool name, the parameter agreement of its expected and used calls.
 
     An agreement is agree/keys (1 when neither side has a key); every table of a turn
@@ -99,7 +99,7 @@ def _name_tables(
     }
     scale = math.lcm(*{max(keys, 1) for _, _, rows in counts.values() for row in rows for _, keys in row})
     return [
-        _NameTable(
+        NameTable(
             expected_indices,
             used_indices,
             [[agree * (scale // keys) if keys else scale for agree, keys in row] for row in rows],
@@ -109,7 +109,7 @@ def _name_tables(
     ]
 
 
-def _best_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
+def best_assignment(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
     """A one-to-one (row, column) assignment of maximum total weight, with
     ``min(rows, columns)`` pairs, in increasing row order; [] for an empty matrix.
 
@@ -217,7 +217,7 @@ def _assignments(rows: int, columns: int) -> Iterable[_Assignment]:
     )
 
 
-def _optimal_assignments(table: _NameTable, preferred: set[tuple[int, int]]) -> list[_Assignment]:
+def _optimal_assignments(table: NameTable, preferred: set[tuple[int, int]]) -> list[_Assignment]:
     """The assignments of one name of maximal total agreement (exactly).
 
     All of them when there are at most `_EXACT_SEARCH_LIMIT` assignments to look at;
@@ -241,16 +241,16 @@ def _optimal_assignments(table: _NameTable, preferred: set[tuple[int, int]]) -> 
     if table.scale * levels * min(rows, columns) >= 2**53:
         # Beyond float64's exact integers (a turn whose calls have many different key counts):
         # agreement to float precision, ties not ranked. No realistic turn gets here.
-        return [tuple(_best_assignment([[weight / table.scale for weight in row] for row in table.weights]))]
+        return [tuple(best_assignment([[weight / table.scale for weight in row] for row in table.weights]))]
     weights = [
         [weight * levels + ((table.expected[r], table.used[c]) in preferred) for c, weight in enumerate(row)]
         for r, row in enumerate(table.weights)
     ]
-    return [tuple(_best_assignment(weights))]
+    return [tuple(best_assignment(weights))]
 
 
 def _in_order_alignment(
-    expected: Sequence[AnyCall], used: Sequence[AnyCall], tables: Sequence[_NameTable]
+    expected: Sequence[AnyCall], used: Sequence[AnyCall], tables: Sequence[NameTable]
 ) -> set[tuple[int, int]]:
     """(expected, used) pairs of one in-order alignment of the two call sequences: same-name
     pairs, increasing on both sides, with the highest total agreement (then the most pairs)."""
@@ -260,7 +260,7 @@ def _in_order_alignment(
         for r, row in enumerate(table.weights)
         for c, weight in enumerate(row)
     }
-    first, second = _in_order(expected), _in_order(used)
+    first, second = call_order(expected), call_order(used)
     zero = (0, 0)
     best = [[zero] * (len(second) + 1) for _ in range(len(first) + 1)]
     for i in range(len(first) - 1, -1, -1):
@@ -286,7 +286,7 @@ def _in_order_alignment(
     return chain
 
 
-def _longest_common_subsequence(first: Sequence[int], second: Sequence[int]) -> list[int]:
+def longest_common_subsequence(first: Sequence[int], second: Sequence[int]) -> list[int]:
     """One longest common subsequence of two sequences (deterministic)."""
     lengths = [[0] * (len(second) + 1) for _ in range(len(first) + 1)]
     for i in range(len(first) - 1, -1, -1):
@@ -308,13 +308,13 @@ def _longest_common_subsequence(first: Sequence[int], second: Sequence[int]) -> 
     return common
 
 
-def _pair_calls(
+def pair_calls(
     expected: Sequence[ExpectedToolCall],
     used: Sequence[ToolCall],
-    tables: Sequence[_NameTable],
+    tables: Sequence[NameTable],
     sequence_matters: bool,
     agreement: Agreement | None = None,
-) -> list[_Pair]:
+) -> list[CallPair]:
     """Pair expected with used calls of the same name: maximal total parameter agreement
     (exactly), then the most calls kept in order (see `fair_forge_core.tools`).
 
@@ -327,8 +327,8 @@ def _pair_calls(
     combinations = math.prod(len(choices) for choices in options)
     search_steps = combinations * len(expected) * len(used)
     if sequence_matters and 1 < combinations <= _EXACT_SEARCH_LIMIT and search_steps <= _SEARCH_BUDGET:
-        expected_order = _in_order(expected)
-        used_position = {index: position for position, index in enumerate(_in_order(used))}
+        expected_order = call_order(expected)
+        used_position = {index: position for position, index in enumerate(call_order(used))}
 
         def kept_in_order(combination: Iterable[_Assignment]) -> int:
             partners = sorted(
@@ -336,12 +336,12 @@ def _pair_calls(
                 for table, assignment in zip(tables, combination, strict=True)
                 for r, c in assignment
             )
-            return len(_longest_common_subsequence(expected_order, [e for _, e in partners]))
+            return len(longest_common_subsequence(expected_order, [e for _, e in partners]))
 
         chosen = list(max(itertools.product(*options), key=kept_in_order))  # max keeps the first of equals
     else:
 
-        def agreeing(table: _NameTable, assignment: _Assignment) -> int:
+        def agreeing(table: NameTable, assignment: _Assignment) -> int:
             return sum((table.expected[r], table.used[c]) in alignment for r, c in assignment)
 
         chosen = [
@@ -352,5 +352,5 @@ def _pair_calls(
         for r, c in assignment:
             e, u = table.expected[r], table.used[c]
             share, wrong = parameter_agreement(expected[e].parameters, used[u].parameters, agreement)
-            pairs.append(_Pair(e, u, share, tuple(wrong)))
+            pairs.append(CallPair(e, u, share, tuple(wrong)))
     return sorted(pairs, key=lambda pair: pair.expected)

@@ -73,7 +73,7 @@ from fair_forge_core.schemas import (
     ToolPolicyViolation,
 )
 from fair_forge_core.schemas.request import TrajectoryMatch
-from fair_forge_core.tools.pairing import _best_assignment
+from fair_forge_core.tools.pairing import best_assignment
 from fair_forge_core.tools.rules import Agreement
 
 IgnoredParameters = Mapping[str, Sequence[str]]
@@ -184,7 +184,7 @@ class _Compared:
 def _paired(used: Sequence[ToolCall], expected: Sequence[ExpectedToolCall], compared: _Compared) -> int:
     """The size of a maximum one-to-one pairing of matching used and expected calls."""
     table = [[int(_call_matches(u, e, compared)) for e in expected] for u in used]
-    return sum(table[row][column] for row, column in _best_assignment(table))
+    return sum(table[row][column] for row, column in best_assignment(table))
 
 
 def _call_matches(used: ToolCall, expected: ExpectedToolCall, compared: _Compared) -> bool:

@@ -23,7 +23,7 @@ _PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 """The JSON scalar types: two values of one of these types agree exactly when they are equal."""
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     """True for real numbers a float can hold; bools are not numbers here.
 
     An integer beyond the float range (JSON allows any length) is compared as an
@@ -37,14 +37,14 @@ def _is_number(value: Any) -> bool:
     return kind is not bool and isinstance(value, numbers.Real)
 
 
-def _normalise_text(text: str) -> str:
+def normalise_text(text: str) -> str:
     """Case-folded, runs of whitespace collapsed to one space, stripped."""
     return " ".join(text.split()).casefold()
 
 
 def _approx_matcher(rule: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     """The matcher of ``{"$approx": x, "tol": t, "rel": r}``, or None if malformed."""
-    if not set(rule) <= {"$approx", "tol", "rel"} or not all(_is_number(v) for v in rule.values()):
+    if not set(rule) <= {"$approx", "tol", "rel"} or not all(is_number(v) for v in rule.values()):
         return None
     target = rule["$approx"]
     tol = rule.get("tol", 0.0)
@@ -55,7 +55,7 @@ def _approx_matcher(rule: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     exact = all(type(v) is int for v in rule.values())  # integers subtract exactly: no slack for rounding
 
     def matches(used: Any) -> bool:
-        if not _is_number(used):
+        if not is_number(used):
             return False
         magnitude = max(abs(used), abs(target))
         slack = 0 if exact and type(used) is int else _APPROX_SLACK_ULPS * max(magnitude, tol)
@@ -91,8 +91,8 @@ def _single_rule_matcher(value: Any) -> Callable[[Any], bool] | None:
     if keys == {"$text"}:
         if not isinstance(value["$text"], str):
             return None
-        target = _normalise_text(value["$text"])
-        return lambda used: isinstance(used, str) and _normalise_text(used) == target
+        target = normalise_text(value["$text"])
+        return lambda used: isinstance(used, str) and normalise_text(used) == target
     if "$approx" in keys:
         return _approx_matcher(value)
     return None
@@ -334,7 +334,7 @@ class Agreement:
         if known is None:
             matcher = _single_rule_matcher(rule)
             if matcher is not None and set(rule) == {"$text"}:
-                target = _normalise_text(rule["$text"])
+                target = normalise_text(rule["$text"])
                 matcher = lambda used: isinstance(used, str) and self._normalised(used) == target  # noqa: E731
             known = (rule, matcher)
             self._matchers[id(rule)] = known
@@ -343,7 +343,7 @@ class Agreement:
     def _normalised(self, text: str) -> str:
         known = self._texts.get(id(text))
         if known is None:
-            known = (text, _normalise_text(text))
+            known = (text, normalise_text(text))
             self._texts[id(text)] = known
         return known[1]
 
@@ -378,8 +378,8 @@ def _scalars_agree(expected: Any, used: Any) -> bool | None:
     neither side is one of them."""
     if isinstance(expected, bool) or isinstance(used, bool):
         return isinstance(expected, bool) and isinstance(used, bool) and expected == used
-    if _is_number(expected) or _is_number(used):
-        return _is_number(expected) and _is_number(used) and expected == used
+    if is_number(expected) or is_number(used):
+        return is_number(expected) and is_number(used) and expected == used
     if isinstance(expected, str) or isinstance(used, str):
         return isinstance(expected, str) and isinstance(used, str) and expected == used
     return None

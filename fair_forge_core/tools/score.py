@@ -16,13 +16,13 @@ from fair_forge_core.schemas import (
 )
 from fair_forge_core.tools.evidence import find_result_in_answer
 from fair_forge_core.tools.pairing import (
-    _best_assignment,
-    _in_order,
-    _longest_common_subsequence,
-    _name_tables,
-    _NameTable,
-    _Pair,
-    _pair_calls,
+    CallPair,
+    NameTable,
+    best_assignment,
+    call_order,
+    longest_common_subsequence,
+    name_tables,
+    pair_calls,
 )
 from fair_forge_core.tools.rules import Agreement
 
@@ -41,7 +41,7 @@ def _selection(expected_names: Counter[str], used_names: Counter[str]) -> float:
     return sum((expected_names & used_names).values()) / union
 
 
-def _parameters(expected_count: int, used_count: int, pairs: Sequence[_Pair]) -> float:
+def _parameters(expected_count: int, used_count: int, pairs: Sequence[CallPair]) -> float:
     """Mean agreement over expected calls (unpaired → 0).
 
     No expected calls: 1.0 if no call was used either, else 0.0 (every used call is
@@ -55,7 +55,7 @@ def _parameters(expected_count: int, used_count: int, pairs: Sequence[_Pair]) ->
 def _sequence(
     expected: Sequence[ExpectedToolCall],
     used: Sequence[ToolCall],
-    pairs: Sequence[_Pair],
+    pairs: Sequence[CallPair],
     sequence_matters: bool,
 ) -> tuple[float, set[int]]:
     """The sequence score and the expected calls (indices) found out of order.
@@ -67,8 +67,8 @@ def _sequence(
     if not sequence_matters or not expected:
         return 1.0, set()
     partner = {pair.used: pair.expected for pair in pairs}
-    used_order = [partner[index] for index in _in_order(used) if index in partner]
-    common = _longest_common_subsequence(_in_order(expected), used_order)
+    used_order = [partner[index] for index in call_order(used) if index in partner]
+    common = longest_common_subsequence(call_order(expected), used_order)
     return len(common) / len(expected), set(used_order) - set(common)
 
 
@@ -123,17 +123,17 @@ def tool_call_f1(expected: Sequence[ExpectedToolCall], used: Sequence[ToolCall])
     one-to-one and maximal. Both sides empty → (1, 1, 1); an empty side makes its
     undefined ratio 0.0, and F1 is 0.0 whenever precision + recall is 0.
     """
-    return _tool_call_f1(len(expected), len(used), _name_tables(expected, used))
+    return _tool_call_f1(len(expected), len(used), name_tables(expected, used))
 
 
-def _tool_call_f1(expected_count: int, used_count: int, tables: Sequence[_NameTable]) -> tuple[float, float, float]:
+def _tool_call_f1(expected_count: int, used_count: int, tables: Sequence[NameTable]) -> tuple[float, float, float]:
     """`tool_call_f1` from the agreement tables of the turn."""
     if not expected_count and not used_count:
         return 1.0, 1.0, 1.0
     matches = 0
     for table in tables:
         weights = [[int(weight == table.scale) for weight in row] for row in table.weights]
-        matches += sum(weights[row][column] for row, column in _best_assignment(weights))
+        matches += sum(weights[row][column] for row, column in best_assignment(weights))
     precision = matches / used_count if used_count else 0.0
     recall = matches / expected_count if expected_count else 0.0
     if precision + recall == 0:
@@ -151,7 +151,7 @@ def _names(counts: Counter[str]) -> str:
 
 def _reasoning(
     expected: Sequence[ExpectedToolCall],
-    pairs: Sequence[_Pair],
+    pairs: Sequence[CallPair],
     expected_names: Counter[str],
     used_names: Counter[str],
     out_of_order: set[int],
@@ -216,8 +216,8 @@ def score_tool_calls(
     used_names = Counter(call.tool_name for call in used_calls)
 
     agreement = Agreement()  # one turn: each value's canonical form computed once for every pair
-    tables = _name_tables(expected_calls, used_calls, agreement)
-    pairs = _pair_calls(expected_calls, used_calls, tables, expected.tool_sequence_matters, agreement)
+    tables = name_tables(expected_calls, used_calls, agreement)
+    pairs = pair_calls(expected_calls, used_calls, tables, expected.tool_sequence_matters, agreement)
     result_in_answer = find_result_in_answer(used_calls, answer)
     selection = _selection(expected_names, used_names)
     parameters = _parameters(len(expected_calls), len(used_calls), pairs)

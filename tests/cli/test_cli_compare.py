@@ -520,13 +520,24 @@ def right_answers_wrong_arguments(assistant: str) -> list[dict[str, Any]]:
             "different tool_weights: baseline",
         ),
         ({"max_unscored_share": 1.0}, "different max_unscored_share: baseline 0.1 vs candidate 1"),
+        ({"judge_samples": 3}, "different judge_samples: baseline 1 vs candidate 3"),
+        ({"judge_vote": "mean"}, "different judge_vote: baseline majority vs candidate mean"),
+        ({"judge_cascade": True}, "different judge_cascade: baseline False vs candidate True"),
     ],
-    ids=["require_tool_correctness", "tool_weights", "max_unscored_share"],
+    ids=[
+        "require_tool_correctness",
+        "tool_weights",
+        "max_unscored_share",
+        "judge_samples",
+        "judge_vote",
+        "judge_cascade",
+    ],
 )
 def test_a_candidate_judged_under_other_rules_is_refused_under_require_same_judge(
     tmp_path: Path, config: dict[str, Any], difference: str
 ) -> None:
-    # Issue #32: rule changes that turn every failure into a pass compared as "improved", exit 0.
+    # Issues #32 and #34: rule changes that turn every failure into a pass compared as "improved", exit 0;
+    # judge_samples, judge_vote and judge_cascade were not compared at all.
     baseline = request_file(tmp_path / "a.json", right_answers_wrong_arguments("v1"))
     candidate = tmp_path / "b.json"
     body = json.loads(baseline.read_text())
@@ -537,6 +548,10 @@ def test_a_candidate_judged_under_other_rules_is_refused_under_require_same_judg
     assert refused.stdout == "" and "Traceback" not in refused.stderr
     warnings = [line for line in refused.stderr.splitlines() if line.startswith("warning: different")]
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: {difference}"), refused.stderr
+    # Without the flag the same difference is a warning and the verdict decides.
+    warned = run_cli_in_process("compare", baseline, candidate)
+    assert warned.returncode != 2, warned.stdout + warned.stderr
+    assert [line for line in warned.stderr.splitlines() if line.startswith("warning: different")] == warnings
 
 
 def test_a_side_without_provenance_cannot_be_checked_and_is_refused_under_require_same_judge(results: Path) -> None:

@@ -1,4 +1,4 @@
-"""`fair_forge_core.tools.pairing._best_assignment` against scipy's `linear_sum_assignment`.
+"""`fair_forge_core.tools.pairing.best_assignment` against scipy's `linear_sum_assignment`.
 
 The oracle is scipy itself (`maximize=True`, float64 input), which the tool rubric used
 before #27. `_optimal_assignments` keeps the pairs chosen, not only their total, so the
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from fair_forge_core.tools.pairing import _best_assignment
+from fair_forge_core.tools.pairing import best_assignment
 
 
 def scipys(weights: list[list[int]] | list[list[float]]) -> list[tuple[int, int]]:
@@ -42,7 +42,7 @@ def matrices(draw: st.DrawFn) -> list[list[int]]:
 @settings(max_examples=2000, derandomize=True, deadline=None)
 @given(matrices())
 def test_same_assignment_as_scipy(weights: list[list[int]]) -> None:
-    ours, theirs = _best_assignment(weights), scipys(weights)
+    ours, theirs = best_assignment(weights), scipys(weights)
     assert total(weights, ours) == total(weights, theirs)
     assert ours == theirs
 
@@ -55,7 +55,7 @@ def test_same_assignment_as_scipy_on_a_seeded_sweep() -> None:
             for _ in range(40):
                 high = generator.choice([1, 2, 5, 60, 2**20, 2**52])
                 weights = [[generator.randint(0, high) for _ in range(columns)] for _ in range(rows)]
-                assert _best_assignment(weights) == scipys(weights), weights
+                assert best_assignment(weights) == scipys(weights), weights
 
 
 def test_float_weights_choose_as_scipy_does() -> None:
@@ -64,7 +64,7 @@ def test_float_weights_choose_as_scipy_does() -> None:
     for _ in range(500):
         rows, columns = generator.randint(1, 6), generator.randint(1, 7)
         weights = [[generator.randint(0, 6) / generator.choice([1, 3, 7]) for _ in range(columns)] for _ in range(rows)]
-        assert _best_assignment(weights) == scipys(weights), weights
+        assert best_assignment(weights) == scipys(weights), weights
 
 
 @pytest.mark.parametrize(
@@ -82,4 +82,4 @@ def test_float_weights_choose_as_scipy_does() -> None:
     ],
 )
 def test_hand_worked_assignments(weights: list[list[int]], expected: list[tuple[int, int]]) -> None:
-    assert _best_assignment(weights) == expected
+    assert best_assignment(weights) == expected

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fair_forge_core.checks import turn_verdict
 from fair_forge_core.evaluate import run_sync
-from fair_forge_core.judges.base import JudgeAbstained, JudgeCallError, SingleJudge
+from fair_forge_core.judges.base import JudgeAbstained, JudgeCallError, judge_turn
 from fair_forge_core.judges.judgement import first_cause
 from fair_forge_core.judges.prompt import JudgeRequest
 from fair_forge_core.schemas import CheckResult
@@ -53,7 +53,7 @@ class _Declines:
 
 def test_an_abstention_in_any_words_is_abstained_and_a_call_error_is_a_judge_error() -> None:
     request = JudgeRequest("q", "a", "g")
-    judged = run_sync(SingleJudge(_Declines()).judge_turn(request))  # type: ignore[arg-type]
+    judged = run_sync(judge_turn(_Declines(), request))  # type: ignore[arg-type]
     assert (judged.score, judged.cause) == (None, "abstained")
     assert JudgeCallError("boom").cause == "judge_error"
     assert first_cause(["judge_error", "abstained", "deadline"]) == "deadline"

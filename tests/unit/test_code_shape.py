@@ -1,15 +1,23 @@
 """The code keeps a readable shape: no function or method in `fair_forge_core` or `handler`
-above cyclomatic complexity 25 as radon measures it (`radon cc -s`), and no source file there
-above 500 lines.
+above cyclomatic complexity 25 as radon measures it (`radon cc -s`), no source file there
+above 500 lines, and no module importing another's private name.
 
 Complexity is radon's own (`radon.complexity.cc_visit`), so that this test and `radon cc`
 on the command line agree: a function nested in another, or a method of a class nested in
 another, is measured on its own, as radon lists it. Lines are the file's physical lines
 (`wc -l`), comments and docstrings included: they are what a reader scrolls through.
+
+A private name is one with a single leading underscore (`_write`; a dunder such as `__version__`
+is not private). A module may use its own, but `from <module> import _name` of a module of these
+packages (absolute, or relative) is a cross-module use of what that module keeps to itself: the name
+is either part of its interface, and then public, or a detail the importer should not need. Every
+`from ... import` counts, at the top of the file or inside a function; `import a.b as _b` does not
+(it binds a module under a private alias, and imports nothing private).
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +36,24 @@ def measured_files() -> list[str]:
     return [
         path.relative_to(ROOT).as_posix() for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
     ]
+
+
+def private_imports(source: str, name: str) -> list[str]:
+    """`name:line: from module import _private` for each private name `source` imports from a
+    module of the packages (a relative import is one of them by construction); empty when none."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = "." * node.level + (node.module or "")
+        if node.level == 0 and module.split(".")[0] not in PACKAGES:
+            continue
+        found.extend(
+            f"{name}:{node.lineno}: from {module} import {alias.name}"
+            for alias in node.names
+            if alias.name.startswith("_") and not alias.name.startswith("__")
+        )
+    return found
 
 
 def _blocks(blocks: list[Function | Class]) -> Iterator[Function]:
@@ -76,3 +102,26 @@ def test_the_measure_sees_a_complex_function() -> None:
     found = {block.fullname: block.complexity for block in _blocks(cc_visit(source))}
     assert found["inner"] == 26
     assert found["A.m"] == 1
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    found = [hit for name in measured_files() for hit in private_imports((ROOT / name).read_text(), name)]
+    assert not found, f"{len(found)} imports of another module's private name:\n" + "\n".join(found)
+
+
+def test_the_walk_sees_a_private_import() -> None:
+    """The walk can fail: it finds a private name imported absolutely, relatively and inside a
+    function, and passes over public and dunder names, private aliases and other packages."""
+    source = (
+        "from fair_forge_core.cli.common import _write, read_json as _read, __version__\n"
+        "from . import _sibling\n"
+        "from os.path import _get_sep\n"
+        "import handler.app as _app\n"
+        "def f() -> None:\n"
+        "    from handler.app import _Route\n"
+    )
+    assert private_imports(source, "m.py") == [
+        "m.py:1: from fair_forge_core.cli.common import _write",
+        "m.py:2: from . import _sibling",
+        "m.py:6: from handler.app import _Route",
+    ]

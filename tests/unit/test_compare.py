@@ -791,3 +791,31 @@ def test_the_sign_flip_test_decides_below_ten_tasks_and_the_bootstrap_from_ten()
         else:
             d = [Fraction(1 if i % 2 else 2, 2) - Fraction(2 if i % 3 else 1, 2) for i in range(tasks)]
             assert pass1.p_value == pytest.approx(float(enumerated_p(d)), abs=1e-12)
+
+
+def test_criteria_defaults_are_recorded_and_compared_only_where_criteria_are_asked() -> None:
+    # Issue #34: the criteria check's settings are in provenance once it judges something, so two
+    # results judged under other default criteria are not "judged alike".
+    from fair_forge_core.checks.criteria import criteria_prompt_hash
+    from fair_forge_core.compare import judging_differences
+    from fair_forge_core.judges import ReferenceJudge
+    from fair_forge_core.provenance import provenance_of
+    from fair_forge_core.schemas import EvaluationConfig
+    from fair_forge_testing.builders import conversation, datasets, turn
+
+    plain = datasets(conversation("s1", [turn("q1", "What is 2+2?", "4", "4")]))
+    polite = {"turn": [{"name": "polite", "rule": "The answer is polite."}]}
+    terse = {"turn": [{"name": "terse", "rule": "The answer is one sentence."}]}
+    judge = [ReferenceJudge()]
+
+    def provenance(settings: dict[str, Any] | None, data: Any = plain) -> Any:
+        return provenance_of(judge, EvaluationConfig(checks=None if settings is None else {"criteria": settings}), data)
+
+    # no criteria asked: nothing recorded, so a result without criteria reads as it always has
+    assert provenance(None).checks is None
+    recorded = provenance(polite).checks
+    assert recorded is not None and [c["name"] for c in recorded["criteria"]["turn"]] == ["polite"]
+    assert recorded["criteria"]["criteria_prompt_hash"] == criteria_prompt_hash()
+    differences = judging_differences(provenance(polite), provenance(terse))
+    assert len(differences) == 1 and differences[0].startswith("different checks: baseline"), differences
+    assert judging_differences(provenance(polite), provenance(polite)) == []

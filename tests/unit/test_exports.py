@@ -162,10 +162,14 @@ def test_tool_policy_violations_and_the_end_state_are_failure_reasons() -> None:
         "failure"
     )
     assert failure is not None
-    violations = policy.per_conversation_metrics[1].interactions[0].tool_policy.violations  # type: ignore[index,union-attr]
-    assert violations
-    for violation in violations:
-        assert f"turn 1 (q1): tool policy: {violation.message}" in (failure.text or "")
+    broken = policy.per_conversation_metrics[1]
+    violations = broken.interactions[0].tool_policy.violations  # type: ignore[index,union-attr]
+    assert len(violations) == 2  # a forbidden tool and one call too many
+    # the line is the tool_policy result's reason, which names every broken rule
+    [result] = [c for c in broken.checks if c.name == "tool_policy"]
+    line = f"turn 1 (q1): {result.reason}"
+    assert line in (failure.text or "").splitlines()
+    assert line == "turn 1 (q1): tool policy: " + "; ".join(v.message for v in violations)
 
     state = evaluate_example("end_state.json")
     found = cases_by_name(valid_junit(junit_evaluation(state)))
@@ -227,7 +231,10 @@ def test_a_required_goal_fails_when_not_achieved_and_skips_when_not_judged() -> 
     failure = found["conversation missed"].find("failure")
     assert failure is not None and failure.get("message") == "goal not achieved (score 0.200): no refund was issued"
     skipped = found["conversation unjudged"].find("skipped")
-    assert skipped is not None and skipped.get("message") == "unscored: goal not judged: the goal was not judged"
+    # the unjudged goal's reason is its check result's, as every output prints it
+    [goal_result] = [c for c in metrics[1].checks if c.name == "goal"]
+    assert (goal_result.outcome, goal_result.reason) == ("unscored", "the goal was not judged")
+    assert skipped is not None and skipped.get("message") == "unscored: the goal was not judged"
 
     # the example under require_goal: the offline judge abstains on every goal, so it is skipped
     example = evaluate_example("goal.json", require_goal=True)
@@ -441,9 +448,34 @@ def test_the_comparison_table_is_the_comparisons_numbers() -> None:
 # --------------------------------------------------------------------------- rows
 
 
+BUILT_IN_ORDER = ("answer_correctness", "tool_correctness", "tool_policy", "end_state", "goal")
+"""The built-in checks in the order they register (docs/checks.md "The built-in checks")."""
+
+
+def expected_groups(data: dict[str, Any]) -> list[str]:
+    """The check names of a result's JSON in the documented column order: registration order."""
+    present = {c["name"] for conv in data["per_conversation_metrics"] for c in conv["checks"]}
+    assert present <= set(BUILT_IN_ORDER), present  # the examples run only built-in checks
+    return [name for name in BUILT_IN_ORDER if name in present]
+
+
+def group_cells(conv: dict[str, Any], index: int, names: list[str]) -> dict[str, Any]:
+    """Turn `index`'s check columns from the JSON `checks`: its own result of each check, else
+    the conversation's, else nulls."""
+    cells: dict[str, Any] = {}
+    for name in names:
+        mine = [c for c in conv["checks"] if c["name"] == name and c["turn"] == index]
+        own = [c for c in conv["checks"] if c["name"] == name and c["scope"] == "conversation"]
+        found = (mine or own or [None])[0]
+        for column in ("outcome", "score", "cause", "reason"):
+            cells[f"{name}.{column}"] = None if found is None else found[column]
+    return cells
+
+
 def expected_rows(result: EvaluationResult) -> list[dict[str, Any]]:
     """The rows, read from the result's JSON as a client reads it."""
     data = json.loads(json.dumps(result.model_dump(mode="json")))
+    names = expected_groups(data)
     rows = []
     for position, conv in enumerate(data["per_conversation_metrics"]):
         for index, interaction in enumerate(conv["interactions"]):
@@ -465,8 +497,7 @@ def expected_rows(result: EvaluationResult) -> list[dict[str, Any]]:
                     "judged_by": interaction["judged_by"],
                     "is_scored": conv["is_scored"],
                     "is_fully_correct": conv["is_fully_correct"],
-                    "state_matches": conv["state_check"]["matches"] if "state_check" in conv else None,
-                    "goal_achieved": conv["goal_check"]["goal_achieved"] if "goal_check" in conv else None,
+                    **group_cells(conv, index, names),
                 }
             )
     return rows
@@ -487,10 +518,30 @@ def test_jsonl_and_csv_rows_read_back_as_the_results_turns(example: str) -> None
     assert sum(m.total_interactions for m in result.per_conversation_metrics) == len(expected)
     assert [json.loads(line) for line in jsonl_rows(result).splitlines()] == expected
     read = list(csv.DictReader(io.StringIO(csv_rows(result))))
-    assert tuple(read[0]) == ROW_FIELDS
+    columns = tuple(expected[0])
+    assert tuple(read[0]) == columns and columns[: len(ROW_FIELDS)] == ROW_FIELDS
     assert len(read) == len(expected)
     for row, want in zip(read, expected, strict=True):
-        assert {field: from_csv(row[field], want[field]) for field in ROW_FIELDS} == want
+        assert {field: from_csv(row[field], want[field]) for field in columns} == want
+
+
+def test_each_check_is_a_column_group_and_the_old_verdict_columns_are_gone() -> None:
+    """end_state.json: its two conversations expect an end state; the second's does not match
+    (module docstring), so its rows say `end_state.outcome` failed with the end state's reason."""
+    result = evaluate_example("end_state.json")
+    rows = [json.loads(line) for line in jsonl_rows(result).splitlines()]
+    assert "state_matches" not in rows[0] and "goal_achieved" not in rows[0]
+    assert [k for k in rows[0] if k.startswith("end_state.")] == [
+        "end_state.outcome",
+        "end_state.score",
+        "end_state.cause",
+        "end_state.reason",
+    ]
+    by_session = {row["session_id"]: row for row in rows}
+    assert by_session["refund-ok"]["end_state.outcome"] == "passed"
+    failed = by_session["refund-said-not-done"]
+    assert failed["end_state.outcome"] == "failed" and failed["end_state.reason"].startswith("end state: 2 of ")
+    assert failed["answer_correctness.outcome"] == "passed"  # the turn's own result, not the conversation's
 
 
 def test_rows_without_per_turn_detail_come_from_the_scores(support: EvaluationResult) -> None:
@@ -507,7 +558,7 @@ def test_pandas_reads_the_csv_as_the_jsonl(support: EvaluationResult) -> None:
     pandas = pytest.importorskip("pandas")
     from_csv_frame = pandas.read_csv(io.StringIO(csv_rows(support)))
     from_jsonl = pandas.read_json(io.StringIO(jsonl_rows(support)), lines=True)
-    assert list(from_csv_frame.columns) == list(ROW_FIELDS)
+    assert list(from_csv_frame.columns) == list(json.loads(jsonl_rows(support).splitlines()[0]))
     assert from_csv_frame["answer_score"].tolist() == pytest.approx(from_jsonl["answer_score"].tolist())
     assert from_csv_frame["is_correct"].tolist() == from_jsonl["is_correct"].tolist()
 

@@ -136,3 +136,36 @@ def test_the_public_api_evaluates_renders_and_compares() -> None:
     assert compare.holm_adjust([0.01, 0.04]) == [0.02, 0.04]
     assert set(ff.__all__) >= {"evaluate", "EvaluationConfig", "datasets_from_traces", "render_html", "Judge"}
     assert callable(ff.register_judge) and ff.JudgeSpec(kind="x", model="y").offline is False
+
+
+def test_a_plug_in_judge_that_abstains_in_its_own_words_gives_insufficient_evidence_not_an_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Issue #34: abstention was recognised by the offline judge's wording; a plug-in judge raising
+    # JudgeAbstained in other words made the service answer 502 and the CLI exit 3.
+    from fair_forge_testing.declining_judge import DECLINED
+
+    monkeypatch.setenv("FAIR_FORGE_EXTRA_CONNECTORS", "fair_forge_testing.declining_judge.DecliningModel")
+    body = {
+        "connector": {"class_path": "fair_forge_testing.declining_judge.DecliningModel"},
+        "datasets": [
+            conversation("a", [turn("q1", "What dose of ibuprofen is safe?", "400 mg", "200-400 mg")]),
+            conversation("b", [turn("q2", "What is the maximum daily dose?", "1200 mg", "1200 mg")]),
+        ],
+        "config": {"k": 1},
+    }
+    response = call_handler(body)
+    assert response.status == 200, response.body
+    readiness = response.body["aggregated_metrics"]["readiness"]
+    assert readiness["status"] == "insufficient_evidence", readiness
+    for metrics in response.body["per_conversation_metrics"]:
+        assert metrics["is_scored"] is False
+        [answer] = [r for r in metrics["checks"] if r["name"] == "answer_correctness"]
+        assert (answer["outcome"], answer["cause"]) == ("unscored", "abstained")
+        assert DECLINED in answer["reason"]
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    process = run_cli("evaluate", request, "--out", tmp_path / "out.json", "--allow-unscored")
+    assert process.returncode == 0, process.stderr
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["aggregated_metrics"]["readiness"]["status"] == "insufficient_evidence"

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fair_forge_core.tools import rules
-from fair_forge_core.tools.rules import Agreement, _approx_matcher, _is_number, _normalise_text, values_agree
+from fair_forge_core.tools.rules import Agreement, _approx_matcher, is_number, normalise_text, values_agree
 
 # --------------------------------------------------------------------------- the oracle (53aec10)
 
@@ -30,8 +30,8 @@ def _old_matcher(value: Any) -> Callable[[Any], bool] | None:
     if keys == {"$text"}:
         if not isinstance(value["$text"], str):
             return None
-        target = _normalise_text(value["$text"])
-        return lambda used: isinstance(used, str) and _normalise_text(used) == target
+        target = normalise_text(value["$text"])
+        return lambda used: isinstance(used, str) and normalise_text(used) == target
     if keys == {"$any_of"}:
         options = value["$any_of"]
         if not isinstance(options, list):
@@ -52,8 +52,8 @@ def brute_force_agree(expected: Any, used: Any) -> bool:
         return matcher(used)
     if isinstance(expected, bool) or isinstance(used, bool):
         return isinstance(expected, bool) and isinstance(used, bool) and expected == used
-    if _is_number(expected) or _is_number(used):
-        return _is_number(expected) and _is_number(used) and expected == used
+    if is_number(expected) or is_number(used):
+        return is_number(expected) and is_number(used) and expected == used
     if isinstance(expected, str) or isinstance(used, str):
         return isinstance(expected, str) and isinstance(used, str) and expected == used
     if isinstance(expected, Mapping) or isinstance(used, Mapping):
@@ -78,7 +78,7 @@ def brute_force_agree(expected: Any, used: Any) -> bool:
 # --------------------------------------------------------------------------- values
 
 # Few distinct scalars, so that equal values (and 5 against 5.0, 0.0 against -0.0) are common;
-# integers at and beyond the float range (`_is_number`), and 2**53 + 1 against its float.
+# integers at and beyond the float range (`is_number`), and 2**53 + 1 against its float.
 SCALARS = st.sampled_from(
     [
         0,
@@ -225,8 +225,8 @@ def test_a_dict_of_rules_is_refused_on_its_length_first() -> None:
 
 def test_text_rules_normalise_each_used_text_once(monkeypatch: Any) -> None:
     normalised: list[int] = []
-    real = rules._normalise_text
-    monkeypatch.setattr(rules, "_normalise_text", lambda text: normalised.append(len(text)) or real(text))
+    real = rules.normalise_text
+    monkeypatch.setattr(rules, "normalise_text", lambda text: normalised.append(len(text)) or real(text))
     long_text = "word " * 20_000
     agreement = Agreement()
     expected = {"$any_of": [{"$text": f"w{i}"} for i in range(1_000)]}
