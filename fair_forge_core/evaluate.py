@@ -342,29 +342,25 @@ def compare_assistants(
     conversations: list[ConversationMetrics], assistants: CompareConfig, config: EvaluationConfig
 ) -> Comparison:
     """`config.compare`: the baseline's and the candidate's conversations compared on their
-    shared tasks (`fair_forge_core.compare.compare`) at the request's k, under its prior
-    (`statistical_mode.prior`, Beta(1, 1) unless set). An assistant without any conversation
-    is a ValueError naming the assistants there are. Under `config.efficiency` the comparison
-    also pairs what the two spent (`compare_efficiency`; not part of the verdict)."""
-    from fair_forge_core.compare import compare, compare_efficiency, outcomes_from_conversations
+    shared tasks (`fair_forge_core.compare.compare_sides`, the orchestration `fair-forge compare`
+    runs too) at the request's k, under its prior (`statistical_mode.prior`, Beta(1, 1) unless
+    set), with what the two spent paired under `config.efficiency` (not part of the verdict).
+    Both sides are of this one evaluation: judged alike, so no difference in judging is looked
+    for; without a shared task the comparison stands, with its note. An assistant without any
+    conversation is a ValueError (`ComparisonRefused`) naming the assistants there are."""
+    from fair_forge_core.compare import compare_sides, side_of
 
-    comparison = compare(
-        outcomes_from_conversations(conversations, assistants.baseline),
-        outcomes_from_conversations(conversations, assistants.candidate),
+    return compare_sides(
+        side_of(conversations, assistants.baseline, "baseline"),
+        side_of(conversations, assistants.candidate, "candidate"),
         k=config.k,
+        population=assistants.population,
         confidence=assistants.confidence,
         seed=assistants.seed,
         prior=config.statistical_mode.prior,
-        population=assistants.population,
-    )
-    comparison.efficiency = compare_efficiency(
-        [m for m in conversations if m.assistant_id == assistants.baseline],
-        [m for m in conversations if m.assistant_id == assistants.candidate],
-        confidence=assistants.confidence,
-        resamples=comparison.bootstrap_resamples,
-        seed=assistants.seed,
-    )
-    return comparison
+        one_evaluation=True,
+        require_shared_tasks=False,
+    ).comparison
 
 
 T = TypeVar("T")

@@ -11,7 +11,8 @@ its (a 502, exit 3).
   `judges.panel.check_panel` for an ensemble.
 - `plan_ledger(connectors, config, models, …)`: the `JudgeLedger` and the warnings the result gets
   about it: the cache is used only when the request may share it (`judges.cache.cache_use`,
-  scoped to the caller), a cap needs a price and an output bound.
+  scoped to the caller, or in a scope decided before: a job's shards), a cap needs a price and
+  an output bound, and its spending may be kept in a shared budget (a job's shards).
 - `plan_run(request, source, …)`: the three steps above as one `RunPlan`, what a face runs.
 - `execute(plan, …)`: `evaluate` with the plan's judges and ledger; the warnings of importing
   traces come first in the result's, the ledger's last.
@@ -28,6 +29,7 @@ from fair_forge_core.schemas import ConnectorSpec, EvaluationConfig, EvaluationR
 if TYPE_CHECKING:
     from fair_forge_core.connectors import EndpointPolicy, Judge
     from fair_forge_core.judges.base import RunContext
+    from fair_forge_core.judges.budget import Budget
     from fair_forge_core.judges.cache import JudgeCache
     from fair_forge_core.judges.prices import PriceTable
     from fair_forge_core.judges.usage import JudgeLedger
@@ -129,6 +131,8 @@ def plan_ledger(
     max_cost_usd: float | None = None,
     cap_label: str | None = None,
     cache_refused: Callable[[str], str] = lambda warning: warning,
+    cache_scope: str | None = None,
+    budget: Budget | None = None,
 ) -> tuple[JudgeLedger, list[str]]:
     """The ledger of a request judged by `models` (built from its `connectors`) under `config`, and
     the warnings the result gets about it.
@@ -137,16 +141,23 @@ def plan_ledger(
     the connectors may share it (`judges.cache.cache_use`), else left out with the warning
     (passed through `cache_refused`, for a face that words it its own way), and scoped to the
     caller (`api_key_id`; without one, the caller's own key). `max_cost_usd` (labelled
-    `cap_label`) overrides `config.max_cost_usd`. `PlanError` ("cap") for a cap without a price,
-    or without an output bound while output costs money."""
+    `cap_label`) overrides `config.max_cost_usd`. `cache_scope` is a scope decided before, for
+    a run planned in parts (a job's shards: `POST /jobs` decided it for the caller): the cache is
+    then used under it as it is, the connectors not asked again. `budget` is where the cap's
+    spending is kept when it is shared beyond this ledger (a job's shards spend one cap;
+    `judges.budget`). `PlanError` ("cap") for a cap without a price, or without an output bound
+    while output costs money."""
     from fair_forge_core.judges.cache import cache_use
     from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
 
     warnings: list[str] = []
-    scope, refused = cache_use(connectors, api_key_id=api_key_id)
-    if cache is not None and refused is not None:
-        cache = None
-        warnings.append(cache_refused(refused))
+    if cache_scope is not None:
+        scope: str | None = cache_scope
+    else:
+        scope, refused = cache_use(connectors, api_key_id=api_key_id)
+        if cache is not None and refused is not None:
+            cache = None
+            warnings.append(cache_refused(refused))
     try:
         ledger = JudgeLedger.for_models(
             models,
@@ -156,6 +167,7 @@ def plan_ledger(
             max_cost_usd=max_cost_usd,
             cap_label=cap_label,
             cache_scope=scope,
+            budget=budget,
         )
     except CapNotEnforceable as exc:
         raise PlanError("cap", exc) from None

@@ -35,17 +35,19 @@ pytest's own `--junitxml` reports these tests like any other (a failure carries 
   interval at the result's `statistical_mode.ci_level` (0.95 when the result does not say),
   the point for `at_least`. A figure that was not measured fails. The message names the figure
   as the gates do (`pass^3` per task, `pass^3 (pooled plug-in)` over conversations).
-- `assert_no_regression(baseline, candidate)`: `fair_forge_core.compare` of the two (each an
-  `EvaluationResult`, a result or request file's path, or a result's dict), as
-  `fair-forge compare` runs it (k the results' unless given, the tasks both scored, the seed
+- `assert_no_regression(baseline, candidate)`: `fair_forge_core.compare.compare_sides` of the
+  two (each an `EvaluationResult`, a result or request file's path, or a result's dict), the
+  orchestration `fair-forge compare` runs (k the results' unless given, the tasks both scored,
+  what the two spent when both carry `efficiency`, the seed
   0, `population="attempts"`: is the candidate worse on these tasks, the exact stratified
   test of per-attempt success; `population="tasks"` for the task-level tests); fails when the
   verdict is `regressed`, when it is `not_tested` (too few attempts or tasks for the test:
   nothing was checked), when no task was scored on both sides, under
   `require_conclusive=True` when it is `inconclusive`, and under `require_same_judge=True`
   when the two were judged differently (`compare.judging_differences`). The message is the
-  comparison's report as `fair-forge compare` prints it, and its `warning:` lines of the
-  differences in judging. Returns the `Comparison`.
+  comparison's report as `fair-forge compare` prints it, and the `warning:` lines it prints on
+  stderr (the differences in judging, the tasks only one side scored, the unscored
+  conversations left out). Returns the `Comparison`.
 
 Every failure is an `AssertionError` whose message names the figure, its value and the
 threshold; the helpers' own frames are hidden from pytest's traceback.
@@ -252,17 +254,6 @@ def _side(value: ResultLike, what: str, cache: dict[str, EvaluationResult]) -> E
     return _as_result(value, what)
 
 
-def _outcomes(result: EvaluationResult, assistant: str | None, what: str) -> list[Any]:
-    __tracebackhide__ = True
-    from fair_forge_core.cli.common import CliError
-    from fair_forge_core.cli.compare import side_outcomes as cli_outcomes
-
-    try:
-        return cli_outcomes(result, Path(f"<{what}>"), assistant, f"{what}_assistant")
-    except CliError as exc:
-        raise _cli_failure(exc) from None
-
-
 def assert_no_regression(
     baseline: ResultLike,
     candidate: ResultLike,
@@ -279,27 +270,35 @@ def assert_no_regression(
     """Fail when the candidate regressed against the baseline, or when nothing could be tested
     (module docstring); return the `Comparison`."""
     __tracebackhide__ = True
-    from fair_forge_core.cli.compare import format_comparison
-    from fair_forge_core.compare import compare, judging_differences
+    from fair_forge_core.cli.compare import format_comparison, refusal_message, side_of_result
+    from fair_forge_core.compare import ComparisonRefused, compare_sides
 
     cache: dict[str, EvaluationResult] = {}
     base_result = _side(baseline, "baseline", cache)
     cand_result = _side(candidate, "candidate", cache)
-    base = _outcomes(base_result, baseline_assistant, "baseline")
-    cand = _outcomes(cand_result, candidate_assistant, "candidate")
-    if k is None:
-        k_base, k_cand = base_result.aggregated_metrics.k, cand_result.aggregated_metrics.k
-        if k_base != k_cand:
-            raise AssertionError(f"the baseline's k ({k_base}) and the candidate's k ({k_cand}) differ: pass k=")
-        k = k_base
-    judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
-    if judging and require_same_judge:
-        raise AssertionError("the baseline and the candidate were not judged alike: " + "; ".join(judging))
-    comparison = compare(base, cand, k=k, population=population, confidence=confidence, seed=seed, judging=judging)
-    if comparison.shared_tasks == 0:
-        raise AssertionError("no task was scored on both sides: nothing to compare")
+    try:
+        compared = compare_sides(
+            side_of_result(base_result, baseline_assistant, "baseline"),
+            side_of_result(cand_result, candidate_assistant, "candidate"),
+            k=k,
+            population=population,
+            confidence=confidence,
+            seed=seed,
+            one_evaluation=base_result is cand_result,
+            require_same_judge=require_same_judge,
+        )
+    except ComparisonRefused as exc:
+        if exc.kind in ("several_assistants", "no_such_assistant"):  # a bad argument: the CLI's message
+            names = {side: (f"<{side}>", f"{side}_assistant") for side in ("baseline", "candidate")}
+            raise pytest.fail.Exception(refusal_message(exc, names), pytrace=False) from None
+        if exc.kind == "k_differs":
+            raise AssertionError(f"{exc}: pass k=") from None
+        if exc.kind == "not_judged_alike":
+            raise AssertionError(f"{exc}: " + "; ".join(exc.differences)) from None
+        raise AssertionError(str(exc)) from None
+    comparison = compared.comparison
     report = format_comparison(comparison, _describe(baseline, "baseline"), _describe(candidate, "candidate"))
-    report += "".join(f"warning: {difference}\n" for difference in judging)  # as `compare` prints them
+    report += "".join(f"warning: {warning}\n" for warning in compared.warnings)  # as `compare` prints them
     if comparison.verdict == "regressed":
         raise AssertionError(f"the candidate regressed against the baseline\n{report}")
     if comparison.verdict == "not_tested":

@@ -22,6 +22,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from handler.invocation import gc_paused, invocation_clock
+from handler.judged_run import JudgedRunFailed
 from handler.observability import invocation_secrets, logger, metrics
 from handler.responses import error_response, request_id
 from handler.routes import calibrate, jobs, run
@@ -41,6 +42,13 @@ app.include_router(calibrate.router)
 def handle_request_error(exc: RequestError) -> Response:
     logger.info("request refused", extra={"status": exc.status, "reason": exc.message})
     return error_response(exc.status, exc.message, request_id(app), exc.details)
+
+
+@app.exception_handler(JudgedRunFailed)
+def handle_judged_run_failed(exc: JudgedRunFailed) -> Response:
+    """A judging that gave no result (the provider refused, nothing scored: `handler.judged_run`): a 502."""
+    logger.error(f"{exc.what} failed", extra={"reason": str(exc.cause)})
+    return error_response(502, str(exc), request_id(app))
 
 
 @app.exception_handler(Exception)

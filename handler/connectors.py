@@ -27,6 +27,7 @@ __all__ = [
     "allowed_connectors",
     "build_judge",
     "judge_source",
+    "judges_for_job",
     "judges_for_request",
     "plan_for_request",
     "server_api_key",
@@ -120,6 +121,23 @@ def build_judge(class_path: str, params: dict[str, Any], settings: Settings) -> 
         )
     except ConnectorNotAllowed as exc:
         raise ConnectorNotAllowed(f"{exc}; {_SEE_HEALTH}") from None
+
+
+def judges_for_job(specs: list[ConnectorSpec], config: Any, settings: Settings) -> list[Judge]:
+    """The judges of a job's stored connectors (decrypted), for its worker: built as `/run` builds
+    them (`fair_forge_core.plan.build_judges`: one connector, or an ensemble's in order, then
+    its check). `ServerKeyUnavailable` propagates (a passing failure, worth a retry); any other
+    refusal is a `ConnectorError`, its message as the job's failure shows it (unplaced, as
+    `build_judge` words it: a class path not allowed points at `GET /health`)."""
+    try:
+        return build_judges(specs[0] if len(specs) == 1 else specs, config, judge_source(settings))
+    except PlanError as exc:
+        cause = exc.cause
+        if isinstance(cause, ConnectorNotAllowed):
+            raise ConnectorNotAllowed(f"{cause}; {_SEE_HEALTH}") from None
+        if isinstance(cause, ConnectorError):
+            raise cause from None
+        raise ConnectorError(str(exc), exc.field) from None  # the ensemble's check (POST /jobs passed it)
 
 
 def judges_for_request(connector: ConnectorSpec | list[ConnectorSpec], config: Any, settings: Settings) -> list[Judge]:

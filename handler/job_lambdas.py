@@ -18,9 +18,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from fair_forge_core.connectors import REFUSAL_PREFIX
 from fair_forge_core.redact import redact
 from handler import job_store as store
-from handler.connectors import ConnectorError, ServerKeyUnavailable, build_judge
+from handler.connectors import ConnectorError, ServerKeyUnavailable, judges_for_job
 from handler.invocation import gc_paused
 from handler.job_store import JobFailed, JobKeys
+from handler.judged_run import JudgedRunFailed, judged_run
 from handler.observability import current_secrets, logger, metrics, readiness_fields, secrets_masked
 from handler.responses import JobResult
 from handler.settings import Settings
@@ -82,61 +83,56 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 def _evaluate_shard(
     settings: Settings, bucket: str, keys: JobKeys, index: int, target: str, context: Any
 ) -> dict[str, Any]:
-    from fair_forge_core.evaluate import evaluate_conversations, run_sync
-    from fair_forge_core.judges.base import JudgeProviderRefused, JudgeTelemetry, RunContext
-    from fair_forge_core.schemas import Dataset, EvaluationConfig
+    from fair_forge_core.evaluate import evaluate_conversations
+    from fair_forge_core.judges.base import RunContext
+    from fair_forge_core.schemas import ConnectorSpec, Dataset, EvaluationConfig
     from fair_forge_core.sharding import dump_conversations
 
     job_id = keys.job_id
     shard = keys.shard(index)
     stored = store.get_json(bucket, keys.request)
-    judges = []
-    for connector in stored.get("connectors") or [stored["connector"]]:  # "connector": a job of an older version
-        params = store.decrypt_params(connector.get("params_ciphertext"), job_id, settings.jobs_kms_key_id)
-        try:
-            judges.append(build_judge(connector["class_path"], params, settings))
-        except ServerKeyUnavailable:
-            raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
-        except ConnectorError as exc:  # its message is safe to show (the core redacts it)
-            raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
+    config = EvaluationConfig.model_validate(stored["config"])
+    specs = [  # "connector": a job of an older version
+        ConnectorSpec(
+            class_path=connector["class_path"],
+            params=store.decrypt_params(connector.get("params_ciphertext"), job_id, settings.jobs_kms_key_id),
+        )
+        for connector in stored.get("connectors") or [stored["connector"]]
+    ]
+    try:
+        judges = judges_for_job(specs, config, settings)  # `fair_forge_core.plan.build_judges`, as /run
+    except ServerKeyUnavailable:
+        raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
+    except ConnectorError as exc:  # its message is safe to show (the core redacts it)
+        raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
     models = [judge.model for judge in judges]
     secrets = frozenset().union(*(judge.secrets for judge in judges))
     with secrets_masked(secrets):
         datasets = [Dataset.model_validate(d) for d in store.get_json(bucket, shard)]
-        config = EvaluationConfig.model_validate(stored["config"])
         remaining = _remaining_s(context)
         deadline = None
         if remaining is not None:
             deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
-        telemetry = JudgeTelemetry()
-        ledger = _shard_ledger(models, config, settings, stored, job_id)
-        started = time.perf_counter()
+        ledger = _shard_ledger(specs, models, config, settings, stored, job_id)
+        turns = sum(len(d.conversation) for d in datasets)
         try:
-            conversations = run_sync(
-                evaluate_conversations(
-                    datasets,
-                    models,
-                    config,
-                    RunContext(
-                        retry=settings.retry_policy(),
-                        telemetry=telemetry,
-                        deadline=deadline,
-                        ledger=ledger,
-                        secrets=secrets,
-                    ),
+            # The metrics, and a refused provider as the job's failure: `handler.judged_run`.
+            with judged_run("evaluation", {"Conversations": len(datasets), "Turns": turns}, ledger) as judged:
+                telemetry = judged.telemetry
+                context = RunContext(
+                    retry=settings.retry_policy(),
+                    telemetry=telemetry,
+                    deadline=deadline,
+                    ledger=ledger,
+                    secrets=secrets,
                 )
-            )
-        except JudgeProviderRefused as exc:
-            raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
+                conversations = judged.run(evaluate_conversations(datasets, models, config, context))
+        except JudgedRunFailed as exc:
+            raise _fail(bucket, job_id, str(exc)) from None
         usage = ledger.summary()
         store.put(bucket, keys.shard_usage(index), usage.model_dump_json().encode())  # before the result: its mark
         store.put(bucket, target, dump_conversations(conversations))
     unscored = sum(1 for c in conversations if not c.is_scored)
-    turns = sum(len(d.conversation) for d in datasets)
-    metrics.add_metric(name="Conversations", unit=MetricUnit.Count, value=len(conversations))
-    metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
-    metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
-    metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
     logger.info(
         "shard evaluated",
         extra={
@@ -148,17 +144,20 @@ def _evaluate_shard(
             "judge_input_tokens": usage.input_tokens,
             "judge_output_tokens": usage.output_tokens,
             "judge_cost_usd": usage.cost_usd,
-            "duration_ms": round((time.perf_counter() - started) * 1000),
+            "duration_ms": round((time.perf_counter() - judged.started) * 1000),  # the shard written too
         },
     )
     return {"job_id": job_id, "shard_key": shard, "conversations": len(conversations), "unscored": unscored}
 
 
-def _shard_ledger(models: list[Any], config: Any, settings: Settings, stored: dict[str, Any], job_id: str) -> Any:
-    """One shard's `JudgeLedger`: the shard's tokens and cost (the reduce adds the shards' up); the
-    job's cost cap as one budget shared by every shard (`handler.job_budget.DynamoBudget`); and
-    the judge cache in the scope `POST /jobs` decided (`cache_scope`; None: not used)."""
-    from fair_forge_core.judges.usage import JudgeLedger
+def _shard_ledger(
+    specs: list[Any], models: list[Any], config: Any, settings: Settings, stored: dict[str, Any], job_id: str
+) -> Any:
+    """One shard's `JudgeLedger`, planned as `/run`'s is (`fair_forge_core.plan.plan_ledger`): the
+    shard's tokens and cost (the reduce adds the shards' up); the job's cost cap as one budget
+    shared by every shard (`handler.job_budget.DynamoBudget`); and the judge cache in the scope
+    `POST /jobs` decided (`cache_scope`; None: not used), which the connectors are not asked again."""
+    from fair_forge_core.plan import PlanError, plan_ledger
     from handler.job_budget import DynamoBudget
     from handler.judge_cache import open_cache
 
@@ -169,9 +168,19 @@ def _shard_ledger(models: list[Any], config: Any, settings: Settings, stored: di
         budget = DynamoBudget(settings.jobs_budget_table, job_id, config.max_cost_usd)
     scope = stored.get("cache_scope")
     cache = open_cache(settings.judge_cache) if scope and settings.judge_cache else None
-    return JudgeLedger.for_models(
-        models, config, prices=settings.price_table(), cache=cache, cache_scope=scope, budget=budget
-    )
+    try:
+        ledger, _ = plan_ledger(
+            specs,
+            config,
+            models,
+            prices=settings.price_table(),
+            cache=cache,
+            cache_scope=scope,
+            budget=budget,
+        )
+    except PlanError as exc:  # POST /jobs planned the same cap: the job's own exception, as before plan.py
+        raise exc.cause from None
+    return ledger
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -1,8 +1,8 @@
 """`fair-forge compare`: is the candidate better than the baseline?
 
 `fair_forge_core.compare.compare` over the tasks both sides scored. Each side is a result
-file (`evaluate`'s output or a `POST /run` response body) or a request file, evaluated
-first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistant` pick
+file (`evaluate`'s output or a `POST /run` response body; told by its `format_version`,
+`holds_result`) or a request file, evaluated first exactly as `evaluate` does. `--baseline-assistant` / `--candidate-assistant` pick
 one assistant's conversations; a file holding several assistants needs one, and the two
 sides may then be the same file. k is the results' unless `--k` says otherwise. The verdict
 and the exit code are `--population`'s: `attempts` (default), is the candidate worse on these
@@ -25,7 +25,6 @@ writes the `Comparison` JSON; `--junit` and `--markdown` (and the step summary u
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -52,7 +51,9 @@ from fair_forge_core.cli.progress import progress_bar
 __all__ = ["cmd_compare", "format_comparison", "metric_label"]
 
 if TYPE_CHECKING:
-    from fair_forge_core.schemas import Comparison, ConversationMetrics, EvaluationResult
+    from fair_forge_core.compare import ComparedSide, ComparisonRefused
+    from fair_forge_core.compare.sides import SideName
+    from fair_forge_core.schemas import EvaluationResult
 
 
 def result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
@@ -62,14 +63,35 @@ def result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
     from pydantic import ValidationError
 
     from fair_forge_core.schemas import EvaluationResult
+    from fair_forge_core.schemas.result import RESULT_FORMAT
 
     if data.get("success") is False:
         raise CliError(f"{display_name(path)}: an error response, not a result: {str(data.get('error'))[:300]}")
+    version = data.get("format_version", RESULT_FORMAT)
+    if version != RESULT_FORMAT:
+        raise CliError(
+            f"{display_name(path)}: a result in format {str(version)[:100]!r}, which this version does not read "
+            f"(it reads {RESULT_FORMAT!r}): compare it with the version that wrote it"
+        )
     payload = {key: value for key, value in data.items() if key not in ("request_id", "job_id")}
     try:
         return EvaluationResult.model_validate(payload)
     except ValidationError as exc:
         raise CliError(validation_message(path, "result", exc, EvaluationResult), multiline=True) from None
+
+
+def holds_result(data: dict[str, Any]) -> bool:
+    """Whether a side's file holds a result (else it is read as a request).
+
+    A result says so by its `format_version` (docs/response.md#top-level). A response body
+    (`success`, true or false) is a result or an error response, which `result_of` refuses. A
+    result written before `format_version` existed has none, and is told by the keys every
+    result has (`per_conversation_metrics`, `aggregated_metrics`): a request never has either
+    (`RunRequest` refuses unknown fields), so keeping those files readable cannot take a
+    request for a result."""
+    if "format_version" in data or "success" in data:
+        return True
+    return "per_conversation_metrics" in data or "aggregated_metrics" in data
 
 
 def _side_key(path: Path) -> str:
@@ -86,7 +108,7 @@ def load_side(
     if key in cache:
         return cache[key]
     data = read_json(path, "file", stdin)
-    if "per_conversation_metrics" in data or "success" in data:
+    if holds_result(data):
         result = result_of(data, path)
     elif "connector" in data:
         request, import_warnings = request_of(data, path)
@@ -104,50 +126,40 @@ def load_side(
     return result
 
 
-def side_outcomes(
-    result: EvaluationResult, path: Path, assistant: str | None, flag: str
-) -> list[tuple[str, bool | None]]:
-    """One side's outcomes, of `assistant` when given; `CliError` naming the file and the
-    flag when it has none of that assistant's conversations, or several assistants and no
-    choice."""
-    from fair_forge_core.compare import outcomes_from_result
+def side_of_result(result: EvaluationResult, assistant: str | None, which: SideName) -> ComparedSide:
+    """One side of a comparison from its result: `assistant`'s conversations (all of them when
+    None), the result's k and provenance (`compare.side_of`; its `ComparisonRefused` propagates)."""
+    from fair_forge_core.compare import side_of
 
-    present = sorted({m.assistant_id for m in result.per_conversation_metrics})
-    if assistant is None and len(present) > 1:
-        raise CliError(
-            f"{display_name(path)} holds the conversations of {len(present)} assistants ({', '.join(present)}): "
-            f"choose one with {flag}"
-        )
-    try:
-        return outcomes_from_result(result, assistant)
-    except ValueError as exc:
-        raise CliError(f"{display_name(path)}: {flag} {assistant}: {exc}") from None
+    return side_of(
+        result.per_conversation_metrics,
+        assistant,
+        which,
+        k=result.aggregated_metrics.k,
+        provenance=result.provenance,
+    )
 
 
-def _conversations_of(result: EvaluationResult, assistant: str | None) -> list[ConversationMetrics]:
-    """The conversations of one side: `assistant`'s, or all of them (`side_outcomes` has checked the choice)."""
-    return [m for m in result.per_conversation_metrics if assistant is None or m.assistant_id == assistant]
+def refusal_message(exc: ComparisonRefused, names: dict[str, tuple[str, str]]) -> str:
+    """How `fair-forge compare` (and the pytest plugin, for the choice of assistant) words a
+    refusal to choose a side's conversations: naming the side's file and the flag that chooses,
+    `names[side]` = (file name, flag); any other refusal as the core says it."""
+    if exc.side is None:
+        return str(exc)
+    name, flag = names[exc.side]
+    if exc.kind == "several_assistants":
+        return f"{name} {exc}: choose one with {flag}"
+    return f"{name}: {flag} {exc.assistant}: {exc}"
 
 
-def _listed(items: Sequence[str], limit: int = 10) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f", … and {len(items) - limit} more" if len(items) > limit else "")
-
-
-def _comparison_warnings(comparison: Comparison) -> list[str]:
-    """Tasks only one side scored, and unscored conversations by task: never compared."""
-    lines = []
-    for side, tasks in (("baseline", comparison.baseline_only_tasks), ("candidate", comparison.candidate_only_tasks)):
-        if tasks:
-            lines.append(f"{len(tasks)} task(s) scored only for the {side}, not compared: {_listed(tasks)}")
-    for side, count, by_task in (
-        ("baseline", comparison.baseline_unscored_conversations, comparison.baseline_unscored_by_task),
-        ("candidate", comparison.candidate_unscored_conversations, comparison.candidate_unscored_by_task),
-    ):
-        if count:
-            per_task = [f"{task} ×{n}" for task, n in by_task.items()]
-            lines.append(f"{count} unscored {side} conversation(s) left out: {_listed(per_task)}")
-    return lines
+def _refusal(exc: ComparisonRefused, names: dict[str, tuple[str, str]]) -> str:
+    """A refusal to compare as `fair-forge compare` words it: the choice of a side's assistant
+    naming the file and the flag (`refusal_message`), k and judging naming the flag that settles them."""
+    if exc.kind == "k_differs":
+        return f"{exc}: choose one with --k"
+    if exc.kind == "not_judged_alike":
+        return f"--require-same-judge: {exc} ({len(exc.differences)} difference(s), listed above)"
+    return refusal_message(exc, names)
 
 
 def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -163,46 +175,32 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     cache: dict[str, EvaluationResult] = {}
     base_result = load_side(args.baseline, stdin, stderr, args.quiet, cache)
     cand_result = load_side(args.candidate, stdin, stderr, args.quiet, cache)
-    baseline = side_outcomes(base_result, args.baseline, args.baseline_assistant, "--baseline-assistant")
-    candidate = side_outcomes(cand_result, args.candidate, args.candidate_assistant, "--candidate-assistant")
-    k = args.k
-    if k is None:
-        k_base, k_cand = base_result.aggregated_metrics.k, cand_result.aggregated_metrics.k
-        if k_base != k_cand:
-            raise CliError(f"the baseline's k ({k_base}) and the candidate's k ({k_cand}) differ: choose one with --k")
-        k = k_base
 
-    from fair_forge_core.compare import compare, compare_efficiency, judging_differences
+    from fair_forge_core.compare import ComparisonRefused, compare_sides
 
-    # One result holding both assistants was judged in one evaluation: alike by construction.
-    judging = [] if base_result is cand_result else judging_differences(base_result.provenance, cand_result.provenance)
-    for difference in judging:
-        say(stderr, f"warning: {difference}")
-    if judging and args.require_same_judge:
-        raise CliError(
-            f"--require-same-judge: the baseline and the candidate were not judged alike "
-            f"({len(judging)} difference(s), listed above)"
+    names = {
+        "baseline": (display_name(args.baseline), "--baseline-assistant"),
+        "candidate": (display_name(args.candidate), "--candidate-assistant"),
+    }
+    try:
+        compared = compare_sides(
+            side_of_result(base_result, args.baseline_assistant, "baseline"),
+            side_of_result(cand_result, args.candidate_assistant, "candidate"),
+            k=args.k,
+            population=args.population,
+            confidence=args.confidence,
+            seed=args.seed,
+            # One result holding both assistants was judged in one evaluation: alike by construction.
+            one_evaluation=base_result is cand_result,
+            require_same_judge=args.require_same_judge,
         )
-    comparison = compare(
-        baseline,
-        candidate,
-        k=k,
-        population=args.population,
-        confidence=args.confidence,
-        seed=args.seed,
-        judging=judging,
-    )
-    comparison.efficiency = compare_efficiency(
-        _conversations_of(base_result, args.baseline_assistant),
-        _conversations_of(cand_result, args.candidate_assistant),
-        confidence=args.confidence,
-        resamples=comparison.bootstrap_resamples,
-        seed=args.seed,
-    )
-    for warning in _comparison_warnings(comparison):
+    except ComparisonRefused as exc:
+        for warning in exc.warnings:
+            say(stderr, f"warning: {warning}")
+        raise CliError(_refusal(exc, names)) from None
+    for warning in compared.warnings:
         say(stderr, f"warning: {warning}")
-    if comparison.shared_tasks == 0:
-        raise CliError("no task was scored on both sides: nothing to compare")
+    comparison = compared.comparison
 
     def describe(path: Path, assistant: str | None) -> str:
         return display_name(path) + (f" (assistant {assistant})" if assistant is not None else "")

@@ -33,7 +33,9 @@ could not reach significance whatever the outcome is reported as not tested, and
 comparison in which no metric could be tested has the verdict `not_tested`.
 `judging_differences` says whether the two sides were judged alike (their `Provenance`).
 `compare_efficiency` (module `efficiency`) pairs what the sides spent the same way, for
-`Comparison.efficiency`; it never enters the verdict.
+`Comparison.efficiency`; it never enters the verdict. `compare_sides` (module `sides`) is
+the one orchestration every face runs: each side's assistant, k, the judging check, the
+comparison, the efficiency, the warnings, and `ComparisonRefused` for what cannot be compared.
 The rules are stated on each function. Modules: `outcomes` (the input, per-task values),
 `tests` (the statistical tests), `stratified` (the attempt-level test), `attempts` (its
 verdict, the tasks that changed), `verdict` (the Holm family, the verdict rule), `paired`
@@ -58,6 +60,14 @@ from fair_forge_core.compare.outcomes import (
     task_key,
 )
 from fair_forge_core.compare.paired import ALL_METRICS, compare
+from fair_forge_core.compare.sides import (
+    ComparedSide,
+    ComparisonRefused,
+    SidesComparison,
+    compare_sides,
+    comparison_warnings,
+    side_of,
+)
 from fair_forge_core.compare.tests import (
     DEFAULT_RESAMPLES,
     MAX_SIGN_FLIP_TASKS,
@@ -89,12 +99,17 @@ __all__ = [
     "MIN_BOOTSTRAP_TASKS",
     "MIN_RESAMPLES",
     "POWER",
+    "ComparedSide",
+    "ComparisonRefused",
     "Outcome",
     "PValueMethod",
+    "SidesComparison",
     "Verdict",
     "bootstrap_resamples",
     "compare",
     "compare_efficiency",
+    "compare_sides",
+    "comparison_warnings",
     "decide_verdict",
     "holm_adjust",
     "judging_differences",
@@ -105,6 +120,7 @@ __all__ = [
     "outcomes_from_result",
     "per_task_values",
     "probability_better",
+    "side_of",
     "sign_flip_p_value",
     "smallest_exact_p",
     "task_key",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Any, Final, Literal, Self
 
 from pydantic import ConfigDict, Field
 
@@ -455,10 +455,18 @@ class Provenance(ResultModel):
     """The plug-in checks that ran (docs/checks.md), each with its `spec()`; absent when none did."""
 
 
-class EvaluationResult(ResultModel):
-    """The whole answer of one evaluation. `provenance` says what produced it (None in results
-    written before it existed, and in results computed without it)."""
+RESULT_FORMAT: Final = "fair-forge-result/1"
+"""The `format_version` of the results this version writes (docs/response.md#top-level)."""
 
+
+class EvaluationResult(ResultModel):
+    """The whole answer of one evaluation. `format_version` says which format it is in (always
+    present, so a reader tells a result from any other file by it and never by its keys; a
+    result written before the field existed is read as this format, which it is). `provenance`
+    says what produced it (None in results written before it existed, and in results computed
+    without it)."""
+
+    format_version: Literal["fair-forge-result/1"] = RESULT_FORMAT
     success: Literal[True] = True
     per_conversation_metrics: list[ConversationMetrics]
     aggregated_metrics: AggregatedMetrics

@@ -16,18 +16,17 @@ refusing, or no pair scored, is a 502 "Calibration failed: …".
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
 
 from fair_forge_core.schemas import CalibrationReport, CalibrationRequest
 from handler.connectors import judges_for_request
 from handler.invocation import deadline
-from handler.observability import logger, metrics, secrets_masked
+from handler.judged_run import judged_run
+from handler.observability import logger, secrets_masked
 from handler.responses import error_response, payload_size, request_id
 from handler.settings import Settings
 from handler.validation import (
@@ -79,16 +78,13 @@ def calibrate() -> Response:
 
 
 def _calibrate(request: CalibrationRequest, model: Any, settings: Settings) -> Response:
-    from fair_forge_core.calibration import NoPairScored
     from fair_forge_core.calibration import calibrate as run_calibration
-    from fair_forge_core.evaluate import run_sync
-    from fair_forge_core.judges.llm import JudgeProviderRefused, JudgeTelemetry
 
     logger.info("calibration started", extra={"pairs": len(request.pairs), "class_path": request.connector.class_path})
-    telemetry = JudgeTelemetry()
-    started = time.perf_counter()
-    try:
-        report = run_sync(  # the process's one loop, as /run: the providers' HTTP pools stay usable
+    # The metrics and the 502 of a failed judging (`JudgedRunFailed`, `handler.app`): `handler.judged_run`.
+    with judged_run("calibration", {"CalibrationPairs": len(request.pairs)}) as judged:
+        telemetry = judged.telemetry
+        report = judged.run(
             run_calibration(
                 request.pairs,
                 model,
@@ -98,14 +94,7 @@ def _calibrate(request: CalibrationRequest, model: Any, settings: Settings) -> R
                 telemetry=telemetry,
             )
         )
-    except (JudgeProviderRefused, NoPairScored) as exc:
-        logger.error("calibration failed", extra={"reason": str(exc)})
-        return error_response(502, f"Calibration failed: {exc}", request_id(router))
-    finally:
-        elapsed = time.perf_counter() - started
-        metrics.add_metric(name="CalibrationPairs", unit=MetricUnit.Count, value=len(request.pairs))
-        metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
-        metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
+    elapsed = judged.elapsed_s
     logger.info(
         "calibration finished",
         extra={

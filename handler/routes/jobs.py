@@ -10,7 +10,7 @@ shard; `handler.job_lambdas.reduce_handler` then combines the shard results into
 exactly the response `/run` would have given.
 
 A request without a key gets the server's key in the worker, under the same rules as
-`/run` (`handler.connectors.build_judge`).
+`/run` (`handler.connectors.judges_for_job`: `fair_forge_core.plan.build_judges`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.metrics import MetricUnit
 
 from fair_forge_core.connectors import connector_loadable
 from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
@@ -22,7 +21,8 @@ from fair_forge_core.schemas import MAX_K as EVALUATION_MAX_K
 from handler import __version__
 from handler.connectors import allowed_connectors, plan_for_request
 from handler.invocation import api_key_id, deadline
-from handler.observability import log_level, logger, metrics, readiness_fields, secrets_masked
+from handler.judged_run import judged_run
+from handler.observability import log_level, logger, readiness_fields, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
 from handler.settings import Settings
 from handler.validation import RequestError, datasets_body_from_traces, decode_body, parse_run_request
@@ -100,8 +100,7 @@ def run() -> Response:
 
 
 def _evaluate(request: Any, plan: Any, settings: Settings) -> Response:
-    from fair_forge_core.evaluate import NoConversationScored, run_sync
-    from fair_forge_core.judges.base import JudgeProviderRefused, JudgeTelemetry, RunContext
+    from fair_forge_core.judges.base import RunContext
     from fair_forge_core.plan import execute
 
     ledger = plan.ledger
@@ -115,36 +114,15 @@ def _evaluate(request: Any, plan: Any, settings: Settings) -> Response:
             "judge_samples": request.config.judge_samples,
         },
     )
-    telemetry = JudgeTelemetry()
-    started = time.perf_counter()
-    try:
-        result = run_sync(  # not asyncio.run: one loop per process keeps the providers' HTTP pools usable
-            execute(
-                plan,
-                RunContext(
-                    deadline=deadline(settings, router.lambda_context),
-                    retry=settings.retry_policy(),
-                    telemetry=telemetry,
-                ),
-            )
+    # The metrics and the 502 of a failed judging (`JudgedRunFailed`, `handler.app`): `handler.judged_run`.
+    with judged_run("evaluation", {"Conversations": len(request.datasets), "Turns": turns}, ledger) as judged:
+        telemetry = judged.telemetry
+        context = RunContext(
+            deadline=deadline(settings, router.lambda_context), retry=settings.retry_policy(), telemetry=telemetry
         )
-    except (JudgeProviderRefused, NoConversationScored) as exc:
-        logger.error("evaluation failed", extra={"reason": str(exc)})
-        return error_response(502, f"Agentic evaluation failed: {exc}", request_id(router))
-    finally:
-        elapsed = time.perf_counter() - started
-        metrics.add_metric(name="Conversations", unit=MetricUnit.Count, value=len(request.datasets))
-        metrics.add_metric(name="Turns", unit=MetricUnit.Count, value=turns)
-        metrics.add_metric(name="JudgeCalls", unit=MetricUnit.Count, value=telemetry.calls)
-        metrics.add_metric(name="JudgeErrors", unit=MetricUnit.Count, value=telemetry.errors)
-        metrics.add_metric(name="JudgeParseFailures", unit=MetricUnit.Count, value=telemetry.parse_failures)
-        usage = ledger.summary()
-        metrics.add_metric(name="JudgeInputTokens", unit=MetricUnit.Count, value=usage.input_tokens)
-        metrics.add_metric(name="JudgeOutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
-        if usage.cascade_settled_offline is not None:
-            metrics.add_metric(name="CascadeSettledOffline", unit=MetricUnit.Count, value=usage.cascade_settled_offline)
-            metrics.add_metric(name="CascadeSentToLLM", unit=MetricUnit.Count, value=usage.cascade_sent_to_llm or 0)
-        metrics.add_metric(name="EvaluationDuration", unit=MetricUnit.Milliseconds, value=elapsed * 1000)
+        result = judged.run(execute(plan, context))
+    started, elapsed = judged.started, judged.elapsed_s
+    usage = ledger.summary()
     response = _result_response(result, settings)
     aggregated = result.aggregated_metrics
     after_judge_s = time.perf_counter() - (telemetry.judging_ended_at or started)

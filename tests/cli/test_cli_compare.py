@@ -225,6 +225,51 @@ def test_result_files_give_the_same_comparison_as_the_requests_they_came_from(tm
     assert "judging" not in from_results.stderr  # results are not judged again
 
 
+def test_a_result_says_its_format_and_one_written_before_format_version_is_still_read(tmp_path: Path) -> None:
+    request_file(tmp_path / "a.json", attempts("v1", MIXED))
+    assert run_cli_in_process("evaluate", tmp_path / "a.json", "--out", tmp_path / "a.result.json").returncode == 0
+    result = json.loads((tmp_path / "a.result.json").read_text())
+    assert result["format_version"] == "fair-forge-result/1"  # docs/response.md#top-level
+    legacy = {key: value for key, value in result.items() if key != "format_version"}
+    (tmp_path / "legacy.result.json").write_text(json.dumps(legacy))
+    (tmp_path / "future.result.json").write_text(json.dumps(result | {"format_version": "fair-forge-result/9"}))
+    candidate = request_file(tmp_path / "b.json", attempts("v2", ONE_IN_THREE))
+
+    current, expected, _ = compare_files(tmp_path / "a.result.json", candidate)
+    before, actual, _ = compare_files(tmp_path / "legacy.result.json", candidate)
+    assert current.returncode == before.returncode
+    assert expected is not None and actual == expected
+    future = run_cli_in_process("compare", tmp_path / "future.result.json", candidate)
+    assert future.returncode == 2
+    assert "future.result.json: a result in format 'fair-forge-result/9', which this version does not read" in (
+        future.stderr
+    )
+
+
+def test_evaluate_the_cli_and_the_pytest_plugin_compare_alike(tmp_path: Path) -> None:
+    """One orchestration (`compare.compare_sides`) behind the three faces: `config.compare` in the
+    result, `fair-forge compare` of that result's two assistants, and `assert_no_regression` of
+    it give one comparison, the paired efficiency included."""
+    from fair_forge_core.pytest_plugin import FairForge, assert_no_regression
+
+    conversations = attempts("v1", ONE_IN_THREE) + attempts("v2", MIXED)
+    for m in conversations:  # what each side spent: v2 a cent cheaper per attempt
+        m["conversation"][0]["agent_usage"] = {"cost_usd": 0.03 if m["assistant_id"] == "v1" else 0.02}
+    config = {"k": 3, "efficiency": True, "compare": {"baseline": "v1", "candidate": "v2", "seed": 5}}
+    result = FairForge().evaluate({"connector": REFERENCE_JUDGE, "datasets": conversations, "config": config})
+    (tmp_path / "both.result.json").write_text(result.model_dump_json())
+    in_result = result.aggregated_metrics.comparison
+    assert in_result is not None and in_result.efficiency is not None
+
+    choose = ("--baseline-assistant", "v1", "--candidate-assistant", "v2", "--seed", "5")
+    process, from_cli, _ = compare_files(tmp_path / "both.result.json", tmp_path / "both.result.json", *choose)
+    assert process.returncode == 0, process.stderr
+    from_plugin = assert_no_regression(result, result, baseline_assistant="v1", candidate_assistant="v2", seed=5)
+    assert from_cli == in_result.model_dump(mode="json") == from_plugin.model_dump(mode="json")
+    cost = next(e for e in in_result.efficiency if e.measure == "cost_usd")
+    assert cost.tasks == 12 and cost.difference == pytest.approx(0.02 - 0.03)
+
+
 def test_k_confidence_and_seed_are_the_comparisons(tmp_path: Path) -> None:
     baseline = request_file(tmp_path / "a.json", attempts("v1", MIXED))
     candidate = request_file(tmp_path / "b.json", attempts("v2", NEARLY_MIXED))

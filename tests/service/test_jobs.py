@@ -348,6 +348,23 @@ def test_a_worker_reads_a_job_stored_by_the_version_before_ensembles(aws: JobsAW
     assert worker(aws, job_id, 0)["conversations"] == 3
 
 
+def test_a_worker_builds_its_judges_under_the_rules_of_run_and_a_refusal_fails_the_job(aws: JobsAWS) -> None:
+    """The worker builds the stored connectors as /run builds a request's (`plan.build_judges`):
+    a class path no longer allowed (here written into the stored request, as a deployment that
+    dropped an extra connector would leave it) fails the job, not retried, with /run's words."""
+    job_id = submit(aws, body_of(varied_conversations(3)))
+    key = f"jobs/{job_id}/request.json"
+    stored = json.loads(aws.objects()[key])
+    stored["connectors"][0]["class_path"] = "os.system"
+    store.put(aws.bucket, key, json.dumps(stored))
+    with pytest.raises(store.JobFailed) as failed:
+        worker(aws, job_id, 0)
+    message = "Failed to create LLM connector: "
+    assert str(failed.value).startswith(message) and str(failed.value).endswith("; see GET /health for the list")
+    assert json.loads(aws.objects()[f"jobs/{job_id}/error.json"]) == {"error": str(failed.value)}
+    assert not [k for k in aws.objects() if "/results/" in k]
+
+
 def test_an_ensemble_of_one_judge_twice_is_refused_by_jobs_as_by_run(aws: JobsAWS) -> None:
     body = body_of(varied_conversations(2))
     body["connector"] = [{"class_path": REFERENCE}, {"class_path": REFERENCE}]
