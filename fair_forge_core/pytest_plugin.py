@@ -184,8 +184,8 @@ def _assert_metric(
     level: float | None,
 ) -> None:
     __tracebackhide__ = True
-    from fair_forge_core.cli.common import level_text
     from fair_forge_core.cli.gates import gate_figure
+    from fair_forge_core.compare.verdict import level_text
 
     if lower_bound_at_least is None and at_least is None:
         raise ValueError("give lower_bound_at_least, at_least or both")

@@ -349,8 +349,3 @@ def run_evaluation(
         if progress is not None:
             progress.finish()
     return result
-
-
-def level_text(level: float) -> str:
-    """A confidence level as the gates and `compare` print it: `95%` when a whole percent, else `0.953`."""
-    return f"{level:.0%}" if round(level * 100, 6).is_integer() else f"{level:g}"

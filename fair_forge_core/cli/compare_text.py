@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fair_forge_core.cli.common import level_text
+from fair_forge_core.compare.verdict import level_text
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import Comparison

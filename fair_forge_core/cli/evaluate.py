@@ -96,7 +96,7 @@ def format_usage(usage: Any) -> str:
 def stability_lines(stability: TaskStability) -> list[str]:
     """The tasks in a few lines: `flakiness.summary`, then each flaky and each failing task with
     its passes and its interval (none when no task has 2 scored attempts)."""
-    from fair_forge_core.cli.common import level_text
+    from fair_forge_core.compare.verdict import level_text
     from fair_forge_core.flakiness import summary, task_name
 
     if not stability.tasks:

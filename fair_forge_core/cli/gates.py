@@ -38,7 +38,8 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from fair_forge_core.cli.common import level_text, say
+from fair_forge_core.cli.common import say
+from fair_forge_core.compare.verdict import level_text
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import AggregatedMetrics, TaskStability
