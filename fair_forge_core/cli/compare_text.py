@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fair_forge_core.compare.verdict import level_text
-
 if TYPE_CHECKING:
     from fair_forge_core.schemas import Comparison
 
@@ -238,6 +236,7 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
     without variation; the tasks that would settle it, or why none can be given), the metrics
     the exact sign-flip test decided, McNemar's test when it ran, and P(candidate better)."""
     from fair_forge_core.compare.labels import side_headlines
+    from fair_forge_core.compare.verdict import level_text  # here: `fair-forge --help` imports no pydantic
 
     level = level_text(comparison.confidence)
     base_headline, cand_headline = side_headlines(comparison)

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from fair_forge_core.cli.common import say
-from fair_forge_core.compare.verdict import level_text
 
 if TYPE_CHECKING:
     from fair_forge_core.schemas import AggregatedMetrics, TaskStability
@@ -96,6 +95,7 @@ def gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float)
     """`metric` as the gates read it: the per-task figures when readiness is decided per task
     (their Wilson bound over tasks), else the figures over scored conversations (`lower_bound`),
     each under its name (`headline.figure_name`)."""
+    from fair_forge_core.compare.verdict import level_text
     from fair_forge_core.headline import figure_name, headline_figure
 
     k = aggregated.k
