@@ -122,7 +122,19 @@ def result(
     view: Any = None,
 ) -> CheckResult:
     """A `CheckResult` of `check` (its scope from `turn`), built without validation: the values
-    are the checks' own, and an evaluation makes several per turn."""
+    are the checks' own, and an evaluation makes several per turn.
+
+    Results are frozen, so equal ones are one object: a result without `detail` is looked up by
+    its values and its view's identity (attempts of one task repeat their turns' judgements and
+    tool scores, which are one object per distinct question: `evaluate`), among the last
+    `_MADE_SIZE` made. An entry holds its view, so no other object can take that identity while
+    the entry lives."""
+    key = None
+    if detail is None:
+        key = (check.name, outcome, reason, required, turn, score, cause, id(view))
+        found = _MADE.get(key)
+        if found is not None:
+            return found
     made = CheckResult.model_construct(
         name=check.name,
         scope="conversation" if turn is None else "turn",
@@ -135,7 +147,18 @@ def result(
         detail=detail,
     )
     made._view = view
-    return with_shared_fields_set(made)
+    made = with_shared_fields_set(made)
+    if key is not None:
+        if len(_MADE) >= _MADE_SIZE:
+            _MADE.clear()
+        _MADE[key] = made
+    return made
+
+
+_MADE_SIZE = 65_536
+_MADE: dict[tuple[Any, ...], CheckResult] = {}
+"""The results `result` made last, by their values and their view's identity (cleared when full:
+a bound on what an evaluation's results keep alive, not a cache to tune)."""
 
 
 def one_line(text: str | None) -> str:
