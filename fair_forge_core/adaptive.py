@@ -182,11 +182,10 @@ def confidence_sequence(
     n = successes + failures
     if n == 0:
         return 0.0, 1.0
-    limit = -math.log(level)
     centre = successes / n
 
     def outside(p: float) -> bool:
-        return log_mixture(p, successes, failures, prior) >= limit
+        return excludes(p, successes, failures, level, prior)
 
     lower = 0.0 if successes == 0 else _bisect(outside, 0.0, centre)
     upper = 1.0 if failures == 0 else _bisect(outside, 1.0, centre)
@@ -241,10 +240,18 @@ def task_report(
     )
 
 
+def excludes(p: float, successes: int, failures: int, level: float, prior: tuple[float, float]) -> bool:
+    """Whether p lies outside CS_n: log M_n(p) ≥ log(1/level). One evaluation, no bisection: a
+    task is decided exactly when its boundary is excluded (CS_n is an interval around S/n), so
+    this is `decide`'s rule up to the bounds' 1e-12 tolerance (they agree on every state up to
+    150 attempts of the benchmark's boundary: benchmarks/bench_adaptive.py)."""
+    return log_mixture(p, successes, failures, prior) >= -math.log(level)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _decided(successes: int, failures: int, boundary: float, level: float, prior: tuple[float, float]) -> bool:
     # Cached: the planner asks about the same states for every task of a run.
-    return task_report(successes, failures, boundary, level, prior).decided != "undecided"
+    return excludes(boundary, successes, failures, level, prior)
 
 
 def decision_chance(task: AdaptiveTask, max_attempts: int) -> float:
@@ -255,7 +262,9 @@ def decision_chance(task: AdaptiveTask, max_attempts: int) -> float:
     attempts left, and 0 exactly when no outcome of the remaining attempts decides it (every
     probability on the way is positive; a path's product underflows only with hundreds of
     attempts left). It counts a decision at any count, so it is an upper
-    bound on the chance when decisions are read only at the end of rounds."""
+    bound on the chance when decisions are read only at the end of rounds. A state is decided
+    when `excludes` says its boundary is out. Cost O((max_attempts − attempts)²), cached by
+    counts: meant for budgets of up to a few hundred attempts."""
     if task.decided != "undecided":
         return 1.0
     return _chance(task.successes, task.attempts, max_attempts, task.boundary, task.level, task.prior)

@@ -127,7 +127,7 @@ def test_counts_are_checked(args: tuple[object, object], error: type[Exception])
 
 @pytest.mark.parametrize(("level", "prior"), [(0.0, (1.0, 1.0)), (1.0, (1.0, 1.0)), (0.05, (0.0, 1.0))])
 def test_level_and_prior_are_checked(level: float, prior: tuple[float, float]) -> None:
-    with pytest.raises(ValueError, match="level|prior"):
+    with pytest.raises(ValueError, match=r"level|prior"):
         adaptive.confidence_sequence(3, 3, level, prior)
 
 
@@ -164,6 +164,16 @@ def test_a_task_off_the_boundary_is_decided_on_its_side() -> None:
 
 
 # --------------------------------------------------------------------------- the decision
+
+
+@pytest.mark.parametrize("boundary", [0.0, 0.3, 0.8 ** (1 / 5), 0.99, 1.0])
+def test_excludes_decides_as_the_bounds_do(boundary: float) -> None:
+    # The planner's one-evaluation test and the bounds' decision, on every state up to 40 attempts.
+    for n in range(41):
+        for successes in range(n + 1):
+            report = adaptive.task_report(successes, n - successes, boundary)
+            excluded = adaptive.excludes(boundary, successes, n - successes, 0.05, (1.0, 1.0))
+            assert excluded == (report.decided != "undecided"), (successes, n - successes)
 
 
 def test_decide_reads_the_bounds_strictly() -> None:
