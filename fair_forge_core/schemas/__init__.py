@@ -19,10 +19,11 @@ produce are ``None`` (JSON ``null``), never a made-up number.
 Modules: `request` (what an evaluation takes; `config`, its options), `result` (what it returns; `comparison`, its
 paired comparison of two agents; `efficiency`, the result side of `config.efficiency`; `base`,
 the result models' base),
-`calibration` (the judge against human labels: `POST /calibrate`'s request and report) and
+`adaptive` (the per-task report of adaptive attempts), `calibration` (the judge against human labels: `POST /calibrate`'s request and report) and
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
 
+from fair_forge_core.schemas.adaptive import AdaptiveDecision, AdaptiveTask
 from fair_forge_core.schemas.calibration import (
     CALIBRATION_CONFIDENCE,
     BestThreshold,
@@ -127,6 +128,8 @@ __all__ = [
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
     "TOOL_WEIGHT_KEYS",
+    "AdaptiveDecision",
+    "AdaptiveTask",
     "AgentUsage",
     "AgenticTrace",
     "AggregatedMetrics",
