@@ -23,6 +23,7 @@ the result models' base),
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
 
+from fair_forge_core.schemas.agent_error import MAX_AGENT_ERROR_DETAIL, AgentError, AgentErrorCause
 from fair_forge_core.schemas.calibration import (
     CALIBRATION_CONFIDENCE,
     BestThreshold,
@@ -121,12 +122,15 @@ from fair_forge_core.schemas.result import (
 
 __all__ = [
     "CALIBRATION_CONFIDENCE",
+    "MAX_AGENT_ERROR_DETAIL",
     "MAX_CONNECTORS",
     "MAX_JUDGE_SAMPLES",
     "MAX_K",
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
     "TOOL_WEIGHT_KEYS",
+    "AgentError",
+    "AgentErrorCause",
     "AgentUsage",
     "AgenticTrace",
     "AggregatedMetrics",
