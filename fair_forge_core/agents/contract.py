@@ -76,12 +76,12 @@ class AgentReply(RequestModel):
 
     @model_validator(mode="after")
     def _an_answer_or_a_trace(self) -> AgentReply:
-        if (self.trace is None) == (self.format is None):
-            if self.trace is not None or self.answer is None:
+        if self.trace is None and self.format is None:
+            if self.answer is None:
                 raise ValueError("a reply holds an answer, or a trace with its format")
             return self
-        if self.format is None:
-            raise ValueError("a trace needs its format")
+        if self.trace is None or self.format is None:
+            raise ValueError("a trace comes with its format, and a format with its trace")
         if self.answer is not None or self.tools_used or self.final_state is not None or self.usage is not None:
             raise ValueError("a reply holds an answer or a trace, not both")
         return self
@@ -123,14 +123,13 @@ def read_reply(data: Any) -> AgentReply:
 
 def from_trace(trace_format: str, trace: Any) -> AgentReply:
     """The turn's outcome from the agent's own trace of it: read by the `trace_format` importer
-    (`importers.IMPORTERS`; a trace that is no list is read as a list of one), which must give
-    exactly one trace; the answer, tools and usage of its last turn, the `final_state` of its
+    (`importers.IMPORTERS`, reading it as a trace file's content), which must give exactly one trace; the answer, tools and usage of its last turn, the `final_state` of its
     metadata. `agent_malformed` when the importer cannot read it."""
     from fair_forge_core.importers import IMPORTERS, TraceError
     from fair_forge_core.importers.trace import FINAL_STATE
 
     try:
-        traces = IMPORTERS[trace_format](trace if isinstance(trace, list) else [trace])
+        traces = IMPORTERS[trace_format](trace)
     except TraceError as error:
         raise malformed(f"the reply's {trace_format} trace cannot be read: {error}") from None
     except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as error:

@@ -14,9 +14,9 @@ reports them); `final_state` the last one the agent reported.
 **A failed attempt** (its agent call failed after the retries, timed out, or replied outside the
 contract) is kept, never dropped: its turns are those answered, then the failed turn with an empty
 answer (its `latency_s` the time spent failing, no usage); the turns after it are not recorded (no
-one asked them). Under `agent_errors="failed"` (the default) it carries `agent_error` and the
-`agent_run` check fails it; under `"unscored"` it carries `unscored` with the same cause, and
-readiness counts it in the unscored share.
+one asked them). It carries `agent_error` (cause and detail). Under `agent_errors="failed"` (the
+default) the `agent_run` check fails it; under `"unscored"` it also carries `unscored` with the
+same cause, so no check runs on it and readiness counts it in the unscored share.
 
 **Bounds**: at most `concurrency` attempts in flight (the agent's own limit, not the judge's);
 `max_attempts` attempts started in all; once the agent's reported cost (`usage.cost_usd`, summed)
@@ -226,8 +226,8 @@ class AttemptRunner:
     def _failure_fields(self, failure: AgentError | None) -> dict[str, Any]:
         if failure is None:
             return {}
-        if self.agent_errors == "unscored":
-            return {"unscored": {"cause": failure.cause, "detail": failure.detail}}
+        if self.agent_errors == "unscored":  # no check runs on it: `agent_run` does not fail it
+            return {"agent_error": failure, "unscored": {"cause": failure.cause, "detail": failure.detail}}
         return {"agent_error": failure}
 
 
