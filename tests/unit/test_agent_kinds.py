@@ -20,8 +20,8 @@ from fair_forge_core.agents import (
     AgentSpec,
     AttemptRunner,
     RunRecording,
-    TaskSpec,
     TasksFile,
+    TaskSpec,
     build_agent,
     parse_reply,
     read_reply,
@@ -200,7 +200,7 @@ def test_the_size_cap_is_a_byte_count() -> None:
 
 
 def test_a_service_builds_no_kind_that_runs_code() -> None:
-    assert SERVICE_KINDS == {"http"}
+    assert {"http"} == SERVICE_KINDS
     for kind, field in (("command", {"argv": [sys.executable]}), ("python", {"callable": f"{__name__}:async_agent"})):
         with pytest.raises(AgentNotAllowed, match=f"kind {kind!r} are not allowed"):
             build_agent(spec(kind=kind, **field), allowed_kinds=SERVICE_KINDS)

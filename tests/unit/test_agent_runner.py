@@ -167,7 +167,14 @@ def test_evaluate_of_the_recording_gives_the_scripts_figures() -> None:
     ]
 
 
-FAULTS = {"0/0": "timeout", "1/0": "http_500", "2/0": "malformed", "3/0": "oversize", "4/0": "drop", "5/0": "http_503_once"}
+FAULTS = {
+    "0/0": "timeout",
+    "1/0": "http_500",
+    "2/0": "malformed",
+    "3/0": "oversize",
+    "4/0": "drop",
+    "5/0": "http_503_once",
+}
 CAUSES = ["agent_timeout", "agent_error", "agent_malformed", "agent_malformed", "agent_error", None]
 
 
@@ -247,3 +254,13 @@ def test_dataset_rules_for_a_failed_attempt() -> None:
         Dataset.model_validate(base)
     with pytest.raises(ValueError, match="cause"):
         Dataset.model_validate({**base, "agent_error": {"cause": "timeout", "detail": "x"}})
+
+
+def test_the_unscored_phrase_tells_failed_agent_attempts_from_unjoined_traces() -> None:
+    from fair_forge_core.tiers import unjoined_phrase
+
+    assert unjoined_phrase({"agent_timeout": 2}) == "2 agent attempt(s) failed (2 agent_timeout)"
+    assert unjoined_phrase({"not_joined": 1, "agent_error": 1, "agent_malformed": 3}) == (
+        "1 trace attempt(s) could not be joined to the references (1 not_joined); "
+        "4 agent attempt(s) failed (3 agent_malformed, 1 agent_error)"
+    )
