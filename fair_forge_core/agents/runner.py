@@ -196,8 +196,8 @@ class AttemptRunner:
             started = time.perf_counter()
             try:
                 reply = await self.agent.call(request)
-            except AgentCallFailed as failed:
-                failure = AgentError(cause=failed.cause, detail=f"turn {index}: {failed.detail}")
+            except Exception as error:
+                failure = failure_of(error, index)
                 answers.append("")
                 turns.append({"agent_usage": {"latency_s": time.perf_counter() - started}})
                 break
@@ -229,6 +229,15 @@ class AttemptRunner:
         if self.agent_errors == "unscored":  # no check runs on it: `agent_run` does not fail it
             return {"agent_error": failure, "unscored": {"cause": failure.cause, "detail": failure.detail}}
         return {"agent_error": failure}
+
+
+def failure_of(error: Exception, turn: int) -> AgentError:
+    """The `AgentError` of a failed call on `turn`: an `AgentCallFailed`'s cause and detail, or, for
+    any other exception (a kind's defect, an adapter's bug), `agent_error` naming only its type
+    (its message could hold anything, a header value included)."""
+    if isinstance(error, AgentCallFailed):
+        return AgentError(cause=error.cause, detail=f"turn {turn}: {error.detail}")
+    return AgentError(cause="agent_error", detail=f"turn {turn}: the agent call raised {type(error).__name__}")
 
 
 Planner = Callable[[list[AttemptOutcome]], Mapping[str, int]]

@@ -49,12 +49,12 @@ def script(**faults: dict[str, Any]) -> StubScript:
             for t in ("a", "b")
         },
         seed=5,
-        hang_s=1.0,
+        hang_s=2.0,
     )
 
 
 def spec(**fields: Any) -> AgentSpec:
-    return AgentSpec.model_validate({"assistant_id": "stub", "timeout_s": 0.5, "retry_backoff_s": 0.0, **fields})
+    return AgentSpec.model_validate({"assistant_id": "stub", "timeout_s": 1.0, "retry_backoff_s": 0.0, **fields})
 
 
 def run(agent: Agent, attempts: Any = 4, **options: Any) -> RunRecording:
@@ -79,16 +79,20 @@ def answers_match_script(recording: RunRecording, stub: StubScript, failed: set[
 
 
 def test_the_command_kind_runs_a_script_per_call(tmp_path: Path) -> None:
-    stub = script(a={"1/0": "http_500", "2/0": "malformed"})
+    stub = script(a={"1/0": "http_500", "2/0": "malformed"}, b={"3/0": "timeout"})
+    stub.hang_s = 30.0  # killed at the timeout: the test does not wait for it
     script_file, log = tmp_path / "script.json", tmp_path / "calls.jsonl"
     script_file.write_text(stub.to_json())
     argv = [sys.executable, "-m", "fair_forge_testing.stub_agent", str(script_file), str(log)]
-    recording = run(build_agent(spec(kind="command", argv=argv)))
-    answers_match_script(recording, stub, {("a", 1), ("a", 2)})
-    causes = [d.agent_error.cause if d.agent_error else None for d in recording.datasets[:4]]
-    assert causes == [None, "agent_error", "agent_malformed", None]
+    # A process per call: a timeout that a loaded machine's interpreter start-up cannot reach.
+    recording = run(build_agent(spec(kind="command", argv=argv, timeout_s=3.0)))
+    answers_match_script(recording, stub, {("a", 1), ("a", 2), ("b", 3)})
+    causes = [d.agent_error.cause if d.agent_error else None for d in recording.datasets]
+    assert causes == [None, "agent_error", "agent_malformed", None, None, None, None, "agent_timeout"]
     assert recording.datasets[1].agent_error is not None
     assert recording.datasets[1].agent_error.detail == "turn 0: the command exited with status 1"
+    assert recording.datasets[7].agent_error is not None
+    assert recording.datasets[7].agent_error.detail == "turn 0: no reply within 3 s"
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     sessions = {(c["task_id"], c["attempt"]): c["session_id"] for c in calls}
     assert sessions == {(str(d.task_id), i % 4): d.session_id for i, d in enumerate(recording.datasets)}
@@ -122,6 +126,40 @@ def test_the_python_kind_awaits_an_async_callable() -> None:
     assert [d.conversation[0].assistant for d in recording.datasets] == [
         f"1 message(s) in {d.session_id}" for d in recording.datasets
     ]
+
+
+def test_no_more_attempts_are_in_flight_than_the_agents_concurrency() -> None:
+    in_flight: list[int] = [0, 0]  # now, most
+
+    async def counting(request: dict[str, Any]) -> dict[str, Any]:
+        in_flight[0] += 1
+        in_flight[1] = max(in_flight)
+        await asyncio.sleep(0.01)  # every admitted attempt waits here together
+        in_flight[0] -= 1
+        return {"answer": "ok"}
+
+    globals()["counting_agent"] = counting
+    recording = run(build_agent(spec(kind="python", callable=f"{__name__}:counting_agent")), attempts=6, concurrency=3)
+    assert (recording.summary.attempts, in_flight[1]) == (12, 3)
+
+
+class Broken:
+    """An agent whose call has a defect (not an `AgentCallFailed`), its message holding a secret."""
+
+    spec = AgentSpec(kind="python", assistant_id="broken", callable="m:f")
+
+    async def call(self, request: Any) -> AgentReply:
+        raise KeyError("sk-secret-in-a-message")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_an_agents_defect_fails_its_attempt_naming_only_the_type() -> None:
+    recording = run(Broken(), attempts=1)
+    assert [d.agent_error.detail if d.agent_error else None for d in recording.datasets] == [
+        "turn 0: the agent call raised KeyError"
+    ] * 2
 
 
 def test_rounds_continue_attempt_indices_and_a_planner_drives_them() -> None:

@@ -72,12 +72,12 @@ def script(**faults: dict[str, Any]) -> StubScript:
         },
         seed=11,
         latency_s=0.01,
-        hang_s=1.0,
+        hang_s=10.0,  # past the timeout: the client gives up at 2 s (the stub's thread sleeps on)
     )
 
 
 def http_agent(url: str, **fields: Any) -> Agent:
-    spec = {"kind": "http", "assistant_id": "stub-agent", "url": url, "timeout_s": 0.5, "retry_backoff_s": 0.01}
+    spec = {"kind": "http", "assistant_id": "stub-agent", "url": url, "timeout_s": 2.0, "retry_backoff_s": 0.01}
     return build_agent(AgentSpec.model_validate({**spec, **fields}), concurrency=4)
 
 
@@ -163,7 +163,7 @@ def test_evaluate_of_the_recording_gives_the_scripts_figures() -> None:
     timed_out = next(d for d in recording.datasets if d.task_id == "refund" and d.agent_error is not None)
     agent_run = [c for c in by_session[timed_out.session_id].checks if c.name == "agent_run"]
     assert [(c.outcome, c.required, c.reason) for c in agent_run] == [
-        ("failed", True, "agent_timeout: turn 0: no reply within 0.5 s")
+        ("failed", True, "agent_timeout: turn 0: no reply within 2 s")
     ]
 
 
@@ -185,6 +185,9 @@ def test_each_fault_is_a_failed_attempt_with_its_cause_and_the_run_goes_on() -> 
     assert [None if d.agent_error is None else d.agent_error.cause for d in refund] == CAUSES
     assert "over the size cap" in str(refund[3].agent_error)
     assert "3 tries" in str(refund[4].agent_error)  # a transport error, retried
+    tries = {(c.attempt, c.outcome) for c in stub.calls if c.task_id == "refund"}
+    assert sum(1 for c in stub.calls if (c.task_id, c.attempt) == ("refund", 1)) == 1  # a 500 is not retried
+    assert (1, "http_500") in tries
     retried = [c.outcome for c in stub.calls if (c.task_id, c.attempt) == ("refund", 5)]
     assert retried == ["http_503_once", "right" if stub.succeeds("refund", 5) else "wrong"]
     for failed in refund[:5]:  # the failed turn: an empty answer, no end state
