@@ -39,7 +39,7 @@ from pydantic import Field
 from fair_forge_core.agents.contract import AgentCallFailed, AgentMessage, AgentTurnRequest
 from fair_forge_core.agents.kinds import Agent
 from fair_forge_core.agents.tasks import TaskSpec
-from fair_forge_core.schemas import AgentError, AgentErrorCause, Dataset
+from fair_forge_core.schemas import MAX_AGENT_ERROR_DETAIL, AgentError, AgentErrorCause, Dataset
 from fair_forge_core.schemas.base import ResultModel
 
 AgentErrors = Literal["failed", "unscored"]
@@ -236,7 +236,8 @@ def failure_of(error: Exception, turn: int) -> AgentError:
     any other exception (a kind's defect, an adapter's bug), `agent_error` naming only its type
     (its message could hold anything, a header value included)."""
     if isinstance(error, AgentCallFailed):
-        return AgentError(cause=error.cause, detail=f"turn {turn}: {error.detail}")
+        detail = f"turn {turn}: {error.detail}"[:MAX_AGENT_ERROR_DETAIL]
+        return AgentError(cause=error.cause, detail=detail)
     return AgentError(cause="agent_error", detail=f"turn {turn}: the agent call raised {type(error).__name__}")
 
 

@@ -162,6 +162,14 @@ def test_an_agents_defect_fails_its_attempt_naming_only_the_type() -> None:
     ] * 2
 
 
+def test_a_long_failure_detail_is_cut_to_the_bound() -> None:
+    from fair_forge_core.agents.runner import failure_of
+    from fair_forge_core.schemas import MAX_AGENT_ERROR_DETAIL
+
+    failure = failure_of(AgentCallFailed("agent_error", "x" * 5_000), turn=12)
+    assert len(failure.detail) == MAX_AGENT_ERROR_DETAIL and failure.detail.startswith("turn 12: x")
+
+
 def test_rounds_continue_attempt_indices_and_a_planner_drives_them() -> None:
     stub = script()
     agent = build_agent(spec(kind="python", callable=install(StubAgent(stub))))
