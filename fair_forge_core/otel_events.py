@@ -24,7 +24,7 @@ The `error.type` values (the convention asks for them to be documented) are `Che
 ``abstained`` (the judge declined, in any words), ``judge_error`` (a provider that failed
 after its retries, a reply that never parsed), ``not_measured`` (no evidence to decide on), the
 causes of a conversation unscored before judging (``not_joined``, ``turns_differ``,
-``state_not_reported``); and ``_OTHER`` (the convention's fallback) for a result unscored
+``state_not_reported``, and an agent run's ``agent_error``, ``agent_timeout``, ``agent_malformed``); and ``_OTHER`` (the convention's fallback) for a result unscored
 without a cause. An advisory result (`required` false) is an event too: the event reports, it
 does not decide. A result without per-turn detail (`interactions` left out) has no turn
 results, hence no turn events.

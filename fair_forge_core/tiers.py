@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, get_args
 
-from fair_forge_core.schemas import Readiness, ReadinessStatus, UnscoredCause
+from fair_forge_core.schemas import AgentErrorCause, Readiness, ReadinessStatus, UnscoredCause
 
 Tier = Literal["reliable", "inconsistent", "functional", "needs_improvement"]
 
@@ -104,6 +104,9 @@ UNSCORED_CAUSES = {
     "not_joined": "trace attempts that match no task of the references",
     "state_not_reported": "trace attempts that report no final_state their task expects",
     "turns_differ": "trace attempts whose turns differ from their task's references",
+    "agent_error": "agent attempts whose agent failed",
+    "agent_malformed": "agent attempts answered outside the agent contract",
+    "agent_timeout": "agent attempts whose agent timed out",
 }
 """How a readiness summary names why conversations are unscored: the causes of judgements
 (`judges.judgement.JudgementCause`, and `not_measured`), then those of conversations unscored before judging
@@ -120,8 +123,20 @@ def cause_counts(counts: Mapping[UnscoredCause, int]) -> str:
 def unjoined_phrase(counts: Mapping[UnscoredCause, int]) -> str:
     """How every output says how many trace attempts were left unjoined and why: ``"4 trace
     attempt(s) could not be joined to the references (2 state_not_reported, 1 not_joined, 1
-    turns_differ)"``; `counts` by cause, as `aggregated_metrics.unscored_by_cause` holds them."""
-    return f"{sum(counts.values())} trace attempt(s) could not be joined to the references ({cause_counts(counts)})"
+    turns_differ)"``; `counts` by cause, as `aggregated_metrics.unscored_by_cause` holds them. An
+    agent run's failed attempts kept unscored (`AGENT_CAUSES`) are said apart after them: ``"2
+    agent attempt(s) failed (2 agent_timeout)"``, joined by "; "."""
+    joins = {cause: count for cause, count in counts.items() if cause not in AGENT_CAUSES}
+    agents = {cause: count for cause, count in counts.items() if cause in AGENT_CAUSES}
+    parts = [f"{sum(joins.values())} trace attempt(s) could not be joined to the references ({cause_counts(joins)})"]
+    parts = parts if joins else []
+    if agents:
+        parts.append(f"{sum(agents.values())} agent attempt(s) failed ({cause_counts(agents)})")
+    return "; ".join(parts)
+
+
+AGENT_CAUSES = frozenset(get_args(AgentErrorCause))
+"""The unscored causes of an agent run's failed attempts (`schemas.AgentErrorCause`)."""
 
 
 def readiness(

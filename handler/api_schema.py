@@ -3,7 +3,8 @@
 Generated from the pydantic models that validate and build them (`RunRequest` and
 `TracesRunRequest`, `RunResponse`), so the schema cannot drift from what the service accepts: the copies
 checked in under `schemas/` are compared with these by the tests, and `GET /schema`
-serves them. The field tables of docs/reference/schemas.md are generated from them too
+serves them. The TASKS file that `fair_forge_core.agents` runs an agent on (docs/agent-contract.md)
+is published beside them (`tasks.schema.json`, from `TasksFile`). The field tables of docs/reference/schemas.md are generated from them too
 (`handler.reference_page`). Refresh the files with `make schema` (`python -m handler.api_schema`).
 """
 
@@ -46,12 +47,26 @@ def response_schema() -> dict[str, Any]:
     )
 
 
+def tasks_schema() -> dict[str, Any]:
+    """The JSON Schema of a TASKS file (`fair_forge_core.agents.TasksFile`)."""
+    from fair_forge_core.agents import TasksFile
+
+    return _published(
+        TasksFile.model_json_schema(mode="validation"),
+        "Fair-Forge Agentic tasks",
+        "The tasks an agent is run on (docs/agent-contract.md): per task its turns' queries and references, "
+        "and its checks; optionally the connector and config the recording is evaluated with.",
+    )
+
+
 def schema_files() -> dict[str, str]:
     """File name under `schemas/` → its text, as checked in."""
-    return {
-        name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-        for name, schema in (("request.schema.json", request_schema()), ("response.schema.json", response_schema()))
-    }
+    schemas = (
+        ("request.schema.json", request_schema()),
+        ("response.schema.json", response_schema()),
+        ("tasks.schema.json", tasks_schema()),
+    )
+    return {name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n" for name, schema in schemas}
 
 
 def reference_text() -> str:

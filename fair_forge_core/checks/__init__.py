@@ -3,7 +3,8 @@
 `base` defines the unit (`Check`, `register_check`, the verdict rule); the built-in checks register
 when this package is imported, in this order: `answer_correctness` (`answer`), `tool_correctness`
 (`tools`), `tool_policy` (`policy`), `end_state` (`end_state`), `goal` (`goal`), `criteria`
-(`criteria`: the one built-in check with settings in `config.checks`). A plug-in check
+(`criteria`: the one built-in check with settings in `config.checks`), `agent_run` (`agent_run`: an
+agent runner's failed attempt). A plug-in check
 is one module that defines a class and decorates it with `register_check`; the operator loads it by
 listing the module in `FAIR_FORGE_EXTRA_CHECKS` (comma-separated module names, imported with this
 package, after the built-in checks). A request can turn a loaded check on (`config.checks`), never
@@ -27,7 +28,7 @@ from fair_forge_core.checks.base import (
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_core.schemas import config as _config
 
-BUILT_IN = ("answer", "tools", "policy", "end_state", "goal", "criteria")
+BUILT_IN = ("answer", "tools", "policy", "end_state", "goal", "criteria", "agent_run")
 """The built-in checks' modules, in the order they register (the order of their results)."""
 
 EXTRA_CHECKS_VARIABLE = "FAIR_FORGE_EXTRA_CHECKS"

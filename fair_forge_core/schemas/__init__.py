@@ -24,6 +24,7 @@ the result models' base),
 """
 
 from fair_forge_core.schemas.adaptive import AdaptiveDecision, AdaptiveTask
+from fair_forge_core.schemas.agent_error import MAX_AGENT_ERROR_DETAIL, AgentError, AgentErrorCause
 from fair_forge_core.schemas.calibration import (
     CALIBRATION_CONFIDENCE,
     BestThreshold,
@@ -122,6 +123,7 @@ from fair_forge_core.schemas.result import (
 
 __all__ = [
     "CALIBRATION_CONFIDENCE",
+    "MAX_AGENT_ERROR_DETAIL",
     "MAX_CONNECTORS",
     "MAX_JUDGE_SAMPLES",
     "MAX_K",
@@ -130,6 +132,8 @@ __all__ = [
     "TOOL_WEIGHT_KEYS",
     "AdaptiveDecision",
     "AdaptiveTask",
+    "AgentError",
+    "AgentErrorCause",
     "AgentUsage",
     "AgenticTrace",
     "AggregatedMetrics",

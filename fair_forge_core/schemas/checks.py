@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, PrivateAttr
 
+from fair_forge_core.schemas.agent_error import AgentErrorCause
 from fair_forge_core.schemas.base import ResultModel
 
 CheckScope = Literal["turn", "conversation"]
@@ -19,11 +20,13 @@ CheckCause = Literal[
     "not_joined",
     "state_not_reported",
     "turns_differ",
+    AgentErrorCause,
 ]
 """Why a result is `unscored`: a judgement's cause (`judges.judgement.JudgementCause`: the judge
 abstained, the cost cap or the deadline stopped it, the judge failed), `not_measured` (the input
 held no evidence to decide on: tools whose every measured dimension has no weight), or the cause
-of a conversation unscored before judging (`schemas.UnscoredCause`)."""
+of a conversation unscored before judging (`schemas.UnscoredCause`, an agent run's failed attempt's
+`AgentErrorCause` among them)."""
 
 
 class CheckResult(ResultModel):

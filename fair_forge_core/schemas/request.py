@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from fair_forge_core.rule_shapes import checked_rules
+from fair_forge_core.schemas.agent_error import AgentError, AgentErrorCause
 from fair_forge_core.schemas.base import RequestModel
 from fair_forge_core.schemas.config import MAX_CONNECTORS, EvaluationConfig
 from fair_forge_core.schemas.json_input import (
@@ -288,11 +289,13 @@ class Batch(RequestModel):
         return used + expected
 
 
-UnscoredCause = Literal["not_joined", "state_not_reported", "turns_differ"]
-"""Why a conversation is unscored before any judging (`Unscored`). Today a trace attempt the
+UnscoredCause = Literal["not_joined", "state_not_reported", "turns_differ", AgentErrorCause]
+"""Why a conversation is unscored before any judging (`Unscored`). A trace attempt the
 references could not be joined to (`importers.references`): `not_joined`, its task is none of
 the references'; `turns_differ`, its turns are not the turns its task's references give (one
-more, one missing); `state_not_reported`, its task expects an end state and it reports none."""
+more, one missing); `state_not_reported`, its task expects an end state and it reports none.
+Or an agent run's failed attempt kept unscored (`agents.runner`, `agent_errors="unscored"`):
+its `AgentErrorCause`."""
 
 
 class Unscored(RequestModel):
@@ -316,9 +319,14 @@ class Dataset(RequestModel):
     expected_state: MayHoldRules = omitted_when_none()
     """The end state the conversation should leave behind (any JSON; objects are compared key by
     key, values may be argument rules: `fair_forge_core.state`). Absent or null: not checked."""
+    agent_error: AgentError | None = omitted_when_none()
+    """Set by the agent runner on an attempt whose agent failed (`AgentError`): the `agent_run`
+    check fails it; absent for every other conversation. Declared before `final_state`, which it
+    lets be null under an `expected_state` (a failed attempt has no state to report)."""
     final_state: Any = Field(None, validate_default=True)
     """The end state the agent left behind, as the caller observed it; required with `expected_state`
-    (absent or null there is a 400 naming this field: a state not observed cannot pass)."""
+    (absent or null there is a 400 naming this field: a state not observed cannot pass), unless
+    the attempt failed (`agent_error`: the end-state check then fails it)."""
     goal: str | None = omitted_when_none(min_length=1)
     """What success means for the user, in words: the judge decides from the whole conversation
     whether the agent achieved it (`judges.goal`). Absent: no goal is judged."""
@@ -342,7 +350,8 @@ class Dataset(RequestModel):
     @classmethod
     def _final_state_with_an_expected_one(cls, final_state: Any, info: ValidationInfo) -> Any:
         # `expected_state` is validated first (declared first); null is no state, as absent is.
-        if final_state is None and info.data.get("expected_state") is not None:
+        failed = info.data.get("agent_error") is not None
+        if final_state is None and info.data.get("expected_state") is not None and not failed:
             raise ValueError("is required (not null) when expected_state is given: report the state the agent left")
         return final_state
 
