@@ -2,12 +2,13 @@
 
 `JobsAWS` starts `mock_aws(config={"stepfunctions": {"execute_state_machine": True},
 "lambda": {"use_docker": False}})` and builds what `template.yaml` deploys for jobs:
-the bucket, the KMS key, the budget table, the worker and reduce functions (named, timed and given their
+the bucket, the KMS key, the budget table, the worker, reduce and attempts functions (named, timed and given their
 `ImageConfig.Command` as the template gives them), and the state machine from the very
 file the template deploys, `statemachine/evaluation.asl.json`, with the template's
 `DefinitionSubstitutions` filled in. moto's Step Functions interpreter runs that
 definition: the Distributed Map reads the manifest from S3 (ItemReader), starts a child
-execution per shard, retries as the definition says, then invokes the reduce.
+execution per shard, retries as the definition says, then invokes the reduce (a job that runs an agent
+first loops the attempts function, as the definition's Choice states say).
 
 What cannot exist here is a Lambda runtime for the image: moto's Lambda backend without
 docker does not run code. So its `invoke` is replaced by a dispatcher that does what the
@@ -69,6 +70,7 @@ class JobsAWS:
     state_machine_arn: str
     worker_name: str
     reduce_name: str
+    attempts_name: str
     invocations: list[Invocation] = field(default_factory=list)
     fault: Fault | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -217,7 +219,7 @@ def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_siz
         ]["Arn"]
         lambda_ = boto3.client("lambda", region_name=REGION)
         arns, names = {}, {}
-        for logical in ("WorkerFunction", "ReduceFunction"):
+        for logical in ("WorkerFunction", "ReduceFunction", "AttemptsFunction"):
             properties = resources[logical]["Properties"]
             names[logical] = _template_value(properties["FunctionName"], parameters)
             arns[logical] = lambda_.create_function(
@@ -232,6 +234,7 @@ def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_siz
         values = {
             "WorkerFunctionArn": arns["WorkerFunction"],
             "ReduceFunctionArn": arns["ReduceFunction"],
+            "AttemptsFunctionArn": arns["AttemptsFunction"],
             "JobsBucket": BUCKET,
         }
         substitutions = resources["StateMachine"]["Properties"]["DefinitionSubstitutions"]
@@ -250,6 +253,7 @@ def jobs_aws(monkeypatch: pytest.MonkeyPatch, *, execute: bool = True, shard_siz
             state_machine_arn=state_machine_arn,
             worker_name=names["WorkerFunction"],
             reduce_name=names["ReduceFunction"],
+            attempts_name=names["AttemptsFunction"],
         )
         table = resources["JobsBudgetTable"]["Properties"]
         budget_table = _template_value(table["TableName"], parameters)

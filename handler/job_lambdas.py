@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -35,7 +37,7 @@ def _job_bucket(settings: Settings) -> str:
     return settings.jobs_bucket
 
 
-def _fail(bucket: str, job_id: str, message: str) -> JobFailed:
+def fail(bucket: str, job_id: str, message: str) -> JobFailed:
     """Record why the job cannot succeed (for GET /jobs/{id}) and return the error to raise."""
     message = redact(message, current_secrets())
     logger.error("job failed", extra={"reason": message})
@@ -46,7 +48,7 @@ def _fail(bucket: str, job_id: str, message: str) -> JobFailed:
     return JobFailed(message)
 
 
-def _remaining_s(context: Any) -> float | None:
+def remaining_s(context: Any) -> float | None:
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
         return float(context.get_remaining_time_in_millis()) / 1000.0
     return None
@@ -83,15 +85,108 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 def _evaluate_shard(
     settings: Settings, bucket: str, keys: JobKeys, index: int, target: str, context: Any
 ) -> dict[str, Any]:
-    from fair_forge_core.evaluate import evaluate_conversations
-    from fair_forge_core.judges.base import RunContext
-    from fair_forge_core.schemas import ConnectorSpec, Dataset, EvaluationConfig
+    from fair_forge_core.schemas import Dataset
     from fair_forge_core.sharding import dump_conversations
 
     job_id = keys.job_id
     shard = keys.shard(index)
     stored = store.get_json(bucket, keys.request)
+    judged = judge_datasets(
+        settings, bucket, job_id, stored, lambda: [Dataset.model_validate(d) for d in store.get_json(bucket, shard)],
+        context,
+    )
+    with secrets_masked(judged.secrets):
+        store.put(bucket, keys.shard_usage(index), judged.usage.model_dump_json().encode())  # before the result
+        store.put(bucket, target, dump_conversations(judged.conversations))
+    conversations = judged.conversations
+    unscored = sum(1 for c in conversations if not c.is_scored)
+    logger.info(
+        "shard evaluated",
+        extra={
+            "conversations": len(conversations),
+            "turns": judged.turns,
+            "unscored_conversations": unscored,
+            "judge_calls": judged.telemetry.calls,
+            "judge_errors": judged.telemetry.errors,
+            "judge_input_tokens": judged.usage.input_tokens,
+            "judge_output_tokens": judged.usage.output_tokens,
+            "judge_cost_usd": judged.usage.cost_usd,
+            "duration_ms": round((time.perf_counter() - judged.started) * 1000),  # the shard written too
+        },
+    )
+    return {"job_id": job_id, "shard_key": shard, "conversations": len(conversations), "unscored": unscored}
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What `judge_datasets` gives: the per-conversation metrics in order, the judge's usage and
+    telemetry, the turns judged, the judges' secrets (to keep masked) and when judging started."""
+
+    conversations: list[Any]
+    usage: Any
+    telemetry: Any
+    turns: int
+    secrets: frozenset[str]
+    started: float
+
+
+def judge_datasets(
+    settings: Settings,
+    bucket: str,
+    job_id: str,
+    stored: dict[str, Any],
+    datasets_of: Callable[[], list[Any]],
+    context: Any,
+) -> Judged:
+    """Judge a part of a job (a shard, or an adaptive round's attempts) with the job's stored
+    connectors, by the core's `evaluate_conversations` with the same judge, retry policy and key
+    rules as `/run`. `datasets_of()` gives the datasets, called with the judges' secrets masked.
+    No new judge call starts after the Lambda's remaining time less
+    `FAIR_FORGE_JOBS_WORKER_MARGIN_S`; turns left then are reported unscored, as `/run` reports
+    them. A provider that refuses the key or model fails the job (`JobFailed`); a passing
+    Secrets Manager failure (`ServerKeyUnavailable`) propagates, for the state machine's Retry."""
+    from fair_forge_core.evaluate import evaluate_conversations
+    from fair_forge_core.judges.base import RunContext
+    from fair_forge_core.schemas import EvaluationConfig
+
     config = EvaluationConfig.model_validate(stored["config"])
+    specs, judges = job_judges(settings, bucket, job_id, stored, config)
+    models = [judge.model for judge in judges]
+    secrets = frozenset().union(*(judge.secrets for judge in judges))
+    with secrets_masked(secrets):
+        datasets = datasets_of()
+        remaining = remaining_s(context)
+        deadline = None
+        if remaining is not None:
+            deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
+        ledger = shard_ledger(specs, models, config, settings, stored, job_id)
+        turns = sum(len(d.conversation) for d in datasets)
+        try:
+            # The metrics, and a refused provider as the job's failure: `handler.judged_run`.
+            with judged_run("evaluation", {"Conversations": len(datasets), "Turns": turns}, ledger) as judged:
+                telemetry = judged.telemetry
+                run_context = RunContext(
+                    retry=settings.retry_policy(),
+                    telemetry=telemetry,
+                    deadline=deadline,
+                    ledger=ledger,
+                    secrets=secrets,
+                )
+                conversations = judged.run(evaluate_conversations(datasets, models, config, run_context))
+        except JudgedRunFailed as exc:
+            raise fail(bucket, job_id, str(exc)) from None
+    return Judged(conversations, ledger.summary(), telemetry, turns, secrets, judged.started)
+
+
+def job_judges(
+    settings: Settings, bucket: str, job_id: str, stored: dict[str, Any], config: Any
+) -> tuple[list[Any], list[Any]]:
+    """The job's stored connectors, decrypted (`ConnectorSpec`s), and their judges, built as `/run`
+    builds them (`handler.connectors.judges_for_job`). A refused connector fails the job
+    (`JobFailed`, its message safe to show: the core redacts it); `ServerKeyUnavailable` (a
+    passing Secrets Manager failure) propagates, for the state machine's Retry."""
+    from fair_forge_core.schemas import ConnectorSpec
+
     specs = [  # "connector": a job of an older version
         ConnectorSpec(
             class_path=connector["class_path"],
@@ -100,57 +195,14 @@ def _evaluate_shard(
         for connector in stored.get("connectors") or [stored["connector"]]
     ]
     try:
-        judges = judges_for_job(specs, config, settings)  # `fair_forge_core.plan.build_judges`, as /run
+        return specs, judges_for_job(specs, config, settings)  # `fair_forge_core.plan.build_judges`, as /run
     except ServerKeyUnavailable:
-        raise  # a passing Secrets Manager failure: the state machine's Retry gets another go
-    except ConnectorError as exc:  # its message is safe to show (the core redacts it)
-        raise _fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
-    models = [judge.model for judge in judges]
-    secrets = frozenset().union(*(judge.secrets for judge in judges))
-    with secrets_masked(secrets):
-        datasets = [Dataset.model_validate(d) for d in store.get_json(bucket, shard)]
-        remaining = _remaining_s(context)
-        deadline = None
-        if remaining is not None:
-            deadline = time.monotonic() + max(remaining - settings.jobs_worker_margin_s, 0.0)
-        ledger = _shard_ledger(specs, models, config, settings, stored, job_id)
-        turns = sum(len(d.conversation) for d in datasets)
-        try:
-            # The metrics, and a refused provider as the job's failure: `handler.judged_run`.
-            with judged_run("evaluation", {"Conversations": len(datasets), "Turns": turns}, ledger) as judged:
-                telemetry = judged.telemetry
-                context = RunContext(
-                    retry=settings.retry_policy(),
-                    telemetry=telemetry,
-                    deadline=deadline,
-                    ledger=ledger,
-                    secrets=secrets,
-                )
-                conversations = judged.run(evaluate_conversations(datasets, models, config, context))
-        except JudgedRunFailed as exc:
-            raise _fail(bucket, job_id, str(exc)) from None
-        usage = ledger.summary()
-        store.put(bucket, keys.shard_usage(index), usage.model_dump_json().encode())  # before the result: its mark
-        store.put(bucket, target, dump_conversations(conversations))
-    unscored = sum(1 for c in conversations if not c.is_scored)
-    logger.info(
-        "shard evaluated",
-        extra={
-            "conversations": len(conversations),
-            "turns": turns,
-            "unscored_conversations": unscored,
-            "judge_calls": telemetry.calls,
-            "judge_errors": telemetry.errors,
-            "judge_input_tokens": usage.input_tokens,
-            "judge_output_tokens": usage.output_tokens,
-            "judge_cost_usd": usage.cost_usd,
-            "duration_ms": round((time.perf_counter() - judged.started) * 1000),  # the shard written too
-        },
-    )
-    return {"job_id": job_id, "shard_key": shard, "conversations": len(conversations), "unscored": unscored}
+        raise
+    except ConnectorError as exc:
+        raise fail(bucket, job_id, f"{REFUSAL_PREFIX}{exc}") from None
 
 
-def _shard_ledger(
+def shard_ledger(
     specs: list[Any], models: list[Any], config: Any, settings: Settings, stored: dict[str, Any], job_id: str
 ) -> Any:
     """One shard's `JudgeLedger`, planned as `/run`'s is (`fair_forge_core.plan.plan_ledger`): the
@@ -164,7 +216,7 @@ def _shard_ledger(
     budget = None
     if config.max_cost_usd is not None:
         if not settings.jobs_budget_table:  # POST /jobs refuses a cap without it: a deployment changed since
-            raise _fail(_job_bucket(settings), job_id, "Agentic evaluation failed: the jobs budget table is gone")
+            raise fail(_job_bucket(settings), job_id, "Agentic evaluation failed: the jobs budget table is gone")
         budget = DynamoBudget(settings.jobs_budget_table, job_id, config.max_cost_usd)
     scope = stored.get("cache_scope")
     cache = open_cache(settings.judge_cache) if scope and settings.judge_cache else None
@@ -230,7 +282,7 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             recorded = store.recorded_failure(bucket, job_id)
             if recorded is not None:
                 raise JobFailed(recorded)
-            raise _fail(bucket, job_id, f"Agentic evaluation failed: internal error (no result for {key})")
+            raise fail(bucket, job_id, f"Agentic evaluation failed: internal error (no result for {key})")
 
         with ThreadPoolExecutor(store.IO_THREADS) as pool:
             try:  # map keeps the manifest's order, which is the request's order of conversations
@@ -240,8 +292,10 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                     stored.get("warnings", []),
                 )
             except NoConversationScored as exc:
-                raise _fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
+                raise fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
             usages = list(pool.map(fetch_usage, indices))
+        if stored.get("judged_in_rounds"):  # an adaptive agent job: its rounds were judged, usage in shard 0's
+            usages = [usage for usage in usages if usage is not None]
         if usages and all(usage is not None for usage in usages):
             result.aggregated_metrics.judge_usage = total_usage([usage for usage in usages if usage is not None])
         if stored.get("provenance"):  # None for a job stored by an older version

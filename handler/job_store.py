@@ -10,6 +10,14 @@ the only place that spells these keys:
     jobs/<id>/result.json          the /run response (written by the reduce)
     jobs/<id>/error.json           why the job cannot succeed (the provider refused, nothing scored)
 
+A job that runs an agent (docs/jobs.md "Run the agent from a job") starts with no shards; beside
+`request.json` (which then holds the agent, never its credential, and the attempts asked for):
+
+    jobs/<id>/tasks.json           the tasks the agent is run on
+    jobs/<id>/attempts/<n>.json    the n-th call of the attempts Lambda: the attempts it recorded
+    jobs/<id>/agent_run.json       what the run did (attempts, failures by cause, the agent's cost,
+                                   the adaptive per-task report), written with the shards and manifest
+
 The judge's key never reaches S3 in clear: `connector.params` as a whole (so a key in a
 header or any other parameter is covered too) is encrypted with `kms:Encrypt` under the
 encryption context `{"job_id": <id>}`; only the worker's role may decrypt. SECURITY.md
@@ -87,6 +95,22 @@ class JobKeys:
         """The judge usage of shard `index` (`JudgeUsage` JSON), written before its result."""
         return f"{self.prefix}usage/{index:05d}.json"
 
+    @property
+    def tasks(self) -> str:
+        return f"{self.prefix}tasks.json"
+
+    @property
+    def attempts_prefix(self) -> str:
+        return f"{self.prefix}attempts/"
+
+    def attempts_chunk(self, index: int) -> str:
+        """The attempts recorded by the `index`-th call of the attempts Lambda."""
+        return f"{self.attempts_prefix}{index:05d}.json"
+
+    @property
+    def agent_run(self) -> str:
+        return f"{self.prefix}agent_run.json"
+
     def shard_index(self, key: Any) -> int:
         """The index of shard `key`; `JobFailed` if it is not a shard of this job (a worker
         must never read or write outside its own job)."""
@@ -161,6 +185,12 @@ def size(bucket: str, key: str) -> int | None:
         if is_missing(exc):
             return None
         raise
+
+
+def keys_under(bucket: str, prefix: str) -> list[str]:
+    """The keys of every object under `prefix`, in S3's order (ascending)."""
+    pages = client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return [str(item["Key"]) for page in pages for item in page.get("Contents", [])]
 
 
 def count(bucket: str, prefix: str) -> int:
@@ -240,6 +270,64 @@ def decrypt_params(ciphertext: str | None, job_id: str, key_id: str | None) -> d
 # --------------------------------------------------------------------------- a new job
 
 
+def write_shards(
+    bucket: str, keys: JobKeys, datasets: list[Any], raw_datasets: list[Any], config: Any, connectors: int,
+    settings: Settings,
+) -> list[range]:
+    """Cut `datasets` (validated; `raw_datasets` their JSON, what is written) into shards
+    (`fair_forge_core.sharding.plan_shards`), write each and the manifest; the shards' ranges of
+    conversations, in order.
+    A conversation's goal is one more judge question (`judges.goal`), about as long as its turns;
+    a shard scores at most as many tool calls as one /run may, so its deterministic work is bounded
+    alike; a turn costs `judge_samples` calls of each connector, so shards shrink to keep a shard's
+    calls from growing."""
+    from fair_forge_core.sharding import plan_shards
+
+    turn_counts = [len(d.conversation) + (d.goal is not None) for d in datasets]
+    tool_call_counts = [sum(batch.tool_call_count() for batch in d.conversation) for d in datasets]
+    calls_per_turn = config.judge_samples * connectors
+    shards = plan_shards(
+        turn_counts,
+        max(1, settings.shard_size // calls_per_turn),
+        max(1, settings.shard_max_turns // calls_per_turn),
+        tool_call_counts=tool_call_counts,
+        max_tool_calls_per_shard=settings.max_tool_calls,
+    )
+    manifest = [{"job_id": keys.job_id, "shard_key": keys.shard(n)} for n in range(len(shards))]
+
+    def write_shard(n: int) -> None:
+        part = raw_datasets[shards[n].start : shards[n].stop]
+        put(bucket, keys.shard(n), json.dumps(part, separators=(",", ":")))
+
+    with ThreadPoolExecutor(IO_THREADS) as pool:
+        list(pool.map(write_shard, range(len(shards))))
+    put(bucket, keys.manifest, json.dumps(manifest))
+    return [range(shard.start, shard.stop) for shard in shards]
+
+
+def stored_connectors(request: Any, settings: Settings, job_id: str) -> list[dict[str, Any]]:
+    """The request's connectors as stored: one, or an ensemble's in request order, each with its
+    params encrypted (`encrypt_params`)."""
+    ensemble = isinstance(request.connector, list)
+    return [
+        {
+            "class_path": spec.class_path,
+            "params_ciphertext": encrypt_params(
+                spec.params, job_id, settings.jobs_kms_key_id, f"connector[{i}]" if ensemble else "connector"
+            ),
+        }
+        for i, spec in enumerate(request.connectors)
+    ]
+
+
+def start(state_machine_arn: str, job_id: str, execution_input: dict[str, Any]) -> None:
+    """Start the job's execution, named after the job."""
+    with aws("states:StartExecution"):
+        client("stepfunctions").start_execution(
+            stateMachineArn=state_machine_arn, name=job_id, input=json.dumps(execution_input)
+        )
+
+
 def create_job(
     body: dict[str, Any],
     request: Any,
@@ -256,74 +344,89 @@ def create_job(
     judge cache's scope, None when the job does not use the cache) and `ledger_warnings` (what
     the result must say about the cache, after the input's warnings)."""
     decided = decided or {}
-    from fair_forge_core.sharding import plan_shards
-
     job_id = uuid.uuid4().hex
     keys = JobKeys(job_id)
-    # A conversation's goal is one more judge question (`judges.goal`), about as long as its turns.
-    turn_counts = [len(d.conversation) + (d.goal is not None) for d in request.datasets]
-    tool_call_counts = [sum(batch.tool_call_count() for batch in d.conversation) for d in request.datasets]
-    # A shard scores at most as many tool calls as one /run may: its deterministic work is bounded alike.
-    # A turn costs judge_samples calls of each connector: shards shrink so that a shard's calls do not grow.
-    calls_per_turn = request.config.judge_samples * len(request.connectors)
-    ensemble = isinstance(request.connector, list)
-    shards = plan_shards(
-        turn_counts,
-        max(1, settings.shard_size // calls_per_turn),
-        max(1, settings.shard_max_turns // calls_per_turn),
-        tool_call_counts=tool_call_counts,
-        max_tool_calls_per_shard=settings.max_tool_calls,
-    )
-    raw_datasets = body["datasets"]  # validated: the workers validate the same JSON again, as /run would
     stored = {
         "job_id": job_id,
         "request_id": request_id,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "connectors": [  # one, or an ensemble's in request order
-            {
-                "class_path": spec.class_path,
-                "params_ciphertext": encrypt_params(
-                    spec.params, job_id, settings.jobs_kms_key_id, f"connector[{i}]" if ensemble else "connector"
-                ),
-            }
-            for i, spec in enumerate(request.connectors)
-        ],
+        "connectors": stored_connectors(request, settings, job_id),
         "config": body.get("config") or {},
         "warnings": [*input_warnings(request.datasets), *decided.get("ledger_warnings", [])],
         "provenance": decided.get("provenance"),
         "cache_scope": decided.get("cache_scope"),
-        "conversations": len(turn_counts),
-        "turns": sum(turn_counts),
-        "shards": len(shards),
+        "conversations": len(request.datasets),
+        "turns": sum(len(d.conversation) + (d.goal is not None) for d in request.datasets),
     }
-    manifest = [{"job_id": job_id, "shard_key": keys.shard(n)} for n in range(len(shards))]
-
-    def write_shard(n: int) -> None:
-        part = raw_datasets[shards[n].start : shards[n].stop]
-        put(bucket, keys.shard(n), json.dumps(part, separators=(",", ":")))
-
-    with aws("s3:PutObject"), ThreadPoolExecutor(IO_THREADS) as pool:
-        list(pool.map(write_shard, range(len(shards))))
-        put(bucket, keys.request, json.dumps(stored))
-        put(bucket, keys.manifest, json.dumps(manifest))
-    execution_input = {
-        "job_id": job_id,
-        "manifest_key": keys.manifest,
-        "max_parallel_shards": settings.jobs_max_parallel_shards,
-        "shards": len(shards),
-        "conversations": stored["conversations"],
-    }
-    with aws("states:StartExecution"):
-        client("stepfunctions").start_execution(
-            stateMachineArn=state_machine_arn, name=job_id, input=json.dumps(execution_input)
+    with aws("s3:PutObject"):
+        # The raw datasets are written: validated, the workers validate the same JSON again, as /run would.
+        stored["shards"] = len(
+            write_shards(bucket, keys, request.datasets, body["datasets"], request.config, len(request.connectors), settings)
         )
+        put(bucket, keys.request, json.dumps(stored))
+    start(state_machine_arn, job_id, execution_input(job_id, settings, stored))
     logger.info(
         "job started",
         extra={
             "job_id": job_id,
             "conversations": stored["conversations"],
             "turns": stored["turns"],
-            "shards": len(shards),
+            "shards": stored["shards"],
         },
     )
+    return stored
+
+
+def execution_input(job_id: str, settings: Settings, stored: dict[str, Any], agent: bool = False) -> dict[str, Any]:
+    """The execution's input (statemachine/evaluation.asl.json): `agent` true sends it through the
+    attempts loop first, whose last call writes the shards and the manifest."""
+    return {
+        "job_id": job_id,
+        "manifest_key": JobKeys(job_id).manifest,
+        "max_parallel_shards": settings.jobs_max_parallel_shards,
+        "shards": stored["shards"],
+        "conversations": stored["conversations"],
+        "agent": agent,
+    }
+
+
+def create_agent_job(
+    body: dict[str, Any],
+    request: Any,
+    job: Any,
+    settings: Settings,
+    bucket: str,
+    state_machine_arn: str,
+    request_id: str | None,
+    decided: dict[str, Any],
+) -> dict[str, Any]:
+    """Write a job that runs an agent (`handler.agent_request.AgentJob`) and start it: its
+    request (the agent's URL, settings and credential's secret name, the attempts asked for, the
+    connectors encrypted as `create_job` stores them) and its tasks; no shard yet (the attempts
+    Lambda's last call writes them). `decided` is `create_job`'s, less the provenance, which
+    needs the recorded conversations (the attempts Lambda writes it)."""
+    job_id = uuid.uuid4().hex
+    keys = JobKeys(job_id)
+    stored = {
+        "job_id": job_id,
+        "request_id": request_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "connectors": stored_connectors(request, settings, job_id),
+        "config": body.get("config") or {},
+        "agent": job.body.agent.model_dump(mode="json"),
+        "attempts": job.body.attempts if isinstance(job.body.attempts, int) else job.body.attempts.model_dump(),
+        "ledger_warnings": decided.get("ledger_warnings", []),
+        "warnings": [],
+        "provenance": None,
+        "cache_scope": decided.get("cache_scope"),
+        "tasks": len(job.body.tasks),
+        "conversations": 0,
+        "turns": 0,
+        "shards": 0,
+    }
+    with aws("s3:PutObject"):
+        put(bucket, keys.tasks, json.dumps(body["tasks"]))  # validated: read again by the attempts Lambda
+        put(bucket, keys.request, json.dumps(stored))
+    start(state_machine_arn, job_id, execution_input(job_id, settings, stored, agent=True))
+    logger.info("agent job started", extra={"job_id": job_id, "tasks": stored["tasks"]})
     return stored

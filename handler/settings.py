@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError, field_validator
 
-from fair_forge_core.connectors.environment import JudgeEnvironment, SettingsError, unprefixed
+from fair_forge_core.connectors.environment import CommaList, JudgeEnvironment, SettingsError, unprefixed
 
 if TYPE_CHECKING:
     from fair_forge_core.judges.llm import RetryPolicy
@@ -92,8 +92,29 @@ class Settings(JudgeEnvironment):
     # The DynamoDB table where a job's cost cap is one budget shared by every shard
     # (handler.job_budget); without it POST /jobs refuses config.max_cost_usd.
     jobs_budget_table: str | None = unprefixed("JOBS_BUDGET_TABLE")
+    # Jobs that run an agent (handler.agent_request, handler.job_attempts; docs/jobs.md "Run the agent
+    # from a job"): the hosts an agent's URL may name outside the judge's endpoint rules (exact host
+    # names, for an agent in the operator's own network), the Secrets Manager name prefix an agent's
+    # credential may be read from (unset: no credential can be named), the attempts a job may make in
+    # all, how many are in flight, and what an attempts Lambda keeps free of its timeout.
+    agent_hosts: CommaList = ()
+    agent_secret_prefix: str | None = None
+    jobs_max_attempts: int = 10_000
+    jobs_agent_concurrency: int = 8
+    jobs_attempts_margin_s: float = 30.0
+    # The longest one attempt may take at its worst (turns x tries x the agent's timeout): it must
+    # finish inside one attempts Lambda (WorkerTimeout less the margin), so POST /jobs refuses more.
+    jobs_max_attempt_s: float = 840.0
 
-    @field_validator("shard_size", "shard_max_turns", "jobs_max_parallel_shards")
+    @field_validator("agent_hosts", mode="before")
+    @classmethod
+    def _host_names(cls, value: object) -> object:
+        """Comma-separated host names, compared in lower case (a host name is case-insensitive)."""
+        if isinstance(value, str):
+            return tuple(item.strip().lower() for item in value.split(",") if item.strip())
+        return value
+
+    @field_validator("shard_size", "shard_max_turns", "jobs_max_parallel_shards", "jobs_agent_concurrency")
     @classmethod
     def _at_least_one(cls, value: int) -> int:
         return max(1, value)

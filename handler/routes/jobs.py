@@ -26,6 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from fair_forge_core.redact import redact
 from handler import job_store as store
+from handler.agent_request import parse_agent_job
 from handler.connectors import plan_for_request
 from handler.invocation import api_key_id
 from handler.observability import current_secrets, metrics, secrets_masked
@@ -93,7 +94,9 @@ def submit_job() -> Response:
             "max_rule_work": settings.jobs_max_rule_work,
         }
     )
-    request = parse_run_request(body, limits)
+    job = parse_agent_job(body, settings) if ("tasks" in body or "agent" in body) else None
+    # An agent job's connector and config are checked on one placeholder conversation per task.
+    request = parse_run_request(job.evaluation_body if job is not None else body, limits)
     if request.config.max_cost_usd is not None and not settings.jobs_budget_table:
         # The shards run apart: without the shared budget a cap could not hold, and ignoring it would mislead.
         message = "needs the service's jobs budget table (JOBS_BUDGET_TABLE), which this deployment has not"
@@ -102,31 +105,40 @@ def submit_job() -> Response:
     # The connector is checked now, as /run does, not found wrong by every worker later.
     # The cap's price and output bound, the cache's scope (the caller's API key) and whether the
     # connectors may share it are decided now, as /run decides them, and stored for the workers.
-    # What the judge is asked: every turn, and every conversation's goal once (`judges.goal`).
-    questions = sum(len(d.conversation) + (d.goal is not None) for d in request.datasets)
+    # What the judge is asked: every turn, and every conversation's goal once (`judges.goal`);
+    # for an agent job, of as many attempts of each task as it may get.
+    per_dataset = job.attempts_per_task if job is not None else 1
+    questions = per_dataset * sum(len(d.conversation) + (d.goal is not None) for d in request.datasets)
     plan = plan_for_request(request, settings, api_key_id=api_key_id(router.current_event), turns=questions)
     with secrets_masked(plan.secrets):
         from fair_forge_core.provenance import provenance_of
 
         ledger = plan.ledger
         stored = {
-            "provenance": provenance_of(plan.models, request.config, request.datasets).model_dump(mode="json"),
             "cache_scope": ledger.cache_scope if ledger.cache is not None else None,
             "ledger_warnings": plan.ledger_warnings,
         }
-        job = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router), stored)
+        if job is not None:
+            created = store.create_agent_job(
+                body, request, job, settings, bucket, state_machine_arn, request_id(router), stored
+            )
+        else:
+            stored["provenance"] = provenance_of(plan.models, request.config, request.datasets).model_dump(mode="json")
+            created = store.create_job(body, request, settings, bucket, state_machine_arn, request_id(router), stored)
     metrics.add_metric(name="Jobs", unit=MetricUnit.Count, value=1)
-    status_url = _status_url(job["job_id"])
+    status_url = _status_url(created["job_id"])
     payload = {
         "success": True,
-        "job_id": job["job_id"],
+        "job_id": created["job_id"],
         "status": "running",
         "status_url": status_url,
-        "conversations": job["conversations"],
-        "turns": job["turns"],
-        "shards": job["shards"],
+        "conversations": created["conversations"],
+        "turns": created["turns"],
+        "shards": created["shards"],
         "request_id": request_id(router),
     }
+    if job is not None:  # the conversations are the attempts, and the shards are cut once they have run
+        payload["tasks"] = created["tasks"]
     return Response(
         status_code=202, content_type="application/json", body=json.dumps(payload), headers={"Location": status_url}
     )
@@ -146,6 +158,14 @@ def job_status(job_id: str) -> Response:
     status = STATUS.get(execution["status"], "running")
     execution_input = json.loads(execution.get("input") or "{}")
     total = int(execution_input.get("shards", 0))
+    agent_run: Any = None
+    if execution_input.get("agent"):  # its shards are cut once the agent has run: request.json says how many
+        with store.aws("s3:GetObject"):
+            stored = store.get_json(bucket, keys.request)
+            total = int(stored.get("shards", 0))
+            execution_input["conversations"] = stored.get("conversations")
+            if total and store.size(bucket, keys.agent_run) is not None:
+                agent_run = store.get_json(bucket, keys.agent_run)
     if status == "succeeded":
         shards_done = total
     else:
@@ -168,6 +188,8 @@ def job_status(job_id: str) -> Response:
         "result_bytes": None,
         "request_id": request_id(router),
     }
+    if execution_input.get("agent"):  # what the run did (docs/jobs.md "Run the agent from a job")
+        payload["agent_run"] = agent_run
     if status == "failed":
         payload["error"] = _failure_cause(bucket, job_id, execution)
     inline: bytes | None = None
