@@ -249,7 +249,10 @@ def evaluation_body(body: dict[str, Any], parsed: AgentJobBody) -> dict[str, Any
     the config's rules and the judge are refused now, not after the agent has run."""
     datasets = [
         task.dataset(
-            session_id=f"placeholder-{index}", assistant_id=parsed.agent.assistant_id, answers=[""] * len(task.turns)
+            session_id=f"placeholder-{index}",
+            assistant_id=parsed.agent.assistant_id,
+            answers=[""] * len(task.turns),
+            final_state={},  # as `TaskSpec` checks itself: a task with an expected state needs one
         ).model_dump(mode="json", exclude_none=True)
         for index, task in enumerate(parsed.tasks)
     ]

@@ -1,0 +1,314 @@
+"""`POST /jobs` with `agent` and `tasks` (docs/jobs.md "Run the agent from a job"): the state machine of
+statemachine/evaluation.asl.json executed by moto's Step Functions (the attempts loop, then the Distributed Map and
+the reduce), the project's real handlers dispatched in-process (jobs_harness.py), the stub agent over HTTP on
+127.0.0.1 (allowed by FAIR_FORGE_AGENT_HOSTS), its credential in moto's Secrets Manager.
+
+The expected figures are the library's own run of the same tasks against the same stub script (same seed: the
+stub draws each attempt's success from (seed, task, attempt)): `fair_forge_core.agents.run_attempts` (or, for
+adaptive attempts, `AttemptRunner` rounds planned by `fair_forge_core.adaptive.next_round` with each round
+evaluated), then `fair_forge_core.evaluate.evaluate` with the offline judge. Session ids and measured latencies
+differ between two runs and are left out of the comparison; every other figure must be equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+
+from fair_forge_core.adaptive import next_round, parse_question, task_report
+from fair_forge_core.agents import AgentSpec, AttemptRunner, TaskSpec, build_agent, run_attempts
+from fair_forge_core.evaluate import evaluate
+from fair_forge_core.judges import ReferenceJudge
+from fair_forge_core.schemas import EvaluationConfig
+from fair_forge_testing.jobs_harness import REGION, JobsAWS, jobs_aws
+from fair_forge_testing.stub_agent import StubAgentServer, StubScript, StubTask
+from handler.observability import logger
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:No application metrics to publish")]
+
+REFERENCE = "fair_forge_core.judges.ReferenceJudge"
+SECRET_NAME = "fair-forge/agents/stub"
+# Not key-shaped (no sk- prefix): only masking the exact value could hide it, so finding it anywhere is a leak.
+SECRET_VALUE = "agent-credential-5e4d3c2b1a09f8e7"
+ASSISTANT = "stub-agent"
+TASKS: list[dict[str, Any]] = [
+    {"task_id": "add", "turns": [{"query": "What is 2 plus 3?", "ground_truth_assistant": "5"}]},
+    {
+        "task_id": "capital",
+        "turns": [
+            {"query": "What is the capital of France?", "ground_truth_assistant": "Paris"},
+            {"query": "And the capital of Italy?", "ground_truth_assistant": "Rome"},
+        ],
+    },
+    {
+        "task_id": "booking",
+        "turns": [{"query": "Book a table for two.", "ground_truth_assistant": "Booked a table for two."}],
+        "expected_state": {"booked": True},
+    },
+]
+
+
+def stub_script(success: dict[str, float], faults: dict[str, dict[str, Any]] | None = None) -> StubScript:
+    """The stub's script for TASKS: each task's success probability, and faults by task."""
+    faults = faults or {}
+    return StubScript(
+        tasks={
+            "add": StubTask("add", ("5",), success_p=success["add"], faults=faults.get("add", {})),
+            "capital": StubTask(
+                "capital", ("Paris", "Rome"), success_p=success["capital"], faults=faults.get("capital", {})
+            ),
+            "booking": StubTask(
+                "booking",
+                ("Booked a table for two.",),
+                success_p=success["booking"],
+                end_state={"booked": True},
+                wrong_state={"booked": False},
+                faults=faults.get("booking", {}),
+            ),
+        },
+        seed=11,
+    )
+
+
+@contextmanager
+def agent_jobs(monkeypatch: pytest.MonkeyPatch, script: StubScript) -> Iterator[tuple[JobsAWS, StubAgentServer]]:
+    """moto's jobs resources, the agent's secret in Secrets Manager, and the stub serving `script`."""
+    monkeypatch.setenv("FAIR_FORGE_AGENT_HOSTS", "127.0.0.1")
+    monkeypatch.setenv("FAIR_FORGE_AGENT_SECRET_PREFIX", "fair-forge/agents/")
+    with jobs_aws(monkeypatch, shard_size=4) as aws, StubAgentServer(script) as server:
+        parameters.clear_caches()  # a provider made before moto started would call AWS itself
+        boto3.client("secretsmanager", region_name=REGION).create_secret(Name=SECRET_NAME, SecretString=SECRET_VALUE)
+        try:
+            yield aws, server
+        finally:
+            parameters.clear_caches()
+
+
+def job_body(url: str, attempts: Any, **config: Any) -> dict[str, Any]:
+    return {
+        "connector": {"class_path": REFERENCE, "params": {}},
+        "config": config,
+        "agent": {
+            "kind": "http",
+            "url": url,
+            "assistant_id": ASSISTANT,
+            "credential": {"secret": SECRET_NAME, "header": "Authorization", "prefix": "Bearer "},
+        },
+        "tasks": TASKS,
+        "attempts": attempts,
+    }
+
+
+def run_job(aws: JobsAWS, body: dict[str, Any]) -> dict[str, Any]:
+    submitted = aws.submit(body)
+    assert submitted.status == 202, submitted.body
+    assert submitted.body["tasks"] == len(TASKS) and submitted.body["shards"] == 0
+    final = aws.wait(submitted.body["job_id"])
+    assert final.body["status"] == "succeeded", final.body
+    return dict(final.body)
+
+
+def figures(value: Any) -> Any:
+    """`value` without what two runs of the same attempts cannot share: ids, measured latencies, the hash of
+    the datasets (which holds both), and the judge's usage (the job's shards each count their own)."""
+    if isinstance(value, dict):
+        dropped = {"session_id", "request_id", "job_id", "datasets_hash", "judge_usage"}
+        return {k: figures(v) for k, v in value.items() if k not in dropped and "latency" not in k}
+    if isinstance(value, list):
+        return [figures(v) for v in value]
+    return value
+
+
+def library_fixed(script: StubScript, attempts: int, config: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """`fair-forge run TASKS --attempts K` and then evaluate, by the library: (the run's summary, the result)."""
+
+    async def run() -> tuple[Any, dict[str, Any]]:
+        tasks = [TaskSpec.model_validate(task) for task in TASKS]
+        with StubAgentServer(script) as server:
+            agent = build_agent(AgentSpec(kind="http", assistant_id=ASSISTANT, url=server.url))
+            try:
+                recording = await run_attempts(tasks, agent, attempts=attempts)
+            finally:
+                await agent.aclose()
+        result = await evaluate(recording.datasets, ReferenceJudge(), EvaluationConfig.model_validate(config))
+        return recording.summary, result.model_dump(mode="json")
+
+    return asyncio.run(run())
+
+
+def library_adaptive(
+    script: StubScript, question: str, max_attempts: int, round_size: int, config: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Adaptive attempts by the library: rounds planned by `next_round` on each task's scored successes, each
+    round evaluated by the offline judge; then the whole recording evaluated. (The reports, the result.)"""
+    evaluation_config = EvaluationConfig.model_validate(config)
+    boundary = parse_question(question, k=evaluation_config.k).boundary
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        tasks = [TaskSpec.model_validate(task) for task in TASKS]
+        wins: Counter[str] = Counter()
+        losses: Counter[str] = Counter()
+        made: Counter[str] = Counter()
+        with StubAgentServer(script) as server:
+            agent = build_agent(AgentSpec(kind="http", assistant_id=ASSISTANT, url=server.url))
+            runner = AttemptRunner(tasks, agent)
+            try:
+                while True:
+                    reports = {t.task_id: task_report(wins[t.task_id], losses[t.task_id], boundary) for t in tasks}
+                    plan = {
+                        task_id: min(n, max_attempts - made[task_id])
+                        for task_id, n in next_round(reports, max_attempts, round_size).items()
+                    }
+                    plan = {task_id: n for task_id, n in plan.items() if n > 0}
+                    if not plan:
+                        break
+                    outcomes = await runner.run_round(plan)
+                    judged = await evaluate([o.dataset for o in outcomes], ReferenceJudge(), evaluation_config)
+                    for outcome, conversation in zip(outcomes, judged.per_conversation_metrics, strict=True):
+                        made[outcome.task_id] += 1
+                        if conversation.is_scored:
+                            (wins if conversation.is_fully_correct else losses)[outcome.task_id] += 1
+            finally:
+                await agent.aclose()
+        result = await evaluate(runner.recording().datasets, ReferenceJudge(), evaluation_config)
+        return {task_id: report.model_dump(mode="json") for task_id, report in reports.items()}, result.model_dump(
+            mode="json"
+        )
+
+    return asyncio.run(run())
+
+
+def leaks(aws: JobsAWS, *texts: str) -> list[str]:
+    """Where the agent's secret appears: in any of `texts`, or in any S3 object of the jobs bucket."""
+    found = [f"text {i}" for i, text in enumerate(texts) if SECRET_VALUE in text]
+    return found + [key for key, content in aws.objects().items() if SECRET_VALUE.encode() in content]
+
+
+def test_a_fixed_job_gives_what_the_library_gives_and_never_shows_the_credential(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    lines = io.StringIO()  # every line the service's logger writes, as its formatter (which masks) writes it
+    monkeypatch.setattr(logger.registered_handler, "stream", lines)
+    success = {"add": 0.5, "capital": 0.7, "booking": 0.4}
+    config = {"k": 3}
+    expected_summary, expected = library_fixed(stub_script(success), 3, config)
+    script = stub_script(success)
+    with agent_jobs(monkeypatch, script) as (aws, server):
+        final = run_job(aws, job_body(server.url, 3, **config))
+        leaked = leaks(aws, json.dumps(final))
+    logs = lines.getvalue()
+    # What was logged, unformatted too: the records' messages and every field they carry.
+    records = json.dumps([record.__dict__ for record in caplog.records], default=str)
+
+    result = final["result"]
+    assert figures(result) == figures(expected)
+    # 3 attempts of each of 3 tasks, in task then attempt order, as `fair-forge run` records them.
+    assert [c["task_id"] for c in result["per_conversation_metrics"]] == ["add"] * 3 + ["capital"] * 3 + ["booking"] * 3
+    summary = final["agent_run"]["summary"]
+    assert summary["attempts"] == expected_summary.attempts == 9 and summary["failed"] == {}
+    # The stub reports 0.002 USD a call: 3 + 6 + 3 calls.
+    assert summary["agent_cost_usd"] == pytest.approx(12 * 0.002) == pytest.approx(expected_summary.agent_cost_usd)
+    assert final["agent_run"]["adaptive"] is None
+    # The agent was sent its credential, from the secret, in the header the request named; it is nowhere else.
+    assert {call.headers.get("Authorization") for call in script.calls} == {f"Bearer {SECRET_VALUE}"}
+    assert leaked == []
+    assert SECRET_VALUE not in logs and SECRET_VALUE not in records
+    assert '"message":"attempts run"' in logs  # the attempts Lambda did log (the check above looked at its lines)
+
+
+def test_an_adaptive_job_gives_the_librarys_decisions_and_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    # p >= 0.5 under the uniform prior: 8 successes of 8 decide "above" (lower bound (1/180)^(1/8) = 0.523),
+    # 8 failures of 8 decide "below"; a coin is still open at 8.
+    success = {"add": 0.0, "capital": 1.0, "booking": 0.5}
+    question, max_attempts, round_size = "p>=0.5", 12, 4
+    config: dict[str, Any] = {"k": 2}
+    reports, expected = library_adaptive(stub_script(success), question, max_attempts, round_size, config)
+    assert reports["capital"]["decided"] == "above" and reports["add"]["decided"] == "below"
+    script = stub_script(success)
+    attempts = {"until_decided": question, "max_attempts": max_attempts, "round_size": round_size}
+    with agent_jobs(monkeypatch, script) as (aws, server):
+        final = run_job(aws, job_body(server.url, attempts, **config))
+        worker_calls = aws.calls_of(aws.worker_name)
+        rounds = aws.calls_of(aws.attempts_name)
+
+    assert figures(final["result"]) == figures(expected)
+    adaptive = final["agent_run"]["adaptive"]
+    assert adaptive["question"] == question and adaptive["boundary"] == 0.5
+    assert adaptive["tasks"] == reports
+    made = Counter(c["task_id"] for c in final["result"]["per_conversation_metrics"])
+    assert made == {"add": 8, "capital": 8, "booking": reports["booking"]["attempts"]}
+    # One call per round: the last round's call finds nothing left to plan and writes the shards.
+    assert len(rounds) == max(made.values()) // round_size == 2
+    # The rounds were judged as they ran: the workers found every shard's result there and judged nothing again.
+    assert worker_calls and all(call.error is None for call in worker_calls)
+
+
+def test_a_fault_of_the_agent_fails_its_attempt_with_its_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    success = {"add": 1.0, "capital": 1.0, "booking": 1.0}
+    faults = {"add": {"1/0": "http_500"}, "capital": {"0/1": "malformed"}}
+    with agent_jobs(monkeypatch, stub_script(success, faults)) as (aws, server):
+        final = run_job(aws, job_body(server.url, 2))
+
+    assert final["agent_run"]["summary"]["failed"] == {"agent_error": 1, "agent_malformed": 1}
+    conversations = final["result"]["per_conversation_metrics"]
+    failed = {}
+    for conversation in conversations:
+        for check in conversation["checks"]:
+            if check["name"] == "agent_run":
+                failed[conversation["task_id"]] = check
+    assert set(failed) == {"add", "capital"}
+    assert failed["add"]["outcome"] == "failed" and failed["add"]["reason"].startswith("agent_error: turn 0: HTTP 500")
+    assert failed["capital"]["reason"].startswith("agent_malformed: turn 1: ")
+    assert sum(1 for c in conversations if c["is_fully_correct"]) == 4  # the six attempts less the two that failed
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda b: b["agent"].update(headers={"Authorization": "Bearer x"}), "agent.headers"),
+        (lambda b: b["agent"].update(api_key="x"), "agent.api_key"),
+        (lambda b: b["agent"]["credential"].update(value="x"), "agent.credential.value"),
+        (lambda b: b["agent"].update(credential="Bearer x"), "agent.credential"),
+        (lambda b: b["agent"].update(url="http://user:pw@127.0.0.1:1/turn"), "agent.url"),
+        (lambda b: b["agent"].update(url="http://127.0.0.1:1/turn?token=x"), "agent.url"),
+        (lambda b: b["agent"]["credential"].update(prefix="Bearer sk-0123456789"), "agent.credential.prefix"),
+        (lambda b: b["agent"].update(kind="command"), "agent.kind"),
+        (lambda b: b["agent"].update(url="http://10.0.0.8/turn"), "agent.url"),
+        (lambda b: b["agent"].update(url="https://10.0.0.8/turn"), "agent.url"),
+        (lambda b: b["agent"].update(url="http://agent.example.com/turn"), "agent.url"),
+        (lambda b: b["agent"]["credential"].update(secret="other/agent"), "agent.credential.secret"),
+        (lambda b: b.update(datasets=[]), "tasks"),
+        (lambda b: b.update(attempts={"until_decided": "pass@k>=0.8", "max_attempts": 5}), "attempts"),
+        (lambda b: b["agent"].update(timeout_s=900), "agent.timeout_s"),
+        (lambda b: b["tasks"].append(TASKS[0]), "tasks"),
+    ],
+)
+def test_a_request_outside_the_rules_is_a_400_naming_the_field(
+    monkeypatch: pytest.MonkeyPatch, change: Any, field: str
+) -> None:
+    with agent_jobs(monkeypatch, stub_script({"add": 1.0, "capital": 1.0, "booking": 1.0})) as (aws, server):
+        body = job_body(server.url, 2)
+        body["agent"]["credential"] = dict(body["agent"]["credential"])
+        body["tasks"] = list(TASKS)
+        change(body)
+        response = aws.submit(body)
+        assert aws.objects() == {}  # nothing stored, nothing started
+    assert response.status == 400, response.body
+    assert response.body["details"][0]["field"].startswith(field), response.body
+    assert "x" not in json.dumps(response.body["details"][0]["field"].removeprefix(field))
+
+
+def test_too_many_attempts_are_a_413(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIR_FORGE_JOBS_MAX_ATTEMPTS", "8")
+    with agent_jobs(monkeypatch, stub_script({"add": 1.0, "capital": 1.0, "booking": 1.0})) as (aws, server):
+        response = aws.submit(job_body(server.url, 3))  # 3 tasks x 3 = 9
+    assert response.status == 413 and "3 tasks × 3 = 9 (limit 8" in response.body["error"], response.body
