@@ -45,7 +45,7 @@ CREDENTIAL_FIELDS = frozenset({"secret", "header", "prefix"})
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential", "auth", "header", "bearer", "cookie")
 NO_INLINE_CREDENTIAL = (
     "a credential is never sent in a request: store it in Secrets Manager and name the secret in "
-    "agent.credential.secret (docs/how-to/jobs.md \"Run the agent from a job\")"
+    'agent.credential.secret (docs/how-to/jobs.md "Run the agent from a job")'
 )
 _RESERVED_HEADERS = frozenset({"content-type", "content-length", "host", "transfer-encoding", "connection"})
 
@@ -204,7 +204,9 @@ def check_secret_name(credential: AgentCredential | None, settings: Settings) ->
             "this deployment reads no agent credential (the operator sets FAIR_FORGE_AGENT_SECRET_PREFIX)",
         )
     if not credential.secret.startswith(prefix) or ".." in credential.secret:
-        raise _refuse("agent.credential.secret", f"must name a secret under {prefix!r}, the prefix this deployment reads")
+        raise _refuse(
+            "agent.credential.secret", f"must name a secret under {prefix!r}, the prefix this deployment reads"
+        )
 
 
 def parse_agent_job(body: dict[str, Any], settings: Settings) -> AgentJob:
@@ -260,4 +262,3 @@ def evaluation_body(body: dict[str, Any], parsed: AgentJobBody) -> dict[str, Any
         **{name: body[name] for name in ("connector", "config") if name in body},
         "datasets": datasets,
     }
-

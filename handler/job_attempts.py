@@ -114,7 +114,9 @@ def stopped(chunks: list[dict[str, Any]]) -> str | None:
     return next((chunk["stopped"] for chunk in chunks if chunk.get("stopped")), None)
 
 
-def plan_attempts(stored: dict[str, Any], k: int, tasks: list[Any], chunks: list[dict[str, Any]]) -> dict[str, list[int]]:
+def plan_attempts(
+    stored: dict[str, Any], k: int, tasks: list[Any], chunks: list[dict[str, Any]]
+) -> dict[str, list[int]]:
     """task id → the attempt indices to run next (module docstring, step 1); empty: done. An
     index is the lowest one a task has not recorded, so the attempts of a call that ran out of
     time keep the indices a single run would have given them."""
@@ -129,7 +131,9 @@ def plan_attempts(stored: dict[str, Any], k: int, tasks: list[Any], chunks: list
         boundary = parse_question(asked["until_decided"], k=k).boundary
         successes = Counter(record["task_id"] for record in records if record["success"] is True)
         failures = Counter(record["task_id"] for record in records if record["success"] is False)
-        reports = {task.task_id: task_report(successes[task.task_id], failures[task.task_id], boundary) for task in tasks}
+        reports = {
+            task.task_id: task_report(successes[task.task_id], failures[task.task_id], boundary) for task in tasks
+        }
         planned = next_round(reports, max_attempts=asked["max_attempts"], round_size=asked["round_size"])
         counts = {task_id: min(n, asked["max_attempts"] - made[task_id]) for task_id, n in planned.items()}
     recorded: dict[str, set[int]] = {}
@@ -138,7 +142,8 @@ def plan_attempts(stored: dict[str, Any], k: int, tasks: list[Any], chunks: list
     plan = {}
     for task_id, count in counts.items():
         if count > 0:
-            taken, indices, index = recorded.get(task_id, set()), [], 0
+            taken, index = recorded.get(task_id, set()), 0
+            indices: list[int] = []
             while len(indices) < count:
                 if index not in taken:
                     indices.append(index)
@@ -156,7 +161,9 @@ def agent_environ(agent: ServiceAgent, settings: Settings, bucket: str, job_id: 
         check_agent_url(agent.url, settings)
         check_secret_name(agent.credential, settings)
     except RequestError as exc:
-        raise fail(bucket, job_id, f"Agentic evaluation failed: {exc.message.removeprefix('Invalid request: ')}") from None
+        raise fail(
+            bucket, job_id, f"Agentic evaluation failed: {exc.message.removeprefix('Invalid request: ')}"
+        ) from None
     if agent.credential is None:
         return {}
     try:
@@ -198,7 +205,12 @@ async def run_chunk(
         committed, _ = await asyncio.to_thread(budget.committed_usd)
         left = cap - committed
         if left <= 0:
-            return {"attempts": [], "not_started": sum(map(len, plan.values())), "stopped": "max_cost_usd", "deferred": 0}
+            return {
+                "attempts": [],
+                "not_started": sum(map(len, plan.values())),
+                "stopped": "max_cost_usd",
+                "deferred": 0,
+            }
     by_id = {task.task_id: task for task in tasks}
     longest = max(len(task.turns) for task in tasks)
     spec = agent.spec(CREDENTIAL_VARIABLE)
@@ -259,7 +271,9 @@ async def run_chunk(
     }
 
 
-def judge_chunk(settings: Settings, bucket: str, job_id: str, stored: dict[str, Any], chunk: dict[str, Any], context: Any) -> None:
+def judge_chunk(
+    settings: Settings, bucket: str, job_id: str, stored: dict[str, Any], chunk: dict[str, Any], context: Any
+) -> None:
     """Adaptive: judge the chunk's attempts as a shard is judged and set each one's `success`
     (fully correct; False when scored and not; None when unscored: it decides nothing), keeping
     the results (`results`) and the judge's usage (`judge_usage`) in the chunk."""
@@ -267,7 +281,12 @@ def judge_chunk(settings: Settings, bucket: str, job_id: str, stored: dict[str, 
     from fair_forge_core.sharding import dump_conversations
 
     judged = judge_datasets(
-        settings, bucket, job_id, stored, lambda: [Dataset.model_validate(r["dataset"]) for r in chunk["attempts"]], context
+        settings,
+        bucket,
+        job_id,
+        stored,
+        lambda: [Dataset.model_validate(r["dataset"]) for r in chunk["attempts"]],
+        context,
     )
     for record, conversation in zip(chunk["attempts"], judged.conversations, strict=True):
         record["success"] = bool(conversation.is_fully_correct) if conversation.is_scored else None
@@ -300,11 +319,15 @@ def finish(
     pairs = [
         (record, result)
         for chunk in chunks
-        for record, result in zip(chunk["attempts"], chunk.get("results") or [None] * len(chunk["attempts"]), strict=True)
+        for record, result in zip(
+            chunk["attempts"], chunk.get("results") or [None] * len(chunk["attempts"]), strict=True
+        )
     ]
     pairs.sort(key=lambda pair: (order[pair[0]["task_id"]], pair[0]["attempt"]))
     if not pairs:
-        raise fail(bucket, job_id, "Agentic evaluation failed: no attempt of the agent was made (the cost cap was spent)")
+        raise fail(
+            bucket, job_id, "Agentic evaluation failed: no attempt of the agent was made (the cost cap was spent)"
+        )
     raw = [record["dataset"] for record, _ in pairs]
     datasets = [Dataset.model_validate(d) for d in raw]
     _, judges = job_judges(settings, bucket, job_id, stored, config)
@@ -326,7 +349,10 @@ def finish(
         not_started=sum(chunk.get("not_started", 0) for chunk in chunks),
         stopped=stopped(chunks),  # type: ignore[arg-type]
     )
-    agent_run = {"summary": summary.model_dump(mode="json"), "adaptive": adaptive_report(stored, config.k, tasks, records)}
+    agent_run = {
+        "summary": summary.model_dump(mode="json"),
+        "adaptive": adaptive_report(stored, config.k, tasks, records),
+    }
     store.put(bucket, keys.agent_run, json.dumps(agent_run))
     stored.update(
         conversations=len(datasets),
@@ -341,7 +367,9 @@ def finish(
     return {"job_id": job_id, "done": True, "shards": len(shards), "conversations": len(datasets)}
 
 
-def adaptive_report(stored: dict[str, Any], k: int, tasks: list[Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def adaptive_report(
+    stored: dict[str, Any], k: int, tasks: list[Any], records: list[dict[str, Any]]
+) -> dict[str, Any] | None:
     """Adaptive: the question, its boundary and each task's `AdaptiveTask` (its confidence
     sequence and decision on its scored attempts); None for fixed attempts."""
     from fair_forge_core.adaptive import parse_question, task_report

@@ -92,7 +92,11 @@ def _evaluate_shard(
     shard = keys.shard(index)
     stored = store.get_json(bucket, keys.request)
     judged = judge_datasets(
-        settings, bucket, job_id, stored, lambda: [Dataset.model_validate(d) for d in store.get_json(bucket, shard)],
+        settings,
+        bucket,
+        job_id,
+        stored,
+        lambda: [Dataset.model_validate(d) for d in store.get_json(bucket, shard)],
         context,
     )
     with secrets_masked(judged.secrets):

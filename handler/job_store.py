@@ -271,7 +271,12 @@ def decrypt_params(ciphertext: str | None, job_id: str, key_id: str | None) -> d
 
 
 def write_shards(
-    bucket: str, keys: JobKeys, datasets: list[Any], raw_datasets: list[Any], config: Any, connectors: int,
+    bucket: str,
+    keys: JobKeys,
+    datasets: list[Any],
+    raw_datasets: list[Any],
+    config: Any,
+    connectors: int,
     settings: Settings,
 ) -> list[range]:
     """Cut `datasets` (validated; `raw_datasets` their JSON, what is written) into shards
@@ -361,7 +366,9 @@ def create_job(
     with aws("s3:PutObject"):
         # The raw datasets are written: validated, the workers validate the same JSON again, as /run would.
         stored["shards"] = len(
-            write_shards(bucket, keys, request.datasets, body["datasets"], request.config, len(request.connectors), settings)
+            write_shards(
+                bucket, keys, request.datasets, body["datasets"], request.config, len(request.connectors), settings
+            )
         )
         put(bucket, keys.request, json.dumps(stored))
     start(state_machine_arn, job_id, execution_input(job_id, settings, stored))

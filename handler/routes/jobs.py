@@ -114,7 +114,7 @@ def submit_job() -> Response:
         from fair_forge_core.provenance import provenance_of
 
         ledger = plan.ledger
-        stored = {
+        stored: dict[str, Any] = {
             "cache_scope": ledger.cache_scope if ledger.cache is not None else None,
             "ledger_warnings": plan.ledger_warnings,
         }

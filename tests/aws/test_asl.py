@@ -2,8 +2,8 @@
 
 npm's `asl-validator` (installed by .ci/run: `npm install --no-save asl-validator`, into node_modules/)
 validates it against the Amazon States Language schema, JSONPaths and ARNs included; the rest of this file
-checks the promises that schema cannot know: a Distributed Map over the S3 manifest, retries, the Map's output
-discarded, then the reduce. (test_jobs_e2e.py runs the same file in moto's Step Functions.)
+checks the promises that schema cannot know: a job that runs an agent loops the attempts Lambda first, then a
+Distributed Map over the S3 manifest, retries, the Map's output discarded, then the reduce. (test_jobs_e2e.py runs the same file in moto's Step Functions.)
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ def test_asl_validator_accepts_the_definition() -> None:
         lambda d: d["States"]["Reduce"]["Retry"][2].update(IntervalSeconds="one"),
         lambda d: d["States"]["EvaluateShards"]["ItemProcessor"].pop("StartAt"),
         lambda d: d["States"]["Reduce"].update(Resource="not-an-arn"),
+        lambda d: d["States"]["MoreAttempts"]["Choices"][0].update(Next="NoSuchState"),
+        lambda d: d["States"]["RunsAgent"]["Choices"][0].pop("Next"),
     ],
 )
 def test_asl_validator_rejects_a_broken_copy(tmp_path: Path, break_it: Any) -> None:
@@ -75,9 +77,28 @@ def test_asl_validator_rejects_a_broken_copy(tmp_path: Path, break_it: Any) -> N
     assert done.returncode != 0, done.stdout
 
 
+def test_an_agent_job_loops_its_attempts_before_the_shards() -> None:
+    body = definition()
+    states = body["States"]
+    assert body["StartAt"] == "RunsAgent"
+    route, run, more = states["RunsAgent"], states["RunAttempts"], states["MoreAttempts"]
+    # Only a job whose input says agent: true runs attempts; an input without it (a job started before) does not.
+    assert route["Type"] == "Choice" and route["Default"] == "EvaluateShards"
+    [choice] = route["Choices"]
+    assert choice["Next"] == "RunAttempts"
+    assert {"Variable": "$.agent", "IsPresent": True} in choice["And"]
+    assert {"Variable": "$.agent", "BooleanEquals": True} in choice["And"]
+    assert run["Parameters"] == {"FunctionName": "${AttemptsFunctionArn}", "Payload": {"job_id.$": "$.job_id"}}
+    # Its result goes beside the input (which the Map still reads), and the loop reads it.
+    assert run["ResultPath"] == "$.attempts" and run["ResultSelector"] == {"done.$": "$.Payload.done"}
+    assert run["Next"] == "MoreAttempts" and run["TimeoutSeconds"] > 900
+    assert run["Retry"][0] == {**run["Retry"][0], "ErrorEquals": ["JobFailed"], "MaxAttempts": 0}
+    assert more["Choices"] == [{"Variable": "$.attempts.done", "BooleanEquals": False, "Next": "RunAttempts"}]
+    assert more["Default"] == "EvaluateShards"
+
+
 def test_the_definition_is_a_distributed_map_then_a_reduce() -> None:
     body = definition()
-    assert body["StartAt"] == "EvaluateShards"
     shards, reduce = body["States"]["EvaluateShards"], body["States"]["Reduce"]
     assert shards["Type"] == "Map" and shards["Next"] == "Reduce" and reduce["End"] is True
     assert shards["ItemReader"] == {

@@ -148,12 +148,13 @@ def test_role_is_least_privilege() -> None:
 
 def test_job_roles_are_least_privilege() -> None:
     """Worker: decrypt (with a job's context), read jobs, write only shard results and errors. Reduce: no key at
-    all, writes only the result and errors. State machine: invokes the two functions, reads manifests, runs
-    its own child executions."""
+    all, writes only the result and errors. Attempts: decrypt as the worker, write a job's attempts, shards and
+    request, read the agent secrets under the operator's prefix only, and the job's budget item. State machine:
+    invokes the three functions, reads manifests, runs its own child executions."""
     resources = template()["Resources"]
     secret = resources["ReadSecretPolicy"]
     assert secret["Condition"] == "HasSecret"
-    assert secret["Properties"]["Roles"] == [{"Ref": "FunctionRole"}, {"Ref": "WorkerRole"}]
+    assert secret["Properties"]["Roles"] == [{"Ref": "FunctionRole"}, {"Ref": "WorkerRole"}, {"Ref": "AttemptsRole"}]
     worker = _statements([*resources["WorkerRole"]["Properties"]["Policies"], secret["Properties"]])
     assert _actions(worker) == {
         "logs:CreateLogStream",
@@ -168,6 +169,28 @@ def test_job_roles_are_least_privilege() -> None:
     assert decrypts and all(s["Condition"] == {"StringLike": {"kms:EncryptionContext:job_id": "*"}} for s in decrypts)
     writes = [s["Resource"] for s in worker if s["Action"] == "s3:PutObject"]
     assert all("results/*" in str(w) and "error.json" in str(w) and "result.json" not in str(w) for w in writes)
+
+    agent_secrets = resources["ReadAgentSecretsPolicy"]
+    assert agent_secrets["Condition"] == "HasAgentSecretPrefix"
+    assert agent_secrets["Properties"]["Roles"] == [{"Ref": "AttemptsRole"}]  # no other function reads them
+    [read] = _statements([agent_secrets["Properties"]])
+    assert read["Action"] == "secretsmanager:GetSecretValue"
+    assert read["Resource"]["Fn::Sub"].endswith(":secret:${AgentSecretPrefix}*")
+    attempts = _statements(resources["AttemptsRole"]["Properties"]["Policies"])
+    assert _actions(attempts) == {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:ListBucket",
+        "kms:Decrypt",
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+    }
+    decrypts = [s for s in attempts if s["Action"] == "kms:Decrypt"]
+    assert decrypts and all(s["Condition"] == {"StringLike": {"kms:EncryptionContext:job_id": "*"}} for s in decrypts)
+    [writes] = [s["Resource"] for s in attempts if s["Action"] == "s3:PutObject"]
+    assert "attempts/*" in str(writes) and "result.json" not in str(writes)
 
     reduce = _statements(resources["ReduceRole"]["Properties"]["Policies"])
     assert _actions(reduce) == {
@@ -191,16 +214,17 @@ def test_job_roles_are_least_privilege() -> None:
     [invoke] = [s for s in machine if s["Action"] == "lambda:InvokeFunction"]
     assert {"Fn::GetAtt": ["WorkerFunction", "Arn"]} in invoke["Resource"]
     assert {"Fn::GetAtt": ["ReduceFunction", "Arn"]} in invoke["Resource"]
+    assert {"Fn::GetAtt": ["AttemptsFunction", "Arn"]} in invoke["Resource"]
     [manifest] = [s for s in machine if s["Action"] == "s3:GetObject"]
     assert manifest["Resource"] == {"Fn::Sub": "${JobsBucket.Arn}/jobs/*/manifest.json"}
-    for statement in worker + reduce + machine:
+    for statement in worker + attempts + [read] + reduce + machine:
         assert statement["Resource"] != "*"
         assert "*" not in str(statement["Action"])
 
 
 def test_jobs_resources() -> None:
     """The bucket: encrypted, never public, job data expires; the state machine: Standard, its definition the
-    one ASL file (uploaded by deploy.sh) with the three substitutions; worker and reduce: the same image, another
+    one ASL file (uploaded by deploy.sh) with the four substitutions; worker, reduce and attempts: the same image, another
     handler; the routes of POST /jobs and GET /jobs/{id}."""
     body = template()
     resources = body["Resources"]
@@ -235,13 +259,14 @@ def test_jobs_resources() -> None:
     assert (
         placeholders
         == set(machine["DefinitionSubstitutions"])
-        == {"WorkerFunctionArn", "ReduceFunctionArn", "JobsBucket"}
+        == {"WorkerFunctionArn", "ReduceFunctionArn", "AttemptsFunctionArn", "JobsBucket"}
     )
 
     function = resources["Function"]["Properties"]
     for name, command in (
         ("WorkerFunction", "handler.job_lambdas.worker_handler"),
         ("ReduceFunction", "handler.job_lambdas.reduce_handler"),
+        ("AttemptsFunction", "handler.job_attempts.attempts_handler"),
     ):
         properties = resources[name]["Properties"]
         assert properties["Code"] == function["Code"] == {"ImageUri": {"Ref": "ImageUri"}}

@@ -13,13 +13,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from aws_lambda_powertools.utilities import parameters
 
+import handler.job_attempts as attempts
 import handler.job_lambdas as lambdas
 from fair_forge_testing.cloudformation import template
 from fair_forge_testing.handler_client import call_handler
-from fair_forge_testing.jobs_harness import jobs_aws
+from fair_forge_testing.jobs_harness import REGION, jobs_aws
 from fair_forge_testing.jobs_support import varied_conversations
+from fair_forge_testing.stub_agent import StubAgentServer, StubScript, StubTask
 from handler.local import LocalLambdaContext
 from handler.settings import Settings
 
@@ -71,19 +75,31 @@ class SettingsReads:
 
 @pytest.mark.filterwarnings("ignore:No application metrics to publish")
 def test_every_function_gets_the_settings_its_handler_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each function's handler is run for real (POST /run, POST /jobs, GET /jobs/{id}, GET /health; each shard's
-    worker; the reduce) with its reads of `Settings` recorded. Every setting the template passes to any function
+    """Each function's handler is run for real (POST /run, POST /jobs with datasets and with an agent, GET /jobs/{id},
+    GET /health; the agent job's attempts; each shard's worker; the reduce) with its reads of `Settings` recorded. Every setting the template passes to any function
     must reach every function whose handler reads it, with the same value."""
     handlers = {name: handler_of(properties) for name, properties in functions().items()}
     assert set(handlers.values()) == {
         "handler.app.lambda_handler",
         "handler.job_lambdas.worker_handler",
         "handler.job_lambdas.reduce_handler",
+        "handler.job_attempts.attempts_handler",
     }
     trace = SettingsReads()
-    with jobs_aws(monkeypatch, execute=False, shard_size=2) as aws:
+    monkeypatch.setenv("FAIR_FORGE_AGENT_HOSTS", "127.0.0.1")
+    monkeypatch.setenv("FAIR_FORGE_AGENT_SECRET_PREFIX", "fair-forge/agents/")
+    script = StubScript(tasks={"t": StubTask("t", ("4",))})
+    with jobs_aws(monkeypatch, execute=False, shard_size=2) as aws, StubAgentServer(script) as agent:
+        parameters.clear_caches()  # a provider made before moto started would call AWS itself
+        boto3.client("secretsmanager", region_name=REGION).create_secret(Name="fair-forge/agents/a", SecretString="s")
         trace.install(monkeypatch)
         body = {"connector": {"class_path": REFERENCE, "params": {}}, "datasets": varied_conversations(5)}
+        agent_body = {
+            "connector": {"class_path": REFERENCE, "params": {}},
+            "agent": {"kind": "http", "url": agent.url, "credential": {"secret": "fair-forge/agents/a"}},
+            "tasks": [{"task_id": "t", "turns": [{"query": "2 + 2?", "ground_truth_assistant": "4"}]}],
+            "attempts": 2,
+        }
         with trace.running_handler("handler.app.lambda_handler"):
             assert call_handler(body).status == 200
             assert call_handler(method="GET", path="/health").status == 200
@@ -91,6 +107,12 @@ def test_every_function_gets_the_settings_its_handler_reads(monkeypatch: pytest.
             assert submitted.status == 202, submitted.body
             job_id = submitted.body["job_id"]
             assert aws.status(job_id).body["status"] == "running"
+            agent_job = aws.submit(agent_body)
+            assert agent_job.status == 202, agent_job.body
+        with trace.running_handler("handler.job_attempts.attempts_handler"):
+            done = attempts.attempts_handler({"job_id": agent_job.body["job_id"]}, LocalLambdaContext(timeout_s=900))
+            assert done["done"] is True and done["conversations"] == 2
+        parameters.clear_caches()
         with trace.running_handler("handler.job_lambdas.worker_handler"):
             for shard in range(submitted.body["shards"]):
                 event = {"job_id": job_id, "shard_key": f"jobs/{job_id}/shards/{shard:05d}.json"}
@@ -219,7 +241,7 @@ def test_the_operators_options_are_off_by_default_and_reach_every_function() -> 
         assert properties["VpcConfig"]["Fn::If"][2] == {"Ref": "AWS::NoValue"}, name
         assert properties["KmsKeyArn"] == {"Fn::If": ["HasKmsKey", {"Ref": "KmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
         assert properties["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}, name
-    for name in ("WorkerFunction", "ReduceFunction"):
+    for name in ("WorkerFunction", "ReduceFunction", "AttemptsFunction"):
         target = resources[name]["Properties"]["DeadLetterConfig"]["TargetArn"]["Fn::If"]
         assert target[:2] == ["HasDeadLetterQueue", {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}]
     for name in ("DeadLetterQueue", "DeadLetterQueuePolicy"):
