@@ -33,8 +33,10 @@ what is left. The attempts in all are bounded at `POST /jobs` (`FAIR_FORGE_JOBS_
 
 **The credential** is read here only, from the Secrets Manager secret the request named (under the
 operator's `FAIR_FORGE_AGENT_SECRET_PREFIX`, checked again), with Powertools' parameters as the
-judge's key is (`handler.connectors.secret_from_secrets_manager`); it is masked in every log line
-of the call and given to the agent's client alone (`build_agent(environ=...)`): never stored.
+judge's key is; the secret is `{"api_key": ..., "url": ...}`, and is sent only to an `agent.url`
+at or below its own `url` (`url_within`), so a caller who names another's secret cannot have it
+sent to a URL of their own. It is masked in every log line of the call and given to the agent's
+client alone (`build_agent(environ=...)`): never stored.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from handler import job_store as store
 from handler.agent_request import ServiceAgent, check_agent_url, check_secret_name
-from handler.connectors import secret_from_secrets_manager
 from handler.job_lambdas import fail, job_judges, judge_datasets, remaining_s
 from handler.job_store import JobKeys
 from handler.observability import logger, metrics, secrets_masked
@@ -166,15 +167,55 @@ def agent_environ(agent: ServiceAgent, settings: Settings, bucket: str, job_id: 
         ) from None
     if agent.credential is None:
         return {}
+    name = agent.credential.secret
     try:
-        value = secret_from_secrets_manager(agent.credential.secret, settings.secret_max_age_s)
+        value, bound = read_agent_secret(name, settings.secret_max_age_s)
     except Exception as exc:
         code = store.error_code(exc.__cause__) if isinstance(exc.__cause__, Exception) else store.error_code(exc)
-        message = f"the agent's credential (secret {agent.credential.secret}) could not be read ({code})"
+        message = f"the agent's credential (secret {name}) could not be read ({code})"
         if code in REFUSED_SECRET_CODES:
             raise fail(bucket, job_id, f"Agentic evaluation failed: {message}") from None
         raise RuntimeError(message) from None
+    if value is None or bound is None:
+        message = (
+            f'the secret {name} is not {{"api_key": ..., "url": ...}}, so it says of no URL that it may be sent there'
+        )
+        raise fail(bucket, job_id, f"Agentic evaluation failed: agent.credential.secret: {message}")
+    if not url_within(agent.url, bound):
+        message = f"the secret {name} may not be sent to this agent.url (the secret's own url says where it may)"
+        raise fail(bucket, job_id, f"Agentic evaluation failed: agent.url: {message}")
     return {CREDENTIAL_VARIABLE: agent.credential.prefix + value}
+
+
+def read_agent_secret(name: str, max_age_s: int) -> tuple[str | None, str | None]:
+    """(`api_key`, `url`) of the agent secret `name`, a JSON object (None for either that is not a
+    string there, or for both when it is not such an object), with Powertools' parameters, cached
+    `max_age_s` as the judge's key is (`handler.connectors.secret_from_secrets_manager`)."""
+    from aws_lambda_powertools.utilities import parameters  # imports boto3: not at cold start
+
+    raw = parameters.get_secret(name, max_age=max_age_s)
+    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return None, None
+    key, url = data.get("api_key"), data.get("url")
+    return (key if isinstance(key, str) and key else None), (url if isinstance(url, str) and url else None)
+
+
+def url_within(url: str, bound: str) -> bool:
+    """Whether `url` is `bound` or below it: `bound` itself, or `bound` followed by a path, a query
+    or more of a path after a "/" (`https://a.example/v1` covers `https://a.example/v1/turn`, not
+    `https://a.example/v10` nor `https://a.example.evil/`). Scheme and host compare in any case."""
+    from urllib.parse import urlsplit
+
+    given, allowed = urlsplit(url), urlsplit(bound)
+    if (given.scheme.lower(), given.netloc.lower()) != (allowed.scheme.lower(), allowed.netloc.lower()):
+        return False
+    base = allowed.path.rstrip("/")
+    return given.path == allowed.path or given.path.startswith(base + "/")
 
 
 async def run_chunk(

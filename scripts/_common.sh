@@ -50,13 +50,15 @@ set_names() {
   REPOSITORY="$NAME"
   FUNCTION="$NAME"
   LOG_GROUP="/aws/lambda/${NAME}"
-  # The asynchronous jobs: two more functions of the same image, their log groups, the state machine.
+  # The asynchronous jobs: three more functions of the same image, their log groups, the state machine.
   WORKER_FUNCTION="${NAME}-worker"
   REDUCE_FUNCTION="${NAME}-reduce"
+  ATTEMPTS_FUNCTION="${NAME}-attempts"
   STATE_MACHINE="$NAME"
   # API Gateway's access log (template.yaml's ApiAccessLogGroup).
   ACCESS_LOG_GROUP="/aws/apigateway/${NAME}-access"
-  LOG_GROUPS=("$LOG_GROUP" "/aws/lambda/${WORKER_FUNCTION}" "/aws/lambda/${REDUCE_FUNCTION}" "$ACCESS_LOG_GROUP")
+  LOG_GROUPS=("$LOG_GROUP" "/aws/lambda/${WORKER_FUNCTION}" "/aws/lambda/${REDUCE_FUNCTION}"
+    "/aws/lambda/${ATTEMPTS_FUNCTION}" "$ACCESS_LOG_GROUP")
 }
 
 # The bucket that holds what the stack is deployed from (the state machine's definition), one per account

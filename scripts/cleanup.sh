@@ -11,7 +11,7 @@ the CloudFormation stack fair-forge-<module>
 (functions, roles, REST API, API key, usage plan, log groups, the jobs bucket with every job in it, the
 state machine, the dead-letter queue if any, the jobs KMS key, which AWS deletes after its 7-day waiting
 period), the ECR repository
-fair-forge-<module> with all its images, the log groups /aws/lambda/fair-forge-<module>[-worker|-reduce],
+fair-forge-<module> with all its images, the log groups /aws/lambda/fair-forge-<module>[-worker|-reduce|-attempts],
 and the module's state machine definitions in s3://fair-forge-artifacts-<account>-<region> (the bucket
 too once it is empty). Asks first unless --yes is given.
 A Secrets Manager secret passed to deploy.sh with --secret-arn is yours and is left alone.
@@ -100,7 +100,7 @@ if [[ -n "$status" ]]; then
     stack_failures >&2
     die "the stack could not be deleted (see above); fix that and run this again"
   fi
-  REMOVED+=("CloudFormation stack $STACK with what it held (functions $FUNCTION, $WORKER_FUNCTION, $REDUCE_FUNCTION, their roles, API, key, usage plan, state machine $STATE_MACHINE, jobs KMS key)")
+  REMOVED+=("CloudFormation stack $STACK with what it held (functions $FUNCTION, $WORKER_FUNCTION, $REDUCE_FUNCTION, $ATTEMPTS_FUNCTION, their roles, API, key, usage plan, state machine $STATE_MACHINE, jobs KMS key)")
 fi
 
 # CloudFormation deletes the REST API with the stack. This sweep by name catches one that outlived its

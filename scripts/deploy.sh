@@ -17,6 +17,9 @@ Options:
   --arch x86_64|arm64    architecture to build and run (default: x86_64, or $ARCH)
   --no-api-key           no API-key authentication: anyone with the URL can call the API
   --secret-arn ARN       Secrets Manager secret holding the service's own LLM provider key
+  --agent-secret-prefix P  jobs that run an agent may name its credential's secret under this Secrets Manager
+                         name prefix (AgentSecretPrefix, e.g. fair-forge/agents/); only their function reads them
+  --agent-hosts HOSTS    comma-separated agent host names allowed besides public https endpoints (AgentHosts)
   --param Key=Value      any other template.yaml parameter (repeatable), e.g. --param MemorySize=2048
   --dry-run              show the changes the stack would undergo (a CloudFormation change set, then deleted)
                          and change nothing: no image is built or pushed, nothing is created or uploaded
@@ -46,6 +49,8 @@ while [[ $# -gt 0 ]]; do
     --arch=*) ARCH="${1#*=}"; shift ;;
     --no-api-key) PARAMS+=("RequireApiKey=false"); shift ;;
     --secret-arn) [[ $# -ge 2 ]] || die "--secret-arn needs a value"; PARAMS+=("LlmApiKeySecretArn=$2"); shift 2 ;;
+    --agent-secret-prefix) [[ $# -ge 2 ]] || die "--agent-secret-prefix needs a value"; PARAMS+=("AgentSecretPrefix=$2"); shift 2 ;;
+    --agent-hosts) [[ $# -ge 2 ]] || die "--agent-hosts needs a value"; PARAMS+=("AgentHosts=$2"); shift 2 ;;
     --param) [[ $# -ge 2 && "$2" == *=* ]] || die "--param needs Key=Value"; PARAMS+=("$2"); shift 2 ;;
     --dry-run) DRY_RUN=true; shift ;;
     -*) usage >&2; die "unknown option: $1" ;;

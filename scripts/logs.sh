@@ -4,17 +4,17 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: scripts/logs.sh <module> <region> [--function api|worker|reduce|access] [--since 1h] [--no-follow] [--filter PATTERN] [--format short]
+Usage: scripts/logs.sh <module> <region> [--function api|worker|reduce|attempts|access] [--since 1h] [--no-follow] [--filter PATTERN] [--format short]
 
 Prints the log events of /aws/lambda/fair-forge-<module> and keeps following new ones (Ctrl-C stops).
-The asynchronous jobs log elsewhere: --function worker or reduce for their functions; --function access
+The asynchronous jobs log elsewhere: --function worker, reduce or attempts for their functions; --function access
 is API Gateway's access log (one JSON line per request).
 
   scripts/logs.sh agentic us-east-1
   scripts/logs.sh agentic us-east-1 --since 15m --no-follow --filter ERROR
 
 Options:
-  --function NAME    api (POST /run, /jobs, GET /health; the default), worker or reduce (the jobs),
+  --function NAME    api (POST /run, /jobs, GET /health; the default), worker, reduce or attempts (the jobs),
                      access (API Gateway's access log)
   --since DURATION   how far back to start: 30s, 15m, 1h, 2d, or a timestamp (default: 10m)
   --no-follow        print what is there and exit
@@ -58,9 +58,9 @@ set_target ${POSITIONAL[@]+"${POSITIONAL[@]}"}
 
 case "$LOGS_OF" in
   api) ;;
-  worker | reduce) LOG_GROUP="$LOG_GROUP-$LOGS_OF" ;;  # the template's /aws/lambda/fair-forge-<module>-<function>
+  worker | reduce | attempts) LOG_GROUP="$LOG_GROUP-$LOGS_OF" ;;  # the template's /aws/lambda/fair-forge-<module>-<function>
   access) LOG_GROUP="$ACCESS_LOG_GROUP" ;;
-  *) die "--function must be api, worker, reduce or access, not '$LOGS_OF'" ;;
+  *) die "--function must be api, worker, reduce, attempts or access, not '$LOGS_OF'" ;;
 esac
 
 require_aws_cli_v2

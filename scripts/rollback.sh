@@ -6,7 +6,7 @@ usage() {
   cat <<'EOF'
 Usage: scripts/rollback.sh <module> <region> [--to TAG]
 
-Points the functions of fair-forge-<module> (the API function and the jobs' worker and reduce) back at an
+Points the functions of fair-forge-<module> (the API function and the jobs' worker, reduce and attempts) back at an
 image that its ECR repository fair-forge-<module> already holds, through the stack, as update.sh does:
 nothing is built, and every other setting of the stack stays as it is.
 

@@ -8,7 +8,7 @@ usage() {
 Usage: scripts/update.sh <module> <region> [--image-tag TAG]
 
 Rebuilds the Lambda image of a deployed fair-forge-<module>, pushes it under a new immutable tag, points
-the functions at it (the API function and the jobs' worker and reduce), waits until the update has
+the functions at it (the API function and the jobs' worker, reduce and attempts), waits until the update has
 finished, and points the API's stage at a new deployment of the API as the stack defines it. Only the
 image changes; every other setting of the stack stays as it is (to change template.yaml, the state
 machine's definition or a parameter, run scripts/deploy.sh again).
@@ -97,8 +97,8 @@ if ! aws_ cloudformation deploy --stack-name "$STACK" --template-file "$DEPLOYED
   die "the update failed; CloudFormation rolls the function back to $OLD_IMAGE"
 fi
 # CloudFormation is done once Lambda accepted the code; wait until the functions themselves are ready too.
-# (A stack deployed before jobs existed has no worker and reduce: those are skipped.)
-for name in "$FUNCTION" "$WORKER_FUNCTION" "$REDUCE_FUNCTION"; do
+# (A stack deployed before jobs, or before agent jobs, existed lacks some of them: those are skipped.)
+for name in "$FUNCTION" "$WORKER_FUNCTION" "$REDUCE_FUNCTION" "$ATTEMPTS_FUNCTION"; do
   if [[ "$name" != "$FUNCTION" ]] && ! aws_ lambda get-function --function-name "$name" >/dev/null 2>&1; then
     continue
   fi

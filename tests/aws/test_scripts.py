@@ -82,8 +82,8 @@ def function_exists(moto: str, name: str = NAME) -> bool:
     return True
 
 
-WORKER, REDUCE = f"{NAME}-worker", f"{NAME}-reduce"
-LOG_GROUPS = (LOG_GROUP, f"/aws/lambda/{WORKER}", f"/aws/lambda/{REDUCE}")
+WORKER, REDUCE, ATTEMPTS = f"{NAME}-worker", f"{NAME}-reduce", f"{NAME}-attempts"
+LOG_GROUPS = (LOG_GROUP, f"/aws/lambda/{WORKER}", f"/aws/lambda/{REDUCE}", f"/aws/lambda/{ATTEMPTS}")
 ACCESS_LOG_GROUP = f"/aws/apigateway/{NAME}-access"
 STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:123456789012:stateMachine:{NAME}"
 ARTIFACTS_BUCKET = f"fair-forge-artifacts-123456789012-{REGION}"
@@ -248,7 +248,7 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert definition_bucket == ARTIFACTS_BUCKET
     uploaded = aws(moto, "s3").get_object(Bucket=definition_bucket, Key=definition_key)["Body"].read()
     assert uploaded == ASL_FILE.read_bytes()  # the one ASL file is what the stack's state machine is made from
-    for name in (WORKER, REDUCE):  # (moto's CloudFormation drops ImageConfig: test_lint.py checks the handlers)
+    for name in (WORKER, REDUCE, ATTEMPTS):  # (moto's CloudFormation drops ImageConfig: test_lint.py checks them)
         configuration = aws(moto, "lambda").get_function(FunctionName=name)
         assert configuration["Code"]["ImageUri"] == first_image
         assert configuration["Configuration"]["Environment"]["Variables"]["JOBS_BUCKET"] == jobs.bucket
@@ -287,7 +287,7 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert third_image not in (first_image, second_image)
     assert image_of_function(moto) == third_image
     assert f"to:   {third_image}" in out
-    for name in (WORKER, REDUCE):  # the jobs' functions run the new image too
+    for name in (WORKER, REDUCE, ATTEMPTS):  # the jobs' functions run the new image too
         assert aws(moto, "lambda").get_function(FunctionName=name)["Code"]["ImageUri"] == third_image
     assert aws(moto, "lambda").get_function(FunctionName=NAME)["Configuration"]["MemorySize"] == 2048
     assert ecr_tags(moto) == {image.rpartition(":")[2] for image in (first_image, second_image, third_image)}
@@ -328,7 +328,7 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
     assert jobs.bucket not in buckets(moto)
     assert ARTIFACTS_BUCKET not in buckets(moto)
     assert not state_machine_exists(moto)
-    assert not function_exists(moto, WORKER) and not function_exists(moto, REDUCE)
+    assert not any(function_exists(moto, name) for name in (WORKER, REDUCE, ATTEMPTS))
     # (The KMS key is not checked here: moto's CloudFormation never deletes a stack's key; AWS schedules it.)
     assert aws(moto, "logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"] == []
     assert aws(moto, "logs").describe_log_groups(logGroupNamePrefix=ACCESS_LOG_GROUP)["logGroups"] == []
@@ -341,7 +341,10 @@ def test_deploy_update_logs_cleanup(scripts: Scripts, moto: str, fake_docker: Fa
 
 def test_deploy_arm64_without_api_key(scripts: Scripts, moto: str, fake_docker: FakeDocker) -> None:
     secret = f"arn:aws:secretsmanager:{REGION}:123456789012:secret:llm-key-AbCdEf"
-    out = scripts.ok("deploy", MODULE, REGION, "--arch", "arm64", "--no-api-key", "--secret-arn", secret)
+    out = scripts.ok(
+        "deploy", MODULE, REGION, "--arch", "arm64", "--no-api-key", "--secret-arn", secret,
+        "--agent-secret-prefix", "fair-forge/agents/", "--agent-hosts", "agent.internal,agent2.internal",
+    )  # fmt: skip
     [build] = [call for call in fake_docker.calls() if "build" in call[:2]]
     assert build[build.index("--platform") + 1] == "linux/arm64"
 
@@ -379,6 +382,20 @@ def test_deploy_arm64_without_api_key(scripts: Scripts, moto: str, fake_docker: 
     assert [
         s["Resource"] for d in worker_documents for s in d["Statement"] if "secretsmanager" in str(s["Action"])
     ] == [secret]
+    # The agent's options reach the API (which checks a request) and the attempts function (which reads the
+    # agent secrets under the prefix, and only it: the worker above reads the LLM key's secret alone).
+    for name in (NAME, ATTEMPTS):
+        variables = aws(moto, "lambda").get_function(FunctionName=name)["Configuration"]["Environment"]["Variables"]
+        assert variables["FAIR_FORGE_AGENT_SECRET_PREFIX"] == "fair-forge/agents/", name
+        assert variables["FAIR_FORGE_AGENT_HOSTS"] == "agent.internal,agent2.internal", name
+    attempts_role = aws(moto, "lambda").get_function(FunctionName=ATTEMPTS)["Configuration"]["Role"].rsplit("/", 1)[-1]
+    attempts_documents = [
+        policy_document(iam.get_role_policy(RoleName=attempts_role, PolicyName=name)["PolicyDocument"])
+        for name in iam.list_role_policies(RoleName=attempts_role)["PolicyNames"]
+    ]
+    assert sorted(
+        str(s["Resource"]) for d in attempts_documents for s in d["Statement"] if "secretsmanager" in str(s["Action"])
+    ) == sorted([secret, f"arn:aws:secretsmanager:{REGION}:123456789012:secret:fair-forge/agents/*"])
 
     # update.sh builds for the architecture the stack was deployed with.
     scripts.ok("update", MODULE, REGION)

@@ -91,7 +91,9 @@ def test_every_function_gets_the_settings_its_handler_reads(monkeypatch: pytest.
     script = StubScript(tasks={"t": StubTask("t", ("4",))})
     with jobs_aws(monkeypatch, execute=False, shard_size=2) as aws, StubAgentServer(script) as agent:
         parameters.clear_caches()  # a provider made before moto started would call AWS itself
-        boto3.client("secretsmanager", region_name=REGION).create_secret(Name="fair-forge/agents/a", SecretString="s")
+        boto3.client("secretsmanager", region_name=REGION).create_secret(
+            Name="fair-forge/agents/a", SecretString=json.dumps({"api_key": "s", "url": agent.url})
+        )
         trace.install(monkeypatch)
         body = {"connector": {"class_path": REFERENCE, "params": {}}, "datasets": varied_conversations(5)}
         agent_body = {

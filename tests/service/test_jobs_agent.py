@@ -80,13 +80,17 @@ def stub_script(success: dict[str, float], faults: dict[str, dict[str, Any]] | N
 
 
 @contextmanager
-def agent_jobs(monkeypatch: pytest.MonkeyPatch, script: StubScript) -> Iterator[tuple[JobsAWS, StubAgentServer]]:
-    """moto's jobs resources, the agent's secret in Secrets Manager, and the stub serving `script`."""
+def agent_jobs(
+    monkeypatch: pytest.MonkeyPatch, script: StubScript, bound_to: str = ""
+) -> Iterator[tuple[JobsAWS, StubAgentServer]]:
+    """moto's jobs resources, the agent's secret in Secrets Manager (its `url`: the stub's, with `bound_to`
+    after it), and the stub serving `script`."""
     monkeypatch.setenv("FAIR_FORGE_AGENT_HOSTS", "127.0.0.1")
     monkeypatch.setenv("FAIR_FORGE_AGENT_SECRET_PREFIX", "fair-forge/agents/")
     with jobs_aws(monkeypatch, shard_size=4) as aws, StubAgentServer(script) as server:
         parameters.clear_caches()  # a provider made before moto started would call AWS itself
-        boto3.client("secretsmanager", region_name=REGION).create_secret(Name=SECRET_NAME, SecretString=SECRET_VALUE)
+        secret = json.dumps({"api_key": SECRET_VALUE, "url": server.url + bound_to})
+        boto3.client("secretsmanager", region_name=REGION).create_secret(Name=SECRET_NAME, SecretString=secret)
         try:
             yield aws, server
         finally:
@@ -307,8 +311,74 @@ def test_a_request_outside_the_rules_is_a_400_naming_the_field(
     assert "x" not in json.dumps(response.body["details"][0]["field"].removeprefix(field))
 
 
+def test_a_secret_is_sent_only_to_the_url_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A caller who names another's secret, with an agent URL of their own, gets a failed job: no call is made.
+    script = stub_script({"add": 1.0, "capital": 1.0, "booking": 1.0})
+    with agent_jobs(monkeypatch, script, bound_to="-only") as (aws, server):
+        submitted = aws.submit(job_body(server.url, 2))
+        assert submitted.status == 202, submitted.body
+        final = aws.wait(submitted.body["job_id"])
+        leaked = leaks(aws, json.dumps(final.body))
+    assert final.body["status"] == "failed"
+    assert final.body["error"].startswith("Agentic evaluation failed: agent.url: the secret fair-forge/agents/stub")
+    assert script.calls == [] and leaked == []
+
+
+@pytest.mark.parametrize(
+    ("url", "bound", "within"),
+    [
+        ("https://a.example/v1/turn", "https://a.example/v1", True),
+        ("https://a.example/v1/turn", "https://a.example/v1/", True),
+        ("https://A.example/v1?x=1", "https://a.example/v1", True),
+        ("https://a.example/turn", "https://a.example", True),
+        ("https://a.example/v10", "https://a.example/v1", False),
+        ("https://a.example.evil/v1", "https://a.example/v1", False),
+        ("http://a.example/v1", "https://a.example/v1", False),
+        ("https://a.example:8443/v1", "https://a.example/v1", False),
+    ],
+)
+def test_url_within(url: str, bound: str, within: bool) -> None:
+    from handler.job_attempts import url_within
+
+    assert url_within(url, bound) is within
+
+
 def test_too_many_attempts_are_a_413(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAIR_FORGE_JOBS_MAX_ATTEMPTS", "8")
     with agent_jobs(monkeypatch, stub_script({"add": 1.0, "capital": 1.0, "booking": 1.0})) as (aws, server):
         response = aws.submit(job_body(server.url, 3))  # 3 tasks x 3 = 9
     assert response.status == 413 and "3 tasks × 3 = 9 (limit 8" in response.body["error"], response.body
+
+
+def test_attempts_the_lambdas_time_cannot_hold_go_to_its_next_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A margin of 899 s of the 900 s timeout leaves no time for an attempt's worst case (60 s × 3 tries): each
+    # call starts its first attempt only, and the loop makes one call per attempt, the last one writing the shards.
+    monkeypatch.setenv("FAIR_FORGE_JOBS_ATTEMPTS_MARGIN_S", "899")
+    success = {"add": 0.5, "capital": 0.7, "booking": 0.4}
+    _, expected = library_fixed(stub_script(success), 2, {"k": 2})
+    with agent_jobs(monkeypatch, stub_script(success)) as (aws, server):
+        final = run_job(aws, job_body(server.url, 2, k=2))
+        calls = aws.calls_of(aws.attempts_name)
+        chunks = [json.loads(v) for k, v in aws.objects().items() if "/attempts/" in k]
+    assert len(calls) == 6 and [len(chunk["attempts"]) for chunk in chunks] == [1] * 6
+    assert sum(chunk["deferred"] for chunk in chunks) == 5 + 4 + 3 + 2 + 1
+    # The indices a single run gives: the result is the library's.
+    assert figures(final["result"]) == figures(expected)
+
+
+def test_plan_attempts_fills_the_indices_a_single_run_gives_and_holds_adaptive_tasks_to_max_attempts() -> None:
+    from handler.job_attempts import plan_attempts
+
+    tasks = [TaskSpec.model_validate(task) for task in TASKS[:2]]
+
+    def chunk(*records: tuple[str, int, bool | None]) -> dict[str, Any]:
+        return {"attempts": [{"task_id": t, "attempt": a, "success": s} for t, a, s in records]}
+
+    ran = [chunk(("add", 0, True), ("add", 1, True), ("add", 3, True)), chunk(("capital", 1, None))]
+    assert plan_attempts({"attempts": 5}, 1, tasks, ran) == {"add": [2, 4], "capital": [0, 2, 3, 4]}
+    assert plan_attempts({"attempts": 2}, 1, tasks, ran) == {"capital": [0]}
+    # Adaptive: "capital" has made 3 attempts, all unscored: they decide nothing, but count against its 4.
+    adaptive = {"attempts": {"until_decided": "p>=0.5", "max_attempts": 4, "round_size": 3}}
+    unscored = [chunk(("capital", 0, None), ("capital", 1, None), ("capital", 2, None))]
+    assert plan_attempts(adaptive, 1, tasks, unscored) == {"add": [0, 1, 2], "capital": [3]}
+    assert "capital" not in plan_attempts(adaptive, 1, tasks, [*unscored, chunk(("capital", 3, None))])
