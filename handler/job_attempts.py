@@ -27,9 +27,9 @@ the Map then evaluates the shards (adaptive: their results are already there, so
 skip them) and the reduce writes the result.
 
 **Budgets** (`handler.job_budget`). With `config.max_cost_usd` the job's one budget holds the
-agent's reported cost too: each call settles its attempts' `usage.cost_usd` into it, and no
-attempt starts once it is spent (the `max_cost_usd` stop of `RunSummary`); the judge then gets
-what is left. The attempts in all are bounded at `POST /jobs` (`FAIR_FORGE_JOBS_MAX_ATTEMPTS`).
+agent's reported cost too: each call charges its attempts' `usage.cost_usd` to it, and no
+attempt starts once it is spent (the `max_cost_usd` stop of `RunSummary`; `DynamoBudget.charge`);
+the judge then gets what is left. The attempts in all are bounded at `POST /jobs` (`FAIR_FORGE_JOBS_MAX_ATTEMPTS`).
 
 **The credential** is read here only, from the Secrets Manager secret the request named (under the
 operator's `FAIR_FORGE_AGENT_SECRET_PREFIX`, checked again), with Powertools' parameters as the
@@ -282,7 +282,7 @@ async def run_chunk(
         await client.aclose()
     recording = runner.recording()
     if budget is not None and recording.summary.agent_cost_usd > 0:
-        await budget.settle(0.0, recording.summary.agent_cost_usd)  # spent: the judge has what is left
+        await budget.charge(recording.summary.agent_cost_usd)  # spent: the judge has what is left
     order = {task.task_id: i for i, task in enumerate(tasks)}
     outcomes = sorted(runner.outcomes, key=lambda o: (order[o.task_id], o.attempt))
     logger.info(

@@ -11,7 +11,10 @@ run in separate Lambdas, so their reservations go to one item of the operator's 
   refused, the call does not start. The item is created by the first reservation;
 - a settlement adds `spent − reserved` to `committed` (never a condition: it only gives back),
   and `spent` to `spent` (what the shards' calls cost, for the logs);
-- `expires_at` (the table's time-to-live attribute) removes the item a week later.
+- `expires_at` (the table's time-to-live attribute) removes the item a week later;
+- a charge (`charge`: an agent's reported cost, which is known only once spent) adds `amount` to
+  both `committed` and `spent`, creating the item if need be: never refused, it only leaves less
+  for the reservations after it (docs/jobs.md "Run the agent from a job").
 
 So the shards together never reserve more than the cap, whatever their number and timing, and
 the job's spending is bounded as `/run`'s is (docs/how-to/cost-and-cache.md "Judge cost and cache").
@@ -46,6 +49,26 @@ class DynamoBudget:
 
     async def settle(self, reserved: float, spent: float) -> None:
         await asyncio.to_thread(self._settle, nano_usd(reserved), nano_usd(spent))
+
+    async def charge(self, amount: float) -> None:
+        await asyncio.to_thread(self._charge, nano_usd(amount))
+
+    def _charge(self, amount: int) -> None:
+        from handler.job_store import client
+
+        client("dynamodb").update_item(
+            TableName=self.table,
+            Key={"job_id": {"S": self.job_id}},
+            UpdateExpression=(
+                "SET committed = if_not_exists(committed, :zero) + :amount, "
+                "spent = if_not_exists(spent, :zero) + :amount, expires_at = if_not_exists(expires_at, :expires)"
+            ),
+            ExpressionAttributeValues={
+                ":zero": {"N": "0"},
+                ":amount": {"N": str(amount)},
+                ":expires": {"N": str(int(time.time()) + ITEM_LIFETIME_S)},
+            },
+        )
 
     def _reserve(self, amount: int) -> bool:
         from handler.job_store import client

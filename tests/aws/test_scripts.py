@@ -428,17 +428,19 @@ def test_logs_follows_by_default(scripts: Scripts, moto: str) -> None:
 
 
 def test_logs_of_the_job_functions_and_the_access_log(scripts: Scripts, moto: str) -> None:
-    for function in ("worker", "reduce"):
+    for function in ("worker", "reduce", "attempts"):
         aws(moto, "logs").create_log_group(logGroupName=f"{LOG_GROUP}-{function}")
         put_log_events(moto, f"a line of the {function}", group=f"{LOG_GROUP}-{function}")
     aws(moto, "logs").create_log_group(logGroupName=ACCESS_LOG_GROUP)
     put_log_events(moto, '{"requestId":"r1","status":"200"}', group=ACCESS_LOG_GROUP)
     out = scripts.ok("logs", MODULE, REGION, "--function", "worker", "--since", "1h", "--no-follow")
     assert "a line of the worker" in out and "a line of the reduce" not in out
+    out = scripts.ok("logs", MODULE, REGION, "--function", "attempts", "--since", "1h", "--no-follow")
+    assert "a line of the attempts" in out and "a line of the worker" not in out
     out = scripts.ok("logs", MODULE, REGION, "--function", "access", "--since", "1h", "--no-follow")
     assert '"requestId":"r1"' in out and "a line of the worker" not in out
     done = scripts.run("logs", MODULE, REGION, "--function", "api; rm -rf /", "--no-follow")
-    assert done.returncode != 0 and "--function must be api, worker, reduce or access" in done.stderr
+    assert done.returncode != 0 and "--function must be api, worker, reduce, attempts or access" in done.stderr
 
 
 def test_logs_of_a_module_that_is_not_deployed(scripts: Scripts) -> None:

@@ -146,6 +146,7 @@ def test_post_jobs_stores_the_request_in_shards_and_starts_the_execution(aws: Jo
         "max_parallel_shards": 10,
         "shards": 3,
         "conversations": 10,
+        "agent": False,  # a datasets job: the state machine goes straight to its shards
     }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_testing.jobs_harness import REGION, JobsAWS, jobs_aws
 from fair_forge_testing.stub_agent import StubAgentServer, StubScript, StubTask
+from handler.job_budget import DynamoBudget
 from handler.observability import logger
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:No application metrics to publish")]
@@ -382,3 +384,32 @@ def test_plan_attempts_fills_the_indices_a_single_run_gives_and_holds_adaptive_t
     unscored = [chunk(("capital", 0, None), ("capital", 1, None), ("capital", 2, None))]
     assert plan_attempts(adaptive, 1, tasks, unscored) == {"add": [0, 1, 2], "capital": [3]}
     assert "capital" not in plan_attempts(adaptive, 1, tasks, [*unscored, chunk(("capital", 3, None))])
+
+
+def test_the_agents_cost_counts_against_the_jobs_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One attempt at a time, so the cap is read between attempts: the stub reports 0.002 USD a call, and "add"
+    # (one turn) is first. 0.002 and 0.004 are below 0.005, 0.006 is not: 3 attempts run, the other 6 do not start.
+    monkeypatch.setenv("FAIR_FORGE_JOBS_AGENT_CONCURRENCY", "1")
+    script = stub_script({"add": 1.0, "capital": 1.0, "booking": 1.0})
+    with agent_jobs(monkeypatch, script) as (aws, server):
+        submitted = aws.submit(job_body(server.url, 3, max_cost_usd=0.005))
+        assert submitted.status == 202, submitted.body
+        final = aws.wait(submitted.body["job_id"])
+        committed, spent = DynamoBudget(
+            os.environ["JOBS_BUDGET_TABLE"], submitted.body["job_id"], 0.005
+        ).committed_usd()
+    # The 3 attempts made are evaluated (the offline judge costs nothing, so the spent cap stops none of it).
+    assert (
+        final.body["status"] == "succeeded" and final.body["result"]["aggregated_metrics"]["total_conversations"] == 3
+    )
+    summary = final.body["agent_run"]["summary"]
+    assert summary == {
+        "attempts": 3,
+        "failed": {},
+        "agent_cost_usd": pytest.approx(0.006),
+        "not_started": 6,
+        "stopped": "max_cost_usd",
+    }
+    assert len(script.calls) == 3 and {call.task_id for call in script.calls} == {"add"}
+    # The job's one budget holds the agent's cost: spent, and nothing left for the judge.
+    assert spent == pytest.approx(0.006) and committed >= 0.006
