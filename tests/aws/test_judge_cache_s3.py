@@ -104,8 +104,10 @@ def test_the_stack_gives_the_function_and_the_workers_the_cache_prefix_only() ->
     assert environment["FAIR_FORGE_JUDGE_PRICES"] == {"Ref": "JudgePrices"}
     worker = resources["WorkerFunction"]["Properties"]["Environment"]["Variables"]
     assert worker["FAIR_FORGE_JUDGE_CACHE"] == environment["FAIR_FORGE_JUDGE_CACHE"]  # jobs use it too
+    attempts = resources["AttemptsFunction"]["Properties"]["Environment"]["Variables"]
+    assert attempts["FAIR_FORGE_JUDGE_CACHE"] == environment["FAIR_FORGE_JUDGE_CACHE"]  # it judges adaptive rounds
     policy = resources["JudgeCachePolicy"]["Properties"]
-    assert policy["Roles"] == [{"Ref": "FunctionRole"}, {"Ref": "WorkerRole"}]
+    assert policy["Roles"] == [{"Ref": "FunctionRole"}, {"Ref": "WorkerRole"}, {"Ref": "AttemptsRole"}]
     objects_statement, list_statement = policy["PolicyDocument"]["Statement"]
     assert objects_statement["Action"] == ["s3:GetObject", "s3:PutObject"]
     assert objects_statement["Resource"] == {"Fn::Sub": "${JobsBucket.Arn}/judge-cache/*"}
