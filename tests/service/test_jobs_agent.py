@@ -260,21 +260,36 @@ def test_an_adaptive_job_gives_the_librarys_decisions_and_result(monkeypatch: py
 
 def test_a_fault_of_the_agent_fails_its_attempt_with_its_cause(monkeypatch: pytest.MonkeyPatch) -> None:
     success = {"add": 1.0, "capital": 1.0, "booking": 1.0}
-    faults = {"add": {"1/0": "http_500"}, "capital": {"0/1": "malformed"}}
-    with agent_jobs(monkeypatch, stub_script(success, faults)) as (aws, server):
-        final = run_job(aws, job_body(server.url, 2))
+    faults = {
+        "add": {"1/0": "http_500", "2/0": "drop"},
+        "capital": {"0/1": "malformed", "2/0": "oversize"},
+        "booking": {"1/0": "timeout"},
+    }
+    script = stub_script(success, faults)
+    script.hang_s = 8.0  # a timed-out call hangs well past the agent's timeout of 3 s
+    with agent_jobs(monkeypatch, script) as (aws, server):
+        body = job_body(server.url, 3)
+        body["agent"]["timeout_s"] = 3.0
+        final = run_job(aws, body)
 
-    assert final["agent_run"]["summary"]["failed"] == {"agent_error": 1, "agent_malformed": 1}
-    conversations = final["result"]["per_conversation_metrics"]
+    summary = final["agent_run"]["summary"]
+    assert summary["failed"] == {"agent_error": 2, "agent_malformed": 2, "agent_timeout": 1}
     failed = {}
-    for conversation in conversations:
+    for conversation in final["result"]["per_conversation_metrics"]:
         for check in conversation["checks"]:
             if check["name"] == "agent_run":
-                failed[conversation["task_id"]] = check
-    assert set(failed) == {"add", "capital"}
-    assert failed["add"]["outcome"] == "failed" and failed["add"]["reason"].startswith("agent_error: turn 0: HTTP 500")
-    assert failed["capital"]["reason"].startswith("agent_malformed: turn 1: ")
-    assert sum(1 for c in conversations if c["is_fully_correct"]) == 4  # the six attempts less the two that failed
+                assert check["outcome"] == "failed" and conversation["is_fully_correct"] is False
+                failed.setdefault(conversation["task_id"], []).append(check["reason"])
+    # Each in attempt order: the cause, the turn, the detail (docs/agent-contract.md "Failures and their causes").
+    assert failed["add"][0].startswith("agent_error: turn 0: HTTP 500 from the agent")
+    assert (
+        failed["add"][1].startswith("agent_error: turn 0: the agent is unreachable") and "3 tries" in failed["add"][1]
+    )
+    assert failed["capital"][0].startswith("agent_malformed: turn 1: the reply is not JSON")
+    assert failed["capital"][1].startswith("agent_malformed: turn 0: the reply is over the size cap")
+    assert failed["booking"] == ["agent_timeout: turn 0: no reply within 3 s"]
+    fully_correct = sum(1 for c in final["result"]["per_conversation_metrics"] if c["is_fully_correct"])
+    assert fully_correct == 9 - 5  # every attempt succeeds but the five that met a fault
 
 
 @pytest.mark.parametrize(
