@@ -171,16 +171,20 @@ def agent_environ(agent: ServiceAgent, settings: Settings, bucket: str, job_id: 
     try:
         value, bound = read_agent_secret(name, settings.secret_max_age_s)
     except Exception as exc:
-        code = store.error_code(exc.__cause__) if isinstance(exc.__cause__, Exception) else store.error_code(exc)
+        # Powertools wraps the AWS error (GetParameterError): its code is the one it was raised from.
+        cause = exc.__cause__ or exc.__context__
+        code = store.error_code(cause if isinstance(cause, Exception) else exc)
         message = f"the agent's credential (secret {name}) could not be read ({code})"
         if code in REFUSED_SECRET_CODES:
             raise fail(bucket, job_id, f"Agentic evaluation failed: {message}") from None
         raise RuntimeError(message) from None
     if value is None or bound is None:
+        # (Worded so that the redaction in `fail` finds no "secret: <value>" to hide.)
         message = (
-            f'the secret {name} is not {{"api_key": ..., "url": ...}}, so it says of no URL that it may be sent there'
+            f"the agent's credential (secret {name}) is not a JSON object with api_key and url, "
+            "so it names no URL it may be sent to (agent.credential.secret)"
         )
-        raise fail(bucket, job_id, f"Agentic evaluation failed: agent.credential.secret: {message}")
+        raise fail(bucket, job_id, f"Agentic evaluation failed: {message}")
     if not url_within(agent.url, bound):
         message = f"the secret {name} may not be sent to this agent.url (the secret's own url says where it may)"
         raise fail(bucket, job_id, f"Agentic evaluation failed: agent.url: {message}")

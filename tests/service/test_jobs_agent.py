@@ -342,6 +342,34 @@ def test_a_secret_is_sent_only_to_the_url_it_names(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.parametrize(
+    ("secret", "error"),
+    [
+        (SECRET_VALUE, "the agent's credential (secret fair-forge/agents/other) is not a JSON object with api_key"),
+        (None, "the agent's credential (secret fair-forge/agents/other) could not be read (ResourceNotFoundException)"),
+    ],
+)
+def test_a_secret_that_cannot_be_used_fails_the_job_before_any_call(
+    monkeypatch: pytest.MonkeyPatch, secret: str | None, error: str
+) -> None:
+    # A plain string says of no URL that it may go there; a secret that is not there cannot be read.
+    script = stub_script({"add": 1.0, "capital": 1.0, "booking": 1.0})
+    with agent_jobs(monkeypatch, script) as (aws, server):
+        if secret is not None:
+            boto3.client("secretsmanager", region_name=REGION).create_secret(
+                Name="fair-forge/agents/other", SecretString=secret
+            )
+        body = job_body(server.url, 2)
+        body["agent"]["credential"]["secret"] = "fair-forge/agents/other"
+        submitted = aws.submit(body)
+        assert submitted.status == 202, submitted.body
+        final = aws.wait(submitted.body["job_id"])
+        leaked = leaks(aws, json.dumps(final.body))
+    assert final.body["status"] == "failed"
+    assert final.body["error"].startswith(f"Agentic evaluation failed: {error}"), final.body["error"]
+    assert script.calls == [] and leaked == []
+
+
+@pytest.mark.parametrize(
     ("url", "bound", "within"),
     [
         ("https://a.example/v1/turn", "https://a.example/v1", True),
