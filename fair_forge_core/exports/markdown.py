@@ -139,13 +139,13 @@ def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]
         over_tasks = f"per task: {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} attempts, Wilson over tasks"
         per_task_rows = [
             [
-                figure_name("pass_at_k", k, "per_task"),
+                figure_name("pass_at_k", k, "per_task", aggregated.adaptive is not None),
                 number_cell(per_task.pass_at_k),
                 _interval(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high),
                 over_tasks,
             ],
             [
-                figure_name("pass_pow_k", k, "per_task"),
+                figure_name("pass_pow_k", k, "per_task", aggregated.adaptive is not None),
                 number_cell(per_task.pass_pow_k),
                 _interval(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high),
                 over_tasks,

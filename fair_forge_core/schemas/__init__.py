@@ -23,7 +23,13 @@ the result models' base),
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
 
-from fair_forge_core.schemas.adaptive import AdaptiveDecision, AdaptiveTask
+from fair_forge_core.schemas.adaptive import (
+    ADAPTIVE_BIASED_FIELDS,
+    AdaptiveAttempts,
+    AdaptiveDecision,
+    AdaptiveResult,
+    AdaptiveTask,
+)
 from fair_forge_core.schemas.agent_error import MAX_AGENT_ERROR_DETAIL, AgentError, AgentErrorCause
 from fair_forge_core.schemas.calibration import (
     CALIBRATION_CONFIDENCE,
@@ -130,7 +136,10 @@ __all__ = [
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
     "TOOL_WEIGHT_KEYS",
+    "ADAPTIVE_BIASED_FIELDS",
+    "AdaptiveAttempts",
     "AdaptiveDecision",
+    "AdaptiveResult",
     "AdaptiveTask",
     "AgentError",
     "AgentErrorCause",
