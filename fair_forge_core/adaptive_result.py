@@ -37,9 +37,7 @@ from fair_forge_core.schemas import (
 )
 
 
-def adaptive_result(
-    conversations: Sequence[ConversationMetrics], attempts: AdaptiveAttempts, k: int
-) -> AdaptiveResult:
+def adaptive_result(conversations: Sequence[ConversationMetrics], attempts: AdaptiveAttempts, k: int) -> AdaptiveResult:
     """`aggregated_metrics.adaptive` of `conversations` under the run's `attempts` at the result's
     `k` (module docstring)."""
     successes: Counter[str] = Counter()

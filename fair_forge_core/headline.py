@@ -178,6 +178,16 @@ def adaptive_line(adaptive: AdaptiveResult, k: int) -> str:
     )
 
 
+def adaptive_task_lines(adaptive: AdaptiveResult) -> list[str]:
+    """Each task of adaptive attempts, one line: `  above: t-easy, 8 of 8 scored attempts passed
+    (confidence sequence 0.522 to 1.000)`, in the run's task order."""
+    return [
+        f"  {task.decided}: {task_id}, {task.successes} of {task.attempts} scored attempts passed "
+        f"(confidence sequence {task.lower:.3f} to {task.upper:.3f})"
+        for task_id, task in adaptive.tasks.items()
+    ]
+
+
 def goal_line(conversations: Sequence[ConversationMetrics]) -> str | None:
     """What the judge said of the conversations' goals (`goal_check`), or None when no
     conversation has a goal: `goals: 3 conversation(s) with a goal — 1 achieved, 1 not

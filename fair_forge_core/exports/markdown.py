@@ -188,6 +188,7 @@ def _assistant_lines(aggregated: AggregatedMetrics) -> list[str]:
 
 def _task_lines(result: EvaluationResult, level: float) -> list[str]:
     from fair_forge_core.flakiness import summary, task_stability
+    from fair_forge_core.headline import ADAPTIVE_LABEL
     from fair_forge_core.report.values import percent
 
     stability = task_stability(result.per_conversation_metrics, level)
@@ -206,7 +207,14 @@ def _task_lines(result: EvaluationResult, level: float) -> list[str]:
     ]
     lines = ["", "### Tasks", "", summary(stability) + " (stable tasks are counted, not listed)"]
     if rows:
-        header = ["task", "label", "passed", "pass rate", f"{percent(level)} interval (Clopper–Pearson)"]
+        biased = f" ({ADAPTIVE_LABEL})" if result.aggregated_metrics.adaptive is not None else ""
+        header = [
+            "task",
+            "label",
+            "passed",
+            f"pass rate{biased}",
+            f"{percent(level)} interval (Clopper–Pearson){biased}",
+        ]
         lines += ["", *markdown_table(header, rows, right=(2, 3, 4))]
     return lines
 

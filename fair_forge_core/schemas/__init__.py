@@ -128,6 +128,7 @@ from fair_forge_core.schemas.result import (
 )
 
 __all__ = [
+    "ADAPTIVE_BIASED_FIELDS",
     "CALIBRATION_CONFIDENCE",
     "MAX_AGENT_ERROR_DETAIL",
     "MAX_CONNECTORS",
@@ -136,7 +137,6 @@ __all__ = [
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
     "TOOL_WEIGHT_KEYS",
-    "ADAPTIVE_BIASED_FIELDS",
     "AdaptiveAttempts",
     "AdaptiveDecision",
     "AdaptiveResult",

@@ -47,12 +47,16 @@ ADAPTIVE_BIASED_FIELDS: tuple[str, ...] = (
     "aggregated_metrics.per_task.pass_at_k",
     "aggregated_metrics.per_task.pass_pow_k",
     "aggregated_metrics.per_task.pass_at_k_ci_low",
+    "aggregated_metrics.per_task.pass_at_k_ci_high",
     "aggregated_metrics.per_task.pass_pow_k_ci_low",
+    "aggregated_metrics.per_task.pass_pow_k_ci_high",
     "aggregated_metrics.pass_at_k_unbiased",
     "aggregated_metrics.pass_pow_k_unbiased",
     "aggregated_metrics.curve[].pass_at_k_unbiased",
     "aggregated_metrics.curve[].pass_pow_k_unbiased",
     "aggregated_metrics.task_stability.tasks[].pass_rate",
+    "aggregated_metrics.task_stability.tasks[].ci_low",
+    "aggregated_metrics.task_stability.tasks[].ci_high",
 )
 """The figures whose classical meaning adaptive stopping breaks (docs/statistics.md "Adaptive
 attempts": C(c, k)/C(n, k) is unbiased only for an n fixed before the attempts, and which tasks
