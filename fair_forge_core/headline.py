@@ -15,7 +15,9 @@ over the scored conversations; `pass^k (pooled posterior mean)` in Bayesian mode
 field is E[p^k]), `pass^k (pooled unbiased)` (`pass_pow_k_unbiased`), `pass^k (per-task
 plug-in)` (the mean of (c/n)^k over tasks, `compare`'s) and `pass^k (per-conversation)` (a
 conversation's turns as the k draws). Without a per-task basis the headline is the pooled
-figure, named so.
+figure, named so. When the attempts were adaptive (`aggregated_metrics.adaptive`), the figures
+adaptive stopping biases (`BIASED_FIGURES`) say so in their name (`pass^3 (per task, adaptive
+stopping: biased)`), and the headline adds the tasks' decisions (`adaptive_line`).
 """
 
 from __future__ import annotations

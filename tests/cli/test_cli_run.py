@@ -385,3 +385,18 @@ def test_a_bad_tasks_file_is_exit_2_naming_the_field(tmp_path: Path) -> None:
     code, _, err = run_cli(["run", str(tasks), "--agent-url", "http://127.0.0.1:9/turn", "--attempts", "1"])
     assert code == 2
     assert "tasks.json: invalid tasks file: tasks[0].turns" in err
+
+
+def test_evaluate_recomputes_the_bounds_and_names_a_task_the_run_decided_otherwise(tmp_path: Path) -> None:
+    code, err, recorded, _ = run_adaptive_cli(tmp_path, ADAPTIVE_TASKS, "--quiet")
+    assert code == 0, err
+    body = json.loads(recorded.read_text())
+    body["attempts"]["tasks"]["easy"]["decided"] = "below"  # as if the run's judge had said otherwise
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(body))
+    code, out, err = run_cli(["evaluate", str(edited)])
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["aggregated_metrics"]["adaptive"]["tasks"]["easy"]["decided"] == "above"  # from the verdicts here
+    assert "1 task(s) decided otherwise here than when the run stopped" in err
+    assert "easy (run: below, here: above)" in err
