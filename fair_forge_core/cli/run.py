@@ -156,9 +156,15 @@ def _question(args: argparse.Namespace, tasks: TasksFile) -> Question | None:
         if args.max_attempts is not None or args.round_size is not None or args.futility is not None:
             raise CliError("--max-attempts, --round-size and --futility go with --until-decided")
         return None
-    k = (tasks.config or EvaluationConfig()).k
+    config = tasks.config or EvaluationConfig()
+    if getattr(args, "max_cost_usd", None) is not None or config.max_cost_usd is not None:
+        # Each round is judged as an evaluation of its own: a cap would hold per round, not for the run.
+        raise CliError(
+            "--until-decided: a judge cost cap (--max-cost-usd, config.max_cost_usd) is not applied across "
+            "adaptive rounds yet; leave it out, or use --attempts K"
+        )
     try:
-        return parse_question(args.until_decided, k)
+        return parse_question(args.until_decided, config.k)
     except ValueError as exc:
         raise CliError(f"--until-decided: {exc}") from None
 

@@ -371,6 +371,18 @@ def test_the_task_pass_rate_gate_reads_the_lower_bounds(tmp_path: Path) -> None:
             ["--agent-url", "http://127.0.0.1:9/turn", "--attempts", "2", "--max-attempts", "3"],
             "go with --until-decided",
         ),
+        (
+            [
+                "--agent-url",
+                "http://127.0.0.1:9/turn",
+                "--until-decided",
+                "p>=0.5",
+                "--evaluate",
+                "--max-cost-usd",
+                "1",
+            ],
+            "is not applied across adaptive rounds yet",
+        ),
     ],
 )
 def test_bad_input_is_exit_2_naming_the_flag(tmp_path: Path, argv: list[str], message: str) -> None:
