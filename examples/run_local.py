@@ -4,7 +4,8 @@ Examples whose connector needs a provider key (groq.json, openai.json) are liste
 but not sent; fill in a key and POST them yourself with curl. Each trace file in
 `traces/` is sent as traces with its references (`TRACE_EXAMPLES`: its format and
 what matches a trace to its task; `TRACE_CONFIGS`: its config, if any). Full responses are written to
-`out/<example>.response.json`.
+`out/<example>.response.json`. Last, one small adaptive run of `fair-forge run` against the stub
+agent (`adaptive_example`), its recording and result in `out/agent.*.json`.
 """
 
 from __future__ import annotations
@@ -177,6 +178,46 @@ def compared(comparison: dict[str, Any]) -> list[str]:
     return lines
 
 
+def adaptive_example(out: Path) -> int:
+    """`fair-forge run` with adaptive attempts against the stub agent (`agent/`: three tasks, one
+    always right, one never, one right 60 % of the time; docs/tutorial.md "7. Run your agent k
+    times"), evaluated, gated on the confidence sequences' bound; its summary printed, its exit code
+    returned (0: the gate is met)."""
+    from fair_forge_core.cli import main as fair_forge
+    from fair_forge_testing.stub_agent import StubAgentServer, StubScript
+
+    script = StubScript.from_json((EXAMPLES / "agent" / "stub_script.json").read_text(encoding="utf-8"))
+    print("agent/tasks.json: fair-forge run --until-decided 'p>=0.5' against the stub agent")
+    with StubAgentServer(script) as server:
+        code = fair_forge(
+            [
+                "run",
+                str(EXAMPLES / "agent" / "tasks.json"),
+                "--agent-url",
+                server.url,
+                "--assistant-id",
+                "stub-agent",
+                "--until-decided",
+                "p>=0.5",
+                "--max-attempts",
+                "20",
+                "--round-size",
+                "2",
+                "-o",
+                str(out / "agent.recorded.json"),
+                "--evaluate",
+                "--result",
+                str(out / "agent.result.json"),
+                "--fail-if-lower-bound",
+                "pass_pow_k<0.05",
+            ],
+            stdout=sys.stdout,
+            stderr=sys.stdout,
+        )
+    print(f"fair-forge run exited {code}\n")
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=3000)
@@ -209,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             (args.out / f"{stem}.response.json").write_text(json.dumps(result, indent=2) + "\n")
             print(summarise(name, status, result) + "\n")
             failures += status != 200
+        failures += adaptive_example(args.out) != 0
         print(f"Full responses are in {args.out}/.")
     finally:
         server.terminate()

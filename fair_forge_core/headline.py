@@ -15,7 +15,9 @@ over the scored conversations; `pass^k (pooled posterior mean)` in Bayesian mode
 field is E[p^k]), `pass^k (pooled unbiased)` (`pass_pow_k_unbiased`), `pass^k (per-task
 plug-in)` (the mean of (c/n)^k over tasks, `compare`'s) and `pass^k (per-conversation)` (a
 conversation's turns as the k draws). Without a per-task basis the headline is the pooled
-figure, named so.
+figure, named so. When the attempts were adaptive (`aggregated_metrics.adaptive`), the figures
+adaptive stopping biases (`BIASED_FIGURES`) say so in their name (`pass^3 (per task, adaptive
+stopping: biased)`), and the headline adds the tasks' decisions (`adaptive_line`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
-from fair_forge_core.schemas import AggregatedMetrics, ConversationMetrics, PerTaskMetrics
+from fair_forge_core.schemas import AdaptiveResult, AggregatedMetrics, ConversationMetrics, PerTaskMetrics
 
 Metric = Literal["pass_at_k", "pass_pow_k"]
 Figure = Literal[
@@ -42,15 +44,26 @@ QUALIFIERS: dict[Figure, str] = {
 """Each figure's qualifier, written after its symbol in parentheses; the per-task figure has none."""
 
 
+ADAPTIVE_LABEL = "adaptive stopping: biased"
+"""Added to the name of every figure adaptive stopping biases (docs/statistics.md "Adaptive attempts")."""
+BIASED_FIGURES: frozenset[Figure] = frozenset({"per_task", "per_task_plug_in", "pooled_unbiased"})
+"""The figures whose classical meaning (unbiased, or a mean over tasks with k attempts) adaptive
+stopping breaks: the unbiased per-task and pooled estimators, and the per-task plug-in mean."""
+
+
 def symbol(metric: Metric, k: int | str) -> str:
     """`pass@3` or `pass^3` (`k` may be a letter: `pass^K` for the curve)."""
     return f"pass@{k}" if metric == "pass_at_k" else f"pass^{k}"
 
 
-def figure_name(metric: Metric, k: int | str, figure: Figure) -> str:
+def figure_name(metric: Metric, k: int | str, figure: Figure, adaptive: bool = False) -> str:
     """The one name of a figure: `pass^3` for the per-task one, `pass^3 (pooled plug-in)` and so
-    on for the others (`QUALIFIERS`)."""
+    on for the others (`QUALIFIERS`). When attempts were `adaptive`, a figure of `BIASED_FIGURES`
+    says so: `pass^3 (per task, adaptive stopping: biased)`, `pass^3 (pooled unbiased, adaptive
+    stopping: biased)`."""
     qualifier = QUALIFIERS[figure]
+    if adaptive and figure in BIASED_FIGURES:
+        qualifier = f"{qualifier or 'per task'}, {ADAPTIVE_LABEL}"
     return f"{symbol(metric, k)} ({qualifier})" if qualifier else symbol(metric, k)
 
 
@@ -83,16 +96,18 @@ def _bounds(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
 
 
-def per_task_figures(per_task: PerTaskMetrics, k: int) -> str:
+def per_task_figures(per_task: PerTaskMetrics, k: int, adaptive: bool = False) -> str:
     """The per-task figures with their intervals and what they are over, or why there are none:
     `pass@3 = 1.000 [0.758, 1.000], pass^3 = 0.833 [0.552, 0.953] (per task, τ-bench: 12 of 12
-    task(s) with 3 or more attempts, 95% Wilson interval over tasks)`."""
+    task(s) with 3 or more attempts, 95% Wilson interval over tasks)`; named `pass^3 (per task,
+    adaptive stopping: biased)` when attempts were `adaptive` (`figure_name`)."""
+    at_k, pow_k = figure_name("pass_at_k", k, "per_task", adaptive), figure_name("pass_pow_k", k, "per_task", adaptive)
     if per_task.pass_at_k is None or per_task.pass_pow_k is None:
-        return f"{symbol('pass_at_k', k)}, {symbol('pass_pow_k', k)}: n/a (no task has {k} scored attempts; {per_task.tasks} task(s))"
+        return f"{at_k}, {pow_k}: n/a (no task has {k} scored attempts; {per_task.tasks} task(s))"
     level = f"{(per_task.ci_level or 0.95) * 100:g}%"
     return (
-        f"{symbol('pass_at_k', k)} = {per_task.pass_at_k:.3f}{_bounds(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high)}, "
-        f"{symbol('pass_pow_k', k)} = {per_task.pass_pow_k:.3f}{_bounds(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high)} "
+        f"{at_k} = {per_task.pass_at_k:.3f}{_bounds(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high)}, "
+        f"{pow_k} = {per_task.pass_pow_k:.3f}{_bounds(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high)} "
         f"(per task, τ-bench: {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} or more attempts, "
         f"{level} Wilson interval over tasks)"
     )
@@ -120,6 +135,7 @@ def headline_lines(aggregated: AggregatedMetrics) -> list[str]:
     - under the per-task basis, `tier over conversations: <interpretation> — <pooled figures>`,
       the seeds' tier over the scored conversations, each figure qualified;
     - when conversations carry task ids but no task has k attempts, the per-task line saying so;
+    - when attempts were adaptive, `adaptive_line` (and the per-task figures labelled biased);
     - `warning: <sample_size_warning>` when there is one.
 
     A result without readiness (written before it existed) opens with `tier: <interpretation>
@@ -127,20 +143,51 @@ def headline_lines(aggregated: AggregatedMetrics) -> list[str]:
     """
     k = aggregated.k
     readiness, per_task = aggregated.readiness, aggregated.per_task
+    adaptive = aggregated.adaptive is not None
     tier = aggregated.interpretation or "none (nothing scored)"
     lines = []
     if readiness is None:
         lines.append(f"tier: {tier} — {pooled_figures(aggregated)}")
     elif headline_figure(aggregated) == "per_task" and per_task is not None:
-        lines.append(f"readiness: {readiness.summary}; {per_task_figures(per_task, k)}")
+        lines.append(f"readiness: {readiness.summary}; {per_task_figures(per_task, k, adaptive)}")
         lines.append(f"tier over conversations: {tier} — {pooled_figures(aggregated)}")
     else:
         lines.append(f"readiness: {readiness.summary}; {pooled_figures(aggregated)}")
     if per_task is not None and headline_figure(aggregated) != "per_task":
-        lines.append(f"per task: {per_task_figures(per_task, k)}")
+        lines.append(f"per task: {per_task_figures(per_task, k, adaptive)}")
+    if aggregated.adaptive is not None:
+        lines.append(adaptive_line(aggregated.adaptive, k))
     if aggregated.sample_size_warning:
         lines.append(f"warning: {aggregated.sample_size_warning}")
     return lines
+
+
+def adaptive_line(adaptive: AdaptiveResult, k: int) -> str:
+    """The adaptive attempts in one line: `adaptive attempts (p>=0.5, boundary p* = 0.500): 3
+    task(s): 1 above, 1 below, 1 undecided (anytime-valid confidence sequences, α = 0.05, at most 20
+    attempts a task); lower bounds pass@3 ≥ 0.420, pass^3 ≥ 0.101 (mean over tasks)`."""
+    tasks = len(adaptive.tasks)
+    line = (
+        f"adaptive attempts ({adaptive.question}, boundary p* = {adaptive.boundary:.3f}): {tasks} task(s): "
+        f"{adaptive.above} above, {adaptive.below} below, {adaptive.undecided} undecided "
+        f"(anytime-valid confidence sequences, α = {adaptive.level:g}, at most {adaptive.max_attempts} attempts a task)"
+    )
+    if adaptive.pass_at_k_lower is None or adaptive.pass_pow_k_lower is None:
+        return line
+    return (
+        f"{line}; lower bounds {symbol('pass_at_k', k)} ≥ {adaptive.pass_at_k_lower:.3f}, "
+        f"{symbol('pass_pow_k', k)} ≥ {adaptive.pass_pow_k_lower:.3f} (mean over tasks)"
+    )
+
+
+def adaptive_task_lines(adaptive: AdaptiveResult) -> list[str]:
+    """Each task of adaptive attempts, one line: `  above: t-easy, 8 of 8 scored attempts passed
+    (confidence sequence 0.522 to 1.000)`, in the run's task order."""
+    return [
+        f"  {task.decided}: {task_id}, {task.successes} of {task.attempts} scored attempts passed "
+        f"(confidence sequence {task.lower:.3f} to {task.upper:.3f})"
+        for task_id, task in adaptive.tasks.items()
+    ]
 
 
 def goal_line(conversations: Sequence[ConversationMetrics]) -> str | None:

@@ -212,7 +212,8 @@ async def execute(plan: RunPlan, context: RunContext | None = None) -> Evaluatio
     """Run the plan: `evaluate` with its judges and ledger, and `context`'s deadline, retry
     policy, telemetry and progress callback (`judges.base.RunContext`; its ledger is the plan's,
     and the plan's secrets are masked in what the judges return);
-    the warnings of importing traces come first in the result's, the ledger's last.
+    the warnings of importing traces come first in the result's, the ledger's last; a request's
+    adaptive `attempts` add `aggregated_metrics.adaptive` (`adaptive_result.with_adaptive`).
     `JudgeProviderRefused` and `NoConversationScored` propagate, for the face to map."""
     import dataclasses
 
@@ -221,7 +222,11 @@ async def execute(plan: RunPlan, context: RunContext | None = None) -> Evaluatio
 
     context = context or RunContext()
     context = dataclasses.replace(context, ledger=plan.ledger, secrets=context.secrets | plan.secrets)
+    from fair_forge_core.adaptive_result import with_adaptive
+
     result = await evaluate(plan.request.datasets, plan.models, plan.request.config, context=context)
+    # A recording's adaptive attempts (`RunRequest.attempts`) reach every face through the result.
+    result = with_adaptive(result, plan.request.attempts)
     result.warnings[:0] = plan.import_warnings
     result.warnings.extend(plan.ledger_warnings)
     return result

@@ -201,14 +201,15 @@ def _assert_metric(
                 f"{figure.label} = {figure.point:.4f} ({figure.scope}) is below {at_least:g} by {at_least - figure.point:.4f}"
             )
     if lower_bound_at_least is not None:
+        name = figure.bound_label or figure.label  # adaptive attempts: the confidence sequences' bound
         if figure.bound is None:
             failures.append(
-                f"the lower bound of {figure.label} ({figure.scope}) was not measured: "
+                f"the lower bound of {name} ({figure.scope}) was not measured: "
                 f"it cannot be at least {lower_bound_at_least:g}"
             )
         elif figure.bound < lower_bound_at_least:
             failures.append(
-                f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method}; {level_text(level)} interval) "
+                f"lower bound of {name} = {figure.bound:.4f} ({figure.bound_method}; {level_text(level)} interval) "
                 f"is below {lower_bound_at_least:g} by {lower_bound_at_least - figure.bound:.4f}"
             )
     if failures:

@@ -16,7 +16,9 @@ It is served three ways, one logic:
 * `StubAgent(script)`: a callable for the `python` kind (`install` it, then name
   ``fair_forge_testing.stub_agent:python_agent``);
 * ``python -m fair_forge_testing.stub_agent SCRIPT.json [LOG.jsonl]``: the `command` kind (the
-  script as `StubScript.to_json` writes it; each call appended to LOG.jsonl).
+  script as `StubScript.to_json` writes it; each call appended to LOG.jsonl);
+* ``python -m fair_forge_testing.stub_agent --serve SCRIPT.json [PORT]``: the `http` kind in a
+  process of its own, its URL printed (`serve`).
 
 Faults (`Fault`): ``timeout`` (waits `hang_s` before answering), ``http_500``, ``http_503_once``
 (503 on the first try of that turn, then an answer: a retried transport error), ``malformed``
@@ -269,9 +271,26 @@ def dead_url() -> str:
     return f"http://{HOST}:{port}/turn"
 
 
+def serve(path: Path, port: int = 0) -> None:
+    """``python -m fair_forge_testing.stub_agent --serve SCRIPT.json [PORT]``: the `http` kind on
+    127.0.0.1 (PORT, default an ephemeral one), its URL printed, until interrupted (the tutorial's
+    agent: docs/tutorial.md)."""
+    script = StubScript.from_json(path.read_text())
+    httpd = _Server((HOST, port), _Handler)
+    httpd.script = script
+    print(f"stub agent on http://{HOST}:{httpd.server_address[1]}/turn", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        httpd.serve_forever(poll_interval=0.05)
+    httpd.server_close()
+
+
 def main(argv: list[str]) -> int:
     """The `command` kind: one request on stdin, its reply on stdout (module docstring); a fault
-    exits 1 (``http_500``, ``drop``, ``http_503_once``), hangs, or writes a bad reply."""
+    exits 1 (``http_500``, ``drop``, ``http_503_once``), hangs, or writes a bad reply. With
+    ``--serve`` first, `serve` instead."""
+    if argv and argv[0] == "--serve":
+        serve(Path(argv[1]), int(argv[2]) if len(argv) > 2 else 0)
+        return 0
     script = StubScript.from_json(Path(argv[0]).read_text())
     request = json.loads(sys.stdin.buffer.read())
     outcome, reply = script.answer(request)

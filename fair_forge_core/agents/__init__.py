@@ -18,10 +18,12 @@ The library call behind `fair-forge run TASKS --agent SPEC --attempts K -o recor
 
 Modules: `contract` (the turn request and the reply, `fair-forge-agent/1`, the size cap),
 `tasks` (the TASKS file), `kinds` (`AgentSpec`, the `http` / `command` / `python` kinds, retries,
-timeouts, the allowlist), `runner` (`AttemptRunner`, `run_attempts`, the recording). Pure except
-the kinds, which do the I/O. The failure causes are `schemas.AgentErrorCause`.
+timeouts, the allowlist), `runner` (`AttemptRunner`, `run_attempts`, the recording),
+`adaptive_run` (`run_adaptive`: rounds judged by the caller until every task is decided; the
+recording's `attempts`). Pure except the kinds, which do the I/O. The failure causes are `schemas.AgentErrorCause`.
 """
 
+from fair_forge_core.agents.adaptive_run import RoundJudge, RoundReport, run_adaptive
 from fair_forge_core.agents.contract import (
     CONTRACT,
     MAX_REPLY_BYTES,
@@ -67,6 +69,8 @@ __all__ = [
     "AttemptOutcome",
     "AttemptRunner",
     "Planner",
+    "RoundJudge",
+    "RoundReport",
     "RunRecording",
     "RunSummary",
     "TaskSpec",
@@ -75,5 +79,6 @@ __all__ = [
     "build_agent",
     "parse_reply",
     "read_reply",
+    "run_adaptive",
     "run_attempts",
 ]

@@ -39,7 +39,7 @@ from pydantic import Field
 from fair_forge_core.agents.contract import AgentCallFailed, AgentMessage, AgentTurnRequest
 from fair_forge_core.agents.kinds import Agent
 from fair_forge_core.agents.tasks import TaskSpec
-from fair_forge_core.schemas import MAX_AGENT_ERROR_DETAIL, AgentError, AgentErrorCause, Dataset
+from fair_forge_core.schemas import MAX_AGENT_ERROR_DETAIL, AdaptiveAttempts, AgentError, AgentErrorCause, Dataset
 from fair_forge_core.schemas.base import ResultModel
 
 AgentErrors = Literal["failed", "unscored"]
@@ -72,21 +72,26 @@ class RunSummary(ResultModel):
 
 @dataclass(frozen=True)
 class RunRecording:
-    """A run's datasets (one per attempt, in task order then attempt order) and its summary.
+    """A run's datasets (one per attempt, in task order then attempt order) and its summary, and,
+    when the attempts were adaptive, what the run decided (`attempts`, `agents.adaptive_run`).
     `request(connector, config)` is the ordinary `RunRequest` body `evaluate` reads."""
 
     datasets: list[Dataset]
     summary: RunSummary
+    attempts: AdaptiveAttempts | None = None
 
     def request(self, connector: Any, config: Any = None) -> dict[str, Any]:
         """The recording as a request body (`schemas.RunRequest`'s JSON): `connector` (a
-        `ConnectorSpec`, a list of them, or their JSON), and `config` when given."""
+        `ConnectorSpec`, a list of them, or their JSON), `config` when given, and `attempts` when
+        the attempts were adaptive."""
         body: dict[str, Any] = {
             "connector": _as_json(connector),
             "datasets": [d.model_dump(mode="json") for d in self.datasets],
         }
         if config is not None:
             body["config"] = _as_json(config)
+        if self.attempts is not None:
+            body["attempts"] = self.attempts.model_dump(mode="json")
         return body
 
 

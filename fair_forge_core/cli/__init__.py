@@ -9,6 +9,8 @@ render reports, with no AWS and no server.
         [--population attempts|tasks] [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json]
         [--require-conclusive]
         [--require-same-judge] [--junit FILE] [--markdown FILE]
+    fair-forge run TASKS (--agent SPEC | --agent-url URL) (--attempts K | --until-decided Q [--max-attempts N])
+        [-o recorded.json] [--evaluate [--result FILE] [evaluate's flags]]
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
     fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
@@ -18,6 +20,7 @@ A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < 
 
 Each command is one module of this package, whose docstring states its rules:
 `cli.evaluate` (`evaluate`, its judge's cost and cache), `cli.gates` (the gates of `evaluate`),
+`cli.run` (`run`: an agent on a TASKS file, fixed or adaptive attempts),
 `cli.compare` (its text: `cli.compare_text`), `cli.report`, `cli.convert`, `cli.calibrate`; the outputs for CI systems
 (`--junit`, `--markdown`, `--jsonl`, `--csv`, the step summary) `cli.outputs`. The parser and the flags' types
 are `cli.parser`; the progress bar `cli.progress`; what the commands share (reading files,
@@ -67,6 +70,7 @@ from fair_forge_core.cli.gates import GATE_METRICS, GateFigure, GateMetric, Lowe
 from fair_forge_core.cli.parser import EPILOG, build_parser
 from fair_forge_core.cli.progress import ProgressBar, is_terminal
 from fair_forge_core.cli.report import cmd_report
+from fair_forge_core.cli.run import cmd_run
 
 __all__ = [
     "EPILOG",
@@ -91,6 +95,7 @@ __all__ = [
     "cmd_convert",
     "cmd_evaluate",
     "cmd_report",
+    "cmd_run",
     "format_comparison",
     "format_usage",
     "is_terminal",
@@ -111,6 +116,7 @@ def main(
     args = build_parser().parse_args(argv)
     command = {
         "evaluate": cmd_evaluate,
+        "run": cmd_run,
         "compare": cmd_compare,
         "report": cmd_report,
         "convert": cmd_convert,

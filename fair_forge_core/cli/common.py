@@ -321,6 +321,12 @@ def _plan(
     return plan
 
 
+def evaluation_plan(request: RunRequest, path: Path, *, judge_cache: Path | None = None) -> Any:
+    """The `plan.RunPlan` `evaluate` would run `request` with (no cost cap): `fair-forge run
+    --until-decided` judges its rounds with it. Exit 2 as `evaluate` refuses a judge."""
+    return _plan(request, [], path, None, judge_cache)
+
+
 def run_evaluation(
     request: RunRequest,
     import_warnings: list[str],

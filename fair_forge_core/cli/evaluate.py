@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fair_forge_core.cli.common import (
@@ -93,16 +94,19 @@ def format_usage(usage: Any) -> str:
     return "; ".join(parts)
 
 
-def stability_lines(stability: TaskStability) -> list[str]:
+def stability_lines(stability: TaskStability, adaptive: bool = False) -> list[str]:
     """The tasks in a few lines: `flakiness.summary`, then each flaky and each failing task with
-    its passes and its interval (none when no task has 2 scored attempts)."""
+    its passes and its interval (none when no task has 2 scored attempts). When attempts were
+    `adaptive`, the summary says that adaptive stopping biases the pass rates and intervals."""
     from fair_forge_core.compare.verdict import level_text
     from fair_forge_core.flakiness import summary, task_name
+    from fair_forge_core.headline import ADAPTIVE_LABEL
 
     if not stability.tasks:
         return []
     level = level_text(stability.ci_level)
-    return [summary(stability)] + [
+    head = summary(stability) + (f" (pass rates and intervals: {ADAPTIVE_LABEL})" if adaptive else "")
+    return [head] + [
         f"  {task.label}: {task_name(task, stability)}, {task.passed} of {task.attempts} attempts passed "
         f"({level} interval {task.ci_low:.3f} to {task.ci_high:.3f})"
         for task in stability.tasks
@@ -111,18 +115,35 @@ def stability_lines(stability: TaskStability) -> list[str]:
 
 
 def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from fair_forge_core.cli.outputs import EVALUATE_OUTPUTS, check_outputs, write_evaluation_outputs
+    from fair_forge_core.cli.outputs import EVALUATE_OUTPUTS
 
-    check_outputs(args, EVALUATE_OUTPUTS)
+    check_evaluation_outputs(args, EVALUATE_OUTPUTS)
+    body = read_json(args.request, "request file", stdin)
+    return evaluate_body(args, body, args.request, stdout, stderr)
+
+
+def check_evaluation_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
+    """Before any judging (or any agent call, for `run --evaluate`): every output of `flags` can be
+    written, and `--otel-export` can work; exit 2 otherwise."""
+    from fair_forge_core.cli.outputs import check_outputs
+
+    check_outputs(args, flags)
     if args.otel_export:
         _check_otel_export()
-    body = read_json(args.request, "request file", stdin)
-    request, import_warnings = request_of(body, args.request)
+
+
+def evaluate_body(args: argparse.Namespace, body: dict[str, Any], path: Path, stdout: TextIO, stderr: TextIO) -> int:
+    """Evaluate a request's JSON `body` (read from `path`, named in messages) under `evaluate`'s
+    flags in `args`: the result, the outputs, the summary and the gates (module docstring); the
+    exit code. `fair-forge run --evaluate` calls it with the recording."""
+    from fair_forge_core.cli.outputs import write_evaluation_outputs
+
+    request, import_warnings = request_of(body, path)
     started, clock = datetime.now(UTC), time.monotonic()  # the JUnit file's timestamp and time
     result = run_evaluation(
         request,
         import_warnings,
-        args.request,
+        path,
         progress_bar(stderr, args.quiet),
         max_cost_usd=args.max_cost_usd,
         judge_cache=args.judge_cache,
@@ -149,10 +170,12 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
     written = write_evaluation_outputs(args, result, level, stdout, timing)
     stability = task_stability(result.per_conversation_metrics, level)
     if not args.quiet:
-        from fair_forge_core.headline import goal_line, headline_lines
+        from fair_forge_core.headline import adaptive_task_lines, goal_line, headline_lines
 
         goals = goal_line(result.per_conversation_metrics)
-        for line in [*headline_lines(agg), *stability_lines(stability), *([goals] if goals else [])]:
+        adaptive = [] if agg.adaptive is None else adaptive_task_lines(agg.adaptive)
+        lines = [*headline_lines(agg), *adaptive, *stability_lines(stability, agg.adaptive is not None)]
+        for line in [*lines, *([goals] if goals else [])]:
             say(stderr, line)
         if agg.judge_usage is not None:
             say(stderr, f"judge: {format_usage(agg.judge_usage)}")
@@ -169,7 +192,7 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
         for path in (args.out, args.html, args.otel_events, *written):
             if path is not None:
                 say(stderr, f"wrote {path}")
-    failures = check_gates(args, agg, level, stderr) + check_task_gates(args, stability, stderr)
+    failures = check_gates(args, agg, level, stderr) + check_task_gates(args, stability, stderr, agg.adaptive)
     for failure in failures:
         say(stderr, f"FAILED: {failure}")
     if args.otel_export:

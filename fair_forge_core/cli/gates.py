@@ -22,6 +22,15 @@ figure was not measured fails.
   in p: pass^k ≥ L^k and pass@k ≥ 1 − (1 − L)^k;
 - `--max-unscored N`: more than N conversations are unscored.
 
+**Adaptive attempts** (`aggregated_metrics.adaptive`, a recording of `fair-forge run
+--until-decided`; docs/how-to/ci.md "Adaptive attempts and the gates"): stopping on the outcomes
+biases the per-task estimators and their Wilson bounds, so the gates read the tasks' anytime-valid
+confidence sequences instead. `--fail-if-lower-bound METRIC<X` reads the mean over the tasks of
+L^k (pass_pow_k) or 1 − (1 − L)^k (pass_at_k), L a task's lower bound (`adaptive_result`);
+`--min-task-pass-rate X` fails naming every task whose lower bound is below X; `--fail-under-pass-pow-k`
+still reads the headline point, named "adaptive stopping: biased"; `--max-flaky-tasks` counts as
+without adaptive attempts (a task with a pass and a failure is flaky whatever the stopping).
+
 Gates on tasks (`check_task_gates`), read from `flakiness.task_stability` of the result's
 per-conversation metrics, whatever `config.task_stability` says; not measured, and so failed,
 when some task (of some assistant) has fewer than 2 scored attempts:
@@ -41,7 +50,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 from fair_forge_core.cli.common import say
 
 if TYPE_CHECKING:
-    from fair_forge_core.schemas import AggregatedMetrics, TaskStability
+    from fair_forge_core.schemas import AdaptiveResult, AggregatedMetrics, TaskStability
 
 GateMetric = Literal["pass_at_k", "pass_pow_k"]
 GATE_METRICS: tuple[GateMetric, ...] = ("pass_at_k", "pass_pow_k")
@@ -89,6 +98,8 @@ class GateFigure:
     label: str
     scope: str
     bound_method: str
+    bound_label: str | None = None
+    """The bound's own name when it is not the point's (adaptive attempts: the confidence sequences')."""
 
 
 def gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float) -> GateFigure:
@@ -100,7 +111,9 @@ def gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float)
 
     k = aggregated.k
     kind = headline_figure(aggregated)
-    per_task = aggregated.per_task
+    per_task, adaptive = aggregated.per_task, aggregated.adaptive
+    if adaptive is not None:
+        return adaptive_gate_figure(aggregated, adaptive, metric)
     if kind == "per_task" and per_task is not None:
         tasks = f"{per_task.tasks_with_k_attempts} task(s) with {k} or more attempts"
         return GateFigure(
@@ -119,6 +132,31 @@ def gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float)
         bound_method=f"{level_text(level)} credible bound"
         if aggregated.statistical_mode == "bayesian"
         else f"from the {level_text(level)} Wilson bound of {c}/{n} conversations",
+    )
+
+
+def adaptive_gate_figure(aggregated: AggregatedMetrics, adaptive: AdaptiveResult, metric: GateMetric) -> GateFigure:
+    """`metric` as the gates read it when attempts were adaptive (module docstring): the point is
+    the headline figure, named "adaptive stopping: biased" where it is; the bound is the mean over
+    the tasks of their confidence-sequence bounds mapped to the metric (`adaptive_result`)."""
+    from fair_forge_core.headline import figure_name, headline_figure, symbol
+
+    k, kind, per_task = aggregated.k, headline_figure(aggregated), aggregated.per_task
+    if kind == "per_task" and per_task is not None:
+        point = per_task.pass_at_k if metric == "pass_at_k" else per_task.pass_pow_k
+    else:
+        point = aggregated.pass_at_k if metric == "pass_at_k" else aggregated.pass_pow_k
+    mapped = "1-(1-L)^k" if metric == "pass_at_k" else "L^k"
+    return GateFigure(
+        point=point,
+        bound=adaptive.pass_at_k_lower if metric == "pass_at_k" else adaptive.pass_pow_k_lower,
+        label=figure_name(metric, k, kind, adaptive=True),
+        bound_label=f"{symbol(metric, k)} (per task, adaptive confidence sequences)",
+        scope=f"adaptive attempts over {len(adaptive.tasks)} task(s)",
+        bound_method=(
+            f"the mean over {len(adaptive.tasks)} task(s) of {mapped}, L a task's anytime-valid "
+            f"confidence-sequence lower bound at α = {adaptive.level:g}"
+        ),
     )
 
 
@@ -144,15 +182,10 @@ def check_gates(args: argparse.Namespace, aggregated: AggregatedMetrics, level: 
     for lower_gate in args.fail_if_lower_bound:
         figure = gate_figure(aggregated, lower_gate.metric, level)
         flag = f"--fail-if-lower-bound {lower_gate}"
-        line = (
-            f"lower bound of {figure.label} = {figure.bound:.4f} ({figure.bound_method})"
-            if figure.bound is not None
-            else ""
-        )
+        name = figure.bound_label or figure.label
+        line = f"lower bound of {name} = {figure.bound:.4f} ({figure.bound_method})" if figure.bound is not None else ""
         if figure.bound is None:
-            failures.append(
-                f"the lower bound of {figure.label} ({figure.scope}) was not measured: {flag} cannot be met"
-            )
+            failures.append(f"the lower bound of {name} ({figure.scope}) was not measured: {flag} cannot be met")
         elif figure.bound < lower_gate.threshold:
             failures.append(
                 f"{line} is below {lower_gate.threshold:g} by {lower_gate.threshold - figure.bound:.4f} ({flag})"
@@ -196,15 +229,21 @@ def _task_list(tasks: list[str]) -> str:
     return shown if len(tasks) <= 10 else f"{shown} and {len(tasks) - 10} more"
 
 
-def check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr: TextIO) -> list[str]:
+def check_task_gates(
+    args: argparse.Namespace, stability: TaskStability, stderr: TextIO, adaptive: AdaptiveResult | None = None
+) -> list[str]:
     """The failures of `--max-flaky-tasks` and `--min-task-pass-rate` (module docstring), as
     `check_gates` reports its own. A task gate fails when some task (of some assistant) has fewer
-    than 2 scored attempts, none included: its stability, or its pass rate, was not measured. The
-    passed gates are printed as `gate met:` lines unless `--quiet`."""
+    than 2 scored attempts, none included: its stability, or its pass rate, was not measured. When
+    attempts were `adaptive`, `--min-task-pass-rate` reads the tasks' lower bounds instead
+    (`adaptive_pass_rate_gate`). The passed gates are printed as `gate met:` lines unless `--quiet`."""
     from fair_forge_core.flakiness import MIN_ATTEMPTS, task_name
 
     failures: list[str] = []
     passed: list[str] = []
+    if adaptive is not None and args.min_task_pass_rate is not None:
+        failed, line = adaptive_pass_rate_gate(adaptive, args.min_task_pass_rate)
+        (failures if failed else passed).append(line)
     tasks = stability.tasks
     total = len(tasks) + stability.unlabelled
     not_measured = (
@@ -224,7 +263,7 @@ def check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr:
         else:
             passed.append(f"{len(flaky)} of {total} task(s) flaky, at most {gate}")
     threshold = args.min_task_pass_rate
-    if threshold is not None:
+    if threshold is not None and adaptive is None:
         gate = f"--min-task-pass-rate {threshold:g}"
         below = [t for t in tasks if t.pass_rate < threshold]
         if below:
@@ -242,3 +281,26 @@ def check_task_gates(args: argparse.Namespace, stability: TaskStability, stderr:
         for line in passed:
             say(stderr, f"gate met: {line}")
     return failures
+
+
+def adaptive_pass_rate_gate(adaptive: AdaptiveResult, threshold: float) -> tuple[bool, str]:
+    """`--min-task-pass-rate X` when attempts were adaptive: (failed, its line). It fails naming
+    every task whose confidence-sequence lower bound on its per-attempt success rate is below X
+    (not shown, at level α whatever the stopping, to pass at least X of the time); a task with no
+    scored attempt has the bound 0."""
+    gate = f"--min-task-pass-rate {threshold:g}"
+    total = len(adaptive.tasks)
+    below = [(task_id, task) for task_id, task in adaptive.tasks.items() if task.lower < threshold]
+    if below:
+        names = [
+            f"{task_id} {task.successes}/{task.attempts} (lower bound {task.lower:.3f})" for task_id, task in below
+        ]
+        return True, (
+            f"{len(below)} of {total} task(s) not shown to pass at least {gate} (confidence-sequence lower "
+            f"bound below {threshold:g}, α = {adaptive.level:g}): {_task_list(names)}"
+        )
+    task_id, lowest = min(adaptive.tasks.items(), key=lambda item: item[1].lower)
+    return False, (
+        f"every one of {total} task(s) passes at least {gate} by its confidence-sequence lower bound "
+        f"(lowest: {task_id} {lowest.lower:.3f}, α = {adaptive.level:g})"
+    )

@@ -81,6 +81,202 @@ def _lower_bound_gate(text: str) -> LowerBoundGate:
     return LowerBoundGate("pass_at_k" if metric == "pass_at_k" else "pass_pow_k", threshold)
 
 
+def add_evaluation_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of `evaluate` but `request` and `--out` (what to write, the gates, the judge's cost
+    and cache, `--quiet`): `run --evaluate` takes them too, for the recording."""
+    parser.add_argument("--html", type=Path, help="also write the HTML report here")
+    parser.add_argument(
+        "--junit", type=Path, metavar="FILE", help="also write JUnit XML here: a test case per task (or conversation)"
+    )
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="FILE",
+        help="also write a Markdown summary here (appended to $GITHUB_STEP_SUMMARY too when it is set)",
+    )
+    parser.add_argument("--jsonl", type=Path, metavar="FILE", help="also write one JSON line per turn here")
+    parser.add_argument("--csv", type=Path, metavar="FILE", help="also write one CSV row per turn here")
+    parser.add_argument(
+        "--fail-under-pass-pow-k",
+        type=_threshold,
+        metavar="X",
+        help=(
+            "exit 1 when pass_pow_k is below X, in [0, 1]: the per-task figure when readiness is per task, "
+            "else the aggregate over conversations (the posterior mean in Bayesian mode)"
+        ),
+    )
+    parser.add_argument(
+        "--fail-if-lower-bound",
+        type=_lower_bound_gate,
+        action="append",
+        default=[],
+        metavar="METRIC<X",
+        help=(
+            "exit 1 when the lower bound of METRIC (pass_at_k or pass_pow_k) is below X "
+            "(quote it: 'pass_pow_k<0.5'; repeatable). The bound is two-sided at the request's "
+            "statistical_mode.ci_level (default 0.95): when readiness is per task, the Wilson bound over "
+            "tasks; else, in Bayesian mode the credible bound the result carries, in frequentist mode the "
+            "Wilson bound L of the conversation success rate c/n, as L^k for pass_pow_k and 1-(1-L)^k for pass_at_k"
+        ),
+    )
+    parser.add_argument(
+        "--max-unscored",
+        type=_non_negative_int,
+        metavar="N",
+        help="exit 1 when more than N conversations are unscored (the judge could not score them)",
+    )
+    parser.add_argument(
+        "--max-flaky-tasks",
+        type=_non_negative_int,
+        metavar="N",
+        help=(
+            "exit 1 when more than N tasks are flaky (of their 2 or more scored attempts, some but not all "
+            "passed); fails when some task has fewer than 2 scored attempts"
+        ),
+    )
+    parser.add_argument(
+        "--min-task-pass-rate",
+        type=_threshold,
+        metavar="X",
+        help=(
+            "exit 1 when a task with 2 or more scored attempts passed in fewer than X of them, X in [0, 1] "
+            "(the tasks are named); fails when some task has fewer than 2 scored attempts"
+        ),
+    )
+    parser.add_argument(
+        "--max-cost-usd",
+        type=_positive_number,
+        metavar="X",
+        help=(
+            "stop starting judge calls once the judge's cost reaches X USD (calls in flight finish; the rest "
+            "are unscored); needs the model's price in FAIR_FORGE_JUDGE_PRICES"
+        ),
+    )
+    parser.add_argument(
+        "--judge-cache",
+        type=Path,
+        metavar="DIR",
+        help="reuse verdicts of identical judge requests stored in DIR, and store new ones there",
+    )
+    parser.add_argument(
+        "--otel-events",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "also write each verdict as an OpenTelemetry gen_ai.evaluation.result event (OTLP JSON logs), "
+            "linked to the evaluated spans when the traces were OpenTelemetry spans"
+        ),
+    )
+    parser.add_argument(
+        "--otel-export",
+        action="store_true",
+        help=(
+            "also send those events through the OpenTelemetry SDK's OTLP/HTTP exporter, configured by "
+            "OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_LOGS_ENDPOINT) and the other OTEL_* variables; "
+            "needs opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http"
+        ),
+    )
+    parser.add_argument(
+        "--allow-unscored",
+        action="store_true",
+        help=(
+            "do not fail when readiness is insufficient_evidence (more than config.max_unscored_share, "
+            "default 0.10, of the conversations unscored); --max-unscored still applies"
+        ),
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+
+
+def _futility(text: str) -> float:
+    """A number in [0, 1)."""
+    value = _number(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, got {text}")
+    return value
+
+
+def _agent_errors(text: str) -> str:
+    if text not in ("failed", "unscored"):
+        raise argparse.ArgumentTypeError(f"must be failed or unscored, got {text!r}")
+    return text
+
+
+def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`fair-forge run` (`cli.run`, whose docstring states its rules)."""
+    run = commands.add_parser(
+        "run",
+        help="run your agent on a TASKS file k times (or until decided) and record a request",
+        description=(
+            "Run an agent on every task of a TASKS file and record each attempt as a conversation of an ordinary "
+            "request (the body of POST /run), which evaluate, compare, the Action and the pytest plugin read "
+            "unchanged; --evaluate also evaluates it, with evaluate's flags."
+        ),
+        epilog=EPILOG,
+    )
+    run.add_argument(
+        "tasks", type=Path, metavar="TASKS", help="the TASKS file: {tasks, connector?, config?} ('-': stdin)"
+    )
+    agent = run.add_mutually_exclusive_group(required=True)
+    agent.add_argument(
+        "--agent", metavar="SPEC", help='the agent spec: a JSON file, or inline JSON ({"kind": "http", ...})'
+    )
+    agent.add_argument("--agent-url", metavar="URL", help="shorthand for an http agent at URL")
+    run.add_argument(
+        "--assistant-id", default="agent", metavar="ID", help="with --agent-url: the assistant_id (default: agent)"
+    )
+    attempts = run.add_mutually_exclusive_group(required=True)
+    attempts.add_argument("--attempts", type=_positive_int, metavar="K", help="K attempts of every task")
+    attempts.add_argument(
+        "--until-decided",
+        metavar="Q",
+        help="adaptive attempts until each task is decided: 'pass_pow_k>=T' (the config's k) or 'p>=T' (<= too)",
+    )
+    run.add_argument(
+        "--max-attempts",
+        type=_positive_int,
+        metavar="N",
+        help="with --until-decided: attempts of a task at most (default: 20)",
+    )
+    run.add_argument(
+        "--round-size",
+        type=_positive_int,
+        metavar="R",
+        help="with --until-decided: attempts an open task gets a round (default: 1)",
+    )
+    run.add_argument(
+        "--futility",
+        type=_futility,
+        metavar="F",
+        help="with --until-decided: stop a task undecided once its chance of being decided is at most F (default: 0.01)",
+    )
+    run.add_argument(
+        "--agent-concurrency", type=_positive_int, default=8, metavar="N", help="attempts in flight (default: 8)"
+    )
+    run.add_argument(
+        "--agent-timeout", type=_positive_number, metavar="S", help="seconds per agent call (default: the spec's)"
+    )
+    run.add_argument(
+        "--max-agent-cost-usd",
+        type=_positive_number,
+        metavar="X",
+        help="start no attempt once the agent's reported cost reaches X",
+    )
+    run.add_argument("--max-total-attempts", type=_positive_int, metavar="N", help="start at most N attempts in all")
+    run.add_argument(
+        "--agent-errors",
+        type=_agent_errors,
+        default="failed",
+        metavar="failed|unscored",
+        help="a failed attempt fails (default) or is unscored",
+    )
+    run.add_argument("-o", "--out", dest="recording", type=Path, help="write the recording here (default: stdout)")
+    run.add_argument("--evaluate", action="store_true", help="also evaluate the recording, with evaluate's flags")
+    run.add_argument(
+        "--result", dest="out", type=Path, metavar="FILE", help="with --evaluate: the result JSON (default: stdout)"
+    )
+    add_evaluation_flags(run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from fair_forge_core.trace_formats import TRACE_FORMATS
 
@@ -97,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     # argparse prints it and exits 0 before any command is required.
     parser.add_argument("--version", action="version", version=f"fair-forge {__version__}")
     commands = parser.add_subparsers(
-        dest="command", required=True, metavar="{evaluate,compare,report,convert,calibrate}"
+        dest="command", required=True, metavar="{evaluate,run,compare,report,convert,calibrate}"
     )
 
     evaluate = commands.add_parser(
@@ -111,107 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("request", type=Path, help="request JSON: connector, datasets or traces, config ('-': stdin)")
     evaluate.add_argument("--out", type=Path, help="write the result JSON here (default: stdout)")
-    evaluate.add_argument("--html", type=Path, help="also write the HTML report here")
-    evaluate.add_argument(
-        "--junit", type=Path, metavar="FILE", help="also write JUnit XML here: a test case per task (or conversation)"
-    )
-    evaluate.add_argument(
-        "--markdown",
-        type=Path,
-        metavar="FILE",
-        help="also write a Markdown summary here (appended to $GITHUB_STEP_SUMMARY too when it is set)",
-    )
-    evaluate.add_argument("--jsonl", type=Path, metavar="FILE", help="also write one JSON line per turn here")
-    evaluate.add_argument("--csv", type=Path, metavar="FILE", help="also write one CSV row per turn here")
-    evaluate.add_argument(
-        "--fail-under-pass-pow-k",
-        type=_threshold,
-        metavar="X",
-        help=(
-            "exit 1 when pass_pow_k is below X, in [0, 1]: the per-task figure when readiness is per task, "
-            "else the aggregate over conversations (the posterior mean in Bayesian mode)"
-        ),
-    )
-    evaluate.add_argument(
-        "--fail-if-lower-bound",
-        type=_lower_bound_gate,
-        action="append",
-        default=[],
-        metavar="METRIC<X",
-        help=(
-            "exit 1 when the lower bound of METRIC (pass_at_k or pass_pow_k) is below X "
-            "(quote it: 'pass_pow_k<0.5'; repeatable). The bound is two-sided at the request's "
-            "statistical_mode.ci_level (default 0.95): when readiness is per task, the Wilson bound over "
-            "tasks; else, in Bayesian mode the credible bound the result carries, in frequentist mode the "
-            "Wilson bound L of the conversation success rate c/n, as L^k for pass_pow_k and 1-(1-L)^k for pass_at_k"
-        ),
-    )
-    evaluate.add_argument(
-        "--max-unscored",
-        type=_non_negative_int,
-        metavar="N",
-        help="exit 1 when more than N conversations are unscored (the judge could not score them)",
-    )
-    evaluate.add_argument(
-        "--max-flaky-tasks",
-        type=_non_negative_int,
-        metavar="N",
-        help=(
-            "exit 1 when more than N tasks are flaky (of their 2 or more scored attempts, some but not all "
-            "passed); fails when some task has fewer than 2 scored attempts"
-        ),
-    )
-    evaluate.add_argument(
-        "--min-task-pass-rate",
-        type=_threshold,
-        metavar="X",
-        help=(
-            "exit 1 when a task with 2 or more scored attempts passed in fewer than X of them, X in [0, 1] "
-            "(the tasks are named); fails when some task has fewer than 2 scored attempts"
-        ),
-    )
-    evaluate.add_argument(
-        "--max-cost-usd",
-        type=_positive_number,
-        metavar="X",
-        help=(
-            "stop starting judge calls once the judge's cost reaches X USD (calls in flight finish; the rest "
-            "are unscored); needs the model's price in FAIR_FORGE_JUDGE_PRICES"
-        ),
-    )
-    evaluate.add_argument(
-        "--judge-cache",
-        type=Path,
-        metavar="DIR",
-        help="reuse verdicts of identical judge requests stored in DIR, and store new ones there",
-    )
-    evaluate.add_argument(
-        "--otel-events",
-        type=Path,
-        metavar="FILE",
-        help=(
-            "also write each verdict as an OpenTelemetry gen_ai.evaluation.result event (OTLP JSON logs), "
-            "linked to the evaluated spans when the traces were OpenTelemetry spans"
-        ),
-    )
-    evaluate.add_argument(
-        "--otel-export",
-        action="store_true",
-        help=(
-            "also send those events through the OpenTelemetry SDK's OTLP/HTTP exporter, configured by "
-            "OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_LOGS_ENDPOINT) and the other OTEL_* variables; "
-            "needs opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http"
-        ),
-    )
-    evaluate.add_argument(
-        "--allow-unscored",
-        action="store_true",
-        help=(
-            "do not fail when readiness is insufficient_evidence (more than config.max_unscored_share, "
-            "default 0.10, of the conversations unscored); --max-unscored still applies"
-        ),
-    )
-    evaluate.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    add_evaluation_flags(evaluate)
+    add_run_parser(commands)
 
     compare = commands.add_parser(
         "compare",

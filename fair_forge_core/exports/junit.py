@@ -8,7 +8,9 @@ Evaluation (`junit_evaluation`): `<testsuites name="fair-forge evaluate">` holdi
 counts, and as `<properties>` the assistant's readiness, tier, k, and its figures named by
 their JSON paths: `pass_at_k` and `pass_pow_k` (pooled over its conversations) and, when its
 conversations carry task ids, `per_task.pass_at_k` and `per_task.pass_pow_k` (empty when no
-task has k attempts; docs/statistics.md, "Which pass^k is which"). One
+task has k attempts; docs/statistics.md, "Which pass^k is which"); when attempts were adaptive,
+`adaptive.question`, `adaptive.decided`, `adaptive.pass_at_k_lower`, `adaptive.pass_pow_k_lower`
+and `adaptive.biased` (the fields adaptive stopping biases, labelled "adaptive stopping: biased"). One
 `<testcase>` per case of `cases.cases` (a task, or a conversation without a task_id;
 `classname` is the assistant): a failed case has one `<failure>` whose `message` is the
 first reason and whose text is every reason, one a line; a skipped case one `<skipped>`
@@ -85,6 +87,15 @@ def _properties(suite: ET.Element, aggregated: AggregatedMetrics | None) -> None
     if aggregated.per_task is not None:  # the headline pass@k / pass^k when readiness is per task
         values["per_task.pass_at_k"] = _figure(aggregated.per_task.pass_at_k)
         values["per_task.pass_pow_k"] = _figure(aggregated.per_task.pass_pow_k)
+    adaptive = aggregated.adaptive
+    if adaptive is not None:  # the bounds the gates read, and which figures adaptive stopping biases
+        values["adaptive.question"] = adaptive.question
+        values["adaptive.decided"] = f"{adaptive.above} above, {adaptive.below} below, {adaptive.undecided} undecided"
+        values["adaptive.pass_at_k_lower"] = _figure(adaptive.pass_at_k_lower)
+        values["adaptive.pass_pow_k_lower"] = _figure(adaptive.pass_pow_k_lower)
+        values["adaptive.biased"] = "adaptive stopping: biased: " + ", ".join(
+            name.removeprefix("aggregated_metrics.") for name in adaptive.biased
+        )
     for name, value in values.items():
         _element(properties, "property", name=name, value=value)
 

@@ -139,13 +139,13 @@ def _figure_rows(aggregated: AggregatedMetrics, level: float) -> list[list[str]]
         over_tasks = f"per task: {per_task.tasks_with_k_attempts} of {per_task.tasks} task(s) with {k} attempts, Wilson over tasks"
         per_task_rows = [
             [
-                figure_name("pass_at_k", k, "per_task"),
+                figure_name("pass_at_k", k, "per_task", aggregated.adaptive is not None),
                 number_cell(per_task.pass_at_k),
                 _interval(per_task.pass_at_k_ci_low, per_task.pass_at_k_ci_high),
                 over_tasks,
             ],
             [
-                figure_name("pass_pow_k", k, "per_task"),
+                figure_name("pass_pow_k", k, "per_task", aggregated.adaptive is not None),
                 number_cell(per_task.pass_pow_k),
                 _interval(per_task.pass_pow_k_ci_low, per_task.pass_pow_k_ci_high),
                 over_tasks,
@@ -188,6 +188,7 @@ def _assistant_lines(aggregated: AggregatedMetrics) -> list[str]:
 
 def _task_lines(result: EvaluationResult, level: float) -> list[str]:
     from fair_forge_core.flakiness import summary, task_stability
+    from fair_forge_core.headline import ADAPTIVE_LABEL
     from fair_forge_core.report.values import percent
 
     stability = task_stability(result.per_conversation_metrics, level)
@@ -206,7 +207,14 @@ def _task_lines(result: EvaluationResult, level: float) -> list[str]:
     ]
     lines = ["", "### Tasks", "", summary(stability) + " (stable tasks are counted, not listed)"]
     if rows:
-        header = ["task", "label", "passed", "pass rate", f"{percent(level)} interval (Clopper–Pearson)"]
+        biased = f" ({ADAPTIVE_LABEL})" if result.aggregated_metrics.adaptive is not None else ""
+        header = [
+            "task",
+            "label",
+            "passed",
+            f"pass rate{biased}",
+            f"{percent(level)} interval (Clopper–Pearson){biased}",
+        ]
         lines += ["", *markdown_table(header, rows, right=(2, 3, 4))]
     return lines
 

@@ -382,9 +382,21 @@ class Report:
         """What the aggregate's pass@k / pass^k are (`headline.pooled_figure`)."""
         return pooled_figure(self.agg["statistical_mode"])
 
+    @property
+    def adaptive_line(self) -> str | None:
+        """The adaptive attempts in one line (`headline.adaptive_line`), or None when the
+        result's attempts were not adaptive."""
+        from fair_forge_core.headline import adaptive_line
+        from fair_forge_core.schemas import AdaptiveResult
+
+        adaptive = self.agg.get("adaptive")
+        return None if adaptive is None else adaptive_line(AdaptiveResult.model_validate(adaptive), self.agg["k"])
+
     def name(self, metric: Metric, figure: Figure, k: int | str | None = None) -> str:
-        """A figure's one name (`headline.figure_name`), at the result's k unless given."""
-        return figure_name(metric, self.agg["k"] if k is None else k, figure)
+        """A figure's one name (`headline.figure_name`), at the result's k unless given; labelled
+        "adaptive stopping: biased" when the result's attempts were adaptive."""
+        adaptive = self.agg.get("adaptive") is not None
+        return figure_name(metric, self.agg["k"] if k is None else k, figure, adaptive)
 
     def headline_interval(self, metric: str) -> Interval | None:
         """The interval of a big tile: per task, the Wilson interval over tasks `per_task`

@@ -23,7 +23,13 @@ the result models' base),
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
 
-from fair_forge_core.schemas.adaptive import AdaptiveDecision, AdaptiveTask
+from fair_forge_core.schemas.adaptive import (
+    ADAPTIVE_BIASED_FIELDS,
+    AdaptiveAttempts,
+    AdaptiveDecision,
+    AdaptiveResult,
+    AdaptiveTask,
+)
 from fair_forge_core.schemas.agent_error import MAX_AGENT_ERROR_DETAIL, AgentError, AgentErrorCause
 from fair_forge_core.schemas.calibration import (
     CALIBRATION_CONFIDENCE,
@@ -122,6 +128,7 @@ from fair_forge_core.schemas.result import (
 )
 
 __all__ = [
+    "ADAPTIVE_BIASED_FIELDS",
     "CALIBRATION_CONFIDENCE",
     "MAX_AGENT_ERROR_DETAIL",
     "MAX_CONNECTORS",
@@ -130,7 +137,9 @@ __all__ = [
     "ORIGINAL_TURN_FIELDS",
     "PRIOR_RANGE",
     "TOOL_WEIGHT_KEYS",
+    "AdaptiveAttempts",
     "AdaptiveDecision",
+    "AdaptiveResult",
     "AdaptiveTask",
     "AgentError",
     "AgentErrorCause",

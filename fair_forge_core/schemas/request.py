@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from fair_forge_core.rule_shapes import checked_rules
+from fair_forge_core.schemas.adaptive import AdaptiveAttempts
 from fair_forge_core.schemas.agent_error import AgentError, AgentErrorCause
 from fair_forge_core.schemas.base import RequestModel
 from fair_forge_core.schemas.config import MAX_CONNECTORS, EvaluationConfig
@@ -436,6 +437,9 @@ class RunRequest(_Judged):
 
     datasets: list[Dataset] = Field(min_length=1)
     config: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    attempts: AdaptiveAttempts | None = omitted_when_none()
+    """How the attempts were spent when `fair-forge run --until-decided` chose them (docs/request.md);
+    absent for a fixed number of attempts, so such requests serialise as before."""
 
 
 class Reference(RequestModel):

@@ -6,6 +6,7 @@ from typing import Any, Final, Literal, Self
 
 from pydantic import ConfigDict, Field
 
+from fair_forge_core.schemas.adaptive import AdaptiveResult
 from fair_forge_core.schemas.base import ResultModel
 from fair_forge_core.schemas.checks import CheckResult
 from fair_forge_core.schemas.comparison import Comparison
@@ -408,6 +409,10 @@ class AggregatedMetrics(ResultModel):
     """How many turns' tool utilization was not measured (their `result_utilization` null: tools
     used, no `final_answer_uses_tools` reported and no tool `result` to look for in the answer),
     left out of their tool score rather than counted as 0 (docs/tool-rubric.md); absent when none."""
+    adaptive: AdaptiveResult | None = omitted_when_none()
+    """When the request's attempts were adaptive (`RunRequest.attempts`): each task's confidence
+    sequence and decision, the gates' bounds, and the fields adaptive stopping biases
+    (`fair_forge_core.adaptive_result`); absent otherwise."""
 
 
 class JudgeProvenance(ResultModel):
