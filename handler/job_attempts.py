@@ -394,10 +394,8 @@ def finish(
         not_started=sum(chunk.get("not_started", 0) for chunk in chunks),
         stopped=stopped(chunks),  # type: ignore[arg-type]
     )
-    agent_run = {
-        "summary": summary.model_dump(mode="json"),
-        "adaptive": adaptive_report(stored, config.k, tasks, records),
-    }
+    adaptive_run = adaptive_report(stored, config.k, tasks, records)
+    agent_run = {"summary": summary.model_dump(mode="json"), "adaptive": adaptive_run}
     store.put(bucket, keys.agent_run, json.dumps(agent_run))
     stored.update(
         conversations=len(datasets),
@@ -406,10 +404,35 @@ def finish(
         warnings=[*input_warnings(datasets), *stored.get("ledger_warnings", [])],
         provenance=provenance,
         judged_in_rounds=adaptive,
+        recorded_attempts=recorded_attempts(stored, adaptive_run),
     )
     store.put(bucket, keys.request, json.dumps(stored))
     logger.info("attempts done", extra={"attempts": summary.attempts, "failed": summary.failed, "shards": len(shards)})
     return {"job_id": job_id, "done": True, "shards": len(shards), "conversations": len(datasets)}
+
+
+def recorded_attempts(stored: dict[str, Any], report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the run decided, as a recording of `fair-forge run --until-decided` says it
+    (`schemas.AdaptiveAttempts`, `RunRequest.attempts`): the reduce reads it into
+    `aggregated_metrics.adaptive`. None for fixed attempts."""
+    from fair_forge_core.adaptive import DEFAULT_LEVEL, DEFAULT_PRIOR
+    from fair_forge_core.schemas import AdaptiveAttempts
+
+    if report is None:
+        return None
+    asked = stored["attempts"]
+    fields = {
+        "policy": "adaptive",
+        "question": report["question"],
+        "k": report["k"],
+        "boundary": report["boundary"],
+        "level": DEFAULT_LEVEL,
+        "prior": DEFAULT_PRIOR,
+        "max_attempts": asked["max_attempts"],
+        "round_size": asked["round_size"],
+        "tasks": report["tasks"],  # each an `AdaptiveTask` as JSON
+    }
+    return AdaptiveAttempts.model_validate_json(json.dumps(fields)).model_dump(mode="json")
 
 
 def adaptive_report(

@@ -245,7 +245,9 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     (`fair_forge_core.sharding.reduce_shards`) and written to `result.json`; the shards' judge
     usage added up into its `judge_usage` (`judges.usage.total_usage`).
 
-    The response carries the `request_id` of the POST /jobs that started it and the `job_id`.
+    The response carries the `request_id` of the POST /jobs that started it and the `job_id`; when
+    the recording's attempts were adaptive (`recorded_attempts`: a request's `attempts`, or what an
+    agent job's run decided), `aggregated_metrics.adaptive` as `/run` gives it.
     If no conversation could be scored, the job fails (`JobFailed`) with /run's 502 message.
     """
     from fair_forge_core.evaluate import NoConversationScored
@@ -298,6 +300,12 @@ def reduce_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             except NoConversationScored as exc:
                 raise fail(bucket, job_id, f"Agentic evaluation failed: {exc}") from None
             usages = list(pool.map(fetch_usage, indices))
+        recorded = stored.get("recorded_attempts")
+        if recorded is not None:  # as /run: `plan.execute` adds it from `RunRequest.attempts`
+            from fair_forge_core.adaptive_result import with_adaptive
+            from fair_forge_core.schemas import AdaptiveAttempts
+
+            result = with_adaptive(result, AdaptiveAttempts.model_validate(recorded))
         if stored.get("judged_in_rounds"):  # an adaptive agent job: its rounds were judged, usage in shard 0's
             usages = [usage for usage in usages if usage is not None]
         if usages and all(usage is not None for usage in usages):

@@ -360,6 +360,8 @@ def create_job(
         "warnings": [*input_warnings(request.datasets), *decided.get("ledger_warnings", [])],
         "provenance": decided.get("provenance"),
         "cache_scope": decided.get("cache_scope"),
+        # A recording's adaptive attempts (`RunRequest.attempts`): the reduce adds `aggregated_metrics.adaptive`.
+        "recorded_attempts": body.get("attempts"),
         "conversations": len(request.datasets),
         "turns": sum(len(d.conversation) + (d.goal is not None) for d in request.datasets),
     }

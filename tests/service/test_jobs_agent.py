@@ -5,8 +5,8 @@ the reduce), the project's real handlers dispatched in-process (jobs_harness.py)
 
 The expected figures are the library's own run of the same tasks against the same stub script (same seed: the
 stub draws each attempt's success from (seed, task, attempt)): `fair_forge_core.agents.run_attempts` (or, for
-adaptive attempts, `AttemptRunner` rounds planned by `fair_forge_core.adaptive.next_round` with each round
-evaluated), then `fair_forge_core.evaluate.evaluate` with the offline judge. Session ids and measured latencies
+adaptive attempts, `run_adaptive` with each round evaluated), then `fair_forge_core.evaluate.evaluate` with the
+offline judge (and the run's adaptive `attempts` read into `aggregated_metrics.adaptive`, as `/run` reads them). Session ids and measured latencies
 differ between two runs and are left out of the comparison; every other figure must be equal.
 """
 
@@ -25,11 +25,13 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
 
-from fair_forge_core.adaptive import next_round, parse_question, task_report
-from fair_forge_core.agents import AgentSpec, AttemptRunner, TaskSpec, build_agent, run_attempts
+from fair_forge_core.adaptive import parse_question
+from fair_forge_core.adaptive_result import with_adaptive
+from fair_forge_core.agents import AgentSpec, TaskSpec, build_agent, run_adaptive, run_attempts
 from fair_forge_core.evaluate import evaluate
 from fair_forge_core.judges import ReferenceJudge
 from fair_forge_core.schemas import EvaluationConfig
+from fair_forge_testing.handler_client import call_handler
 from fair_forge_testing.jobs_harness import REGION, JobsAWS, jobs_aws
 from fair_forge_testing.stub_agent import StubAgentServer, StubScript, StubTask
 from handler.job_budget import DynamoBudget
@@ -123,6 +125,14 @@ def run_job(aws: JobsAWS, body: dict[str, Any]) -> dict[str, Any]:
     return dict(final.body)
 
 
+def run_datasets_job(aws: JobsAWS, body: dict[str, Any]) -> dict[str, Any]:
+    submitted = aws.submit(body)
+    assert submitted.status == 202, submitted.body
+    final = aws.wait(submitted.body["job_id"])
+    assert final.body["status"] == "succeeded", final.body
+    return dict(final.body["result"])
+
+
 def figures(value: Any) -> Any:
     """`value` without what two runs of the same attempts cannot share: ids, measured latencies, the hash of
     the datasets (which holds both), and the judge's usage (the job's shards each count their own)."""
@@ -154,41 +164,35 @@ def library_fixed(script: StubScript, attempts: int, config: dict[str, Any]) -> 
 def library_adaptive(
     script: StubScript, question: str, max_attempts: int, round_size: int, config: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Adaptive attempts by the library: rounds planned by `next_round` on each task's scored successes, each
-    round evaluated by the offline judge; then the whole recording evaluated. (The reports, the result.)"""
+    """`fair-forge run --until-decided` and then evaluate, by the library: `run_adaptive` with each round judged
+    by the offline judge, then the recording evaluated and its `attempts` read into the result as
+    `plan.execute` does (`adaptive_result.with_adaptive`). (The run's reports, the result.)"""
     evaluation_config = EvaluationConfig.model_validate(config)
-    boundary = parse_question(question, k=evaluation_config.k).boundary
+
+    async def verdicts(datasets: list[Any]) -> list[bool | None]:
+        judged = await evaluate(datasets, ReferenceJudge(), evaluation_config)
+        return [c.is_fully_correct if c.is_scored else None for c in judged.per_conversation_metrics]
 
     async def run() -> tuple[dict[str, Any], dict[str, Any]]:
         tasks = [TaskSpec.model_validate(task) for task in TASKS]
-        wins: Counter[str] = Counter()
-        losses: Counter[str] = Counter()
-        made: Counter[str] = Counter()
         with StubAgentServer(script) as server:
             agent = build_agent(AgentSpec(kind="http", assistant_id=ASSISTANT, url=server.url))
-            runner = AttemptRunner(tasks, agent)
             try:
-                while True:
-                    reports = {t.task_id: task_report(wins[t.task_id], losses[t.task_id], boundary) for t in tasks}
-                    plan = {
-                        task_id: min(n, max_attempts - made[task_id])
-                        for task_id, n in next_round(reports, max_attempts, round_size).items()
-                    }
-                    plan = {task_id: n for task_id, n in plan.items() if n > 0}
-                    if not plan:
-                        break
-                    outcomes = await runner.run_round(plan)
-                    judged = await evaluate([o.dataset for o in outcomes], ReferenceJudge(), evaluation_config)
-                    for outcome, conversation in zip(outcomes, judged.per_conversation_metrics, strict=True):
-                        made[outcome.task_id] += 1
-                        if conversation.is_scored:
-                            (wins if conversation.is_fully_correct else losses)[outcome.task_id] += 1
+                recording = await run_adaptive(
+                    tasks,
+                    agent,
+                    question=parse_question(question, evaluation_config.k),
+                    judge=verdicts,
+                    max_attempts=max_attempts,
+                    round_size=round_size,
+                )
             finally:
                 await agent.aclose()
-        result = await evaluate(runner.recording().datasets, ReferenceJudge(), evaluation_config)
-        return {task_id: report.model_dump(mode="json") for task_id, report in reports.items()}, result.model_dump(
-            mode="json"
-        )
+        assert recording.attempts is not None
+        result = await evaluate(recording.datasets, ReferenceJudge(), evaluation_config)
+        result = with_adaptive(result, recording.attempts)
+        reports = {task_id: report.model_dump(mode="json") for task_id, report in recording.attempts.tasks.items()}
+        return reports, result.model_dump(mode="json")
 
     return asyncio.run(run())
 
@@ -245,8 +249,24 @@ def test_an_adaptive_job_gives_the_librarys_decisions_and_result(monkeypatch: py
         final = run_job(aws, job_body(server.url, attempts, **config))
         worker_calls = aws.calls_of(aws.worker_name)
         rounds = aws.calls_of(aws.attempts_name)
+        # The recording as `fair-forge run -o` would write it (the shards' datasets and the run's `attempts`),
+        # sent as a datasets job, gets the adaptive report POST /run gives it.
+        objects = aws.objects(f"jobs/{final['job_id']}/")
+        shards = sorted(key for key in objects if "/shards/" in key)
+        recording = {
+            "connector": {"class_path": REFERENCE, "params": {}},
+            "config": config,
+            "datasets": [d for key in shards for d in json.loads(objects[key])],
+            "attempts": json.loads(objects[f"jobs/{final['job_id']}/request.json"])["recorded_attempts"],
+        }
+        by_run = call_handler(recording)
+        by_job = run_datasets_job(aws, recording)
 
-    assert figures(final["result"]) == figures(expected)
+    assert by_run.status == 200, by_run.body
+    assert by_job["aggregated_metrics"]["adaptive"] == by_run.body["aggregated_metrics"]["adaptive"]
+    assert by_job["aggregated_metrics"]["adaptive"]["tasks"] == reports
+    assert figures(final["result"]) == figures(expected)  # `aggregated_metrics.adaptive` included
+    assert final["result"]["aggregated_metrics"]["adaptive"]["tasks"] == reports
     adaptive = final["agent_run"]["adaptive"]
     assert adaptive["question"] == question and adaptive["boundary"] == 0.5
     assert adaptive["tasks"] == reports
