@@ -120,12 +120,19 @@ def unidentified_mass(tpr: Counts, tnr: Counts) -> float:
     (`posterior_draws`): ∫ f_TPR(t) F_TNR(1 − t) dt, by adaptive quadrature (scipy's `quad`,
     absolute error 1e-12)."""
     from scipy.integrate import quad
-    from scipy.special import betainc
-    from scipy.stats import beta
+    from scipy.special import betainc, betaln
 
     a1, b1 = tpr.successes + CALIBRATION_PRIOR, tpr.n - tpr.successes + CALIBRATION_PRIOR
     a2, b2 = tnr.successes + CALIBRATION_PRIOR, tnr.n - tnr.successes + CALIBRATION_PRIOR
-    value, _ = quad(lambda t: float(beta.pdf(t, a1, b1) * betainc(a2, b2, 1.0 - t)), 0.0, 1.0, epsabs=1e-12)
+    log_norm = float(betaln(a1, b1))
+
+    def integrand(t: float) -> float:
+        if t <= 0.0 or t >= 1.0:
+            return 0.0
+        density = math.exp((a1 - 1) * math.log(t) + (b1 - 1) * math.log1p(-t) - log_norm)
+        return density * float(betainc(a2, b2, 1.0 - t))
+
+    value, _ = quad(integrand, 0.0, 1.0, epsabs=1e-12)
     return min(max(float(value), 0.0), 1.0)
 
 
