@@ -145,9 +145,15 @@ def unidentified_mass(tpr: Counts, tnr: Counts) -> float:
 def reading_weights(tpr: float, tnr: float) -> tuple[float, float]:
     """(x, y) = (TNR/J, −(1 − TNR)/J), J = TPR + TNR − 1: the weights of a turn judged correct and
     judged incorrect in `attempt_weight`. ValueError when J ≤ 0."""
-    j = tpr + tnr - 1.0
-    if j <= 0.0:
+    if tpr + tnr - 1.0 <= 0.0:
         raise ValueError(f"TPR + TNR = {tpr + tnr} ≤ 1: the model is not identifiable")
+    x, y = _inverse_row(np.array([tpr]), np.array([tnr]))
+    return float(x[0]), float(y[0])
+
+
+def _inverse_row(tpr: Floats, tnr: Floats) -> tuple[Floats, Floats]:
+    """The row "truly correct" of the inverse of [[TNR, 1 − TPR], [1 − TNR, TPR]], elementwise."""
+    j = tpr + tnr - 1.0
     return tnr / j, -(1.0 - tnr) / j
 
 
@@ -206,8 +212,7 @@ def _judge_draws(tpr: Counts, tnr: Counts, draws: int, seed: int) -> tuple[Float
         if not bad.any():
             break
         a[bad], b[bad] = posterior_draws(tpr, int(bad.sum()), rng), posterior_draws(tnr, int(bad.sum()), rng)
-    j = a + b - 1.0
-    return b / j, -(1.0 - b) / j
+    return _inverse_row(a, b)
 
 
 def _weights(signatures: Sequence[tuple[int, int] | None], x: Floats, y: Floats) -> Floats:
