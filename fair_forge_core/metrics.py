@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from fair_forge_core import stats, tiers
 from fair_forge_core.checks import Check, active_checks, conversation_verdict, run_checks, turn_verdict
@@ -28,14 +28,18 @@ from fair_forge_core.schemas import (
     ConversationMetrics,
     Dataset,
     EvaluationConfig,
+    GoalCheck,
     InteractionResult,
     PerTaskMetrics,
     RateEstimate,
     Readiness,
+    StateCheck,
     ToolCorrectnessScore,
     UnscoredCause,
 )
-from fair_forge_core.schemas.base import with_shared_fields_set
+from fair_forge_core.schemas.base import ResultModel, with_shared_fields_set
+
+R = TypeVar("R", bound=ResultModel)
 
 __all__ = ["TurnJudgement"]  # what the judge says of a turn, from `judges.judgement`: what these functions read
 
@@ -131,41 +135,87 @@ def metrics_of_results(dataset: Dataset, results: list[CheckResult], config: Eva
             by_turn[r.turn].append(r)
     interactions: list[InteractionResult] = []
     tool_scores: list[ToolCorrectnessScore | None] = []
+    threshold = config.threshold
     for batch, turn_results in zip(dataset.conversation, by_turn, strict=True):
-        interaction, tool_score = _interaction(batch, turn_results, config.threshold)
+        interaction, tool_score = _interaction(batch, turn_results, threshold)
         interactions.append(interaction)
         tool_scores.append(tool_score)
-    scored = [i for i in interactions if i.is_correct is not None]
     correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]
+    scored = sum(1 for i in interactions if i.is_correct is not None)
     is_scored, fully_correct = conversation_verdict(results)
     rates = None
     if scored:
-        rates = stats.estimate_rates(len(scored), len(correct_indices), config.k, config.statistical_mode)
+        rates = stats.estimate_rates(scored, len(correct_indices), config.k, config.statistical_mode)
     state, goal = own.get("end_state"), own.get("goal")
-    metrics = ConversationMetrics(  # every field given: one fields set for all (`with_shared_fields_set`)
-        session_id=dataset.session_id,
-        assistant_id=dataset.assistant_id,
-        task_id=dataset.task_id,
-        total_interactions=len(interactions),
-        correct_interactions=len(correct_indices),
-        unscored_interactions=len(interactions) - len(scored),
-        is_scored=is_scored,
-        is_fully_correct=fully_correct,
-        threshold=config.threshold,
-        correctness_scores=[i.answer_score for i in interactions],
-        correct_indices=correct_indices,
-        tool_correctness_scores=tool_scores,
-        k=config.k,
+    fields: dict[str, Any] = {
+        "session_id": dataset.session_id,
+        "assistant_id": dataset.assistant_id,
+        "task_id": dataset.task_id,
+        "total_interactions": len(interactions),
+        "correct_interactions": len(correct_indices),
+        "unscored_interactions": len(interactions) - scored,
+        "is_scored": is_scored,
+        "is_fully_correct": fully_correct,
+        "threshold": float(threshold),  # as validation gives it (a float field takes an int as a float)
+        "correctness_scores": [i.answer_score for i in interactions],
+        "correct_indices": correct_indices,
+        "tool_correctness_scores": tool_scores,
+        "k": config.k,
         **_rate_fields(rates),
-        interactions=interactions,
-        state_check=None if state is None else state._view,
-        goal_check=None if goal is None else goal._view,
-        efficiency=conversation_efficiency(dataset) if config.efficiency else None,
-        unscored=None,
-        checks=results,
-    )
-    return with_shared_fields_set(metrics)
+        "interactions": interactions,
+        "state_check": None if state is None else state._view,
+        "goal_check": None if goal is None else goal._view,
+        "efficiency": conversation_efficiency(dataset) if config.efficiency else None,
+        "unscored": None,
+        "checks": results,
+    }
+    if not _views_are(fields, _CONVERSATION_VIEWS):
+        # A plug-in registered under a built-in name may hand another view: validated, as any value.
+        return with_shared_fields_set(ConversationMetrics(**fields))
+    return _trusted(ConversationMetrics, fields)
 
+
+_CONVERSATION_VIEWS: dict[str, type[Any]] = {"state_check": StateCheck, "goal_check": GoalCheck}
+"""The fields of `ConversationMetrics` filled from a check's view, and the type validation would require."""
+
+
+def _views_are(fields: dict[str, Any], types: dict[str, type[Any]]) -> bool:
+    """Whether each of `fields` named in `types` is None or exactly of its type."""
+    return all(fields[name] is None or type(fields[name]) is kind for name, kind in types.items())
+
+
+def _trusted(kind: type[R], fields: dict[str, Any]) -> R:
+    """An instance of the result model `kind` from `fields`, a value of its field's type for every
+    field of `kind`, in its field order, built without validation as `model_construct` builds one
+    (`__dict__`, fields set, no extra, no private values) at a fraction of its cost (it would look
+    up each field's default and alias; 60,000 times for 10,000 conversations of 5 turns), holding
+    the class's one shared fields set (`with_shared_fields_set`). For values this module computed
+    from validated ones, of the types the fields declare (a float field given a float, not an int:
+    validation would have made it one); any other key set is a ValueError."""
+    if fields.keys() != _fields_of(kind):
+        raise ValueError(f"{kind.__name__} needs every field and no other: {sorted(fields.keys() ^ _fields_of(kind))}")
+    made = kind.__new__(kind)
+    _set = object.__setattr__
+    _set(made, "__dict__", fields)
+    _set(made, "__pydantic_fields_set__", _fields_of(kind))
+    _set(made, "__pydantic_extra__", None)
+    _set(made, "__pydantic_private__", None)
+    return made
+
+
+def _fields_of(kind: type[ResultModel]) -> set[str]:
+    """The one fields set `with_shared_fields_set` shares among the instances of `kind` given every
+    field. A model with private attributes or a post-init is refused: `_trusted` sets neither."""
+    found = _FIELDS_SETS.get(kind)
+    if found is None:
+        if kind.__private_attributes__ or kind.__pydantic_post_init__:
+            raise TypeError(f"{kind.__name__} has private attributes or a post-init: build it by model_construct")
+        probe = with_shared_fields_set(kind.model_construct(**dict.fromkeys(kind.model_fields)))
+        found = _FIELDS_SETS[kind] = probe.__pydantic_fields_set__
+    return found
+
+
+_FIELDS_SETS: dict[type[ResultModel], set[str]] = {}
 
 _OUTCOME_VALUE = {"passed": True, "failed": False, "unscored": None}
 
@@ -173,7 +223,32 @@ _OUTCOME_VALUE = {"passed": True, "failed": False, "unscored": None}
 def _interaction(
     batch: Batch, results: list[CheckResult], threshold: float
 ) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
-    """A turn's `InteractionResult` and tool score from its results (`metrics_of_results`)."""
+    """A turn's `InteractionResult` and tool score from its results (`metrics_of_results`).
+
+    Every field but the turn's own (`qa_id`, `observation`) follows from `results` and
+    `threshold`, and attempts of one task repeat their turns' results, which are one object per
+    distinct value (`checks.base.result`): so the first turn of each distinct (threshold, results)
+    is validated (`_turn_template`), and every turn that repeats them is that template's values
+    with its own `qa_id` and `observation` (`_trusted`), among the last `_TEMPLATES_SIZE` made."""
+    key = (threshold, *map(id, results))
+    found = _TEMPLATES.get(key)
+    if found is None:
+        if len(_TEMPLATES) >= _TEMPLATES_SIZE:
+            _TEMPLATES.clear()
+        found = _TEMPLATES[key] = (tuple(results), *_turn_template(batch, results, threshold))
+    _, template, tool_score = found
+    values = dict(template.__dict__)
+    values["qa_id"], values["observation"] = batch.qa_id, batch.observation
+    return _trusted(InteractionResult, values), tool_score
+
+
+def _turn_template(
+    batch: Batch, results: list[CheckResult], threshold: float
+) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
+    """The validated `InteractionResult` of a turn (`batch`) and its tool score: the
+    `answer_correctness` judgement (`NOT_JUDGED` without one); `tool_correct` the `tool_correctness`
+    outcome (None when it has none or is unscored); `is_correct` the turn's verdict
+    (`checks.turn_verdict`); `tool_policy` the `tool_policy` view."""
     named = {r.name: r for r in results}
     answer, tools, policy = named.get("answer_correctness"), named.get("tool_correctness"), named.get("tool_policy")
     judgement: TurnJudgement = answer._view if answer is not None else NOT_JUDGED
@@ -192,6 +267,13 @@ def _interaction(
         tool_policy=None if policy is None else policy._view,
     )
     return with_shared_fields_set(interaction), None if tools is None else tools._view
+
+
+_TEMPLATES_SIZE = 65_536
+_TEMPLATES: dict[tuple[Any, ...], tuple[tuple[CheckResult, ...], InteractionResult, ToolCorrectnessScore | None]] = {}
+"""The turn templates `_interaction` made last, by the threshold and their results' identities
+(an entry holds its results, so no other object can take one of those identities while it lives;
+cleared when full: a bound on what it keeps alive, not a cache to tune)."""
 
 
 def unscored_conversation_metrics(dataset: Dataset, config: EvaluationConfig) -> ConversationMetrics:
