@@ -192,15 +192,23 @@ def _trusted(kind: type[R], fields: dict[str, Any]) -> R:
     the class's one shared fields set (`with_shared_fields_set`). For values this module computed
     from validated ones, of the types the fields declare (a float field given a float, not an int:
     validation would have made it one); any other key set is a ValueError."""
-    if fields.keys() != _fields_of(kind):
-        raise ValueError(f"{kind.__name__} needs every field and no other: {sorted(fields.keys() ^ _fields_of(kind))}")
+    every = _fields_of(kind)
+    if fields.keys() != every:
+        raise ValueError(f"{kind.__name__} needs every field and no other: {sorted(fields.keys() ^ every)}")
+    return _made(kind, fields, every)
+
+
+def _made(kind: type[R], fields: dict[str, Any], every: set[str]) -> R:
+    """`_trusted` of `fields` known to hold every field of `kind` (`every`, its `_fields_of`)."""
     made = kind.__new__(kind)
-    _set = object.__setattr__
     _set(made, "__dict__", fields)
-    _set(made, "__pydantic_fields_set__", _fields_of(kind))
+    _set(made, "__pydantic_fields_set__", every)
     _set(made, "__pydantic_extra__", None)
     _set(made, "__pydantic_private__", None)
     return made
+
+
+_set = object.__setattr__  # what pydantic's `model_construct` sets its instance's slots with
 
 
 def _fields_of(kind: type[ResultModel]) -> set[str]:
@@ -237,9 +245,9 @@ def _interaction(
             _TEMPLATES.clear()
         found = _TEMPLATES[key] = (tuple(results), *_turn_template(batch, results, threshold))
     _, template, tool_score = found
-    values = dict(template.__dict__)
+    values = template.__dict__.copy()  # the template's: every field of its class
     values["qa_id"], values["observation"] = batch.qa_id, batch.observation
-    return _trusted(InteractionResult, values), tool_score
+    return _made(InteractionResult, values, template.__pydantic_fields_set__), tool_score
 
 
 def _turn_template(

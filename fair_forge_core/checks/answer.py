@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fair_forge_core.checks.base import judged_outcome, one_line, register_check, result
@@ -26,10 +26,18 @@ def answer_reason(judgement: TurnJudgement, threshold: float) -> str:
 @dataclass(frozen=True)
 class AnswerCheck:
     """Turn `i` passes when its judgement's score ≥ `threshold`, fails below it, and is unscored
-    (with the judgement's cause) when the judge gave no score."""
+    (with the judgement's cause) when the judge gave no score.
+
+    A judgement is one object per distinct question of an evaluation (`evaluate.judge_all`), and
+    attempts of one task repeat their turns' questions: so the result of each (judgement, turn)
+    is made once per check, that is per evaluation (`_made`, keyed by the judgement's identity:
+    the entry holds the judgement, so no other object can take that identity while it lives)."""
 
     name: ClassVar[str] = "answer_correctness"
     threshold: float
+    _made: dict[tuple[int, int], tuple[TurnJudgement, CheckResult]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def for_config(cls, config: EvaluationConfig) -> AnswerCheck:
@@ -45,20 +53,27 @@ class AnswerCheck:
         ]
 
     def check(self, dataset: Dataset, judged: Sequence[TurnJudgement]) -> list[CheckResult]:
+        made = self._made
+        results = []
+        for index, j in enumerate(judged):
+            found = made.get((id(j), index))
+            if found is None:
+                found = made[id(j), index] = (j, self._result(index, j))
+            results.append(found[1])
+        return results
+
+    def _result(self, index: int, j: TurnJudgement) -> CheckResult:
         threshold = self.threshold
-        return [
-            result(
-                self,
-                turn=index,
-                outcome=judged_outcome(None if j.score is None else j.score >= threshold),
-                reason=answer_reason(j, threshold),
-                required=True,
-                score=j.score,
-                cause=j.cause if j.score is None else None,
-                view=j,
-            )
-            for index, j in enumerate(judged)
-        ]
+        return result(
+            self,
+            turn=index,
+            outcome=judged_outcome(None if j.score is None else j.score >= threshold),
+            reason=answer_reason(j, threshold),
+            required=True,
+            score=j.score,
+            cause=j.cause if j.score is None else None,
+            view=j,
+        )
 
     def spec(self) -> dict[str, Any]:
         return {"threshold": self.threshold}

@@ -85,11 +85,17 @@ def run_checks(
     return ordered(results)
 
 
+_POSITION: dict[str, int] = {}
+"""Each registered check's place in the registration order (`ordered`)."""
+
+
 def ordered(results: Iterable[CheckResult]) -> list[CheckResult]:
     """Turn results first, by turn, then the conversation's; each turn's, and the conversation's,
     in registration order (a name not registered last)."""
-    position = {name: index for index, name in enumerate(_REGISTRY)}
-    last = len(position)
+    if len(_POSITION) != len(_REGISTRY):  # a check registered since (one registered again keeps its place)
+        _POSITION.clear()
+        _POSITION.update((name, index) for index, name in enumerate(_REGISTRY))
+    position, last = _POSITION, len(_POSITION)
     return sorted(results, key=lambda r: (r.turn is None, -1 if r.turn is None else r.turn, position.get(r.name, last)))
 
 
