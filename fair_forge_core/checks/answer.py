@@ -38,6 +38,9 @@ class AnswerCheck:
     _made: dict[tuple[int, int], tuple[TurnJudgement, CheckResult]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _asked: dict[tuple[int, ...], tuple[tuple[str | None, ...], JudgeRequest]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def for_config(cls, config: EvaluationConfig) -> AnswerCheck:
@@ -45,12 +48,21 @@ class AnswerCheck:
 
     def questions(self, dataset: Dataset) -> Sequence[JudgeRequest]:
         """Each turn as the judge reads it: query, answer, ground truth, the conversation's context
-        and language, the turn's observation (equal requests are judged once per evaluation)."""
+        and language, the turn's observation (equal requests are judged once per evaluation).
+
+        Equal texts of a request are one `str` (`sharing`), so a repeated turn gives the same
+        texts by identity, and its request is made once per check (`_asked`: each entry holds
+        its texts, so no other object can take their identities while it lives)."""
         context, language = dataset.context, dataset.language
-        return [
-            JudgeRequest(b.query, b.assistant, b.ground_truth_assistant, context, language, b.observation)
-            for b in dataset.conversation
-        ]
+        asked, requests = self._asked, []
+        for b in dataset.conversation:
+            texts = (b.query, b.assistant, b.ground_truth_assistant, context, language, b.observation)
+            key = tuple(map(id, texts))
+            found = asked.get(key)
+            if found is None:
+                found = asked[key] = (texts, JudgeRequest(*texts))
+            requests.append(found[1])
+        return requests
 
     def check(self, dataset: Dataset, judged: Sequence[TurnJudgement]) -> list[CheckResult]:
         made = self._made
