@@ -135,13 +135,16 @@ def metrics_of_results(dataset: Dataset, results: list[CheckResult], config: Eva
             by_turn[r.turn].append(r)
     interactions: list[InteractionResult] = []
     tool_scores: list[ToolCorrectnessScore | None] = []
-    threshold = config.threshold
-    for batch, turn_results in zip(dataset.conversation, by_turn, strict=True):
+    correct_indices: list[int] = []
+    scored, threshold = 0, config.threshold
+    for index, (batch, turn_results) in enumerate(zip(dataset.conversation, by_turn, strict=True)):
         interaction, tool_score = _interaction(batch, turn_results, threshold)
         interactions.append(interaction)
         tool_scores.append(tool_score)
-    correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]
-    scored = sum(1 for i in interactions if i.is_correct is not None)
+        if interaction.is_correct is not None:
+            scored += 1
+            if interaction.is_correct:
+                correct_indices.append(index)
     is_scored, fully_correct = conversation_verdict(results)
     rates = None
     if scored:
@@ -200,7 +203,7 @@ def _trusted(kind: type[R], fields: dict[str, Any]) -> R:
 
 def _made(kind: type[R], fields: dict[str, Any], every: set[str]) -> R:
     """`_trusted` of `fields` known to hold every field of `kind` (`every`, its `_fields_of`)."""
-    made = kind.__new__(kind)
+    made = _new(kind)
     _set(made, "__dict__", fields)
     _set(made, "__pydantic_fields_set__", every)
     _set(made, "__pydantic_extra__", None)
@@ -209,6 +212,7 @@ def _made(kind: type[R], fields: dict[str, Any], every: set[str]) -> R:
 
 
 _set = object.__setattr__  # what pydantic's `model_construct` sets its instance's slots with
+_new = object.__new__
 
 
 def _fields_of(kind: type[ResultModel]) -> set[str]:
@@ -247,7 +251,12 @@ def _interaction(
     _, template, tool_score = found
     values = template.__dict__.copy()  # the template's: every field of its class
     values["qa_id"], values["observation"] = batch.qa_id, batch.observation
-    return _made(InteractionResult, values, template.__pydantic_fields_set__), tool_score
+    made = _new(InteractionResult)  # `_made`, written out: once per turn
+    _set(made, "__dict__", values)
+    _set(made, "__pydantic_fields_set__", template.__pydantic_fields_set__)
+    _set(made, "__pydantic_extra__", None)
+    _set(made, "__pydantic_private__", None)
+    return made, tool_score
 
 
 def _turn_template(
@@ -330,8 +339,19 @@ _RATE_FIELDS = tuple(RateEstimate.model_fields)
 
 
 def _rate_fields(rates: RateEstimate | None) -> dict[str, Any]:
-    """A conversation's pass@k / pass^k fields from its `RateEstimate` (all None without one)."""
-    return {name: None if rates is None else getattr(rates, name) for name in _RATE_FIELDS}
+    """A conversation's pass@k / pass^k fields from its `RateEstimate` (all None without one).
+    Read once per estimate: `stats.estimate_rates` gives one frozen object per question."""
+    found = _RATES_READ.get(id(rates))
+    if found is None or found[0] is not rates:
+        if len(_RATES_READ) >= _TEMPLATES_SIZE:
+            _RATES_READ.clear()
+        fields = {name: None if rates is None else getattr(rates, name) for name in _RATE_FIELDS}
+        found = _RATES_READ[id(rates)] = (rates, fields)
+    return found[1]
+
+
+_RATES_READ: dict[int, tuple[RateEstimate | None, dict[str, Any]]] = {}
+"""Each estimate's fields (`_rate_fields`) by its identity; the entry holds the estimate."""
 
 
 def task_outcomes(conversations: list[ConversationMetrics], k: int) -> Counter[tuple[int, int]]:

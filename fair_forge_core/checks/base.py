@@ -102,10 +102,13 @@ def ordered(results: Iterable[CheckResult]) -> list[CheckResult]:
 def turn_verdict(results: Iterable[CheckResult]) -> bool | None:
     """A turn's verdict from its results: None when a required one is unscored, else whether
     every required one passed (module docstring)."""
-    required = [r for r in results if r.required]
-    if any(r.outcome == "unscored" for r in required):
-        return None
-    return all(r.outcome == "passed" for r in required)
+    verdict = True
+    for r in results:  # one pass: a verdict is made per turn and per conversation
+        if r.required:
+            if r.outcome == "unscored":
+                return None
+            verdict = verdict and r.outcome == "passed"
+    return verdict
 
 
 def conversation_verdict(results: Iterable[CheckResult]) -> tuple[bool, bool | None]:
