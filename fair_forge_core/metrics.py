@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from fractions import Fraction
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from fair_forge_core import stats, tiers
 from fair_forge_core.checks import Check, active_checks, conversation_verdict, run_checks, turn_verdict
@@ -37,9 +37,8 @@ from fair_forge_core.schemas import (
     ToolCorrectnessScore,
     UnscoredCause,
 )
-from fair_forge_core.schemas.base import ResultModel, with_shared_fields_set
-
-R = TypeVar("R", bound=ResultModel)
+from fair_forge_core.schemas.base import with_shared_fields_set
+from fair_forge_core.trusted import made, trusted
 
 __all__ = ["TurnJudgement"]  # what the judge says of a turn, from `judges.judgement`: what these functions read
 
@@ -175,7 +174,7 @@ def metrics_of_results(dataset: Dataset, results: list[CheckResult], config: Eva
     if not _views_are(fields, _CONVERSATION_VIEWS):
         # A plug-in registered under a built-in name may hand another view: validated, as any value.
         return with_shared_fields_set(ConversationMetrics(**fields))
-    return _trusted(ConversationMetrics, fields)
+    return trusted(ConversationMetrics, fields)
 
 
 _CONVERSATION_VIEWS: dict[str, type[Any]] = {"state_check": StateCheck, "goal_check": GoalCheck}
@@ -186,48 +185,6 @@ def _views_are(fields: dict[str, Any], types: dict[str, type[Any]]) -> bool:
     """Whether each of `fields` named in `types` is None or exactly of its type."""
     return all(fields[name] is None or type(fields[name]) is kind for name, kind in types.items())
 
-
-def _trusted(kind: type[R], fields: dict[str, Any]) -> R:
-    """An instance of the result model `kind` from `fields`, a value of its field's type for every
-    field of `kind`, in its field order, built without validation as `model_construct` builds one
-    (`__dict__`, fields set, no extra, no private values) at a fraction of the cost of validating
-    them again, and of `model_construct`'s (it looks up each field's default and alias), holding
-    the class's one shared fields set (`with_shared_fields_set`). For values this module computed
-    from validated ones, of the types the fields declare (a float field given a float, not an int:
-    validation would have made it one); any other key set is a ValueError."""
-    every = _fields_of(kind)
-    if fields.keys() != every:
-        raise ValueError(f"{kind.__name__} needs every field and no other: {sorted(fields.keys() ^ every)}")
-    return _made(kind, fields, every)
-
-
-def _made(kind: type[R], fields: dict[str, Any], every: set[str]) -> R:
-    """`_trusted` of `fields` known to hold every field of `kind` (`every`, its `_fields_of`)."""
-    made = _new(kind)
-    _set(made, "__dict__", fields)
-    _set(made, "__pydantic_fields_set__", every)
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_private__", None)
-    return made
-
-
-_set = object.__setattr__  # what pydantic's `model_construct` sets its instance's slots with
-_new = object.__new__
-
-
-def _fields_of(kind: type[ResultModel]) -> set[str]:
-    """The one fields set `with_shared_fields_set` shares among the instances of `kind` given every
-    field. A model with private attributes or a post-init is refused: `_trusted` sets neither."""
-    found = _FIELDS_SETS.get(kind)
-    if found is None:
-        if kind.__private_attributes__ or kind.__pydantic_post_init__:
-            raise TypeError(f"{kind.__name__} has private attributes or a post-init: build it by model_construct")
-        probe = with_shared_fields_set(kind.model_construct(**dict.fromkeys(kind.model_fields)))
-        found = _FIELDS_SETS[kind] = probe.__pydantic_fields_set__
-    return found
-
-
-_FIELDS_SETS: dict[type[ResultModel], set[str]] = {}
 
 _OUTCOME_VALUE = {"passed": True, "failed": False, "unscored": None}
 
@@ -241,8 +198,8 @@ def _interaction(
     `threshold`, and attempts of one task repeat their turns' results, which are one object per
     distinct value (`checks.base.result`): so the first turn of each distinct (threshold, results)
     is validated (`_turn_template`), and every turn that repeats them is that template's values
-    with its own `qa_id` and `observation`, built in place as `_made` builds one (50,000 times
-    for 10,000 conversations of 5 turns), among the last `_TEMPLATES_SIZE` templates made."""
+    with its own `qa_id` and `observation`, built by `trusted.made` (50,000 times for 10,000
+    conversations of 5 turns), among the last `_TEMPLATES_SIZE` templates made."""
     key = (threshold, *map(id, results))
     found = _TEMPLATES.get(key)
     if found is None:
@@ -252,12 +209,7 @@ def _interaction(
     _, template, tool_score = found
     values = template.__dict__.copy()  # the template's: every field of its class
     values["qa_id"], values["observation"] = batch.qa_id, batch.observation
-    made = _new(InteractionResult)  # `_made`, written out: once per turn
-    _set(made, "__dict__", values)
-    _set(made, "__pydantic_fields_set__", template.__pydantic_fields_set__)
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_private__", None)
-    return made, tool_score
+    return made(InteractionResult, values, template.__pydantic_fields_set__), tool_score
 
 
 def _turn_template(
