@@ -167,9 +167,14 @@ async def evaluate_conversations(
         llm = JudgePanel.for_config([Member(judge=j, model=j.spec().model) for j in judges], config)
     checks = active_checks(config)
     asked = _asked(datasets, checks)
-    distinct = list(
-        dict.fromkeys(q for conversation in asked for _, questions in conversation or () for q in questions)
-    )
+    # Each question's place among the distinct ones, found in the one pass that finds them: a
+    # second lookup by value would hash and compare every turn's question again.
+    slots: dict[JudgeQuestion, int] = {}
+    places = [
+        None if conversation is None else [slots.setdefault(q, len(slots)) for _, qs in conversation for q in qs]
+        for conversation in asked
+    ]
+    distinct = list(slots)
     results = _run_deterministic(datasets, asked)
     cascade = _cascade(judges, llm, config, context)
     started = time.perf_counter()
@@ -179,12 +184,16 @@ async def evaluate_conversations(
         ledger.cascade_sent_to_llm = cascade.sent_to_llm
     telemetry.judging_ended_at = time.perf_counter()
     telemetry.judging_s += telemetry.judging_ended_at - started
+    judgements = [judged[q] for q in distinct]
     conversations = []
-    for dataset, conversation, deterministic in zip(datasets, asked, results, strict=True):
-        if conversation is None:
+    for dataset, conversation, place, deterministic in zip(datasets, asked, places, results, strict=True):
+        if conversation is None or place is None:
             conversations.append(unscored_conversation_metrics(dataset, config))
             continue
-        judged_results = [r for c, qs in conversation if qs for r in c.check(dataset, [judged[q] for q in qs])]
+        at = iter(place)  # the conversation's questions' places, in the order its checks asked them
+        judged_results = [
+            r for c, qs in conversation if qs for r in c.check(dataset, [judgements[next(at)] for _ in qs])
+        ]
         conversations.append(metrics_of_results(dataset, ordered([*deterministic, *judged_results]), config))
     return conversations
 

@@ -28,14 +28,17 @@ from fair_forge_core.schemas import (
     ConversationMetrics,
     Dataset,
     EvaluationConfig,
+    GoalCheck,
     InteractionResult,
     PerTaskMetrics,
     RateEstimate,
     Readiness,
+    StateCheck,
     ToolCorrectnessScore,
     UnscoredCause,
 )
 from fair_forge_core.schemas.base import with_shared_fields_set
+from fair_forge_core.trusted import made, trusted
 
 __all__ = ["TurnJudgement"]  # what the judge says of a turn, from `judges.judgement`: what these functions read
 
@@ -131,40 +134,56 @@ def metrics_of_results(dataset: Dataset, results: list[CheckResult], config: Eva
             by_turn[r.turn].append(r)
     interactions: list[InteractionResult] = []
     tool_scores: list[ToolCorrectnessScore | None] = []
-    for batch, turn_results in zip(dataset.conversation, by_turn, strict=True):
-        interaction, tool_score = _interaction(batch, turn_results, config.threshold)
+    correct_indices: list[int] = []
+    scored, threshold = 0, config.threshold
+    for index, (batch, turn_results) in enumerate(zip(dataset.conversation, by_turn, strict=True)):
+        interaction, tool_score = _interaction(batch, turn_results, threshold)
         interactions.append(interaction)
         tool_scores.append(tool_score)
-    scored = [i for i in interactions if i.is_correct is not None]
-    correct_indices = [index for index, i in enumerate(interactions) if i.is_correct]
+        if interaction.is_correct is not None:
+            scored += 1
+            if interaction.is_correct:
+                correct_indices.append(index)
     is_scored, fully_correct = conversation_verdict(results)
     rates = None
     if scored:
-        rates = stats.estimate_rates(len(scored), len(correct_indices), config.k, config.statistical_mode)
+        rates = stats.estimate_rates(scored, len(correct_indices), config.k, config.statistical_mode)
     state, goal = own.get("end_state"), own.get("goal")
-    metrics = ConversationMetrics(  # every field given: one fields set for all (`with_shared_fields_set`)
-        session_id=dataset.session_id,
-        assistant_id=dataset.assistant_id,
-        task_id=dataset.task_id,
-        total_interactions=len(interactions),
-        correct_interactions=len(correct_indices),
-        unscored_interactions=len(interactions) - len(scored),
-        is_scored=is_scored,
-        is_fully_correct=fully_correct,
-        threshold=config.threshold,
-        correctness_scores=[i.answer_score for i in interactions],
-        correct_indices=correct_indices,
-        tool_correctness_scores=tool_scores,
-        k=config.k,
+    fields: dict[str, Any] = {
+        "session_id": dataset.session_id,
+        "assistant_id": dataset.assistant_id,
+        "task_id": dataset.task_id,
+        "total_interactions": len(interactions),
+        "correct_interactions": len(correct_indices),
+        "unscored_interactions": len(interactions) - scored,
+        "is_scored": is_scored,
+        "is_fully_correct": fully_correct,
+        "threshold": float(threshold),  # as validation gives it (a float field takes an int as a float)
+        "correctness_scores": [i.answer_score for i in interactions],
+        "correct_indices": correct_indices,
+        "tool_correctness_scores": tool_scores,
+        "k": config.k,
         **_rate_fields(rates),
-        interactions=interactions,
-        state_check=None if state is None else state._view,
-        goal_check=None if goal is None else goal._view,
-        efficiency=conversation_efficiency(dataset) if config.efficiency else None,
-        unscored=None,
-        checks=results,
-    )
-    return with_shared_fields_set(metrics)
+        "interactions": interactions,
+        "state_check": None if state is None else state._view,
+        "goal_check": None if goal is None else goal._view,
+        "efficiency": conversation_efficiency(dataset) if config.efficiency else None,
+        "unscored": None,
+        "checks": list(results),  # the caller's list is its own, as validation would copy it
+    }
+    if not _views_are(fields, _CONVERSATION_VIEWS):
+        # A plug-in registered under a built-in name may hand another view: validated, as any value.
+        return with_shared_fields_set(ConversationMetrics(**fields))
+    return trusted(ConversationMetrics, fields)
+
+
+_CONVERSATION_VIEWS: dict[str, type[Any]] = {"state_check": StateCheck, "goal_check": GoalCheck}
+"""The fields of `ConversationMetrics` filled from a check's view, and the type validation would require."""
+
+
+def _views_are(fields: dict[str, Any], types: dict[str, type[Any]]) -> bool:
+    """Whether each of `fields` named in `types` is None or exactly of its type."""
+    return all(fields[name] is None or type(fields[name]) is kind for name, kind in types.items())
 
 
 _OUTCOME_VALUE = {"passed": True, "failed": False, "unscored": None}
@@ -173,7 +192,33 @@ _OUTCOME_VALUE = {"passed": True, "failed": False, "unscored": None}
 def _interaction(
     batch: Batch, results: list[CheckResult], threshold: float
 ) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
-    """A turn's `InteractionResult` and tool score from its results (`metrics_of_results`)."""
+    """A turn's `InteractionResult` and tool score from its results (`metrics_of_results`).
+
+    Every field but the turn's own (`qa_id`, `observation`) follows from `results` and
+    `threshold`, and attempts of one task repeat their turns' results, which are one object per
+    distinct value (`checks.base.result`): so the first turn of each distinct (threshold, results)
+    is validated (`_turn_template`), and every turn that repeats them is that template's values
+    with its own `qa_id` and `observation`, built by `trusted.made` (50,000 times for 10,000
+    conversations of 5 turns), among the last `_TEMPLATES_SIZE` templates made."""
+    key = (threshold, *map(id, results))
+    found = _TEMPLATES.get(key)
+    if found is None:
+        if len(_TEMPLATES) >= _TEMPLATES_SIZE:
+            _TEMPLATES.clear()
+        found = _TEMPLATES[key] = (tuple(results), *_turn_template(batch, results, threshold))
+    _, template, tool_score = found
+    values = template.__dict__.copy()  # the template's: every field of its class
+    values["qa_id"], values["observation"] = batch.qa_id, batch.observation
+    return made(InteractionResult, values, template.__pydantic_fields_set__), tool_score
+
+
+def _turn_template(
+    batch: Batch, results: list[CheckResult], threshold: float
+) -> tuple[InteractionResult, ToolCorrectnessScore | None]:
+    """The validated `InteractionResult` of a turn (`batch`) and its tool score: the
+    `answer_correctness` judgement (`NOT_JUDGED` without one); `tool_correct` the `tool_correctness`
+    outcome (None when it has none or is unscored); `is_correct` the turn's verdict
+    (`checks.turn_verdict`); `tool_policy` the `tool_policy` view."""
     named = {r.name: r for r in results}
     answer, tools, policy = named.get("answer_correctness"), named.get("tool_correctness"), named.get("tool_policy")
     judgement: TurnJudgement = answer._view if answer is not None else NOT_JUDGED
@@ -192,6 +237,13 @@ def _interaction(
         tool_policy=None if policy is None else policy._view,
     )
     return with_shared_fields_set(interaction), None if tools is None else tools._view
+
+
+_TEMPLATES_SIZE = 65_536
+_TEMPLATES: dict[tuple[Any, ...], tuple[tuple[CheckResult, ...], InteractionResult, ToolCorrectnessScore | None]] = {}
+"""The turn templates `_interaction` made last, by the threshold and their results' identities
+(an entry holds its results, so no other object can take one of those identities while it lives;
+cleared when full: a bound on what it keeps alive, not a cache to tune)."""
 
 
 def unscored_conversation_metrics(dataset: Dataset, config: EvaluationConfig) -> ConversationMetrics:
@@ -240,8 +292,19 @@ _RATE_FIELDS = tuple(RateEstimate.model_fields)
 
 
 def _rate_fields(rates: RateEstimate | None) -> dict[str, Any]:
-    """A conversation's pass@k / pass^k fields from its `RateEstimate` (all None without one)."""
-    return {name: None if rates is None else getattr(rates, name) for name in _RATE_FIELDS}
+    """A conversation's pass@k / pass^k fields from its `RateEstimate` (all None without one).
+    Read once per estimate: `stats.estimate_rates` gives one frozen object per question."""
+    found = _RATES_READ.get(id(rates))
+    if found is None or found[0] is not rates:
+        if len(_RATES_READ) >= _TEMPLATES_SIZE:
+            _RATES_READ.clear()
+        fields = {name: None if rates is None else getattr(rates, name) for name in _RATE_FIELDS}
+        found = _RATES_READ[id(rates)] = (rates, fields)
+    return found[1]
+
+
+_RATES_READ: dict[int, tuple[RateEstimate | None, dict[str, Any]]] = {}
+"""Each estimate's fields (`_rate_fields`) by its identity; the entry holds the estimate."""
 
 
 def task_outcomes(conversations: list[ConversationMetrics], k: int) -> Counter[tuple[int, int]]:

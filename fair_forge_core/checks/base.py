@@ -85,21 +85,30 @@ def run_checks(
     return ordered(results)
 
 
+_POSITION: dict[str, int] = {}
+"""Each registered check's place in the registration order (`ordered`)."""
+
+
 def ordered(results: Iterable[CheckResult]) -> list[CheckResult]:
     """Turn results first, by turn, then the conversation's; each turn's, and the conversation's,
     in registration order (a name not registered last)."""
-    position = {name: index for index, name in enumerate(_REGISTRY)}
-    last = len(position)
+    if len(_POSITION) != len(_REGISTRY):  # a check registered since (one registered again keeps its place)
+        _POSITION.clear()
+        _POSITION.update((name, index) for index, name in enumerate(_REGISTRY))
+    position, last = _POSITION, len(_POSITION)
     return sorted(results, key=lambda r: (r.turn is None, -1 if r.turn is None else r.turn, position.get(r.name, last)))
 
 
 def turn_verdict(results: Iterable[CheckResult]) -> bool | None:
     """A turn's verdict from its results: None when a required one is unscored, else whether
     every required one passed (module docstring)."""
-    required = [r for r in results if r.required]
-    if any(r.outcome == "unscored" for r in required):
-        return None
-    return all(r.outcome == "passed" for r in required)
+    verdict = True
+    for r in results:  # one pass: a verdict is made per turn and per conversation
+        if r.required:
+            if r.outcome == "unscored":
+                return None
+            verdict = verdict and r.outcome == "passed"
+    return verdict
 
 
 def conversation_verdict(results: Iterable[CheckResult]) -> tuple[bool, bool | None]:

@@ -257,6 +257,8 @@ class CriteriaCheck:
         return cls(turn=tuple(defaults.turn), conversation=tuple(defaults.conversation))
 
     def _asked(self, dataset: Dataset) -> Asked:
+        if not (self.turn or self.conversation or dataset.criteria or any(b.criteria for b in dataset.conversation)):
+            return []  # no criterion anywhere (the usual case): nothing to build per turn
         asked: Asked = []
         context, language = dataset.context, dataset.language
         for index, batch in enumerate(dataset.conversation):

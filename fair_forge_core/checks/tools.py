@@ -52,11 +52,20 @@ class ToolsCheck:
     """Per turn with expected tools: passed / failed by the rubric's `is_correct` (or the
     trajectory's verdict, which replaces it); `not_measured` and advisory when the rubric decides
     nothing (every measured dimension without weight: `is_correct` null). One `ToolScorer` per
-    evaluation: repeated turns are scored once."""
+    evaluation: repeated turns are scored once.
+
+    A turn's result follows from its calls, its expected calls (its tool policy among them), its
+    answer, the conversation's tool policy and its index; equal tool data are one object in a
+    request (`sharing`), so attempts of one task that repeat a turn give one key of identities,
+    and its result is made once per check, that is per evaluation (`_made`: each entry holds
+    the objects whose identities key it, so no other can take them while it lives)."""
 
     name: ClassVar[str] = "tool_correctness"
     required: bool
     scorer: ToolScorer = field(compare=False)
+    _made: dict[tuple[Any, ...], tuple[tuple[Any, ...], CheckResult]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def for_config(cls, config: EvaluationConfig) -> ToolsCheck:
@@ -67,26 +76,36 @@ class ToolsCheck:
 
     def check(self, dataset: Dataset, judged: Sequence[TurnJudgement]) -> list[CheckResult]:
         results = []
+        made, conversation_policy = self._made, dataset.tool_policy
         for index, batch in enumerate(dataset.conversation):
-            policy, score = check_turn_tools(batch, self.scorer, policy_of_turn(batch, dataset.tool_policy))
-            if score is None:
-                continue
-            verdict = score.is_correct
-            if policy is not None and policy.trajectory_matches is not None:
-                verdict = policy.trajectory_matches
-            results.append(
-                result(
-                    self,
-                    turn=index,
-                    outcome=judged_outcome(verdict),
-                    reason=tools_reason(score, policy),
-                    required=self.required and verdict is not None,
-                    score=score.overall_correctness,
-                    cause="not_measured" if verdict is None else None,
-                    view=score,
-                )
-            )
+            expected = batch.ground_truth_agentic
+            if expected is None or not expected.has_expected_tools:
+                continue  # no tool score (`ToolScorer.score_batch`): no result
+            held = (batch.agentic, expected, conversation_policy)
+            key = (*map(id, held), batch.assistant, index)
+            found = made.get(key)
+            if found is None:
+                found = made[key] = (held, self._result(index, batch, conversation_policy))
+            results.append(found[1])
         return results
+
+    def _result(self, index: int, batch: Batch, conversation_policy: ToolPolicy | None) -> CheckResult:
+        """The result of turn `index` (`batch`), which expects tools."""
+        policy, score = check_turn_tools(batch, self.scorer, policy_of_turn(batch, conversation_policy))
+        assert score is not None  # the turn expects tools
+        verdict = score.is_correct
+        if policy is not None and policy.trajectory_matches is not None:
+            verdict = policy.trajectory_matches
+        return result(
+            self,
+            turn=index,
+            outcome=judged_outcome(verdict),
+            reason=tools_reason(score, policy),
+            required=self.required and verdict is not None,
+            score=score.overall_correctness,
+            cause="not_measured" if verdict is None else None,
+            view=score,
+        )
 
     def spec(self) -> dict[str, Any]:
         s = self.scorer

@@ -19,7 +19,8 @@ produce are ``None`` (JSON ``null``), never a made-up number.
 Modules: `request` (what an evaluation takes; `config`, its options), `result` (what it returns; `comparison`, its
 paired comparison of two agents; `efficiency`, the result side of `config.efficiency`; `base`,
 the result models' base),
-`adaptive` (the per-task report of adaptive attempts), `calibration` (the judge against human labels: `POST /calibrate`'s request and report) and
+`adaptive` (the per-task report of adaptive attempts), `calibration` (the judge against human labels: `POST /calibrate`'s request and report), `judge_error`
+(the judge's measured error and the figures corrected for it) and
 `json_input` (reading a request's JSON strictly). Import from this package.
 """
 
@@ -81,6 +82,15 @@ from fair_forge_core.schemas.json_input import (
     error_message,
     field_path,
     loads_json,
+)
+from fair_forge_core.schemas.judge_error import (
+    CorrectedTask,
+    Counts,
+    JudgeCorrected,
+    JudgeErrorInput,
+    JudgeErrorLevel,
+    NoiseDecomposition,
+    TaskNoise,
 )
 from fair_forge_core.schemas.request import (
     ORIGINAL_TURN_FIELDS,
@@ -165,6 +175,8 @@ __all__ = [
     "ConnectorSpec",
     "ConversationEfficiency",
     "ConversationMetrics",
+    "CorrectedTask",
+    "Counts",
     "CurvePoint",
     "Dataset",
     "EfficiencyAggregate",
@@ -178,6 +190,9 @@ __all__ = [
     "GroundTruthAgentic",
     "InteractionResult",
     "JudgeConsensus",
+    "JudgeCorrected",
+    "JudgeErrorInput",
+    "JudgeErrorLevel",
     "JudgeProvenance",
     "JudgeVote",
     "LabelledPair",
@@ -185,6 +200,7 @@ __all__ = [
     "LoneSurrogate",
     "McNemarTest",
     "MetricComparison",
+    "NoiseDecomposition",
     "NonFiniteNumber",
     "PairResult",
     "PerTaskMetrics",
@@ -201,6 +217,7 @@ __all__ = [
     "StatisticalMode",
     "StructuredOutputMethod",
     "TaskLabel",
+    "TaskNoise",
     "TaskStability",
     "ToolCall",
     "ToolCorrectnessScore",

@@ -199,10 +199,11 @@ def _result_response(result: Any, settings: Settings) -> Response:
     if _response_format() == "html":
         return _html_response(result, settings)
     rid = request_id(router)
-    body = RunResponse.of(result, rid).model_dump_json()
+    body = RunResponse.of(result, rid).body()
     if payload_size(body) > settings.max_response_bytes:
+        del body  # not held beside the trimmed one
         trimmed = result.without_interactions("the full response would exceed the 6 MB Lambda limit")
-        body = RunResponse.of(trimmed, rid).model_dump_json()
+        body = RunResponse.of(trimmed, rid).body()
         if payload_size(body) > settings.max_response_bytes:  # measured again only when trimmed
             return error_response(413, "Response too large even without per-turn detail: send fewer conversations", rid)
     return Response(status_code=200, content_type="application/json", body=body, headers={"Vary": "Accept"})

@@ -34,6 +34,7 @@ from fair_forge_core.schemas import (
     Batch,
     ConversationMetrics,
     EvaluationConfig,
+    EvaluationResult,
     GroundTruthAgentic,
     InteractionResult,
     RunRequest,
@@ -400,6 +401,40 @@ def test_the_response_is_the_same_json_as_json_dumps_of_model_dump() -> None:
     )
 
 
+def results_to_write() -> list[EvaluationResult]:
+    """Results of every shape the body is written for: several conversations with per-turn detail
+    (non-ASCII, quotes and a newline in the answers, tools, an end state, a goal, criteria), the
+    same without per-turn detail, one conversation, and none."""
+    body = copy.deepcopy(CALCULATOR)
+    first = body["datasets"][0]
+    first["conversation"][0]["assistant"] = 'Le résultat est "8" —\n 🎉 \\ done'
+    first["expected_state"], first["final_state"] = {"total": 8}, {"total": 8}
+    first["goal"] = "Compute the total"
+    first["criteria"] = [{"name": "polite", "rule": "The agent thanks the user."}]
+    body["datasets"] += [{**copy.deepcopy(first), "session_id": f"copy-{n}"} for n in range(3)]
+    request = parse_run_request(body, Settings())
+    full = evaluate_sync(request.datasets, ReferenceJudge(), request.config)
+    one = full.model_copy(update={"per_conversation_metrics": full.per_conversation_metrics[:1]})
+    none = full.model_copy(update={"per_conversation_metrics": []})
+    return [full, full.without_interactions("a reason"), one, none]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_the_body_written_a_conversation_at_a_time_is_model_dump_json(index: int) -> None:
+    result = results_to_write()[index]
+    response = handler.responses.RunResponse.of(result, "req-1")
+    assert response.body() == response.model_dump_json()
+    job = handler.responses.JobResult.of(result, "req-1", job_id="job-1")  # a subclass with a field after
+    assert job.body() == job.model_dump_json()
+
+
+def test_a_response_not_beginning_as_a_result_does_is_dumped_whole() -> None:
+    result = results_to_write()[0]
+    response = handler.responses.RunResponse.of(result, "req-1")
+    other = response.model_copy(update={"format_version": "another/1"})  # not a value it validates, but dumped as is
+    assert other.body() == other.model_dump_json() and other.body().startswith('{"format_version":"another/1"')
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     body=st.text(alphabet=st.characters(codec=None, exclude_categories=())),
@@ -408,6 +443,18 @@ def test_the_response_is_the_same_json_as_json_dumps_of_model_dump() -> None:
 def test_the_payload_size_is_the_length_of_the_escaped_body(body: str, chunk: int) -> None:
     # Any text: quotes, backslashes, controls, non-ASCII, characters beyond U+FFFF (a
     # surrogate pair in the escaped text) and lone surrogates, cut into slices anywhere.
+    assert handler.responses.payload_size(body, chunk) == len(json.dumps(body))
+    assert handler.responses.payload_size(body) == len(json.dumps(body))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    body=st.text(alphabet=st.characters(max_codepoint=0x7F, exclude_categories=())),
+    chunk=st.integers(min_value=1, max_value=8),
+)
+def test_the_payload_size_of_ascii_is_the_length_of_the_escaped_body(body: str, chunk: int) -> None:
+    # ASCII alone (quotes, backslashes, controls, DEL among the printable): the slices counted
+    # without escaping them and the slices escaped add up alike.
     assert handler.responses.payload_size(body, chunk) == len(json.dumps(body))
     assert handler.responses.payload_size(body) == len(json.dumps(body))
 

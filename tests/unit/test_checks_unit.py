@@ -1,5 +1,6 @@
 """The checks unit (docs/checks.md): a plug-in check decides `is_fully_correct` and is recorded in
-provenance; a judge's abstention is its type, not its words."""
+provenance; a judge's abstention is its type, not its words; a repeated turn gets the
+result a check of its own gives."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import sys
 from pathlib import Path
 
 from fair_forge_core.checks import turn_verdict
+from fair_forge_core.checks.answer import AnswerCheck
+from fair_forge_core.checks.tools import ToolsCheck
 from fair_forge_core.evaluate import run_sync
 from fair_forge_core.judges.base import JudgeAbstained, JudgeCallError, judge_turn
-from fair_forge_core.judges.judgement import first_cause
+from fair_forge_core.judges.judgement import TurnJudgement, first_cause
 from fair_forge_core.judges.prompt import JudgeRequest
-from fair_forge_core.schemas import CheckResult
+from fair_forge_core.schemas import CheckResult, Dataset, EvaluationConfig
+from fair_forge_testing.builders import conversation, turn
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,3 +89,54 @@ print(json.dumps(out))
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["0"] == [False, ["failed"], {"max_tool_calls": {"max_calls": 0}}]
     assert out["99"] == [True, ["passed"], {"max_tool_calls": {"max_calls": 99}}]
+
+
+def _attempts(answers: list[str]) -> list[Dataset]:
+    """Attempts of one tool turn whose tool data are one object (as `sharing` makes them in a
+    request), each with its answer; the calculator's result, 8, is in the first answer only."""
+    first = Dataset.model_validate(
+        conversation(
+            "s0",
+            [
+                turn(
+                    "t",
+                    "What is 5 + 3?",
+                    answers[0],
+                    "8",
+                    agentic={"tools_used": [{"tool_name": "calculator", "parameters": {"a": 5, "b": 3}, "result": 8}]},
+                    ground_truth_agentic={
+                        "expected_tools": [{"tool_name": "calculator", "parameters": {"a": 5, "b": 3}}]
+                    },
+                )
+            ],
+        )
+    )
+    batch = first.conversation[0]
+    return [
+        first.model_copy(
+            update={"session_id": f"s{n}", "conversation": [batch.model_copy(update={"assistant": answer})]}
+        )
+        for n, answer in enumerate(answers)
+    ]
+
+
+def test_a_repeated_turn_gets_the_result_a_check_of_its_own_gives() -> None:
+    # Once per evaluation (one check object): a repeat gets the first one's result, the same
+    # object; a turn differing only in its answer (which the tool rubric's utilization reads)
+    # gets its own. Every result is what a check that never saw the others gives.
+    config = EvaluationConfig()
+    eight = "8"
+    attempts = _attempts([eight, eight, "I could not say"])
+    judgement = TurnJudgement(score=0.9, reasoning="right")
+    answer, tools = AnswerCheck.for_config(config), ToolsCheck.for_config(config)
+    answered = [answer.check(d, [judgement]) for d in attempts]
+    tooled = [tools.check(d, ()) for d in attempts]
+    assert answered[0][0] is answered[1][0] is answered[2][0]
+    assert tooled[0][0] is tooled[1][0] and tooled[0][0] != tooled[2][0]
+    for d, a, t in zip(attempts, answered, tooled, strict=True):
+        assert a == AnswerCheck.for_config(config).check(d, [judgement])
+        assert t == ToolsCheck.for_config(config).check(d, ())
+    assert answer.questions(attempts[0])[0] is answer.questions(attempts[1])[0]  # the same texts: one request
+    assert answer.questions(attempts[0]) == AnswerCheck.for_config(config).questions(attempts[0])
+    assert answer.questions(attempts[2]) != answer.questions(attempts[0])
+    assert answer.check(attempts[0], [TurnJudgement(score=0.1, reasoning="wrong")])[0].outcome == "failed"

@@ -333,3 +333,45 @@ def evaluate_json_of(datasets: list) -> dict:  # type: ignore[type-arg]
     from fair_forge_core.judges.reference import ReferenceJudge
 
     return asyncio.run(evaluate(datasets, ReferenceJudge())).model_dump(mode="json")["aggregated_metrics"]
+
+
+def test_a_repeated_turn_is_its_firsts_values_with_its_own_qa_id_and_observation() -> None:
+    # Three attempts repeating one turn (one judgement object, the same checks: their results are
+    # one object each), with their own qa_id and observation; the judge's score an int, which
+    # validation makes a float. Each conversation's metrics are what validation makes of them.
+    from fair_forge_core.checks import active_checks
+    from fair_forge_core.schemas import ConversationMetrics
+
+    config = EvaluationConfig(threshold=1)  # validated to 1.0
+    checks = active_checks(config)
+    judgement = TurnJudgement(score=1, reasoning="right")
+    attempts = [
+        Dataset.model_validate(
+            conversation(name, [turn(name, "What is 5 + 3?", "8", "8", observation=f"seen {name}", **CALCULATOR_TOOLS)])
+        )
+        for name in ("a", "b", "c")
+    ]
+    made = [conversation_metrics(d, [judgement], config, checks=checks) for d in attempts]
+    assert made[0].checks[0] is made[1].checks[0]  # the turns' results are shared: the repeat is taken
+    for name, metrics in zip(("a", "b", "c"), made, strict=True):
+        (interaction,) = metrics.interactions
+        assert (interaction.qa_id, interaction.observation) == (name, f"seen {name}")
+        assert type(interaction.answer_score) is float and interaction.is_correct is True
+        assert metrics.model_fields_set == set(ConversationMetrics.model_fields)
+        assert metrics.model_dump_json() == ConversationMetrics.model_validate(metrics.model_dump()).model_dump_json()
+    assert '"answer_score":1.0' in made[2].model_dump_json() and '"threshold":1.0' in made[2].model_dump_json()
+
+
+def test_a_view_other_than_the_built_in_checks_under_their_name_is_validated() -> None:
+    # A plug-in registered as `end_state` handing another view: refused as validation refuses it.
+    from pydantic import ValidationError
+
+    from fair_forge_core.checks.base import result
+    from fair_forge_core.checks.end_state import EndStateCheck
+    from fair_forge_core.metrics import metrics_of_results
+
+    dataset = one_turn("a")
+    answer = conversation_metrics(dataset, [scored(1.0)], EvaluationConfig()).checks
+    odd = result(EndStateCheck, outcome="passed", reason="r", required=True, view={"matches": "maybe"})
+    with pytest.raises(ValidationError, match="state_check"):
+        metrics_of_results(dataset, [*answer, odd], EvaluationConfig())
