@@ -55,7 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fair_forge_core import stats
-from fair_forge_core.metrics import per_task_exact
+from fair_forge_core.metrics import per_task_figures
 from fair_forge_core.schemas import (
     CorrectedTask,
     Counts,
@@ -397,21 +397,8 @@ _NO_SUITE: dict[str, float | None] = {
 def _identity_suite(reports: list[CorrectedTask], k: int, level: float) -> dict[str, float | None]:
     """Today's `per_task` figures (`metrics.per_task_metrics`): the exact means, Wilson over tasks."""
     outcomes = Counter((r.attempts, r.correct or 0) for r in reports if r.attempts >= k)
-    exact = per_task_exact(outcomes, k)
-    if exact is None:
-        return dict(_NO_SUITE)
-    at_k, pow_k = float(exact[0]), float(exact[1])
-    tasks = sum(outcomes.values())
-    at_low, at_high = stats.wilson_interval_of_mean(at_k, tasks, level)
-    pow_low, pow_high = stats.wilson_interval_of_mean(pow_k, tasks, level)
-    return {
-        "pass_at_k": at_k,
-        "pass_pow_k": pow_k,
-        "pass_at_k_ci_low": at_low,
-        "pass_at_k_ci_high": at_high,
-        "pass_pow_k_ci_low": pow_low,
-        "pass_pow_k_ci_high": pow_high,
-    }
+    figures = per_task_figures(outcomes, k, level)
+    return dict(_NO_SUITE) if figures is None else {**figures}
 
 
 def _posterior_suite(rates: list[tuple[Floats, float]], k: int, level: float) -> dict[str, float | None]:

@@ -340,6 +340,27 @@ def per_task_exact(outcomes: Counter[tuple[int, int]], k: int) -> tuple[Fraction
     return Fraction(at_k) / tasks, Fraction(pow_k) / tasks
 
 
+def per_task_figures(outcomes: Counter[tuple[int, int]], k: int, ci_level: float) -> dict[str, float] | None:
+    """pass@k and pass^k over the tasks of `outcomes` (`task_outcomes`: (n, c) → tasks), their exact
+    means (`per_task_exact`) correctly rounded, each with its Wilson bounds over the tasks at
+    `ci_level` (`per_task_metrics` says why); None when no task has k attempts."""
+    exact = per_task_exact(outcomes, k)
+    if exact is None:
+        return None
+    tasks = sum(outcomes.values())
+    at_k, pow_k = float(exact[0]), float(exact[1])
+    at_low, at_high = stats.wilson_interval_of_mean(at_k, tasks, ci_level)
+    pow_low, pow_high = stats.wilson_interval_of_mean(pow_k, tasks, ci_level)
+    return {
+        "pass_at_k": at_k,
+        "pass_pow_k": pow_k,
+        "pass_at_k_ci_low": at_low,
+        "pass_at_k_ci_high": at_high,
+        "pass_pow_k_ci_low": pow_low,
+        "pass_pow_k_ci_high": pow_high,
+    }
+
+
 def per_task_metrics(conversations: list[ConversationMetrics], k: int, ci_level: float = 0.95) -> PerTaskMetrics:
     """τ-bench pass@k / pass^k: per task, the unbiased estimators over its scored attempts,
     averaged over the tasks with at least k scored attempts (None if there are none), reported
@@ -358,20 +379,12 @@ def per_task_metrics(conversations: list[ConversationMetrics], k: int, ci_level:
     fields: dict[str, object] = {"tasks": len(tasks), "tasks_with_k_attempts": eligible}
     if not eligible:
         return PerTaskMetrics.model_validate({**fields, "pass_at_k": None, "pass_pow_k": None})
-    exact = per_task_exact(outcomes, k)
-    assert exact is not None  # there are eligible tasks
-    at_k, pow_k = float(exact[0]), float(exact[1])  # the exact means, correctly rounded
-    at_low, at_high = stats.wilson_interval_of_mean(at_k, eligible, ci_level)
-    pow_low, pow_high = stats.wilson_interval_of_mean(pow_k, eligible, ci_level)
+    figures = per_task_figures(outcomes, k, ci_level)
+    assert figures is not None  # there are eligible tasks
     return PerTaskMetrics.model_validate(
         {
             **fields,
-            "pass_at_k": at_k,
-            "pass_pow_k": pow_k,
-            "pass_at_k_ci_low": at_low,
-            "pass_at_k_ci_high": at_high,
-            "pass_pow_k_ci_low": pow_low,
-            "pass_pow_k_ci_high": pow_high,
+            **figures,
             "ci_level": ci_level,
             "interval_method": "task_wilson",
         }
