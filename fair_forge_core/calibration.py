@@ -374,7 +374,11 @@ async def calibrate(
         causes = Counter(j.error or "no score" for j in judgements)
         summary = "; ".join(f"{n}× {cause}" for cause, n in causes.most_common(3))
         raise NoPairScored(f"no pair could be scored: {summary}")
-    return build_report(pairs, judgements, config.threshold)
+    from fair_forge_core.provenance import judge_provenance
+
+    report = build_report(pairs, judgements, config.threshold)
+    report.judge = judge_provenance(chat_model, config.evaluation_config())
+    return report
 
 
 def calibrate_sync(pairs: Sequence[LabelledPair], chat_model: BaseChatModel, **kwargs: Any) -> CalibrationReport:

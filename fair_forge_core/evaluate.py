@@ -43,7 +43,7 @@ from fair_forge_core.metrics import (
     unscored_conversation_metrics,
     unscored_errors,
 )
-from fair_forge_core.provenance import provenance_of
+from fair_forge_core.provenance import judge_provenance, provenance_of
 from fair_forge_core.schemas import (
     CheckResult,
     CompareConfig,
@@ -282,9 +282,14 @@ async def evaluate(
         if models := chat_models(judge):
             context = dataclasses.replace(context, ledger=JudgeLedger.for_models(models, config))
     ledger = context.ledger
+    members = judge_members(judge)
+    if config.judge_error is not None:  # before any judging: a calibration of another judge is refused
+        from fair_forge_core.judge_error_input import check_judge_error
+
+        check_judge_error(config, [judge_provenance(member, config).identity for member in members])
     conversations = await evaluate_conversations(datasets, judge, config, context)
     result = build_result(conversations, config, input_warnings(datasets), ledger=ledger)
-    result.provenance = provenance_of(judge_members(judge), config, datasets)
+    result.provenance = provenance_of(members, config, datasets)
     return result
 
 
@@ -322,6 +327,10 @@ def build_result(
     if ledger is not None:
         aggregated.judge_usage = ledger.summary()
     aggregated.judge_consensus = consensus(conversations, config)
+    if config.judge_error is not None:  # numpy and scipy only when asked for
+        from fair_forge_core.judge_error_input import judge_corrected
+
+        aggregated.judge_corrected = judge_corrected(conversations, config)
     warnings = list(warnings_of_input)
     if aggregated.unscored_conversations:
         causes = Counter(reason for m in conversations for reason in unscored_errors(m))

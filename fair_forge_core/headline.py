@@ -26,7 +26,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
-from fair_forge_core.schemas import AdaptiveResult, AggregatedMetrics, ConversationMetrics, PerTaskMetrics
+from fair_forge_core.schemas import (
+    AdaptiveResult,
+    AggregatedMetrics,
+    ConversationMetrics,
+    JudgeCorrected,
+    PerTaskMetrics,
+)
 
 Metric = Literal["pass_at_k", "pass_pow_k"]
 Figure = Literal[
@@ -157,9 +163,47 @@ def headline_lines(aggregated: AggregatedMetrics) -> list[str]:
         lines.append(f"per task: {per_task_figures(per_task, k, adaptive)}")
     if aggregated.adaptive is not None:
         lines.append(adaptive_line(aggregated.adaptive, k))
+    if aggregated.judge_corrected is not None:
+        lines.append(judge_corrected_line(aggregated.judge_corrected, per_task))
     if aggregated.sample_size_warning:
         lines.append(f"warning: {aggregated.sample_size_warning}")
     return lines
+
+
+CORRECTED_LABEL = "per task, corrected for the judge's error"
+"""The qualifier of the figures of `aggregated_metrics.judge_corrected`: `pass^3 (per task, corrected for the judge's error)`."""
+
+
+def judge_corrected_line(corrected: JudgeCorrected, per_task: PerTaskMetrics | None) -> str:
+    """The corrected figures in one line, beside the observed per-task pass^k: `corrected for the
+    judge's error (TPR 21/24, TNR 15/18, calibration.json): pass^3 (per task, corrected for the
+    judge's error) = 0.412 [0.201, 0.650], pass@3 … = 0.903 [0.801, 0.970]; observed pass^3 = 0.500
+    (posterior, 10000 seeded draws; 2 task(s) clipped)`."""
+    k = corrected.k
+    source = f", {corrected.source}" if corrected.source else ""
+    head = (
+        f"corrected for the judge's error (TPR {corrected.tpr.successes}/{corrected.tpr.n}, "
+        f"TNR {corrected.tnr.successes}/{corrected.tnr.n}{source})"
+    )
+    if corrected.pass_pow_k is None or corrected.pass_at_k is None:
+        return f"{head}: not measured (no task with {k} or more attempts)"
+    pow_name, at_name = (f"{symbol(m, k)} ({CORRECTED_LABEL})" for m in ("pass_pow_k", "pass_at_k"))
+    observed = (
+        ""
+        if per_task is None or per_task.pass_pow_k is None
+        else f"; observed {symbol('pass_pow_k', k)} = {per_task.pass_pow_k:.3f}"
+    )
+    how = (
+        "exact judge: today's figures"
+        if corrected.method == "identity"
+        else f"posterior, {corrected.draws} seeded draws"
+    )
+    clipped = f"; {len(corrected.clipped_tasks)} task(s) clipped to [0, 1]" if corrected.clipped_tasks else ""
+    return (
+        f"{head}: {pow_name} = {corrected.pass_pow_k:.3f} [{corrected.pass_pow_k_ci_low:.3f}, "
+        f"{corrected.pass_pow_k_ci_high:.3f}], {at_name} = {corrected.pass_at_k:.3f} "
+        f"[{corrected.pass_at_k_ci_low:.3f}, {corrected.pass_at_k_ci_high:.3f}]{observed} ({how}{clipped})"
+    )
 
 
 def adaptive_line(adaptive: AdaptiveResult, k: int) -> str:

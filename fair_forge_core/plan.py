@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from fair_forge_core.judges.prices import PriceTable
     from fair_forge_core.judges.usage import JudgeLedger
 
-PlanErrorKind = Literal["connector_not_allowed", "connector", "panel", "cap"]
+PlanErrorKind = Literal["connector_not_allowed", "connector", "panel", "judge_error", "cap"]
 
 
 class PlanError(Exception):
@@ -91,7 +91,8 @@ def build_judges(
 ) -> list[Judge]:
     """The judges of a request's `connector` (one, or an ensemble's in order), then the ensemble's
     check under `config`. `PlanError` for a class path not allowed, a connector the rules
-    refuse, or an ensemble `check_panel` refuses."""
+    refuse, an ensemble `check_panel` refuses, or a `config.judge_error` of another judge
+    (`judge_error.check_judge_error`)."""
     from fair_forge_core import connectors
     from fair_forge_core.judges.panel import PanelError, check_panel
 
@@ -117,6 +118,14 @@ def build_judges(
         check_panel([judge.model for judge in judges], config)
     except PanelError as exc:
         raise PlanError("panel", exc, field=exc.field) from None
+    if config.judge_error is not None:
+        from fair_forge_core.judge_error_input import JudgeErrorRefused, check_judge_error
+        from fair_forge_core.provenance import judge_provenance
+
+        try:
+            check_judge_error(config, [judge_provenance(judge.model, config).identity for judge in judges])
+        except JudgeErrorRefused as exc:
+            raise PlanError("judge_error", exc, field=exc.field) from None
     return judges
 
 

@@ -200,7 +200,7 @@ def plan_for_request(
 
 def _refusal(exc: PlanError, specs: list[ConnectorSpec]) -> RequestError:
     """The 400 of a `PlanError` of the judges, worded as the service always has."""
-    if exc.kind == "panel":
+    if exc.kind in ("panel", "judge_error"):
         return RequestError(
             400, f"Invalid request: {exc.field}: {exc}", [{"field": str(exc.field), "message": str(exc)}]
         )

@@ -47,6 +47,7 @@ Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,11 +58,13 @@ from fair_forge_core.cli.common import (
     EXIT_OK,
     EXIT_THRESHOLD,
     CliError,
+    display_name,
     json_dump,
     read_json,
     request_of,
     run_evaluation,
     say,
+    validation_message,
     write_output,
 )
 from fair_forge_core.cli.gates import check_gates, check_task_gates
@@ -122,6 +125,25 @@ def cmd_evaluate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr
     return evaluate_body(args, body, args.request, stdout, stderr)
 
 
+def with_judge_error(request: Any, path: Path) -> Any:
+    """`request` with `config.judge_error` read from `path` (`judge_error.judge_error_of_json`: a
+    calibration report or a `JudgeErrorInput`, its source the file's name); exit 2 naming the file."""
+    from pydantic import ValidationError
+
+    from fair_forge_core.judge_error_input import judge_error_of_json
+    from fair_forge_core.schemas import JudgeErrorInput
+
+    data = read_json(path, "--judge-error file", sys.stdin)
+    try:
+        error = judge_error_of_json(data, source=path.name)
+    except ValidationError as exc:
+        raise CliError(validation_message(path, "--judge-error file", exc, JudgeErrorInput), multiline=True) from None
+    except ValueError as exc:
+        raise CliError(f"--judge-error {display_name(path)}: {exc}") from None
+    config = request.config.model_copy(update={"judge_error": error})
+    return request.model_copy(update={"config": config})
+
+
 def check_evaluation_outputs(args: argparse.Namespace, flags: dict[str, str]) -> None:
     """Before any judging (or any agent call, for `run --evaluate`): every output of `flags` can be
     written, and `--otel-export` can work; exit 2 otherwise."""
@@ -139,6 +161,8 @@ def evaluate_body(args: argparse.Namespace, body: dict[str, Any], path: Path, st
     from fair_forge_core.cli.outputs import write_evaluation_outputs
 
     request, import_warnings = request_of(body, path)
+    if args.judge_error is not None:
+        request = with_judge_error(request, args.judge_error)
     started, clock = datetime.now(UTC), time.monotonic()  # the JUnit file's timestamp and time
     result = run_evaluation(
         request,

@@ -52,8 +52,9 @@ from fair_forge_core.cli.common import say
 if TYPE_CHECKING:
     from fair_forge_core.schemas import AdaptiveResult, AggregatedMetrics, TaskStability
 
-GateMetric = Literal["pass_at_k", "pass_pow_k"]
-GATE_METRICS: tuple[GateMetric, ...] = ("pass_at_k", "pass_pow_k")
+GateMetric = Literal["pass_at_k", "pass_pow_k", "corrected.pass_at_k", "corrected.pass_pow_k"]
+GATE_METRICS: tuple[GateMetric, ...] = ("pass_at_k", "pass_pow_k", "corrected.pass_at_k", "corrected.pass_pow_k")
+"""`corrected.…` reads `aggregated_metrics.judge_corrected` (`corrected_gate_figure`)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ def gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float)
     from fair_forge_core.compare.verdict import level_text
     from fair_forge_core.headline import figure_name, headline_figure
 
+    if metric == "corrected.pass_at_k" or metric == "corrected.pass_pow_k":
+        return corrected_gate_figure(aggregated, metric)
     k = aggregated.k
     kind = headline_figure(aggregated)
     per_task, adaptive = aggregated.per_task, aggregated.adaptive
@@ -135,7 +138,34 @@ def gate_figure(aggregated: AggregatedMetrics, metric: GateMetric, level: float)
     )
 
 
-def adaptive_gate_figure(aggregated: AggregatedMetrics, adaptive: AdaptiveResult, metric: GateMetric) -> GateFigure:
+def corrected_gate_figure(
+    aggregated: AggregatedMetrics, metric: Literal["corrected.pass_at_k", "corrected.pass_pow_k"]
+) -> GateFigure:
+    """`corrected.pass_at_k` / `corrected.pass_pow_k`: the per-task figure corrected for the judge's
+    error and its posterior lower bound (`aggregated_metrics.judge_corrected`); not measured (so a
+    gate on it fails) without `--judge-error` / `config.judge_error`, or without a task of k attempts."""
+    from fair_forge_core.compare.verdict import level_text
+    from fair_forge_core.headline import CORRECTED_LABEL, symbol
+
+    corrected, k = aggregated.judge_corrected, aggregated.k
+    base: Literal["pass_at_k", "pass_pow_k"] = "pass_at_k" if metric == "corrected.pass_at_k" else "pass_pow_k"
+    label = f"{symbol(base, k)} ({CORRECTED_LABEL})"
+    if corrected is None:
+        return GateFigure(None, None, label, "no --judge-error / config.judge_error", "not measured")
+    at_k = base == "pass_at_k"
+    return GateFigure(
+        point=corrected.pass_at_k if at_k else corrected.pass_pow_k,
+        bound=corrected.pass_at_k_ci_low if at_k else corrected.pass_pow_k_ci_low,
+        label=label,
+        scope=f"{corrected.tasks_with_k_attempts} task(s) with {k} or more attempts",
+        bound_method=f"{level_text(corrected.ci_level)} posterior bound, TPR {corrected.tpr.successes}/{corrected.tpr.n}, "
+        f"TNR {corrected.tnr.successes}/{corrected.tnr.n}",
+    )
+
+
+def adaptive_gate_figure(
+    aggregated: AggregatedMetrics, adaptive: AdaptiveResult, metric: Literal["pass_at_k", "pass_pow_k"]
+) -> GateFigure:
     """`metric` as the gates read it when attempts were adaptive (module docstring): the point is
     the headline figure, named "adaptive stopping: biased" where it is; the bound is the mean over
     the tasks of their confidence-sequence bounds mapped to the metric (`adaptive_result`)."""

@@ -78,7 +78,7 @@ def _lower_bound_gate(text: str) -> LowerBoundGate:
             f"expected METRIC<X with METRIC one of {', '.join(GATE_METRICS)}, got {text!r}"
         )
     threshold = _threshold(value.strip())
-    return LowerBoundGate("pass_at_k" if metric == "pass_at_k" else "pass_pow_k", threshold)
+    return LowerBoundGate(next(m for m in GATE_METRICS if m == metric), threshold)
 
 
 def add_evaluation_flags(parser: argparse.ArgumentParser) -> None:
@@ -141,6 +141,15 @@ def add_evaluation_flags(parser: argparse.ArgumentParser) -> None:
         help=(
             "exit 1 when a task with 2 or more scored attempts passed in fewer than X of them, X in [0, 1] "
             "(the tasks are named); fails when some task has fewer than 2 scored attempts"
+        ),
+    )
+    parser.add_argument(
+        "--judge-error",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "the judge's measured error: the JSON `fair-forge calibrate` wrote for this judge (or a config.judge_error "
+            "object); adds aggregated_metrics.judge_corrected, the figures corrected for it (overrides config.judge_error)"
         ),
     )
     parser.add_argument(

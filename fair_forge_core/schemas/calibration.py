@@ -15,7 +15,9 @@ from pydantic import Field
 
 from fair_forge_core.schemas.base import RequestModel, ResultModel
 from fair_forge_core.schemas.config import EvaluationConfig, StructuredOutputMethod
+from fair_forge_core.schemas.json_input import omitted_when_none
 from fair_forge_core.schemas.request import ConnectorSpec
+from fair_forge_core.schemas.result import JudgeProvenance
 
 Label = Literal["pass", "fail"]
 
@@ -162,3 +164,7 @@ class CalibrationReport(ResultModel):
     unscored_pairs: list[UnscoredPair]
     results: list[PairResult]
     warnings: list[str] = Field(default_factory=list)
+    judge: JudgeProvenance | None = omitted_when_none()
+    """The judge calibrated (`provenance.judge_provenance` under the calibration's output mode): its
+    `identity` is what `config.judge_error.judge` must be for a run it corrects (docs/statistics.md
+    "Correcting for the judge's error"); absent from reports written before it was recorded."""

@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from fair_forge_core.schemas.base import RequestModel
 from fair_forge_core.schemas.json_input import did_you_mean, omitted_when_none
+from fair_forge_core.schemas.judge_error import JudgeErrorInput
 
 TOOL_WEIGHT_KEYS = ("selection", "parameters", "sequence", "utilization")
 
@@ -157,6 +158,12 @@ class EvaluationConfig(RequestModel):
     """Report what each conversation spent (turns, steps, tool calls, failed and repeated calls,
     the agent's tokens, latency and cost from `agent_usage`) and its median / p95 and cost per
     successful task (`fair_forge_core.efficiency`). Decides no verdict."""
+
+    judge_error: JudgeErrorInput | None = omitted_when_none()
+    """The judge's measured error (docs/statistics.md "Correcting for the judge's error"): its
+    TPR and TNR as calibration counted them, for the run's judge identity. Adds
+    `aggregated_metrics.judge_corrected` beside today's figures; an identity or threshold that
+    is not the run's is refused, naming both."""
 
     checks: dict[str, dict[str, Any]] | None = omitted_when_none()
     """The settings of loaded plug-in checks, by check name (docs/checks.md "Write a check"): a

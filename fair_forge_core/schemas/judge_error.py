@@ -40,13 +40,16 @@ class Counts(RequestModel):
 
 class JudgeErrorInput(RequestModel):
     """The judge's error as calibration measured it, for one judge identity (`judge`, the run's
-    judge identity hash it must match): TPR and TNR as counts, at `level`, and where the counts
-    come from (`source`, e.g. the calibration report's file name), if known."""
+    judge identity hash it must match, `provenance.judges[0].identity`): TPR and TNR as counts, at
+    `level`, the answer threshold the labels were judged at (`threshold`; when given it must be the
+    run's `config.threshold`), and where the counts come from (`source`, e.g. the calibration
+    report's file name), if known."""
 
     judge: str = Field(min_length=1)
     level: JudgeErrorLevel = "turn"
     tpr: Counts
     tnr: Counts
+    threshold: float | None = Field(None, ge=0, le=1)
     source: str | None = None
 
 

@@ -12,6 +12,7 @@ from fair_forge_core.schemas.checks import CheckResult
 from fair_forge_core.schemas.comparison import Comparison
 from fair_forge_core.schemas.efficiency import ConversationEfficiency, EfficiencyAggregate
 from fair_forge_core.schemas.json_input import omitted_when_none
+from fair_forge_core.schemas.judge_error import JudgeCorrected, NoiseDecomposition
 from fair_forge_core.schemas.request import TrajectoryMatch, Unscored, UnscoredCause
 
 
@@ -409,6 +410,14 @@ class AggregatedMetrics(ResultModel):
     """How many turns' tool utilization was not measured (their `result_utilization` null: tools
     used, no `final_answer_uses_tools` reported and no tool `result` to look for in the answer),
     left out of their tool score rather than counted as 0 (docs/tool-rubric.md); absent when none."""
+    judge_corrected: JudgeCorrected | None = omitted_when_none()
+    """With `config.judge_error`: the per-task pass@k / pass^k corrected for the judge's measured
+    error (`fair_forge_core.judge_error.correct_suite`), beside `per_task`, never instead of it;
+    absent otherwise, or when no conversation has a task_id."""
+    judge_noise: NoiseDecomposition | None = omitted_when_none()
+    """With `config.judge_samples` ≥ 2 and task_ids: each task's judged-success variance split into
+    the judge's part (between samples of one transcript) and the agent's (between attempts)
+    (`fair_forge_core.judge_error.noise_decomposition`); absent otherwise."""
     adaptive: AdaptiveResult | None = omitted_when_none()
     """When the request's attempts were adaptive (`RunRequest.attempts`): each task's confidence
     sequence and decision, the gates' bounds, and the fields adaptive stopping biases

@@ -190,7 +190,7 @@ def test_max_unscored_fails_above_n_unscored_conversations(tmp_path: Path) -> No
         (["--fail-if-lower-bound", "pass_pow_k<2"], "--fail-if-lower-bound: must be between 0 and 1, got 2"),
         (
             ["--fail-if-lower-bound", "pass@k<0.5"],
-            "--fail-if-lower-bound: expected METRIC<X with METRIC one of pass_at_k, pass_pow_k, got 'pass@k<0.5'",
+            "--fail-if-lower-bound: expected METRIC<X with METRIC one of pass_at_k, pass_pow_k, corrected.pass_at_k, corrected.pass_pow_k, got 'pass@k<0.5'",
         ),
         (["--fail-if-lower-bound", "pass_pow_k>0.5"], "--fail-if-lower-bound: expected METRIC<X"),
         (["--max-unscored", "-1"], "--max-unscored: must be at least 0, got -1"),
