@@ -327,10 +327,13 @@ def build_result(
     if ledger is not None:
         aggregated.judge_usage = ledger.summary()
     aggregated.judge_consensus = consensus(conversations, config)
-    if config.judge_error is not None:  # numpy and scipy only when asked for
-        from fair_forge_core.judge_error_input import judge_corrected
+    if config.judge_error is not None or config.judge_samples >= 2:  # numpy and scipy only when asked for
+        from fair_forge_core.judge_error_input import judge_corrected, judge_flakiness, judge_noise
 
         aggregated.judge_corrected = judge_corrected(conversations, config)
+        aggregated.judge_noise = judge_noise(conversations, config)
+        if aggregated.judge_noise is not None and aggregated.task_stability is not None:
+            aggregated.task_stability = judge_flakiness(aggregated.task_stability, aggregated.judge_noise)
     warnings = list(warnings_of_input)
     if aggregated.unscored_conversations:
         causes = Counter(reason for m in conversations for reason in unscored_errors(m))

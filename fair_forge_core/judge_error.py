@@ -1,5 +1,5 @@
-"""pass@k and pass^k corrected for the judge's measured error (issue #36), and judge noise against
-agent noise. Pure: no I/O. Docs: docs/statistics.md "Correcting for the judge's error".
+"""pass@k and pass^k corrected for the judge's measured error (issue #36; judge noise against agent
+noise is `judge_noise`). Pure: no I/O. Docs: docs/statistics.md "Correcting for the judge's error".
 
 The measurement model. Calibration measures the judge per answer (a turn): it says "correct" with
 probability TPR when the answer truly is, and 1 − TNR when it is not, each turn's reading
@@ -35,13 +35,15 @@ TPR and TNR that is not a point mass gives them exactly).
 The posterior. TPR ~ Beta(s + ½, n − s + ½) (Jeffreys), TNR alike, independent, conditioned on
 J > 0. A task's attempts fall into C reading patterns (a failed check, or (s, m − s)); their
 frequencies ~ Dirichlet(counts + 1/C) (prior mass one attempt), independently across tasks and of
-TPR / TNR. Each of `draws` seeded joint draws gives each task's rate Σ frequency × weight, clipped
-to [0, 1] (`clipped_draws` reports how often), hence each task's p^k and the suite's mean of them.
-Reported: posterior means, and equal-tailed quantiles as bounds. Monte Carlo error: a bound is an
-empirical quantile of N draws, and the empirical CDF at the true quantile has the standard error
-√(t(1 − t)/N), t the tail: at 10,000 draws and 95 %, each tail's level is 2.5 % ± 0.31 points (two
-standard errors, `monte_carlo_error`); a posterior mean of values in [0, 1] has a standard error
-below 0.5/√N = 0.005.
+TPR / TNR. At each of `draws` seeded judge draws, a task's rate Σ frequency × weight is drawn from
+the normal with its exact Dirichlet mean and variance (`rate_draws`: moment matching, one normal
+variate where the Dirichlet takes C gamma variates; the two give the same coverage within the
+benchmark's error), clipped to [0, 1] (`clipped_draws` reports how often), hence each task's p^k
+and the suite's mean of them. Reported: posterior means, and equal-tailed quantiles as bounds.
+Monte Carlo error: a bound is an empirical quantile of N draws, and the empirical CDF at the true
+quantile has the standard error √(t(1 − t)/N), t the tail: at 4,000 draws and 95 %, each tail's
+level is 2.5 % ± 0.49 points (two standard errors, `monte_carlo_error`); a posterior mean of
+values in [0, 1] has a standard error below 0.5/√N ≈ 0.008.
 """
 
 from __future__ import annotations
@@ -61,12 +63,12 @@ from fair_forge_core.schemas import (
     Counts,
     JudgeCorrected,
     JudgeErrorInput,
-    NoiseDecomposition,
-    TaskNoise,
 )
 
-DEFAULT_DRAWS = 10_000
-"""Joint posterior draws: each bound's tail level within ±0.31 points at 95 % (2 s.e.)."""
+DEFAULT_DRAWS = 4_000
+"""Joint posterior draws: each bound's tail level within ±0.49 points at 95 % (2 s.e.); the
+correction then costs about 5 % of an offline `evaluate` of 50 tasks × 5 attempts × 3 turns
+(benchmarks/RESULTS.md), where 10,000 cost about 11 %."""
 DEFAULT_SEED = 0
 MAX_UNIDENTIFIED = 1e-3
 """Refuse when the posterior puts more than this on TPR + TNR ≤ 1 (the judge may be no better than chance)."""
@@ -75,8 +77,6 @@ CALIBRATION_PRIOR = 0.5
 """TPR and TNR each have the posterior Beta(s + ½, n − s + ½): Jeffreys' prior."""
 PATTERN_PRIOR = 1.0
 """The Dirichlet prior's total mass (one pseudo-attempt), spread evenly over a task's reading patterns."""
-CHUNK = 256
-"""Tasks drawn at once (memory: CHUNK × draws × patterns floats)."""
 
 Floats = npt.NDArray[np.float64]
 
@@ -227,34 +227,54 @@ def _cells(signatures: Sequence[tuple[int, int] | None]) -> tuple[tuple[int, int
 
 
 def rate_draws(
-    tasks: Sequence[Sequence[tuple[int, int] | None]], x: Floats, y: Floats, rng: np.random.Generator
-) -> list[tuple[Floats, float]]:
-    """Posterior draws of each task's true per-attempt rate, one array per task (in order), and the
-    share of them clipped: the
-    frequencies of its attempts' reading patterns (`_cells`) ~ Dirichlet(counts + PATTERN_PRIOR/C),
-    independently across tasks, and each draw's Σ frequency × pattern weight at that draw's (x, y),
-    clipped to [0, 1]. Tasks with the same patterns are drawn together, in order of first appearance."""
-    groups: dict[tuple[tuple[int, int] | None, ...], list[int]] = {}
-    for index, signatures in enumerate(tasks):
-        groups.setdefault(_cells(signatures), []).append(index)
-    result: list[tuple[Floats, float]] = [(np.empty(0), 0.0)] * len(tasks)
-    for cells, members in groups.items():
-        weights = _weights(cells, x, y)  # (C, draws)
-        for start in range(0, len(members), CHUNK):
-            chunk = members[start : start + CHUNK]
-            counts = [Counter(tasks[i]) for i in chunk]
-            alpha = np.array([[c[cell] + PATTERN_PRIOR / len(cells) for cell in cells] for c in counts])
-            gammas = rng.standard_gamma(alpha[:, None, :], size=(len(chunk), x.shape[0], len(cells)))
-            rates = np.einsum("gdc,cd->gd", gammas, weights) / gammas.sum(axis=2)
-            for row, index in enumerate(chunk):
-                outside = float(np.mean((rates[row] < 0.0) | (rates[row] > 1.0)))
-                result[index] = np.clip(rates[row], 0.0, 1.0), outside
+    signatures: Sequence[tuple[int, int] | None],
+    cells: Sequence[tuple[int, int] | None],
+    weights: tuple[Floats, Floats],
+    rng: np.random.Generator,
+) -> tuple[Floats, float]:
+    """Posterior draws of one task's true per-attempt rate, clipped to [0, 1], and the share of
+    them clipped. `cells` are its reading patterns (`_cells`), `weights` their weights at each
+    judge draw (`_weights`, shape (C, draws)) and the weights' squares. The patterns' frequencies π ~ Dirichlet(α = counts +
+    PATTERN_PRIOR/C); at the d-th judge draw the rate π·w_d has the mean μ = α·w/α₀ and the
+    variance (α·w²/α₀ − μ²)/(α₀ + 1) (the Dirichlet's first two moments, exact), and is drawn from
+    the normal with those moments: one standard normal a draw, where drawing π itself costs C
+    gamma variates, and made the correction cost more than the evaluation it corrects."""
+    counts = Counter(signatures)
+    alpha = np.array([counts[cell] + PATTERN_PRIOR / len(cells) for cell in cells])
+    total = float(alpha.sum())
+    mean = alpha @ weights[0] / total
+    variance = (alpha @ weights[1] / total - mean * mean) / (total + 1.0)
+    rates = rng.standard_normal(mean.shape)
+    rates *= np.sqrt(np.maximum(variance, 0.0, out=variance), out=variance)
+    rates += mean
+    outside = np.count_nonzero((rates < 0.0) | (rates > 1.0)) / rates.shape[0]
+    return np.clip(rates, 0.0, 1.0, out=rates), outside
+
+
+def _power(values: Floats, k: int) -> Floats:
+    """values**k by repeated squaring (numpy's float power is several times slower)."""
+    result, base = np.ones_like(values), values
+    while k:
+        if k & 1:
+            result = result * base
+        k >>= 1
+        if k:
+            base = base * base
     return result
 
 
 def _quantiles(values: Floats, level: float) -> tuple[float, float]:
-    low, high = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    return float(low), float(high)
+    """The equal-tailed quantiles at `level`, linear between order statistics (numpy's default
+    method; by hand, since `np.quantile`'s overhead on 4,000 draws is most of its cost)."""
+    ordered = np.sort(values)
+    return _interpolated(ordered, (1.0 - level) / 2.0), _interpolated(ordered, (1.0 + level) / 2.0)
+
+
+def _interpolated(ordered: Floats, q: float) -> float:
+    position = (len(ordered) - 1) * q
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return float(ordered[below] + (position - below) * (ordered[above] - ordered[below]))
 
 
 def _clip(value: float) -> tuple[float, bool]:
@@ -291,19 +311,12 @@ def correct_suite(
     check_identifiable(tpr, tnr)
     signatures = [[a.signature(judge_error.level) for a in attempts] for attempts in tasks.values()]
     exact = tpr.successes == tpr.n and tnr.successes == tnr.n
+    tail = (1.0 - ci_level) / 2.0
     if exact:
         reports = [_identity_task(name, sigs, k, ci_level) for name, sigs in zip(tasks, signatures, strict=True)]
         suite = _identity_suite(reports, k, ci_level)
     else:
-        x, y = _judge_draws(tpr, tnr, draws, seed)
-        rates = rate_draws(signatures, x, y, np.random.default_rng([seed, 1]))
-        point = reading_weights(tpr.rate, tnr.rate)
-        reports = [
-            _corrected_task(name, sigs, k, ci_level, point, task_rates)
-            for name, sigs, task_rates in zip(tasks, signatures, rates, strict=True)
-        ]
-        suite = _posterior_suite([r for r, sigs in zip(rates, signatures, strict=True) if len(sigs) >= k], k, ci_level)
-    tail = (1.0 - ci_level) / 2.0
+        reports, suite = _posterior(signatures, list(tasks), k, ci_level, judge_error, draws, seed)
     return JudgeCorrected(
         judge=judge_error.judge,
         level=judge_error.level,
@@ -351,19 +364,56 @@ def _identity_task(name: str, signatures: Sequence[tuple[int, int] | None], k: i
     )
 
 
+def _posterior(
+    signatures: Sequence[Sequence[tuple[int, int] | None]],
+    names: Sequence[str],
+    k: int,
+    level: float,
+    judge_error: JudgeErrorInput,
+    draws: int,
+    seed: int,
+) -> tuple[list[CorrectedTask], dict[str, float | None]]:
+    """Every task's report (`_corrected_task`) and the suite's figures (`_posterior_suite`) from
+    `draws` joint draws: the d-th judge draw (x_d, y_d) is shared by every task, so the tasks'
+    d-th draws, independent given it, sum to one draw of the suite. One task at a time: its
+    arrays stay in the cache, where the whole (tasks × draws) matrix would not."""
+    x, y = _judge_draws(judge_error.tpr, judge_error.tnr, draws, seed)
+    point = reading_weights(judge_error.tpr.rate, judge_error.tnr.rate)
+    rng = np.random.default_rng([seed, 1])
+    pattern_weights: dict[tuple[tuple[int, int] | None, ...], tuple[Floats, Floats]] = {}
+    suite_pow, suite_at, counted = np.zeros(draws), np.zeros(draws), 0
+    reports = []
+    for name, task in zip(names, signatures, strict=True):
+        cells = _cells(task)
+        if cells not in pattern_weights:
+            weights = _weights(cells, x, y)
+            pattern_weights[cells] = weights, weights * weights
+        rates, outside = rate_draws(task, cells, pattern_weights[cells], rng)
+        pow_k, at_k = _power(rates, k), 1.0 - _power(1.0 - rates, k)
+        if len(task) >= k:
+            suite_pow += pow_k
+            suite_at += at_k
+            counted += 1
+        posterior = (*_quantiles(rates, level), outside, float(pow_k.mean()), float(at_k.mean()))
+        reports.append(_corrected_task(name, task, k, point, posterior))
+    suite = _posterior_suite(suite_pow / counted, suite_at / counted, level) if counted else dict(_NO_SUITE)
+    return reports, suite
+
+
 def _corrected_task(
     name: str,
     signatures: Sequence[tuple[int, int] | None],
     k: int,
-    level: float,
     point: tuple[float, float],
-    rates: tuple[Floats, float],
+    posterior: tuple[float, float, float, float, float],
 ) -> CorrectedTask:
-    """One task: Rogan–Gladen at the measured TPR / TNR, posterior means and quantiles from `rates`."""
-    draws, clipped_share = rates
-    raw = float(np.mean(_weights(signatures, np.array([point[0]]), np.array([point[1]]))))
+    """One task: Rogan–Gladen at the measured TPR / TNR (`point`: its (x, y)); from the
+    posterior, the rate's quantiles, the share of draws clipped and the means of p^k and
+    1 − (1 − p)^k (None below k attempts)."""
+    x, y = point
+    raw = math.fsum(0.0 if sig is None else x ** sig[0] * y ** sig[1] for sig in signatures) / len(signatures)
     rate, rate_clipped = _clip(raw)
-    low, high = _quantiles(draws, level)
+    low, high, clipped_share, pass_pow_k, pass_at_k = posterior
     enough = len(signatures) >= k
     return CorrectedTask(
         task=name,
@@ -375,8 +425,8 @@ def _corrected_task(
         clipped_draws=clipped_share,
         rate_ci_low=low,
         rate_ci_high=high,
-        pass_at_k=float(np.mean(1.0 - (1.0 - draws) ** k)) if enough else None,
-        pass_pow_k=float(np.mean(draws**k)) if enough else None,
+        pass_at_k=pass_at_k if enough else None,
+        pass_pow_k=pass_pow_k if enough else None,
         pass_at_k_ci_low=stats.at_least_one_of(low, k),
         pass_at_k_ci_high=stats.at_least_one_of(high, k),
         pass_pow_k_ci_low=low**k,
@@ -401,14 +451,9 @@ def _identity_suite(reports: list[CorrectedTask], k: int, level: float) -> dict[
     return dict(_NO_SUITE) if figures is None else {**figures}
 
 
-def _posterior_suite(rates: list[tuple[Floats, float]], k: int, level: float) -> dict[str, float | None]:
-    """The posterior of the mean over the tasks of p^k and 1 − (1 − p)^k: its mean and quantiles
-    (the tasks' draws are independent, so the d-th draws of all tasks are one draw of the suite)."""
-    if not rates:
-        return dict(_NO_SUITE)
-    draws = np.array([task_draws for task_draws, _ in rates])
-    pow_k = (draws**k).mean(axis=0)
-    at_k = (1.0 - (1.0 - draws) ** k).mean(axis=0)
+def _posterior_suite(pow_k: Floats, at_k: Floats, level: float) -> dict[str, float | None]:
+    """The suite's figures from the draws of its mean over the tasks of p^k and of
+    1 − (1 − p)^k: their means and quantiles."""
     (at_low, at_high), (pow_low, pow_high) = _quantiles(at_k, level), _quantiles(pow_k, level)
     return {
         "pass_at_k": float(at_k.mean()),
@@ -418,61 +463,3 @@ def _posterior_suite(rates: list[tuple[Floats, float]], k: int, level: float) ->
         "pass_pow_k_ci_low": pow_low,
         "pass_pow_k_ci_high": pow_high,
     }
-
-
-def noise_decomposition(readings: Mapping[str, Sequence[Sequence[bool]]]) -> NoiseDecomposition:
-    """Judge noise against agent noise: `readings[task][attempt][sample]` is whether sample j of
-    the judge passed the attempt (every turn's j-th verdict correct).
-
-    By the law of total variance, Var(Y) = E[Var(Y | attempt)] + Var(E[Y | attempt]): the judge's
-    part, between samples of one transcript, and the agent's, between attempts. Per task, the
-    one-way random-effects ANOVA (Searle, Casella & McCulloch 1992, ch. 3): with a attempts, N
-    readings, SSW and SSB the within- and between-attempt sums of squares, MSW = SSW/(N − a),
-    MSB = SSB/(a − 1), n0 = (N − Σ n_i²/N)/(a − 1): judge = MSW, agent = (MSB − MSW)/n0, both
-    unbiased (agent reported truncated at 0, flagged). Only tasks with ≥ 2 attempts each read ≥ 2
-    times count. The overall components are the untruncated sums over tasks; the judge's share is
-    their ratio, clipped to [0, 1], None when the total is not positive. A judge error repeated in
-    every sample of a transcript is not judge noise here: it is indistinguishable from the agent's.
-    """
-    per_task: list[TaskNoise] = []
-    judge_total = agent_total = 0.0
-    for name, attempts in readings.items():
-        if len(attempts) < 2 or any(len(samples) < 2 for samples in attempts):
-            continue
-        judge, agent = _anova(attempts)
-        judge_total, agent_total = judge_total + judge, agent_total + agent
-        kept = max(agent, 0.0)
-        per_task.append(
-            TaskNoise(
-                task=name,
-                attempts=len(attempts),
-                samples=sum(len(samples) for samples in attempts),
-                judge_variance=judge,
-                agent_variance=kept,
-                agent_truncated=agent < 0,
-                judge_share=judge / (judge + kept) if judge + kept > 0 else None,
-            )
-        )
-    total = judge_total + agent_total
-    share = _clip(judge_total / total)[0] if per_task and total > 0 else None
-    return NoiseDecomposition(
-        tasks=len(per_task),
-        judge_variance=judge_total if per_task else None,
-        agent_variance=agent_total if per_task else None,
-        judge_share=share,
-        agent_share=None if share is None else 1.0 - share,
-        per_task=per_task,
-    )
-
-
-def _anova(attempts: Sequence[Sequence[bool]]) -> tuple[float, float]:
-    """(MSW, (MSB − MSW)/n0) of one task (`noise_decomposition`)."""
-    sizes = [len(samples) for samples in attempts]
-    means = [sum(samples) / len(samples) for samples in attempts]
-    total, groups = sum(sizes), len(attempts)
-    grand = sum(sum(samples) for samples in attempts) / total
-    ssw = math.fsum((float(y) - mean) ** 2 for samples, mean in zip(attempts, means, strict=True) for y in samples)
-    ssb = math.fsum(size * (mean - grand) ** 2 for size, mean in zip(sizes, means, strict=True))
-    msw, msb = ssw / (total - groups), ssb / (groups - 1)
-    n0 = (total - sum(size * size for size in sizes) / total) / (groups - 1)
-    return msw, (msb - msw) / n0

@@ -1,7 +1,8 @@
 """The judge's error as a run's input (issue #36; docs/statistics.md "Correcting for the judge's
 error"): whether `config.judge_error` can correct a run (`check_judge_error`: one judge, the one
 calibrated, at its threshold, identifiable), what the correction reads of a run's conversations
-(`judged_tasks`), `aggregated_metrics.judge_corrected` (`judge_corrected`), and a
+(`judged_tasks`), `aggregated_metrics.judge_corrected` (`judge_corrected`) and
+`aggregated_metrics.judge_noise` (`judge_noise`, from the judge's samples: `sampled_tasks`), and a
 `JudgeErrorInput` from the report `fair-forge calibrate` writes (`judge_error_of_json`). Pure."""
 
 from __future__ import annotations
@@ -9,8 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fair_forge_core.judge_error import JudgedAttempt, check_identifiable, correct_suite
+from fair_forge_core.judge_noise import SampledAttempt, noise_decomposition
 from fair_forge_core.metrics import assistant_key
-from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig, JudgeCorrected, JudgeErrorInput
+from fair_forge_core.schemas import (
+    ConversationMetrics,
+    EvaluationConfig,
+    JudgeCorrected,
+    JudgeErrorInput,
+    NoiseDecomposition,
+    TaskStability,
+)
 
 ANSWER_CHECK = "answer_correctness"
 """The check whose verdicts calibration measures (the judge's verdict on an answer, at the threshold)."""
@@ -38,13 +47,47 @@ def judged_tasks(conversations: Sequence[ConversationMetrics]) -> dict[str, list
     """The scored conversations' attempts by task, as `per_task` counts tasks
     (`metrics.task_outcomes`: one assistant's task_id; a conversation without one is a task of its
     own), named "<assistant>/<task_id>" (the task_id alone when one assistant ran)."""
+    return {name: [judged_attempt(c) for c in attempts] for name, attempts in _scored_tasks(conversations).items()}
+
+
+def _scored_tasks(conversations: Sequence[ConversationMetrics]) -> dict[str, list[ConversationMetrics]]:
     scored = [c for c in conversations if c.is_scored]
     assistants = {c.assistant_id for c in scored}
-    tasks: dict[str, list[JudgedAttempt]] = {}
+    tasks: dict[str, list[ConversationMetrics]] = {}
     for index, conversation in enumerate(scored):
         assistant, task = assistant_key(index, conversation)
         name = str(task) if len(assistants) == 1 else f"{assistant}/{task}"
-        tasks.setdefault(name, []).append(judged_attempt(conversation))
+        tasks.setdefault(name, []).append(conversation)
+    return tasks
+
+
+def sampled_attempt(conversation: ConversationMetrics, samples: int) -> SampledAttempt | None:
+    """What the noise decomposition reads of a scored conversation: its checks as `judged_attempt`
+    reads them, and each judged turn's `samples` verdicts (its one connector's scores against the
+    conversation's threshold). None when a judged turn does not have exactly one connector's
+    `samples` scores (a failed judgement, an ensemble, a turn the cascade settled offline)."""
+    turns = []
+    interactions = conversation.interactions or []
+    for result in conversation.checks or ():
+        if not (result.required and result.name == ANSWER_CHECK and result.turn is not None):
+            continue
+        votes = interactions[result.turn].judge_votes if result.turn < len(interactions) else None
+        if votes is None or len(votes) != 1 or len(votes[0].scores) != samples:
+            return None
+        scores = votes[0].scores
+        if any(score is None for score in scores):
+            return None
+        turns.append(tuple(score >= conversation.threshold for score in scores if score is not None))
+    return SampledAttempt(judged_attempt(conversation).deterministic_passed, tuple(turns))
+
+
+def sampled_tasks(conversations: Sequence[ConversationMetrics], samples: int) -> dict[str, list[SampledAttempt]]:
+    """The tasks of `judged_tasks`, each attempt as `sampled_attempt` reads it; an attempt it
+    cannot read is left out of its task."""
+    tasks = {}
+    for name, attempts in _scored_tasks(conversations).items():
+        read = [a for a in (sampled_attempt(c, samples) for c in attempts) if a is not None]
+        tasks[name] = read
     return tasks
 
 
@@ -109,6 +152,38 @@ def judge_corrected(conversations: Sequence[ConversationMetrics], config: Evalua
     if not tasks:
         return None
     return correct_suite(tasks, config.k, config.judge_error, config.statistical_mode.ci_level)
+
+
+def judge_noise(conversations: Sequence[ConversationMetrics], config: EvaluationConfig) -> NoiseDecomposition | None:
+    """`aggregated_metrics.judge_noise`: `noise_decomposition` of the run's tasks (`sampled_tasks`)
+    at `config.judge_samples`; None below 2 samples, under `config.judge_cascade`, or when no
+    conversation has a task_id."""
+    if config.judge_samples < 2 or config.judge_cascade or not any(c.task_id is not None for c in conversations):
+        return None
+    return noise_decomposition(sampled_tasks(conversations, config.judge_samples), config.judge_samples)
+
+
+JUDGE_MOSTLY = 0.5
+"""A flaky task's flakiness is the judge's when more than this share of its variance is (`judge_flakiness`)."""
+
+
+def judge_flakiness(stability: TaskStability, noise: NoiseDecomposition) -> TaskStability:
+    """`stability` with a `reason` on each flaky task whose judge share (`noise.per_task`, named as
+    `judged_tasks` names tasks) is above `JUDGE_MOSTLY`: the judge's samples of one transcript
+    disagree more than its attempts differ."""
+    shares = {task.task: task.judge_share for task in noise.per_task}
+    assistants = {task.assistant_id for task in stability.tasks}
+    tasks = []
+    for task in stability.tasks:
+        share = shares.get(task.task_id if len(assistants) == 1 else f"{task.assistant_id}/{task.task_id}")
+        if task.label == "flaky" and share is not None and share > JUDGE_MOSTLY:
+            reason = (
+                f"mostly the judge's: {share:.0%} of the variance in its judged success is between the judge's"
+                " samples of one transcript (aggregated_metrics.judge_noise)"
+            )
+            task = task.model_copy(update={"reason": reason})
+        tasks.append(task)
+    return stability.model_copy(update={"tasks": tasks})
 
 
 def judge_error_of_json(data: object, source: str | None = None) -> JudgeErrorInput:

@@ -194,10 +194,14 @@ def _task_lines(result: EvaluationResult, level: float) -> list[str]:
     stability = task_stability(result.per_conversation_metrics, level)
     if not stability.tasks:
         return []
+    if result.aggregated_metrics.judge_noise is not None:
+        from fair_forge_core.judge_error_input import judge_flakiness
+
+        stability = judge_flakiness(stability, result.aggregated_metrics.judge_noise)
     rows = [
         [
             cell(t.task_id),
-            t.label,
+            t.label if t.reason is None else f"{t.label}: mostly the judge's",
             f"{t.passed} of {t.attempts}",
             number_cell(t.pass_rate),
             _interval(t.ci_low, t.ci_high),

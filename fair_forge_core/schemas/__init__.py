@@ -90,6 +90,7 @@ from fair_forge_core.schemas.judge_error import (
     JudgeErrorInput,
     JudgeErrorLevel,
     NoiseDecomposition,
+    NoiseEstimator,
     TaskNoise,
 )
 from fair_forge_core.schemas.request import (
@@ -201,6 +202,7 @@ __all__ = [
     "McNemarTest",
     "MetricComparison",
     "NoiseDecomposition",
+    "NoiseEstimator",
     "NonFiniteNumber",
     "PairResult",
     "PerTaskMetrics",

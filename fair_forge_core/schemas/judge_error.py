@@ -59,9 +59,10 @@ class CorrectedTask(ResultModel):
     `rate` is the Rogan–Gladen estimate of the task's true per-attempt success rate at the
     measured TPR and TNR, clipped to [0, 1] (`rate_raw` unclipped, `rate_clipped` whether clipping
     changed it). The bounds are the equal-tailed posterior interval of the rate (its attempts'
-    reading patterns ~ Dirichlet, TPR and TNR ~ Beta), pushed through p^k and 1 − (1 − p)^k;
-    `clipped_draws` is the share of the posterior draws clipped to [0, 1]. `pass_at_k` and
-    `pass_pow_k` are the posterior means, None when the task has fewer than k attempts.
+    reading patterns ~ Dirichlet, its rate drawn by moment matching, TPR and TNR ~ Beta), pushed
+    through p^k and 1 − (1 − p)^k; `clipped_draws` is the share of the posterior draws clipped to
+    [0, 1]. `pass_at_k` and `pass_pow_k` are the posterior means, None when the task has fewer
+    than k attempts.
     When the judge is exact (method "identity"): `correct` attempts of `attempts`, c/n, its
     Clopper–Pearson interval and today's unbiased estimators; `correct` is None otherwise."""
 
@@ -118,11 +119,16 @@ class JudgeCorrected(ResultModel):
     per_task: list[CorrectedTask]
 
 
+NoiseEstimator = Literal["latent_class", "one_way_anova"]
+"""`judge_noise.noise_decomposition`'s rules: the measurement model fitted to the judge's samples
+(≥ 3 samples), or the one-way random-effects ANOVA of the attempts' readings (2 samples)."""
+
+
 class TaskNoise(ResultModel):
-    """One task's judged-success variance split (`judge_error.noise_decomposition`): between the
+    """One task's judged-success variance split (`judge_noise.noise_decomposition`): between the
     judge samples of one transcript (`judge_variance`) and between attempts (`agent_variance`,
-    the ANOVA estimate truncated at 0; `agent_truncated` when it was negative), and the judge's
-    share of their sum (None when both are 0)."""
+    truncated at 0; `agent_truncated` when the ANOVA's estimate was negative), and the judge's
+    share of their sum (None when both are 0). `samples`: the task's readings, attempts × samples."""
 
     task: str
     attempts: int = Field(ge=2)
@@ -134,15 +140,19 @@ class TaskNoise(ResultModel):
 
 
 class NoiseDecomposition(ResultModel):
-    """Judge noise against agent noise over the tasks with ≥ 2 attempts each judged ≥ 2 times:
-    the per-task components summed (untruncated, so the sums are unbiased), the judge's share of
-    the total (clipped to [0, 1], None when the total is not positive) and the agent's
-    (1 − the judge's), with `estimator` naming the rule."""
+    """Judge noise against agent noise over the tasks with ≥ 2 attempts, each judged ≥ 2 times:
+    the per-task components summed (the agent's untruncated, so the sums are unbiased), the
+    judge's share of the total (clipped to [0, 1], None when the total is not positive) and the
+    agent's (1 − the judge's), with `estimator` naming the rule; under `latent_class`,
+    `sample_tpr` and `sample_tnr` are the judge's TPR and TNR as its own samples estimate them
+    (None under the ANOVA)."""
 
-    estimator: Literal["one_way_anova"] = "one_way_anova"
+    estimator: NoiseEstimator
     tasks: int = Field(ge=0)
     judge_variance: float | None
     agent_variance: float | None
     judge_share: float | None
     agent_share: float | None
+    sample_tpr: float | None = None
+    sample_tnr: float | None = None
     per_task: list[TaskNoise]

@@ -339,7 +339,8 @@ class LabelledTask(ResultModel):
     (scored conversations), how many passed (fully correct), its unscored conversations (not
     attempts), the observed pass rate passed / attempts, the Clopper–Pearson interval of the
     task's pass probability from its own attempts alone, and its label: "stable" (all passed),
-    "failing" (none did) or "flaky" (some but not all)."""
+    "failing" (none did) or "flaky" (some but not all). `reason`: why a flaky task is flaky, when
+    `aggregated_metrics.judge_noise` puts most of its variance in the judge (absent otherwise)."""
 
     task_id: str
     assistant_id: str
@@ -350,6 +351,7 @@ class LabelledTask(ResultModel):
     ci_low: float
     ci_high: float
     label: TaskLabel
+    reason: str | None = omitted_when_none()
 
 
 class TaskStability(ResultModel):

@@ -2,16 +2,18 @@
 `POST /calibrate`, hand its identity and counts to `POST /run`, and read
 `aggregated_metrics.judge_corrected` beside today's figures; a calibration of another judge, at
 another threshold, of an ensemble, or one that cannot tell the judge from chance is a 400 naming
-the field, before any judging. The judge is the real `ChatOpenAI` against the fake
+the field, before any judging; with `judge_samples` 3, `aggregated_metrics.judge_noise`. The judge is the real `ChatOpenAI` against the fake
 OpenAI-compatible server, scripted so that every verdict is known in advance."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from fair_forge_core.judge_error import JudgedAttempt, correct_suite
+from fair_forge_core.judge_noise import SampledAttempt, noise_decomposition
 from fair_forge_core.judges.prompt import parse_judge_request
 from fair_forge_core.schemas import JudgeErrorInput
 from fair_forge_testing.fake_llm_server import FakeLLMServer, Reply, last_user_text
@@ -203,3 +205,91 @@ def test_without_task_ids_there_is_nothing_to_correct() -> None:
     assert "judge_corrected" not in response.body["aggregated_metrics"]
     with_tasks = call_handler(body | {"datasets": [d | {"task_id": "t"} for d in body["datasets"]]})
     assert with_tasks.body["aggregated_metrics"]["judge_corrected"]["tasks"] == 1
+
+
+# Each task's attempts, each attempt's turns, each turn's three sampled scores (≥ 0.7: judged correct).
+SAMPLED: dict[str, list[list[tuple[float, float, float]]]] = {
+    "refund": [  # every attempt alike, its samples apart: mostly the judge's
+        [(0.9, 0.2, 0.2), (0.9, 0.9, 0.9)],
+        [(0.9, 0.9, 0.9), (0.9, 0.9, 0.9)],
+        [(0.9, 0.9, 0.9), (0.2, 0.9, 0.9)],
+        [(0.9, 0.9, 0.2), (0.9, 0.9, 0.9)],
+    ],
+    "lookup": [[(0.2, 0.2, 0.2), (0.9, 0.9, 0.1)], [(0.9, 0.8, 0.9), (0.9, 0.9, 0.9)]],
+    "hours": [
+        [(0.9, 0.9, 0.9), (0.9, 0.9, 0.9)],
+        [(0.9, 0.3, 0.9), (0.1, 0.1, 0.1)],
+        [(0.9, 0.9, 0.9), (0.8, 0.9, 0.9)],
+    ],
+}
+
+
+def test_judge_samples_split_the_variance_into_the_judges_and_the_agents() -> None:
+    seen: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def sampled(request: dict[str, Any]) -> dict[str, Any]:
+        """The n-th judgement of a turn gets its n-th scripted score (the order is irrelevant to
+        the latent-class estimate, which reads each turn's count of "correct")."""
+        judged = parse_judge_request(last_user_text(request))
+        assert judged is not None
+        with lock:
+            index = seen.get(judged.query, 0)
+            seen[judged.query] = index + 1
+        scores = [float(s) for s in judged.query.split("scores=")[1].split()[0].split(",")]
+        return {"score": scores[index % len(scores)], "reasoning": "scripted"}
+
+    datasets = [
+        {
+            "session_id": f"{task}-{a}",
+            "assistant_id": "agent",
+            "task_id": task,
+            "conversation": [
+                {
+                    "qa_id": f"q{t}",
+                    "query": f"{task} {a} {t} scores={','.join(map(str, scores))}",
+                    "assistant": "x",
+                    "ground_truth_assistant": "y",
+                }
+                for t, scores in enumerate(turns)
+            ],
+        }
+        for task, attempts in SAMPLED.items()
+        for a, turns in enumerate(attempts)
+    ]
+    with FakeLLMServer(responder=sampled) as fake:
+        response = call_handler(
+            {
+                "connector": connector(fake),
+                "datasets": datasets,
+                "config": {"k": 2, "judge_samples": 3, "task_stability": True},
+            }
+        )
+    assert response.status == 200, response.body
+    noise = response.body["aggregated_metrics"]["judge_noise"]
+    # The same split from the scripted verdicts, read here without the result.
+    expected = noise_decomposition(
+        {
+            task: [
+                SampledAttempt(True, tuple(tuple(s >= THRESHOLD for s in scores) for scores in turns))
+                for turns in attempts
+            ]
+            for task, attempts in SAMPLED.items()
+        },
+        3,
+    )
+    assert noise == expected.model_dump(mode="json")
+    assert noise["estimator"] == "latent_class" and 0.0 < noise["judge_share"] < 1.0
+    assert {t["task"] for t in noise["per_task"]} == set(SAMPLED)
+    # A flaky task says so when most of its variance is the judge's, and only then.
+    shares = {t["task"]: t["judge_share"] for t in noise["per_task"]}
+    labels = {
+        t["task_id"]: (t["label"], t.get("reason"))
+        for t in response.body["aggregated_metrics"]["task_stability"]["tasks"]
+    }
+    for task, (label, reason) in labels.items():
+        mostly_judge = label == "flaky" and shares[task] > 0.5
+        assert (reason is not None) == mostly_judge, task
+        if reason is not None:
+            assert reason.startswith(f"mostly the judge's: {shares[task]:.0%} of the variance")
+    assert sorted(reason is not None for _, reason in labels.values()) == [False, False, True]

@@ -1,7 +1,7 @@
 """fair_forge_core/judge_error.py: the measurement model's formulas against independent
 computations (exact enumeration with fractions, brute force over subsets, mpmath quadrature), the
-identity at perfect calibration counts, the refusal of an unidentifiable judge, clipping, seeding,
-and the variance decomposition on cases whose components are known."""
+identity at perfect calibration counts, the refusal of an unidentifiable judge, clipping and seeding
+(the variance decomposition: test_judge_noise.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from fair_forge_core.judge_error import (
     corrected_pass_at_k,
     corrected_pass_pow_k,
     elementary_symmetric,
-    noise_decomposition,
     observed_success,
     unidentified_mass,
 )
@@ -267,55 +266,6 @@ def test_bad_arguments_are_refused() -> None:
         correct_suite({"t": [JudgedAttempt(True, 1, 1)]}, 0, judge((45, 50), (42, 50)))
     with pytest.raises(ValueError, match="successes"):
         Counts(successes=5, n=4)
-
-
-# --------------------------------------------------------------------------- noise
-
-
-def test_no_judge_noise_when_every_sample_agrees() -> None:
-    noise = noise_decomposition({"t": [[True, True], [False, False]]})
-    task = noise.per_task[0]
-    # MSW = 0, MSB = 2·(0.5² + 0.5²)/1 = 1, n0 = 2: agent = 0.5.
-    assert (task.judge_variance, task.agent_variance, task.judge_share) == (0.0, 0.5, 0.0)
-    assert (noise.judge_share, noise.agent_share) == (0.0, 1.0)
-
-
-def test_only_judge_noise_when_every_attempt_reads_alike() -> None:
-    noise = noise_decomposition({"t": [[True, False], [False, True]], "short": [[True, False]]})
-    task = noise.per_task[0]
-    # MSW = 0.5 (each attempt's [1, 0]), MSB = 0: agent = −0.25, truncated and flagged.
-    assert (task.judge_variance, task.agent_variance, task.agent_truncated) == (0.5, 0.0, True)
-    assert noise.tasks == 1 and noise.judge_share == 1.0  # 0.5 / (0.5 − 0.25), clipped
-    assert noise.agent_variance == -0.25
-
-
-def test_the_components_are_unbiased_by_exact_enumeration() -> None:
-    # Two attempts, each judged fully correct w.p. q ∈ {0.2, 0.8} (equally likely), two samples
-    # each: E[judge] = E[q(1 − q)] = 0.16 and E[agent] = Var(q) = 0.09.
-    judge_mean = agent_mean = 0.0
-    for q1, q2 in itertools.product((0.2, 0.8), repeat=2):
-        for y in itertools.product((True, False), repeat=4):
-            qs = (q1, q1, q2, q2)
-            chance = 0.25 * math.prod(q if v else 1 - q for q, v in zip(qs, y, strict=True))
-            noise = noise_decomposition({"t": [list(y[:2]), list(y[2:])]})
-            assert noise.judge_variance is not None and noise.agent_variance is not None
-            judge_mean += chance * noise.judge_variance
-            agent_mean += chance * noise.agent_variance
-    assert judge_mean == pytest.approx(0.16, abs=1e-12)
-    assert agent_mean == pytest.approx(0.09, abs=1e-12)
-
-
-def test_unbalanced_samples_use_the_anova_n0() -> None:
-    # Attempts read 2 and 4 times: n0 = (6 − (4 + 16)/6)/1 = 8/3.
-    readings = [[True, True], [False, False, True, False]]
-    y = [1, 1, 0, 0, 1, 0]
-    grand = sum(y) / 6
-    ssw = (0.0 + 0.0) + sum((v - 0.25) ** 2 for v in [0, 0, 1, 0])
-    ssb = 2 * (1 - grand) ** 2 + 4 * (0.25 - grand) ** 2
-    msw, msb = ssw / 4, ssb / 1
-    noise = noise_decomposition({"t": readings})
-    assert noise.judge_variance == pytest.approx(msw)
-    assert noise.agent_variance == pytest.approx((msb - msw) / (8 / 3))
 
 
 def test_draws_are_numpy_seeded() -> None:
