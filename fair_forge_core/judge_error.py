@@ -59,6 +59,7 @@ import numpy.typing as npt
 from fair_forge_core import stats
 from fair_forge_core.metrics import per_task_figures
 from fair_forge_core.schemas import (
+    CorrectedCurvePoint,
     CorrectedTask,
     Counts,
     JudgeCorrected,
@@ -251,18 +252,6 @@ def rate_draws(
     return np.clip(rates, 0.0, 1.0, out=rates), outside
 
 
-def _power(values: Floats, k: int) -> Floats:
-    """values**k by repeated squaring (numpy's float power is several times slower)."""
-    result, base = np.ones_like(values), values
-    while k:
-        if k & 1:
-            result = result * base
-        k >>= 1
-        if k:
-            base = base * base
-    return result
-
-
 def _quantiles(values: Floats, level: float) -> tuple[float, float]:
     """The equal-tailed quantiles at `level`, linear between order statistics (numpy's default
     method; by hand, since `np.quantile`'s overhead on 4,000 draws is most of its cost)."""
@@ -316,7 +305,8 @@ def correct_suite(
         reports = [_identity_task(name, sigs, k, ci_level) for name, sigs in zip(tasks, signatures, strict=True)]
         suite = _identity_suite(reports, k, ci_level)
     else:
-        reports, suite = _posterior(signatures, list(tasks), k, ci_level, judge_error, draws, seed)
+        reports, curve = _posterior(signatures, list(tasks), k, ci_level, judge_error, draws, seed)
+        suite = curve[k - 1].model_dump(exclude={"k"}) if curve else dict(_NO_SUITE)
     return JudgeCorrected(
         judge=judge_error.judge,
         level=judge_error.level,
@@ -336,6 +326,7 @@ def correct_suite(
         tasks_with_k_attempts=sum(1 for sigs in signatures if len(sigs) >= k),
         clipped_tasks=[r.task for r in reports if r.rate_clipped],
         per_task=reports,
+        curve=[] if exact else curve,
         **suite,
     )
 
@@ -372,16 +363,18 @@ def _posterior(
     judge_error: JudgeErrorInput,
     draws: int,
     seed: int,
-) -> tuple[list[CorrectedTask], dict[str, float | None]]:
-    """Every task's report (`_corrected_task`) and the suite's figures (`_posterior_suite`) from
-    `draws` joint draws: the d-th judge draw (x_d, y_d) is shared by every task, so the tasks'
-    d-th draws, independent given it, sum to one draw of the suite. One task at a time: its
-    arrays stay in the cache, where the whole (tasks × draws) matrix would not."""
+) -> tuple[list[CorrectedTask], list[CorrectedCurvePoint]]:
+    """Every task's report (`_corrected_task`) and the suite's curve over the tasks with ≥ k
+    attempts, K = 1 … max(k, 10) (`_posterior_suite`; its point at k is the suite's figures),
+    from `draws` joint draws: the d-th judge draw (x_d, y_d) is shared by every task, so the
+    tasks' d-th draws, independent given it, sum to one draw of the suite. One task at a time:
+    its arrays stay in the cache, where the whole (tasks × draws) matrix would not."""
     x, y = _judge_draws(judge_error.tpr, judge_error.tnr, draws, seed)
     point = reading_weights(judge_error.tpr.rate, judge_error.tnr.rate)
     rng = np.random.default_rng([seed, 1])
     pattern_weights: dict[tuple[tuple[int, int] | None, ...], tuple[Floats, Floats]] = {}
-    suite_pow, suite_at, counted = np.zeros(draws), np.zeros(draws), 0
+    points = max(k, stats.CURVE_MIN_K)
+    powers, counted = np.zeros((points, 2, draws)), 0  # Σ over the tasks of (p^K, (1 − p)^K)
     reports = []
     for name, task in zip(names, signatures, strict=True):
         cells = _cells(task)
@@ -389,15 +382,23 @@ def _posterior(
             weights = _weights(cells, x, y)
             pattern_weights[cells] = weights, weights * weights
         rates, outside = rate_draws(task, cells, pattern_weights[cells], rng)
-        pow_k, at_k = _power(rates, k), 1.0 - _power(1.0 - rates, k)
-        if len(task) >= k:
-            suite_pow += pow_k
-            suite_at += at_k
+        pass_pow_k = pass_at_k = math.nan  # not reported below k attempts (`_corrected_task`)
+        if len(task) >= k:  # p^K and (1 − p)^K at every K, both in one array: half the numpy calls
             counted += 1
-        posterior = (*_quantiles(rates, level), outside, float(pow_k.mean()), float(at_k.mean()))
+            base = np.stack((rates, 1.0 - rates))
+            power = base.copy()
+            for index in range(points):
+                powers[index] += power
+                if index == k - 1:
+                    pass_pow_k, pass_at_k = float(power[0].mean()), 1.0 - float(power[1].mean())
+                power *= base
+        posterior = (*_quantiles(rates, level), outside, pass_pow_k, pass_at_k)
         reports.append(_corrected_task(name, task, k, point, posterior))
-    suite = _posterior_suite(suite_pow / counted, suite_at / counted, level) if counted else dict(_NO_SUITE)
-    return reports, suite
+    curve = [
+        _posterior_suite(index + 1, powers[index, 0] / counted, 1.0 - powers[index, 1] / counted, level)
+        for index in range(points if counted else 0)
+    ]
+    return reports, curve
 
 
 def _corrected_task(
@@ -451,15 +452,16 @@ def _identity_suite(reports: list[CorrectedTask], k: int, level: float) -> dict[
     return dict(_NO_SUITE) if figures is None else {**figures}
 
 
-def _posterior_suite(pow_k: Floats, at_k: Floats, level: float) -> dict[str, float | None]:
-    """The suite's figures from the draws of its mean over the tasks of p^k and of
+def _posterior_suite(k: int, pow_k: Floats, at_k: Floats, level: float) -> CorrectedCurvePoint:
+    """The suite's figures at k from the draws of its mean over the tasks of p^k and of
     1 − (1 − p)^k: their means and quantiles."""
     (at_low, at_high), (pow_low, pow_high) = _quantiles(at_k, level), _quantiles(pow_k, level)
-    return {
-        "pass_at_k": float(at_k.mean()),
-        "pass_pow_k": float(pow_k.mean()),
-        "pass_at_k_ci_low": at_low,
-        "pass_at_k_ci_high": at_high,
-        "pass_pow_k_ci_low": pow_low,
-        "pass_pow_k_ci_high": pow_high,
-    }
+    return CorrectedCurvePoint(
+        k=k,
+        pass_at_k=float(at_k.mean()),
+        pass_pow_k=float(pow_k.mean()),
+        pass_at_k_ci_low=at_low,
+        pass_at_k_ci_high=at_high,
+        pass_pow_k_ci_low=pow_low,
+        pass_pow_k_ci_high=pow_high,
+    )

@@ -84,6 +84,7 @@ from fair_forge_core.schemas.json_input import (
     loads_json,
 )
 from fair_forge_core.schemas.judge_error import (
+    CorrectedCurvePoint,
     CorrectedTask,
     Counts,
     JudgeCorrected,
@@ -176,6 +177,7 @@ __all__ = [
     "ConnectorSpec",
     "ConversationEfficiency",
     "ConversationMetrics",
+    "CorrectedCurvePoint",
     "CorrectedTask",
     "Counts",
     "CurvePoint",

@@ -83,6 +83,19 @@ class CorrectedTask(ResultModel):
     pass_pow_k_ci_high: float = Field(ge=0, le=1)
 
 
+class CorrectedCurvePoint(ResultModel):
+    """The suite's corrected pass@K and pass^K at one K, over the tasks with ≥ k attempts (the
+    headline's tasks, whatever K): posterior means and equal-tailed bounds."""
+
+    k: int = Field(ge=1)
+    pass_at_k: float = Field(ge=0, le=1)
+    pass_pow_k: float = Field(ge=0, le=1)
+    pass_at_k_ci_low: float = Field(ge=0, le=1)
+    pass_at_k_ci_high: float = Field(ge=0, le=1)
+    pass_pow_k_ci_low: float = Field(ge=0, le=1)
+    pass_pow_k_ci_high: float = Field(ge=0, le=1)
+
+
 class JudgeCorrected(ResultModel):
     """The per-task pass@k / pass^k corrected for the judge's measured error, over the tasks with
     ≥ k attempts: the posterior mean of the tasks' mean p^k (1 − (1 − p)^k for pass@k) and its
@@ -91,8 +104,10 @@ class JudgeCorrected(ResultModel):
     `method` "monte_carlo": seeded (`seed`, `draws`); each bound's tail level is off by at most
     `monte_carlo_error` (two standard errors). "identity": the calibration counts are perfect,
     n of n, so the judge is read as exact and every figure is today's (`interval_method`
-    "task_wilson", the Monte Carlo fields None). `clipped_tasks` names the tasks whose
-    Rogan–Gladen rate was clipped to [0, 1]."""
+    "task_wilson", the Monte Carlo fields None, no curve). `clipped_tasks` names the tasks whose
+    Rogan–Gladen rate was clipped to [0, 1]. `curve`: K = 1 … max(k, 10) over the same tasks,
+    the report's corrected band (its point at k is the figures above; empty under "identity" or
+    with no task of k attempts)."""
 
     judge: str
     level: JudgeErrorLevel
@@ -117,6 +132,7 @@ class JudgeCorrected(ResultModel):
     pass_pow_k_ci_high: float | None
     clipped_tasks: list[str]
     per_task: list[CorrectedTask]
+    curve: list[CorrectedCurvePoint]
 
 
 NoiseEstimator = Literal["latent_class", "one_way_anova"]

@@ -259,6 +259,23 @@ def test_the_suite_reads_only_tasks_with_k_attempts() -> None:
     assert none.pass_pow_k is None and none.pass_pow_k_ci_low is None
 
 
+def test_the_curve_at_each_k_is_the_suite_corrected_at_that_k() -> None:
+    # Every task has 10 attempts, so every k ≤ 10 reads the same tasks and the same draws.
+    tasks = {name: attempts * 2 for name, attempts in suite_attempts().items()}
+    error = judge((45, 50), (42, 50))
+    curve = correct_suite(tasks, 3, error, draws=1000).curve
+    assert [p.k for p in curve] == list(range(1, 11))
+    for k in (1, 3, 6, 10):
+        alone = correct_suite(tasks, k, error, draws=1000)
+        assert curve[k - 1].pass_pow_k == pytest.approx(alone.pass_pow_k, rel=1e-12)
+        assert curve[k - 1].pass_at_k == pytest.approx(alone.pass_at_k, rel=1e-12)
+        assert curve[k - 1].pass_pow_k_ci_low == pytest.approx(alone.pass_pow_k_ci_low, rel=1e-12)
+    pow_k = [p.pass_pow_k for p in curve]
+    at_k = [p.pass_at_k for p in curve]
+    assert pow_k == sorted(pow_k, reverse=True) and at_k == sorted(at_k)  # E[p^K] falls, E[1 − (1 − p)^K] rises
+    assert correct_suite(tasks, 3, judge((40, 40), (60, 60))).curve == []  # identity: today's figures, no band
+
+
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="has no attempt"):
         correct_suite({"t": []}, 1, judge((45, 50), (42, 50)))
