@@ -31,6 +31,7 @@ from fair_forge_core.schemas import (
     AggregatedMetrics,
     ConversationMetrics,
     JudgeCorrected,
+    NoiseDecomposition,
     PerTaskMetrics,
 )
 
@@ -165,6 +166,8 @@ def headline_lines(aggregated: AggregatedMetrics) -> list[str]:
         lines.append(adaptive_line(aggregated.adaptive, k))
     if aggregated.judge_corrected is not None:
         lines.append(judge_corrected_line(aggregated.judge_corrected, per_task))
+    if aggregated.judge_noise is not None:
+        lines.append(judge_noise_line(aggregated.judge_noise))
     if aggregated.sample_size_warning:
         lines.append(f"warning: {aggregated.sample_size_warning}")
     return lines
@@ -178,7 +181,7 @@ def judge_corrected_line(corrected: JudgeCorrected, per_task: PerTaskMetrics | N
     """The corrected figures in one line, beside the observed per-task pass^k: `corrected for the
     judge's error (TPR 21/24, TNR 15/18, calibration.json): pass^3 (per task, corrected for the
     judge's error) = 0.412 [0.201, 0.650], pass@3 … = 0.903 [0.801, 0.970]; observed pass^3 = 0.500
-    (posterior, 10000 seeded draws; 2 task(s) clipped)`."""
+    (posterior, 4000 seeded draws; 2 task(s) clipped)`."""
     k = corrected.k
     source = f", {corrected.source}" if corrected.source else ""
     head = (
@@ -203,6 +206,22 @@ def judge_corrected_line(corrected: JudgeCorrected, per_task: PerTaskMetrics | N
         f"{head}: {pow_name} = {corrected.pass_pow_k:.3f} [{corrected.pass_pow_k_ci_low:.3f}, "
         f"{corrected.pass_pow_k_ci_high:.3f}], {at_name} = {corrected.pass_at_k:.3f} "
         f"[{corrected.pass_at_k_ci_low:.3f}, {corrected.pass_at_k_ci_high:.3f}]{observed} ({how}{clipped})"
+    )
+
+
+NOISE_ESTIMATORS = {"latent_class": "latent class", "one_way_anova": "one-way ANOVA"}
+
+
+def judge_noise_line(noise: NoiseDecomposition) -> str:
+    """`aggregated_metrics.judge_noise` in one line: `judge noise: 64 % of the variance in judged
+    success is between the judge's samples of one transcript (latent class, 3 task(s)); agent
+    36 %`, or why it was not measured."""
+    how = f"{NOISE_ESTIMATORS[noise.estimator]}, {noise.tasks} task(s)"
+    if noise.judge_share is None or noise.agent_share is None:
+        return f"judge noise: not measured ({how}: no task with 2 read attempts and any variance)"
+    return (
+        f"judge noise: {noise.judge_share:.0%} of the variance in judged success is between the judge's samples"
+        f" of one transcript ({how}); agent {noise.agent_share:.0%}"
     )
 
 

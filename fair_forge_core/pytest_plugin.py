@@ -35,6 +35,10 @@ pytest's own `--junitxml` reports these tests like any other (a failure carries 
   interval at the result's `statistical_mode.ci_level` (0.95 when the result does not say),
   the point for `at_least`. A figure that was not measured fails. The message names the figure
   as the gates do (`pass^3` per task, `pass^3 (pooled plug-in)` over conversations).
+  `corrected=True` reads the per-task figure corrected for the judge's error instead
+  (`aggregated_metrics.judge_corrected`, what `--fail-if-lower-bound 'corrected.pass_pow_k<X'`
+  reads: its posterior bound, at the correction's own `ci_level`, which a `level` must equal); a
+  result evaluated without `judge_error` fails it, as not measured.
 - `assert_no_regression(baseline, candidate)`: `fair_forge_core.compare.compare_sides` of the
   two (each an `EvaluationResult`, a result or request file's path, or a result's dict), the
   orchestration `fair-forge compare` runs (k the results' unless given, the tasks both scored,
@@ -182,16 +186,24 @@ def _assert_metric(
     lower_bound_at_least: float | None,
     at_least: float | None,
     level: float | None,
+    corrected: bool,
 ) -> None:
     __tracebackhide__ = True
-    from fair_forge_core.cli.gates import gate_figure
+    from fair_forge_core.cli.gates import GateMetric, gate_figure
     from fair_forge_core.compare.verdict import level_text
 
     if lower_bound_at_least is None and at_least is None:
         raise ValueError("give lower_bound_at_least, at_least or both")
     evaluated = _as_result(result)
+    judged = evaluated.aggregated_metrics.judge_corrected
+    if corrected and judged is not None:  # the posterior bound exists at the correction's level only
+        if level is not None and level != judged.ci_level:
+            raise ValueError(f"the corrected figures' bounds are at {judged.ci_level:g}, not {level:g}")
+        level = judged.ci_level
     level = _ci_level(evaluated) if level is None else level
-    figure = gate_figure(evaluated.aggregated_metrics, metric, level)
+    corrected_metric: GateMetric = "corrected.pass_pow_k" if metric == "pass_pow_k" else "corrected.pass_at_k"
+    gated = corrected_metric if corrected else metric
+    figure = gate_figure(evaluated.aggregated_metrics, gated, level)
     failures = []
     if at_least is not None:
         if figure.point is None:
@@ -222,10 +234,12 @@ def assert_pass_pow_k(
     lower_bound_at_least: float | None = None,
     at_least: float | None = None,
     level: float | None = None,
+    corrected: bool = False,
 ) -> None:
-    """Fail when pass^k's lower bound (or its point) is below the threshold (module docstring)."""
+    """Fail when pass^k's lower bound (or its point) is below the threshold (module docstring);
+    `corrected=True`: the figure corrected for the judge's error."""
     __tracebackhide__ = True
-    _assert_metric(result, "pass_pow_k", lower_bound_at_least, at_least, level)
+    _assert_metric(result, "pass_pow_k", lower_bound_at_least, at_least, level, corrected)
 
 
 def assert_pass_at_k(
@@ -234,10 +248,12 @@ def assert_pass_at_k(
     lower_bound_at_least: float | None = None,
     at_least: float | None = None,
     level: float | None = None,
+    corrected: bool = False,
 ) -> None:
-    """Fail when pass@k's lower bound (or its point) is below the threshold (module docstring)."""
+    """Fail when pass@k's lower bound (or its point) is below the threshold (module docstring);
+    `corrected=True`: the figure corrected for the judge's error."""
     __tracebackhide__ = True
-    _assert_metric(result, "pass_at_k", lower_bound_at_least, at_least, level)
+    _assert_metric(result, "pass_at_k", lower_bound_at_least, at_least, level, corrected)
 
 
 def _side(value: ResultLike, what: str, cache: dict[str, EvaluationResult]) -> EvaluationResult:
