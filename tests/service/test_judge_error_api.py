@@ -8,6 +8,7 @@ OpenAI-compatible server, scripted so that every verdict is known in advance."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -54,7 +55,8 @@ TASKS: dict[str, list[list[float]]] = {
 }
 
 
-def datasets() -> list[dict[str, Any]]:
+def datasets(tasks: Mapping[str, Sequence[Sequence[object]]] = TASKS, key: str = "score") -> list[dict[str, Any]]:
+    """One conversation an attempt, one turn a value: the turn's query ends with "<key>=<value>"."""
     return [
         {
             "session_id": f"{task}-{a}",
@@ -63,15 +65,15 @@ def datasets() -> list[dict[str, Any]]:
             "conversation": [
                 {
                     "qa_id": f"q{t}",
-                    "query": f"{task} {a} {t} score={score}",
+                    "query": f"{task} {a} {t} {key}={value}",
                     "assistant": "x",
                     "ground_truth_assistant": "y",
                 }
-                for t, score in enumerate(scores)
+                for t, value in enumerate(values)
             ],
         }
-        for task, attempts in TASKS.items()
-        for a, scores in enumerate(attempts)
+        for task, attempts in tasks.items()
+        for a, values in enumerate(attempts)
     ]
 
 
@@ -239,29 +241,14 @@ def test_judge_samples_split_the_variance_into_the_judges_and_the_agents() -> No
         scores = [float(s) for s in judged.query.split("scores=")[1].split()[0].split(",")]
         return {"score": scores[index % len(scores)], "reasoning": "scripted"}
 
-    datasets = [
-        {
-            "session_id": f"{task}-{a}",
-            "assistant_id": "agent",
-            "task_id": task,
-            "conversation": [
-                {
-                    "qa_id": f"q{t}",
-                    "query": f"{task} {a} {t} scores={','.join(map(str, scores))}",
-                    "assistant": "x",
-                    "ground_truth_assistant": "y",
-                }
-                for t, scores in enumerate(turns)
-            ],
-        }
-        for task, attempts in SAMPLED.items()
-        for a, turns in enumerate(attempts)
-    ]
+    joined = {
+        task: [[",".join(map(str, scores)) for scores in turns] for turns in runs] for task, runs in SAMPLED.items()
+    }
     with FakeLLMServer(responder=sampled) as fake:
         response = call_handler(
             {
                 "connector": connector(fake),
-                "datasets": datasets,
+                "datasets": datasets(joined, key="scores"),
                 "config": {"k": 2, "judge_samples": 3, "task_stability": True},
             }
         )
