@@ -56,9 +56,14 @@ def _scored_tasks(conversations: Sequence[ConversationMetrics]) -> dict[str, lis
     tasks: dict[str, list[ConversationMetrics]] = {}
     for index, conversation in enumerate(scored):
         assistant, task = assistant_key(index, conversation)
-        name = str(task) if len(assistants) == 1 else f"{assistant}/{task}"
-        tasks.setdefault(name, []).append(conversation)
+        tasks.setdefault(task_name(assistant, str(task), len(assistants)), []).append(conversation)
     return tasks
+
+
+def task_name(assistant: str, task: str, assistants: int) -> str:
+    """A task's name in the judge-error reports: the task_id alone when one assistant ran, else
+    "<assistant>/<task_id>"."""
+    return task if assistants == 1 else f"{assistant}/{task}"
 
 
 def sampled_attempt(conversation: ConversationMetrics, samples: int) -> SampledAttempt | None:
@@ -175,7 +180,7 @@ def judge_flakiness(stability: TaskStability, noise: NoiseDecomposition) -> Task
     assistants = {task.assistant_id for task in stability.tasks}
     tasks = []
     for task in stability.tasks:
-        share = shares.get(task.task_id if len(assistants) == 1 else f"{task.assistant_id}/{task.task_id}")
+        share = shares.get(task_name(task.assistant_id, task.task_id, len(assistants)))
         if task.label == "flaky" and share is not None and share > JUDGE_MOSTLY:
             reason = (
                 f"mostly the judge's: {share:.0%} of the variance in its judged success is between the judge's"
