@@ -128,15 +128,19 @@ def load_side(
 
 def side_of_result(result: EvaluationResult, assistant: str | None, which: SideName) -> ComparedSide:
     """One side of a comparison from its result: `assistant`'s conversations (all of them when
-    None), the result's k and provenance (`compare.side_of`; its `ComparisonRefused` propagates)."""
+    None), the result's k, provenance and the calibration it was corrected with, if it was
+    (`judge_corrected`; `compare.side_of`; its `ComparisonRefused` propagates)."""
     from fair_forge_core.compare import side_of
+    from fair_forge_core.compare.corrected import judge_error_of_corrected
 
+    corrected = result.aggregated_metrics.judge_corrected
     return side_of(
         result.per_conversation_metrics,
         assistant,
         which,
         k=result.aggregated_metrics.k,
         provenance=result.provenance,
+        judge_error=None if corrected is None else judge_error_of_corrected(corrected),
     )
 
 
