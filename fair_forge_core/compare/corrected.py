@@ -121,7 +121,11 @@ def compare_corrected(
         other = "baseline" if base_error is None else "candidate"
         return _not_measured(comparison, f"only the {which} was corrected for its judge's error, not the {other}")
     notes = calibration_notes(base_error, cand_error)
-    judges = {"baseline_judge": base_error.judge, "candidate_judge": cand_error.judge, "notes": notes}
+    judges: dict[str, object] = {
+        "baseline_judge": base_error.judge,
+        "candidate_judge": cand_error.judge,
+        "notes": notes,
+    }
     base_tasks, cand_tasks = judged_tasks(baseline[0]), judged_tasks(candidate[0])
     k = comparison.k
     names = [n for n in base_tasks if n in cand_tasks and min(len(base_tasks[n]), len(cand_tasks[n])) >= k]
@@ -137,7 +141,9 @@ def compare_corrected(
         comparison.seed if shared else comparison.seed + 1,
         CANDIDATE_STREAM,
     )
-    return _measured(comparison, base, cand, len(names), shared, draws, judges, _exact(base_error) and _exact(cand_error))
+    return _measured(
+        comparison, base, cand, len(names), shared, draws, judges, _exact(base_error) and _exact(cand_error)
+    )
 
 
 def _suite_rates(
@@ -158,7 +164,7 @@ def _measured(
     tasks: int,
     shared: bool,
     draws: int,
-    judges: dict[str, object],
+    judges: Mapping[str, object],
     identity: bool,
 ) -> JudgeCorrectedComparison:
     """The measured comparison from the sides' (tasks, draws) rate arrays: the differences, the
@@ -256,3 +262,48 @@ def explanation(observed: str, corrected: CorrectedVerdict, within: bool | None,
             f"error, pass^k shows {shown} at {level_text(level)}"
         )
     return f"the observed verdict ({observed}) holds under the judges' measured error (corrected: {shown})"
+
+
+def _label(metric: str, k: int) -> str:
+    return "pass@1" if k == 1 else f"{metric[:-1]}{k}"
+
+
+def _probability_text(p: float) -> str:
+    return "> 0.999" if p > 0.999 else "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
+
+def difference_line(difference: CorrectedDifference, k: int, level: str) -> str:
+    """One metric as every face words it: `pass^3: baseline 0.258 → candidate 0.725, difference
+    +0.468, 95% interval [+0.257, +0.664], P(difference < 0) < 0.001`."""
+    return (
+        f"{_label(difference.metric, k)}: baseline {difference.baseline:.3f} → candidate {difference.candidate:.3f}, "
+        f"difference {difference.difference:+.3f}, {level} interval [{difference.ci_low:+.3f}, {difference.ci_high:+.3f}], "
+        f"P(difference < 0) {_probability_text(difference.probability_lower)}"
+    )
+
+
+def corrected_lines(corrected: JudgeCorrectedComparison) -> tuple[str, list[str]]:
+    """(heading, lines) of the judge-corrected comparison as every face shows it: not measured
+    (why, and that it is not a pass), or the draws and tasks, one line per metric
+    (`difference_line`), the corrected verdict with its explanation, and the notes (different
+    judges or calibrations)."""
+    from fair_forge_core.compare.verdict import level_text
+
+    if not corrected.measured:
+        return "corrected for the judge's error: NOT MEASURED", [
+            f"{corrected.reason}: the observed verdict was not checked against the judge's error (not a pass)"
+        ]
+    level = level_text(corrected.confidence)
+    draws = "the judge read as exact" if corrected.method == "identity" else f"{corrected.draws} draws"
+    how = (
+        "one judge, one calibration: shared judge draws" if corrected.shared_judge_draws else "independent judge draws"
+    )
+    heading = (
+        f"corrected for the judge's error ({draws}, seed {corrected.seed}, {corrected.tasks} task(s) with ≥ "
+        f"{corrected.k} attempts on both sides; {how}; not part of the verdict):"
+    )
+    lines = [difference_line(d, corrected.k, level) for d in (corrected.pass_pow_k, corrected.pass_at_k) if d]
+    shown = (corrected.verdict or "").replace("_", " ")
+    band = "WITHIN THE JUDGE'S ERROR BAND" if corrected.within_judge_error else shown
+    lines.append(f"corrected verdict: {band} — {corrected.explanation}")
+    return heading, [*lines, *(f"note: {n}" for n in corrected.notes)]
