@@ -132,29 +132,35 @@ def compare_corrected(
     if not names:
         return _not_measured(comparison, f"no task was scored with at least {k} attempts on both sides", **judges)
     draws = draws or DEFAULT_DRAWS
-    shared = same_calibration(base_error, cand_error)
-    base = _suite_rates({n: base_tasks[n] for n in names}, base_error, draws, comparison.seed, 1)
-    cand = _suite_rates(
-        {n: cand_tasks[n] for n in names},
-        cand_error,
+    base, cand, shared = side_draws(
+        ({n: base_tasks[n] for n in names}, base_error),
+        ({n: cand_tasks[n] for n in names}, cand_error),
         draws,
-        comparison.seed if shared else comparison.seed + 1,
-        CANDIDATE_STREAM,
+        comparison.seed,
     )
     return _measured(
         comparison, base, cand, len(names), shared, draws, judges, _exact(base_error) and _exact(cand_error)
     )
 
 
-def _suite_rates(
-    tasks: Mapping[str, Sequence[JudgedAttempt]], error: JudgeErrorInput, draws: int, seed: int, stream: int
-) -> Floats:
-    """The side's per-task rate draws as one (tasks, draws) array (`task_rate_draws`)."""
+def side_draws(
+    baseline: tuple[Mapping[str, Sequence[JudgedAttempt]], JudgeErrorInput],
+    candidate: tuple[Mapping[str, Sequence[JudgedAttempt]], JudgeErrorInput],
+    draws: int,
+    seed: int,
+) -> tuple[Floats, Floats, bool]:
+    """Each side's per-task rate draws as a (tasks, draws) array, rows in its tasks' order
+    (`judge_error.task_rate_draws`), and whether they share the judge draws: with one calibration
+    (`same_calibration`) both sides' judge draws are those at `seed`, the tasks' noise streams 1
+    and `CANDIDATE_STREAM`; otherwise the candidate's judge is drawn at seed + 1, independently."""
     import numpy as np
 
     from fair_forge_core.judge_error import task_rate_draws
 
-    return np.stack(list(task_rate_draws(tasks, error, draws, seed, stream).values()))
+    shared = same_calibration(baseline[1], candidate[1])
+    base = task_rate_draws(baseline[0], baseline[1], draws, seed, 1)
+    cand = task_rate_draws(candidate[0], candidate[1], draws, seed if shared else seed + 1, CANDIDATE_STREAM)
+    return np.stack(list(base.values())), np.stack(list(cand.values())), shared
 
 
 def _measured(
