@@ -268,11 +268,14 @@ def task_rate_draws(
         check_identifiable(tpr, tnr)
         x, y = _judge_draws(tpr, tnr, draws, seed)
     rng, found = np.random.default_rng([seed, stream]), {}
+    cached: dict[tuple[tuple[int, int] | None, ...], tuple[Floats, Floats]] = {}  # by reading patterns
     for name, attempts in tasks.items():
         signatures = [a.signature(judge_error.level) for a in attempts]
         cells = _cells(signatures)
-        weights = _weights(cells, x, y)
-        found[name] = rate_draws(signatures, cells, (weights, weights * weights), rng)[0]
+        if cells not in cached:
+            weights = _weights(cells, x, y)
+            cached[cells] = weights, weights * weights
+        found[name] = rate_draws(signatures, cells, cached[cells], rng)[0]
     return found
 
 
