@@ -184,7 +184,7 @@ def judge_robustness_problem(comparison: Comparison) -> str | None:
     if not corrected.measured:
         return f"the judge-corrected comparison was not measured: {corrected.reason}"
     if corrected.within_judge_error:
-        return f"the verdict ({comparison.verdict}) is within the judge's error band: {corrected.explanation}"
+        return corrected.explanation  # "the observed verdict (…) is within the judge's error band: …"
     return None
 
 

@@ -116,7 +116,9 @@ def test_a_verdict_the_corrected_comparison_disagrees_with(sides: dict[str, Path
     assert "is within the judge's error band" in corrected.explanation
     strict = run_cli_in_process("compare", sides["baseline"], sides["mixed"], "--require-judge-robust")
     assert strict.returncode == 1
-    assert "--require-judge-robust: the verdict (inconclusive) is within the judge's error band" in strict.stderr
+    assert (
+        "--require-judge-robust: the observed verdict (inconclusive) is within the judge's error band" in strict.stderr
+    )
     robust = run_cli_in_process("compare", sides["baseline"], sides["candidate"], "--require-judge-robust")
     assert robust.returncode == 0, robust.stderr
 
