@@ -365,15 +365,17 @@ def compare_assistants(
     """`config.compare`: the baseline's and the candidate's conversations compared on their
     shared tasks (`fair_forge_core.compare.compare_sides`, the orchestration `fair-forge compare`
     runs too) at the request's k, under its prior (`statistical_mode.prior`, Beta(1, 1) unless
-    set), with what the two spent paired under `config.efficiency` (not part of the verdict).
+    set), with what the two spent paired under `config.efficiency` and, under
+    `config.judge_error`, the comparison corrected for it (one judge, one calibration: shared
+    judge draws), neither part of the verdict.
     Both sides are of this one evaluation: judged alike, so no difference in judging is looked
     for; without a shared task the comparison stands, with its note. An assistant without any
     conversation is a ValueError (`ComparisonRefused`) naming the assistants there are."""
     from fair_forge_core.compare import compare_sides, side_of
 
     return compare_sides(
-        side_of(conversations, assistants.baseline, "baseline"),
-        side_of(conversations, assistants.candidate, "candidate"),
+        side_of(conversations, assistants.baseline, "baseline", judge_error=config.judge_error),
+        side_of(conversations, assistants.candidate, "candidate", judge_error=config.judge_error),
         k=config.k,
         population=assistants.population,
         confidence=assistants.confidence,

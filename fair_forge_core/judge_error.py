@@ -252,6 +252,33 @@ def rate_draws(
     return np.clip(rates, 0.0, 1.0, out=rates), outside
 
 
+def task_rate_draws(
+    tasks: Mapping[str, Sequence[JudgedAttempt]], judge_error: JudgeErrorInput, draws: int, seed: int, stream: int
+) -> dict[str, Floats]:
+    """Each task's `draws` posterior draws of its true per-attempt rate (`rate_draws`), in `tasks`'
+    order: the d-th of every task at the d-th judge draw of `_judge_draws(…, seed)` (one shared
+    unknown judge), the tasks' noise from default_rng([seed, stream]); at stream 1 exactly
+    `correct_suite`'s draws at that seed. Two suites at one seed and one calibration share their
+    judge draws (common random numbers) and, at two streams, not their tasks' noise. With TPR and TNR
+    both n of n the judge is exact: x = 1, y = 0 at every draw. `check_identifiable`'s ValueError."""
+    tpr, tnr = judge_error.tpr, judge_error.tnr
+    if tpr.successes == tpr.n and tnr.successes == tnr.n:
+        x, y = np.ones(draws), np.zeros(draws)
+    else:
+        check_identifiable(tpr, tnr)
+        x, y = _judge_draws(tpr, tnr, draws, seed)
+    rng, found = np.random.default_rng([seed, stream]), {}
+    cached: dict[tuple[tuple[int, int] | None, ...], tuple[Floats, Floats]] = {}  # by reading patterns
+    for name, attempts in tasks.items():
+        signatures = [a.signature(judge_error.level) for a in attempts]
+        cells = _cells(signatures)
+        if cells not in cached:
+            weights = _weights(cells, x, y)
+            cached[cells] = weights, weights * weights
+        found[name] = rate_draws(signatures, cells, cached[cells], rng)[0]
+    return found
+
+
 def _quantiles(values: Floats, level: float) -> tuple[float, float]:
     """The equal-tailed quantiles at `level`, linear between order statistics (numpy's default
     method; by hand, since `np.quantile`'s overhead on 4,000 draws is most of its cost)."""

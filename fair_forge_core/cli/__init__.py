@@ -7,7 +7,7 @@ render reports, with no AWS and no server.
         [--junit FILE] [--markdown FILE] [--jsonl FILE] [--csv FILE]
     fair-forge compare BASELINE CANDIDATE [--baseline-assistant ID] [--candidate-assistant ID]
         [--population attempts|tasks] [--confidence 0.95] [--seed 0] [--k K] [--out comparison.json]
-        [--require-conclusive]
+        [--require-conclusive] [--require-judge-robust]
         [--require-same-judge] [--junit FILE] [--markdown FILE]
     fair-forge run TASKS (--agent SPEC | --agent-url URL) (--attempts K | --until-decided Q [--max-attempts N])
         [-o recorded.json] [--evaluate [--result FILE] [evaluate's flags]]
@@ -30,7 +30,7 @@ validation messages, writing, building judges and ledgers, the exit codes, `CliE
 Exit codes: 0 done (every gate met; compare: improved, or no significant change); 1 a
 gate of `evaluate` failed, readiness "insufficient_evidence" included (the outputs are written
 first), or compare's verdict is
-`regressed`; 2 bad input: a message naming the file and the field, or the flag, no stack
+`regressed` (or within the judge's error band under `--require-judge-robust`); 2 bad input: a message naming the file and the field, or the flag, no stack
 trace; 3 the evaluation could not run (the judge provider refused, or no conversation
 could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`;
 5 compare's verdict is `not_tested` (too few shared tasks for any test to reach

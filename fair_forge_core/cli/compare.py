@@ -20,6 +20,11 @@ two sides were judged (their results' `provenance`: judges, prompt, thresholds, 
 under `--require-same-judge`, which also refuses a side without provenance. `--out`
 writes the `Comparison` JSON; `--junit` and `--markdown` (and the step summary under
 `GITHUB_STEP_SUMMARY`) the outputs CI systems read (`cli.outputs`), whatever the verdict.
+When both sides' results carry `judge_corrected` (`--judge-error`), the comparison corrected for
+the judges' measured error is printed after the verdict (`Comparison.judge_corrected`): whether
+the verdict is within the judge's error band, or that it was not measured (one side only); it
+never changes the exit code, except under `--require-judge-robust`, which exits 1 when the verdict
+is within that band or the correction was not measured (`judge_robustness_problem`).
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ __all__ = ["cmd_compare", "format_comparison", "metric_label"]
 if TYPE_CHECKING:
     from fair_forge_core.compare import ComparedSide, ComparisonRefused
     from fair_forge_core.compare.sides import SideName
-    from fair_forge_core.schemas import EvaluationResult
+    from fair_forge_core.schemas import Comparison, EvaluationResult
 
 
 def result_of(data: dict[str, Any], path: Path) -> EvaluationResult:
@@ -128,15 +133,19 @@ def load_side(
 
 def side_of_result(result: EvaluationResult, assistant: str | None, which: SideName) -> ComparedSide:
     """One side of a comparison from its result: `assistant`'s conversations (all of them when
-    None), the result's k and provenance (`compare.side_of`; its `ComparisonRefused` propagates)."""
+    None), the result's k, provenance and the calibration it was corrected with, if it was
+    (`judge_corrected`; `compare.side_of`; its `ComparisonRefused` propagates)."""
     from fair_forge_core.compare import side_of
+    from fair_forge_core.compare.corrected import judge_error_of_corrected
 
+    corrected = result.aggregated_metrics.judge_corrected
     return side_of(
         result.per_conversation_metrics,
         assistant,
         which,
         k=result.aggregated_metrics.k,
         provenance=result.provenance,
+        judge_error=None if corrected is None else judge_error_of_corrected(corrected),
     )
 
 
@@ -160,6 +169,23 @@ def _refusal(exc: ComparisonRefused, names: dict[str, tuple[str, str]]) -> str:
     if exc.kind == "not_judged_alike":
         return f"--require-same-judge: {exc} ({len(exc.differences)} difference(s), listed above)"
     return refusal_message(exc, names)
+
+
+def judge_robustness_problem(comparison: Comparison) -> str | None:
+    """Why `--require-judge-robust` fails, None when it passes: the verdict is within the judge's
+    error band (`judge_corrected.within_judge_error`), or the correction was not measured, or
+    neither side was corrected (what cannot be checked is not robust). A `not_tested` verdict has
+    nothing to reverse (its own exit code, 5, stands)."""
+    corrected = comparison.judge_corrected
+    if comparison.verdict == "not_tested":
+        return None
+    if corrected is None:
+        return "neither side was corrected for its judge's error (evaluate with --judge-error)"
+    if not corrected.measured:
+        return f"the judge-corrected comparison was not measured: {corrected.reason}"
+    if corrected.within_judge_error:
+        return corrected.explanation  # "the observed verdict (…) is within the judge's error band: …"
+    return None
 
 
 def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -216,6 +242,10 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     if not args.quiet:
         for path in written:
             say(stderr, f"wrote {path}")
+    if args.require_judge_robust and (problem := judge_robustness_problem(comparison)) is not None:
+        say(stderr, f"--require-judge-robust: {problem}")
+        if comparison.verdict not in ("regressed", "not_tested"):
+            return EXIT_REGRESSED
     if comparison.verdict == "regressed":
         return EXIT_REGRESSED
     if comparison.verdict == "not_tested":

@@ -151,6 +151,17 @@ def _verdict_lines(comparison: Comparison) -> list[str]:
     ]
 
 
+def _corrected_lines(comparison: Comparison) -> list[str]:
+    """When either side was corrected for its judge's error: the corrected comparison's heading
+    and lines (`compare.corrected.corrected_lines`), indented."""
+    if comparison.judge_corrected is None:
+        return []
+    from fair_forge_core.compare.corrected import corrected_lines
+
+    heading, lines = corrected_lines(comparison.judge_corrected)
+    return [heading, *(f"  {line}" for line in lines)]
+
+
 def _needed_text(comparison: Comparison) -> str:
     """The tasks that would settle an unsettled task-level verdict, per metric, or why none is given."""
     needed = [
@@ -250,6 +261,7 @@ def format_comparison(comparison: Comparison, baseline: str, candidate: str) -> 
         "",
     ]
     lines += _verdict_lines(comparison)
+    lines += _corrected_lines(comparison)
     lines += _attempt_lines(comparison, level)
     lines += _changed_lines(comparison, level)
     lines += _task_level_lines(comparison, level)

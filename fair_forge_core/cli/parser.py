@@ -331,7 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
             "evaluated first as evaluate does. They may be the same file, with two assistants."
         ),
         epilog=(
-            "Exit codes: 0 improved, or no significant change; 1 regressed; 2 bad input (and, with "
+            "Exit codes: 0 improved, or no significant change; 1 regressed (or, with --require-judge-robust, "
+            "within the judge's error band); 2 bad input (and, with "
             "--require-same-judge, sides judged differently); 3 an evaluation failed; 4 inconclusive, with "
             "--require-conclusive; 5 not tested: too few shared tasks for any test to reach significance."
         ),
@@ -368,6 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 2 when the two sides were judged differently (judges, prompt, thresholds, floor, k) "
         "or a side has no provenance to check",
+    )
+    compare.add_argument(
+        "--require-judge-robust",
+        action="store_true",
+        help="exit 1 when the verdict is within the judge's error band (the comparison corrected for the judges' "
+        "measured error disagrees with it), or when that correction was not measured (a side not corrected)",
     )
     compare.add_argument("--quiet", action="store_true", help="no progress on stderr while evaluating requests")
 

@@ -33,7 +33,8 @@ could not reach significance whatever the outcome is reported as not tested, and
 comparison in which no metric could be tested has the verdict `not_tested`.
 `judging_differences` says whether the two sides were judged alike (their `Provenance`).
 `compare_efficiency` (module `efficiency`) pairs what the sides spent the same way, for
-`Comparison.efficiency`; it never enters the verdict. `compare_sides` (module `sides`) is
+`Comparison.efficiency`; it never enters the verdict, nor does `corrected.compare_corrected`,
+the comparison corrected for the judges' measured error (`Comparison.judge_corrected`, issue #36). `compare_sides` (module `sides`) is
 the one orchestration every face runs: each side's assistant, k, the judging check, the
 comparison, the efficiency, the warnings, and `ComparisonRefused` for what cannot be compared.
 The rules are stated on each function. Modules: `outcomes` (the input, per-task values),

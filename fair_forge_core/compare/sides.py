@@ -17,9 +17,11 @@ which runs the steps in this order:
    differences in judging recorded in it.
 5. What the sides spent, paired the same way (`efficiency.compare_efficiency`, with the
    comparison's resamples and seed; never part of the verdict).
-6. The warnings: the differences in judging first, then the tasks only one side scored and
+6. The comparison corrected for the judges' error, when either side carries the calibration it
+   was corrected with (`corrected.compare_corrected`; never part of the verdict).
+7. The warnings: the differences in judging first, then the tasks only one side scored and
    the unscored conversations left out (`comparison_warnings`).
-7. Under `require_shared_tasks`, a refusal when no task was scored on both sides.
+8. Under `require_shared_tasks`, a refusal when no task was scored on both sides.
 
 Every refusal is a `ComparisonRefused` (a ValueError) whose `kind` says which step refused and
 whose `warnings` are the lines a face prints before it (so a reader sees the differences that
@@ -33,11 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fair_forge_core.compare.corrected import compare_corrected
 from fair_forge_core.compare.efficiency import compare_efficiency
 from fair_forge_core.compare.judging import judging_differences
 from fair_forge_core.compare.outcomes import outcomes_from_conversations
 from fair_forge_core.compare.paired import compare
-from fair_forge_core.schemas import Comparison, ConversationMetrics, Population, Provenance
+from fair_forge_core.schemas import Comparison, ConversationMetrics, JudgeErrorInput, Population, Provenance
 
 SideName = Literal["baseline", "candidate"]
 
@@ -69,12 +72,14 @@ class ComparisonRefused(ValueError):
 @dataclass(frozen=True)
 class ComparedSide:
     """One side of a comparison: its conversations (one assistant's), the k its result was
-    computed at (None: not known, so `compare_sides` must be given k), and its result's
-    provenance (None: how it was judged cannot be checked)."""
+    computed at (None: not known, so `compare_sides` must be given k), its result's
+    provenance (None: how it was judged cannot be checked), and the calibration its result was
+    corrected with (`judge_error`; None: not corrected for its judge's error)."""
 
     conversations: Sequence[ConversationMetrics]
     k: int | None = None
     provenance: Provenance | None = None
+    judge_error: JudgeErrorInput | None = None
 
 
 def side_of(
@@ -84,6 +89,7 @@ def side_of(
     *,
     k: int | None = None,
     provenance: Provenance | None = None,
+    judge_error: JudgeErrorInput | None = None,
 ) -> ComparedSide:
     """The `ComparedSide` of `assistant`'s conversations among `conversations` (all of them when
     `assistant` is None). `ComparisonRefused` `several_assistants` when `assistant` is None and
@@ -97,7 +103,7 @@ def side_of(
                 f"holds the conversations of {len(present)} assistants ({', '.join(present)})",
                 side=side,
             )
-        return ComparedSide(list(conversations), k, provenance)
+        return ComparedSide(list(conversations), k, provenance, judge_error)
     chosen = [m for m in conversations if m.assistant_id == assistant]
     if not chosen:
         # The words of `outcomes_from_conversations`, which `evaluate` raised before this module.
@@ -107,7 +113,7 @@ def side_of(
             side=side,
             assistant=assistant,
         )
-    return ComparedSide(chosen, k, provenance)
+    return ComparedSide(chosen, k, provenance, judge_error)
 
 
 @dataclass
@@ -196,6 +202,11 @@ def compare_sides(
         confidence=confidence,
         resamples=comparison.bootstrap_resamples,
         seed=seed,
+    )
+    comparison.judge_corrected = compare_corrected(
+        comparison,
+        (baseline.conversations, baseline.judge_error),
+        (candidate.conversations, candidate.judge_error),
     )
     warnings = [*judging, *comparison_warnings(comparison)]
     if require_shared_tasks and comparison.shared_tasks == 0:

@@ -22,7 +22,9 @@ significantly lower (the candidate regressed on it), skipped when not tested (`n
 why), passed otherwise —, a case `attempts` for the attempt-level test (failed when its own
 verdict is `regressed`, skipped when not tested), and a case `verdict`, the one that decides
 (`population`'s): failed when `regressed` (or `inconclusive` under `require_conclusive`),
-skipped when `not_tested`; its text lists the tasks that changed, worst first. Figures in
+skipped when `not_tested`; its text lists the tasks that changed, worst first. When either side
+was corrected for its judge's error, the properties `judge_corrected_verdict` and
+`within_judge_error` (`Comparison.judge_corrected`; they change no case). Figures in
 messages have 3 decimals (p-values `<0.001` below), like the other faces.
 
 Times (`EvaluationTiming`, given by `fair-forge evaluate`, which timed the run): `<testsuites>`
@@ -230,6 +232,20 @@ def verdict_case(comparison: Comparison, require_conclusive: bool = False) -> Ca
     return Case("compare", "verdict", "verdict", (), outcome, reasons, ())
 
 
+def _corrected_properties(comparison: Comparison) -> list[tuple[str, str]]:
+    """When either side was corrected for its judge's error: the corrected verdict ("not_measured"
+    when it was not) and whether the verdict is within the judge's error band ("unknown" when
+    that could not be said)."""
+    corrected = comparison.judge_corrected
+    if corrected is None:
+        return []
+    within = corrected.within_judge_error
+    return [
+        ("judge_corrected_verdict", corrected.verdict or "not_measured"),
+        ("within_judge_error", "unknown" if within is None else str(within).lower()),
+    ]
+
+
 def junit_comparison(comparison: Comparison, require_conclusive: bool = False) -> str:
     """The JUnit XML of a comparison (module docstring)."""
     attempts = attempt_case(comparison)
@@ -249,6 +265,7 @@ def junit_comparison(comparison: Comparison, require_conclusive: bool = False) -
         ("k", str(comparison.k)),
         ("confidence", repr(comparison.confidence)),
         ("population", comparison.population or "tasks"),
+        *_corrected_properties(comparison),
     ):
         _element(properties, "property", name=name, value=value)
     for case in all_cases:

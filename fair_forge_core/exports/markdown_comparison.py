@@ -4,6 +4,8 @@ pull-request comment the Action posts (`markdown_comparison`), in order:
 1. the verdict that decides (`population`'s) and its explanation, and what it asked;
 2. both sides' counts and headline pass^k (per-task unbiased), the shared tasks, k, confidence;
 3. the attempt-level test (its p-value and floor) and, beside it, the other population's verdict;
+   then, when either side was corrected for its judge's error, "Corrected for the judge's error"
+   (whether the verdict is within the judge's error band, or that it was not measured);
 4. "Tasks that changed": per task both sides' c/n, the difference of per-attempt success, its
    own exact p, "yes" when significant alone — worst first, at most `labels.MAX_CHANGED_TASKS`;
 5. "Task-level tests": one row per metric (`fair-forge compare`'s columns, the metrics named as
@@ -132,6 +134,17 @@ def _attempt_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
+def _corrected_markdown(comparison: Comparison) -> list[str]:
+    """When either side was corrected for its judge's error: a section with the corrected
+    comparison's heading and lines (`compare.corrected.corrected_lines`)."""
+    if comparison.judge_corrected is None:
+        return []
+    from fair_forge_core.compare.corrected import corrected_lines
+
+    heading, lines = corrected_lines(comparison.judge_corrected)
+    return ["", "### Corrected for the judge's error", "", cell(heading), "", *(f"- {cell(line)}" for line in lines)]
+
+
 def markdown_comparison(comparison: Comparison, baseline: str, candidate: str) -> str:
     """The Markdown summary of a comparison (module docstring); `baseline` and `candidate` name
     the sides as `fair-forge compare` prints them."""
@@ -153,6 +166,7 @@ def markdown_comparison(comparison: Comparison, baseline: str, candidate: str) -
         f"- {comparison.shared_tasks} shared task(s), k = {comparison.k}, confidence {level}",
         *_attempt_lines(comparison),
     ]
+    lines += _corrected_markdown(comparison)
     lines += _changed_lines(comparison)
     lines += [
         "",

@@ -131,6 +131,10 @@ class ComparisonView:
     task_level_explanation: Value | None = None
     changed: tuple[ChangedRow, ...] = ()
     power: float = POWER
+    judge_corrected: tuple[str, list[str]] | None = None
+    """The comparison corrected for the judge's error, when either side was: (heading, lines) as
+    every face words them (`compare.corrected.corrected_lines`)."""
+    within_judge_error: bool = False
 
     @property
     def not_computed(self) -> list[MetricRow]:
@@ -225,7 +229,19 @@ def comparison_view(data: Mapping[str, Any]) -> ComparisonView | None:
             )
             for i, t in enumerate(comparison.get("changed_tasks") or [])
         ),
+        judge_corrected=_corrected_view(comparison),
+        within_judge_error=bool((comparison.get("judge_corrected") or {}).get("within_judge_error")),
     )
+
+
+def _corrected_view(comparison: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+    """The judge-corrected comparison's (heading, lines), None when neither side was corrected."""
+    if not comparison.get("judge_corrected"):
+        return None
+    from fair_forge_core.compare.corrected import corrected_lines
+    from fair_forge_core.schemas import JudgeCorrectedComparison
+
+    return corrected_lines(JudgeCorrectedComparison.model_validate(comparison["judge_corrected"]))
 
 
 def _attempt_view(comparison: Mapping[str, Any], at: Any) -> AttemptView | None:

@@ -115,6 +115,64 @@ class ChangedTask(ResultModel):
     significant_alone: bool
 
 
+CorrectedVerdict = Literal["improved", "regressed", "no_detectable_change"]
+"""The judge-corrected comparison's verdict: its interval of the difference above 0, below 0, or
+including 0."""
+
+
+class CorrectedDifference(ResultModel):
+    """One metric of the judge-corrected comparison (`compare.corrected`): the posterior means of
+    each side's suite mean over the tasks compared (`pass^k`: of p^k; `pass@k`: of 1 − (1 − p)^k),
+    of their difference candidate − baseline, its equal-tailed interval at the comparison's
+    confidence, and P(difference < 0), all from the same joint draws."""
+
+    metric: Literal["pass^k", "pass@k"]
+    baseline: float = Field(ge=0, le=1)
+    candidate: float = Field(ge=0, le=1)
+    difference: float
+    ci_low: float
+    ci_high: float
+    probability_lower: float = Field(ge=0, le=1)
+
+
+class JudgeCorrectedComparison(ResultModel):
+    """The comparison corrected for the judges' measured error (issue #36;
+    `fair_forge_core.compare.corrected`, docs/statistics.md "Correcting for the judge's error"),
+    when at least one side was corrected (`aggregated_metrics.judge_corrected`).
+
+    `measured` False (one side only was corrected, or no task has k attempts on both sides):
+    `reason` says why, every figure is None, and nothing may be read from it. Otherwise over the
+    `tasks` both sides scored with ≥ k attempts: `pass_pow_k` (the verdict's metric) and, at k > 1,
+    `pass_at_k`; `verdict` is by whether `pass_pow_k`'s interval excludes 0. `shared_judge_draws`:
+    both sides were corrected with the same judge and calibration, so they share its draws (one
+    unknown error); else independent draws per side. `within_judge_error`: the observed `verdict`
+    (inconclusive read as no detectable change) and the corrected one disagree — the judges' error
+    could reverse it; None when not measured or not tested; False under `method` "identity" (both
+    calibrations n of n: the judge is read as exact; the posterior is then the tasks' noise
+    alone). `notes`: the sentences every face shows (different judges, different calibrations)."""
+
+    measured: bool
+    reason: str | None = None
+    method: Literal["monte_carlo", "identity"] | None = None
+    k: int = Field(ge=1)
+    confidence: float = Field(gt=0, lt=1)
+    draws: int | None = None
+    seed: int | None = None
+    monte_carlo_error: float | None = None
+    tasks: int = Field(0, ge=0)
+    baseline_judge: str | None = None
+    candidate_judge: str | None = None
+    same_judge: bool | None = None
+    shared_judge_draws: bool | None = None
+    pass_pow_k: CorrectedDifference | None = None
+    pass_at_k: CorrectedDifference | None = None
+    verdict: CorrectedVerdict | None = None
+    observed_verdict: Verdict
+    within_judge_error: bool | None = None
+    explanation: str
+    notes: list[str] = Field(default_factory=list)
+
+
 class Comparison(ResultModel):
     """Is the candidate better than the baseline? A paired comparison over the tasks both
     attempted (`fair_forge_core.compare.compare`). Tasks only one side scored, and unscored
@@ -155,3 +213,6 @@ class Comparison(ResultModel):
     efficiency: list[EfficiencyComparison] | None = omitted_when_none()
     """When every conversation of both sides carries `efficiency`: each measure compared
     (`fair_forge_core.compare.efficiency`). It does not enter the verdict."""
+    judge_corrected: JudgeCorrectedComparison | None = omitted_when_none()
+    """When either side was corrected for its judge's error: the comparison corrected
+    (`JudgeCorrectedComparison`). It does not enter the verdict."""
