@@ -10,7 +10,12 @@ their JSON paths: `pass_at_k` and `pass_pow_k` (pooled over its conversations) a
 conversations carry task ids, `per_task.pass_at_k` and `per_task.pass_pow_k` (empty when no
 task has k attempts; docs/statistics.md, "Which pass^k is which"); when attempts were adaptive,
 `adaptive.question`, `adaptive.decided`, `adaptive.pass_at_k_lower`, `adaptive.pass_pow_k_lower`
-and `adaptive.biased` (the fields adaptive stopping biases, labelled "adaptive stopping: biased"). One
+and `adaptive.biased` (the fields adaptive stopping biases, labelled "adaptive stopping: biased");
+when the run was corrected for the judge's error, `corrected.pass_at_k`, `corrected.pass_pow_k`,
+`corrected.pass_pow_k_ci_low`, `corrected.pass_pow_k_ci_high`, `corrected.method` and
+`corrected.calibration`, and with the judge's noise split, `judge_noise.judge_share` and
+`judge_noise.estimator` (`judge_properties`: the run's own, so with several assistants, whose
+`by_assistant` metrics carry neither, no suite has them). One
 `<testcase>` per case of `cases.cases` (a task, or a conversation without a task_id;
 `classname` is the assistant): a failed case has one `<failure>` whose `message` is the
 first reason and whose text is every reason, one a line; a skipped case one `<skipped>`
@@ -98,8 +103,33 @@ def _properties(suite: ET.Element, aggregated: AggregatedMetrics | None) -> None
         values["adaptive.biased"] = "adaptive stopping: biased: " + ", ".join(
             name.removeprefix("aggregated_metrics.") for name in adaptive.biased
         )
+    values.update(judge_properties(aggregated))
     for name, value in values.items():
         _element(properties, "property", name=name, value=value)
+
+
+def judge_properties(aggregated: AggregatedMetrics) -> dict[str, str]:
+    """The judge's measured error and noise as properties, each only when the aggregate carries
+    it: from `judge_corrected`, `corrected.pass_at_k`, `corrected.pass_pow_k` and its posterior
+    bounds (`repr`, empty when no task has k attempts), `corrected.method` and `corrected.calibration`
+    (`TPR 25/29, TNR 26/26, calibration.json`); from `judge_noise`, `judge_noise.judge_share` (empty
+    when not measured) and `judge_noise.estimator`."""
+    from fair_forge_core.judge_lines import calibration_counts
+
+    values = {}
+    corrected = aggregated.judge_corrected
+    if corrected is not None:
+        values["corrected.pass_at_k"] = _figure(corrected.pass_at_k)
+        values["corrected.pass_pow_k"] = _figure(corrected.pass_pow_k)
+        values["corrected.pass_pow_k_ci_low"] = _figure(corrected.pass_pow_k_ci_low)
+        values["corrected.pass_pow_k_ci_high"] = _figure(corrected.pass_pow_k_ci_high)
+        values["corrected.method"] = corrected.method
+        values["corrected.calibration"] = calibration_counts(corrected)
+    noise = aggregated.judge_noise
+    if noise is not None:
+        values["judge_noise.judge_share"] = _figure(noise.judge_share)
+        values["judge_noise.estimator"] = noise.estimator
+    return values
 
 
 def _testcase(suite: ET.Element, case: Case) -> None:

@@ -10,7 +10,12 @@ What it shows, in order: the readiness tier and its explanation; KPI tiles (pass
 pass^k with credible intervals in Bayesian mode, the success rate, the unbiased and
 per-task estimators); the warnings; the white paper's two figures — pass@K (solid) and
 pass^K (dashed) for k = 1…max(k, 10) with credible bands in Bayesian mode, and the
-tool-correctness breakdown by dimension (mean bars, and per conversation); a comparison
+tool-correctness breakdown by dimension (mean bars, and per conversation); with
+`aggregated_metrics.judge_corrected` (the judge's measured error, issue #36), the corrected figures'
+tile beside the observed ones (their intervals, the calibration's counts and source, or under
+"identity" that the figures are today's) and, from its `curve`, the corrected pass@K and pass^K
+drawn over Figure 1 (posterior bands and mean lines, `charts.corrected_series`); with
+`aggregated_metrics.judge_noise`, its one line (`judge_lines.judge_noise_line`); a comparison
 of the assistants when there are several; when the result has
 `aggregated_metrics.comparison` (`config.compare`), the baseline-vs-candidate section —
 the verdict and its explanation, the confidence, shared tasks, P(candidate better), the

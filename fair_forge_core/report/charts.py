@@ -8,13 +8,15 @@ chart's `viewBox`, printed with one decimal (`coord`) as the report always has.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fair_forge_core.compare.labels import metric_label
 
 Point = tuple[float, float]
+Scale = Callable[[int, float], Point]
+"""A chart's (K, probability) to its (x, y)."""
 
 PASS_AT_COLOUR = "#2563eb"
 PASS_POW_COLOUR = "#ea580c"
@@ -23,6 +25,13 @@ PASS_POW_COLOUR = "#ea580c"
 CURVE_SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("pass_at_k", "pass@", PASS_AT_COLOUR, ""),
     ("pass_pow_k", "pass^", PASS_POW_COLOUR, "7 5"),
+)
+# The corrected series (`judge_corrected.curve`), drawn over the observed ones in colours of their own.
+CORRECTED_AT_COLOUR = "#0d9488"
+CORRECTED_POW_COLOUR = "#9333ea"
+CORRECTED_SERIES: tuple[tuple[str, str, str, str], ...] = (
+    ("pass_at_k", "pass@", CORRECTED_AT_COLOUR, ""),
+    ("pass_pow_k", "pass^", CORRECTED_POW_COLOUR, "7 5"),
 )
 CURVE_Y_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 # Past this many points the markers would merge into the line, so only the one at k is drawn.
@@ -106,6 +115,23 @@ class Guide:
 
 
 @dataclass(frozen=True)
+class CorrectedSeries:
+    """One series of `judge_corrected.curve` over the chart: its posterior band (`band`, low to
+    high), its mean line through the same K (`ks`), and the marker of its point at the configured k
+    (`marker`, None when the curve has no point at k)."""
+
+    metric: str
+    symbol: str
+    colour: str
+    dash: str
+    ks: list[int]
+    means: list[float]
+    band: Band
+    line: list[Point]
+    marker: Marker | None
+
+
+@dataclass(frozen=True)
 class CurveChart:
     width: int
     height: int
@@ -120,10 +146,41 @@ class CurveChart:
     bands: list[Band]
     series: list[Series]
     point_labels: list[PointLabel]
+    corrected: list[CorrectedSeries]
 
 
-def curve_chart(curve: Sequence[Mapping[str, Any]], k: int) -> CurveChart:
-    """The pass@K / pass^K chart of `curve` (the result's curve points, K = 1…k_max), marking the configured `k`."""
+def band_outline(ks: Sequence[int], lows: Sequence[float], highs: Sequence[float], scale: Scale) -> list[Point]:
+    """The outline of a band: its lower bounds left to right, then its upper bounds right to left."""
+    outline = [scale(k, low) for k, low in zip(ks, lows, strict=True)]
+    return outline + [scale(k, high) for k, high in reversed(list(zip(ks, highs, strict=True)))]
+
+
+def corrected_series(corrected: Sequence[Mapping[str, Any]], k: int, scale: Scale, k_max: int) -> list[CorrectedSeries]:
+    """The corrected pass@K and pass^K of `corrected` (`judge_corrected.curve`) on the observed
+    chart's axes (`scale`): their points with K ≤ `k_max` (the chart's x axis), each series' band from
+    its `_ci_low` and `_ci_high`, its mean line and, at the configured `k`, a marker. None of it when
+    the curve is empty (the "identity" method: the figures are today's)."""
+    shown = [(index, p) for index, p in enumerate(corrected) if p["k"] <= k_max]
+    if not shown:
+        return []
+    ks = [p["k"] for _, p in shown]
+    drawn = []
+    for metric, symbol, colour, dash in CORRECTED_SERIES:
+        means = [p[metric] for _, p in shown]
+        lows, highs = [p[f"{metric}_ci_low"] for _, p in shown], [p[f"{metric}_ci_high"] for _, p in shown]
+        band = Band(metric, colour, lows, highs, band_outline(ks, lows, highs, scale))
+        marker = next(
+            (Marker(index, k, p[metric], scale(k, p[metric]), 4.5) for index, p in shown if p["k"] == k), None
+        )
+        line = [scale(point_k, mean) for point_k, mean in zip(ks, means, strict=True)]
+        drawn.append(CorrectedSeries(metric, symbol, colour, dash, ks, means, band, line, marker))
+    return drawn
+
+
+def curve_chart(curve: Sequence[Mapping[str, Any]], k: int, corrected: Sequence[Mapping[str, Any]] = ()) -> CurveChart:
+    """The pass@K / pass^K chart of `curve` (the result's curve points, K = 1…k_max), marking the
+    configured `k`; with `corrected` (`judge_corrected.curve`), its series drawn over them
+    (`corrected_series`)."""
     width, height = 760, 340
     left, right, top, bottom = 56, 24, 24, 48
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -135,6 +192,9 @@ def curve_chart(curve: Sequence[Mapping[str, Any]], k: int) -> CurveChart:
     def y(value: float) -> float:
         return top + (1 - value) * plot_h
 
+    def scale(point_k: int, value: float) -> Point:
+        return (x(point_k), y(value))
+
     step = 1 if k_max <= 20 else nice_step(k_max)
     guide = None
     if 1 <= k <= k_max:
@@ -144,9 +204,7 @@ def curve_chart(curve: Sequence[Mapping[str, Any]], k: int) -> CurveChart:
         lows = [p[f"{metric}_ci_low"] for p in curve]
         highs = [p[f"{metric}_ci_high"] for p in curve]
         if all(v is not None for v in lows + highs):
-            outline = [(x(p["k"]), y(v)) for p, v in zip(curve, lows, strict=True)]
-            outline += [(x(p["k"]), y(v)) for p, v in reversed(list(zip(curve, highs, strict=True)))]
-            bands.append(Band(metric, colour, lows, highs, outline))
+            bands.append(Band(metric, colour, lows, highs, band_outline([p["k"] for p in curve], lows, highs, scale)))
     marked = len(curve) <= MAX_MARKED_POINTS
     series = [
         Series(
@@ -192,6 +250,7 @@ def curve_chart(curve: Sequence[Mapping[str, Any]], k: int) -> CurveChart:
         bands=bands,
         series=series,
         point_labels=point_labels,
+        corrected=corrected_series(corrected, k, scale, k_max),
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import fair_forge_core.report.charts as charts
+from fair_forge_core.report.judge_views import corrected_name
 from fair_forge_core.report.values import TOOL_DIMENSIONS, format_number, format_significant, percent, to_json
 from fair_forge_core.report.view import STABILITY_PILLS, Report
 from fair_forge_core.schemas import EvaluationResult
@@ -92,5 +93,6 @@ def _environment() -> Environment:
         TOOL_DIMENSIONS=TOOL_DIMENSIONS,
         AGGREGATE=("aggregated_metrics",),
         STABILITY_PILLS=STABILITY_PILLS,
+        corrected_name=corrected_name,
     )
     return environment

@@ -20,6 +20,7 @@ from fair_forge_core.report.charts import (
 )
 from fair_forge_core.report.check_views import CheckView, check_views
 from fair_forge_core.report.comparison import ComparisonView, comparison_view
+from fair_forge_core.report.judge_views import CorrectedFigures, corrected_figures, judge_noise_line
 from fair_forge_core.report.values import (
     TOOL_DIMENSIONS,
     Interval,
@@ -446,7 +447,17 @@ class Report:
 
     @functools.cached_property
     def curve_chart(self) -> CurveChart | None:
-        return curve_chart(self.agg["curve"], self.agg["k"]) if self.agg["curve"] else None
+        """Figure 1, with the corrected curve (`judge_corrected.curve`) over it when the result has one."""
+        corrected = (self.agg.get("judge_corrected") or {}).get("curve") or ()
+        return curve_chart(self.agg["curve"], self.agg["k"], corrected) if self.agg["curve"] else None
+
+    @functools.cached_property
+    def corrected(self) -> CorrectedFigures | None:
+        return corrected_figures(self.data)
+
+    @functools.cached_property
+    def judge_noise_line(self) -> str | None:
+        return judge_noise_line(self.data)
 
     @functools.cached_property
     def curve_table_indices(self) -> list[int]:

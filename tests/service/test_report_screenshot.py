@@ -167,6 +167,67 @@ def test_the_blank_check_does_detect_a_blank_page(chromium: str, tmp_path: Path)
     assert near(counts, PASS_AT_BLUE) == 0
 
 
+def dump_dom(chromium: str, page: Path) -> str:
+    """The DOM of the file `page` after headless Chromium parsed and laid it out (`--dump-dom`)."""
+    with tempfile.TemporaryDirectory() as profile:
+        process = subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+                f"--user-data-dir={profile}",
+                "--dump-dom",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ, "HOME": profile},
+        )
+    if process.returncode != 0 or "</html>" not in process.stdout:
+        raise RuntimeError(f"chromium failed ({process.returncode}): {process.stderr[-2000:]}")
+    return process.stdout
+
+
+CORRECTED_POW_PURPLE = (0x93, 0x33, 0xEA)  # fair_forge_core.report.charts.CORRECTED_POW_COLOUR
+
+
+@pytest.mark.slow
+def test_the_corrected_band_is_drawn_in_chromium(chromium: str, tmp_path: Path) -> None:
+    """examples/flaky_tasks.json corrected for the starter calibration's counts (TPR 25/29, TNR
+    26/26): in the DOM Chromium built, Figure 1 holds the corrected pass^K band (two points for
+    each of its 10 K) and its mean line, and the line's purple is on the screen."""
+    from fair_forge_core.report import render_html
+    from tests.report_html import parse
+    from tests.unit.test_report_judge_error import corrected_run
+
+    result = corrected_run((25, 29), (26, 26), "calibration.json")
+    page, png = tmp_path / "corrected.html", tmp_path / "corrected.png"
+    page.write_text(render_html(result), encoding="utf-8")
+    elements = parse(dump_dom(chromium, page))
+    bands = [e for e in elements if e.tag == "polygon" and "corrected-band" in e.classes]
+    lines = [e for e in elements if e.tag == "polyline" and "corrected-line" in e.classes]
+    assert (
+        [e.attrs["data-series"] for e in bands]
+        == [e.attrs["data-series"] for e in lines]
+        == [
+            "pass_at_k",
+            "pass_pow_k",
+        ]
+    )
+    assert [len(e.attrs["points"].split()) for e in bands] == [20, 20]
+    assert [len(e.attrs["points"].split()) for e in lines] == [10, 10]
+    screenshot(chromium, page, png, height=1600)
+    _, _, rows = decode_png(png.read_bytes())
+    assert near(colour_counts(rows), CORRECTED_POW_PURPLE) > 200
+
+
 FOREST_HIGHER_GREEN = (0x05, 0x96, 0x69)  # fair_forge_core.report.charts.FOREST_HIGHER
 
 

@@ -615,3 +615,82 @@ def test_a_hostile_task_id_and_agent_text_render_as_text_in_the_summary() -> Non
         cells[start + 4],
     ]
     assert AGENT_TEXT in cells[start + 4].replace("\u200b", "")
+
+
+# --------------------------------------------------------------------------- the judge's error and noise (#36)
+
+
+@pytest.fixture(scope="module")
+def judge_corrected() -> EvaluationResult:
+    """flaky_tasks.json corrected for TPR 25/29, TNR 26/26 (the starter calibration's), with a noisy judge's split."""
+    from tests.unit.test_report_judge_error import corrected_run, noisy_judge
+
+    result = corrected_run((25, 29), (26, 26), "calibration.json", judge_samples=3)
+    result.aggregated_metrics.judge_noise = noisy_judge()
+    return result
+
+
+def suite_properties(text: str) -> dict[str | None, str | None]:
+    (suite,) = valid_junit(text).findall("testsuite")
+    return {p.get("name"): p.get("value") for p in suite.iter("property")}
+
+
+def test_junit_carries_the_corrected_figures_and_the_judges_noise(judge_corrected: EvaluationResult) -> None:
+    corrected, noise = (
+        judge_corrected.aggregated_metrics.judge_corrected,
+        judge_corrected.aggregated_metrics.judge_noise,
+    )
+    assert corrected is not None and noise is not None
+    properties = suite_properties(junit_evaluation(judge_corrected))
+    judged = {
+        name: value for name, value in properties.items() if name and name.startswith(("corrected.", "judge_noise."))
+    }
+    assert judged == {
+        "corrected.pass_at_k": repr(corrected.pass_at_k),
+        "corrected.pass_pow_k": repr(corrected.pass_pow_k),
+        "corrected.pass_pow_k_ci_low": repr(corrected.pass_pow_k_ci_low),
+        "corrected.pass_pow_k_ci_high": repr(corrected.pass_pow_k_ci_high),
+        "corrected.method": "monte_carlo",
+        "corrected.calibration": "TPR 25/29, TNR 26/26, calibration.json",
+        "judge_noise.judge_share": repr(noise.judge_share),
+        "judge_noise.estimator": "latent_class",
+    }
+    assert float(judged["corrected.pass_pow_k_ci_low"] or "nan") == corrected.pass_pow_k_ci_low
+
+
+def test_junit_without_the_judges_error_has_no_such_property(flaky: EvaluationResult) -> None:
+    properties = suite_properties(junit_evaluation(flaky))
+    assert not [name for name in properties if name and name.startswith(("corrected.", "judge_noise."))]
+    assert "per_task.pass_pow_k" in properties
+
+
+def test_junit_of_a_perfect_calibration_says_identity_and_unnamed_sources_are_left_out() -> None:
+    from tests.unit.test_report_judge_error import corrected_run
+
+    result = corrected_run((29, 29), (26, 26), None)
+    properties = suite_properties(junit_evaluation(result))
+    per_task = result.aggregated_metrics.per_task
+    assert per_task is not None
+    assert properties["corrected.method"] == "identity"
+    assert properties["corrected.calibration"] == "TPR 29/29, TNR 26/26"
+    assert properties["corrected.pass_pow_k"] == repr(per_task.pass_pow_k)  # today's figure
+    assert "judge_noise.judge_share" not in properties
+
+
+def test_the_markdown_summary_carries_the_judge_noise_line(judge_corrected: EvaluationResult) -> None:
+    lines = markdown_evaluation(judge_corrected, 0.95).splitlines()
+    noise = judge_corrected.aggregated_metrics.judge_noise
+    assert noise is not None and noise.judge_share is not None and round(noise.judge_share * 100) == 80
+    line = (
+        "- judge noise: 80 % of the variance in judged success is between the judge's samples of one "
+        "transcript (latent class); agent 20 %"
+    )
+    assert line in lines
+    # after the corrected figures, before the sample-size warning
+    corrected = next(i for i, text in enumerate(lines) if text.startswith("- corrected for the judge's error"))
+    assert lines[corrected + 1] == line and lines[corrected + 2].startswith("- warning: Only 12 scored")
+    assert not [
+        text
+        for text in markdown_evaluation(evaluate_example("flaky_tasks.json"), 0.95).splitlines()
+        if "judge noise" in text
+    ]

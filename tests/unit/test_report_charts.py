@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from fair_forge_core.report.charts import (
+    CORRECTED_POW_COLOUR,
     MAX_MARKED_POINTS,
     bar_chart,
     curve_chart,
@@ -65,6 +66,20 @@ def test_bands_only_with_every_bound_and_they_enclose_the_line() -> None:
     assert [band.metric for band in chart.bands] == ["pass_at_k", "pass_pow_k"]
     band = chart.bands[0]
     assert len(band.outline) == 20 and band.outline[0][0] == band.outline[-1][0] == chart.left
+
+
+def test_the_corrected_curve_is_drawn_on_the_observed_axes_and_only_within_them() -> None:
+    assert curve_chart(curve(10), k=3).corrected == []
+    assert curve_chart(curve(10), k=3, corrected=[]).corrected == []  # "identity": no curve, no band
+    chart = curve_chart(curve(10), k=3, corrected=curve(12, bands=True))
+    assert [c.metric for c in chart.corrected] == ["pass_at_k", "pass_pow_k"]
+    pow_k = chart.corrected[1]
+    assert pow_k.colour == CORRECTED_POW_COLOUR and pow_k.ks == list(range(1, 11))  # K 11 and 12 are off the axis
+    assert [x for x, _ in pow_k.line] == [x for x, _ in chart.series[1].line]
+    assert len(pow_k.band.outline) == 20 and pow_k.band.outline[0][0] == pow_k.band.outline[-1][0] == chart.left
+    assert pow_k.marker is not None and (pow_k.marker.k, pow_k.marker.index) == (3, 2)
+    assert pow_k.marker.centre == pow_k.line[2]
+    assert curve_chart(curve(10), k=20, corrected=curve(10, bands=True)).corrected[0].marker is None
 
 
 def test_bars_are_proportional_to_the_means() -> None:
