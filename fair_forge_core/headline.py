@@ -177,17 +177,31 @@ CORRECTED_LABEL = "per task, corrected for the judge's error"
 """The qualifier of the figures of `aggregated_metrics.judge_corrected`: `pass^3 (per task, corrected for the judge's error)`."""
 
 
+def calibration_counts(corrected: JudgeCorrected) -> str:
+    """What the correction was measured on: `TPR 25/29, TNR 26/26, calibration.json` (successes/n
+    of each; the source only when the calibration names one)."""
+    source = f", {corrected.source}" if corrected.source else ""
+    return f"TPR {corrected.tpr.successes}/{corrected.tpr.n}, TNR {corrected.tnr.successes}/{corrected.tnr.n}{source}"
+
+
+def corrected_method(corrected: JudgeCorrected) -> str:
+    """How the corrected figures were drawn: `posterior, 4000 seeded draws; 2 task(s) clipped to
+    [0, 1]` (the clipped tasks only when there are any), or, under "identity" (a perfect
+    calibration), `exact judge: today's figures`."""
+    if corrected.method == "identity":
+        return "exact judge: today's figures"
+    clipped = f"; {len(corrected.clipped_tasks)} task(s) clipped to [0, 1]" if corrected.clipped_tasks else ""
+    return f"posterior, {corrected.draws} seeded draws{clipped}"
+
+
 def judge_corrected_line(corrected: JudgeCorrected, per_task: PerTaskMetrics | None) -> str:
     """The corrected figures in one line, beside the observed per-task pass^k: `corrected for the
     judge's error (TPR 21/24, TNR 15/18, calibration.json): pass^3 (per task, corrected for the
     judge's error) = 0.412 [0.201, 0.650], pass@3 … = 0.903 [0.801, 0.970]; observed pass^3 = 0.500
-    (posterior, 4000 seeded draws; 2 task(s) clipped)`."""
+    (posterior, 4000 seeded draws; 2 task(s) clipped to [0, 1])` (`calibration_counts`,
+    `corrected_method`)."""
     k = corrected.k
-    source = f", {corrected.source}" if corrected.source else ""
-    head = (
-        f"corrected for the judge's error (TPR {corrected.tpr.successes}/{corrected.tpr.n}, "
-        f"TNR {corrected.tnr.successes}/{corrected.tnr.n}{source})"
-    )
+    head = f"corrected for the judge's error ({calibration_counts(corrected)})"
     if corrected.pass_pow_k is None or corrected.pass_at_k is None:
         return f"{head}: not measured (no task with {k} or more attempts)"
     pow_name, at_name = (f"{symbol(m, k)} ({CORRECTED_LABEL})" for m in ("pass_pow_k", "pass_at_k"))
@@ -196,20 +210,15 @@ def judge_corrected_line(corrected: JudgeCorrected, per_task: PerTaskMetrics | N
         if per_task is None or per_task.pass_pow_k is None
         else f"; observed {symbol('pass_pow_k', k)} = {per_task.pass_pow_k:.3f}"
     )
-    how = (
-        "exact judge: today's figures"
-        if corrected.method == "identity"
-        else f"posterior, {corrected.draws} seeded draws"
-    )
-    clipped = f"; {len(corrected.clipped_tasks)} task(s) clipped to [0, 1]" if corrected.clipped_tasks else ""
     return (
         f"{head}: {pow_name} = {corrected.pass_pow_k:.3f} [{corrected.pass_pow_k_ci_low:.3f}, "
         f"{corrected.pass_pow_k_ci_high:.3f}], {at_name} = {corrected.pass_at_k:.3f} "
-        f"[{corrected.pass_at_k_ci_low:.3f}, {corrected.pass_at_k_ci_high:.3f}]{observed} ({how}{clipped})"
+        f"[{corrected.pass_at_k_ci_low:.3f}, {corrected.pass_at_k_ci_high:.3f}]{observed} ({corrected_method(corrected)})"
     )
 
 
 NOISE_ESTIMATORS = {"latent_class": "latent class", "one_way_anova": "one-way ANOVA"}
+"""Each `NoiseDecomposition.estimator` in words."""
 
 
 def judge_noise_line(noise: NoiseDecomposition) -> str:

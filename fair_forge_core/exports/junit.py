@@ -114,7 +114,7 @@ def judge_properties(aggregated: AggregatedMetrics) -> dict[str, str]:
     bounds (`repr`, empty when no task has k attempts), `corrected.method` and `corrected.calibration`
     (`TPR 25/29, TNR 26/26, calibration.json`); from `judge_noise`, `judge_noise.judge_share` (empty
     when not measured) and `judge_noise.estimator`."""
-    from fair_forge_core.judge_lines import calibration_counts
+    from fair_forge_core.headline import calibration_counts
 
     values = {}
     corrected = aggregated.judge_corrected

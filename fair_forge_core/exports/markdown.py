@@ -5,8 +5,7 @@ Evaluation (`markdown_evaluation`), in order:
 
 1. the headline (`headline.headline_lines`: readiness with the figures it was decided on, the
    tier over conversations with its pooled figures, the figures corrected for the judge's error,
-   the sample-size warning), one bullet each, and, when the result has `judge_noise`, its line
-   (`judge_lines.judge_noise_line`) before the warning;
+   the judge-noise line, the sample-size warning), one bullet each;
 2. "Key figures", each under its one name (`headline.figure_name`, docs/statistics.md "Which
    pass^k is which"): the per-task pass@k and pass^k when the result has them (first when
    readiness is decided on them), pass@k and pass^k pooled over the scored conversations
@@ -259,27 +258,15 @@ def _worst_lines(result: EvaluationResult) -> list[str]:
     return lines
 
 
-def _headline(aggregated: AggregatedMetrics) -> list[str]:
-    """The headline's lines (`headline.headline_lines`) with, when the result has `judge_noise`,
-    its line (`judge_lines.judge_noise_line`) after the figures, before the sample-size warning."""
-    from fair_forge_core.headline import headline_lines
-
-    lines = headline_lines(aggregated)
-    if aggregated.judge_noise is None:
-        return lines
-    from fair_forge_core.judge_lines import judge_noise_line
-
-    at = len(lines) - 1 if aggregated.sample_size_warning else len(lines)
-    return [*lines[:at], judge_noise_line(aggregated.judge_noise), *lines[at:]]
-
-
 def markdown_evaluation(result: EvaluationResult, ci_level: float, title: str = "Fair-Forge evaluation") -> str:
     """The Markdown summary of an evaluation (module docstring); `ci_level` is the request's
     `statistical_mode.ci_level`."""
     from fair_forge_core.report.values import percent
 
     agg = result.aggregated_metrics
-    lines = [f"## {cell(title)}", "", *(f"- {cell(line)}" for line in _headline(agg))]
+    from fair_forge_core.headline import headline_lines
+
+    lines = [f"## {cell(title)}", "", *(f"- {cell(line)}" for line in headline_lines(agg))]
     header = ["figure", "value", f"{percent(ci_level)} interval", "over"]
     lines += ["", "### Key figures", "", *markdown_table(header, _figure_rows(agg, ci_level), right=(1, 2))]
     if agg.unscored_conversations:

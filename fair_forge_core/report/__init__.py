@@ -15,7 +15,7 @@ tool-correctness breakdown by dimension (mean bars, and per conversation); with
 tile beside the observed ones (their intervals, the calibration's counts and source, or under
 "identity" that the figures are today's) and, from its `curve`, the corrected pass@K and pass^K
 drawn over Figure 1 (posterior bands and mean lines, `charts.corrected_series`); with
-`aggregated_metrics.judge_noise`, its one line (`judge_lines.judge_noise_line`); a comparison
+`aggregated_metrics.judge_noise`, its one line (`headline.judge_noise_line`); a comparison
 of the assistants when there are several; when the result has
 `aggregated_metrics.comparison` (`config.compare`), the baseline-vs-candidate section —
 the verdict and its explanation, the confidence, shared tasks, P(candidate better), the

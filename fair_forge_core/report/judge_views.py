@@ -1,6 +1,6 @@
 """What the report shows of the judge's measured error and noise (issue #36): the figures of
 `aggregated_metrics.judge_corrected` beside the observed ones, with the calibration they were
-corrected by, and `aggregated_metrics.judge_noise` in one line (`judge_lines`).
+corrected by, and `aggregated_metrics.judge_noise` in one line (`headline.judge_noise_line`).
 
 Plain data for the templates, like `view`: nothing is markup, nothing is escaped here.
 """
@@ -29,8 +29,8 @@ class CorrectedFigures:
     """The corrected key figures: `measured` when some task has k attempts (else there are no
     figures, and `reason` says why); `identity` when the calibration was perfect and the figures are
     today's. `intervals` are the posterior ones ("95% posterior"), or under "identity" Wilson's over
-    tasks; `calibration` the counts and source (`judge_lines.calibration_counts`) and `method` how
-    they were drawn (`judge_lines.corrected_method`)."""
+    tasks; `calibration` the counts and source (`headline.calibration_counts`) and `method` how
+    they were drawn (`headline.corrected_method`)."""
 
     base: JsonPath
     k: int
@@ -65,7 +65,7 @@ def corrected_interval(data: Mapping[str, Any], metric: str) -> Interval | None:
 
 def corrected_figures(data: Mapping[str, Any]) -> CorrectedFigures | None:
     """The corrected key figures of the result `data`, None when it carries no `judge_corrected`."""
-    from fair_forge_core.judge_lines import calibration_counts, corrected_method
+    from fair_forge_core.headline import calibration_counts, corrected_method
     from fair_forge_core.schemas import JudgeCorrected
 
     raw = data["aggregated_metrics"].get("judge_corrected")
@@ -85,8 +85,8 @@ def corrected_figures(data: Mapping[str, Any]) -> CorrectedFigures | None:
 
 
 def judge_noise_line(data: Mapping[str, Any]) -> str | None:
-    """`aggregated_metrics.judge_noise` in one line (`judge_lines.judge_noise_line`), None without it."""
-    from fair_forge_core.judge_lines import judge_noise_line as line
+    """`aggregated_metrics.judge_noise` in one line (`headline.judge_noise_line`), None without it."""
+    from fair_forge_core.headline import judge_noise_line as line
     from fair_forge_core.schemas import NoiseDecomposition
 
     raw = data["aggregated_metrics"].get("judge_noise")

@@ -682,8 +682,8 @@ def test_the_markdown_summary_carries_the_judge_noise_line(judge_corrected: Eval
     noise = judge_corrected.aggregated_metrics.judge_noise
     assert noise is not None and noise.judge_share is not None and round(noise.judge_share * 100) == 80
     line = (
-        "- judge noise: 80 % of the variance in judged success is between the judge's samples of one "
-        "transcript (latent class); agent 20 %"
+        "- judge noise: 80% of the variance in judged success is between the judge's samples of one "
+        f"transcript (latent class, {noise.tasks} task(s)); agent 20%"
     )
     assert line in lines
     # after the corrected figures, before the sample-size warning

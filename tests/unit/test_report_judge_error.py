@@ -162,8 +162,8 @@ def test_the_judge_noise_line(corrected: EvaluationResult) -> None:
     judge = round(noise.judge_share * 100)
     assert judge == 80
     assert text(line) == (
-        "judge noise: 80 % of the variance in judged success is between the judge's samples of one transcript "
-        "(latent class); agent 20 %"
+        "judge noise: 80% of the variance in judged success is between the judge's samples of one transcript "
+        f"(latent class, {noise.tasks} task(s)); agent 20%"
     )
     assert line is not None and json.loads(line.attrs["data-judge-share"]) == noise.judge_share
     assert line.attrs["data-estimator"] == "latent_class"
@@ -185,7 +185,7 @@ def test_a_perfect_calibration_says_the_figures_are_todays_and_draws_no_band(ide
         f"pass^3 95% Wilson {c['pass_pow_k_ci_low']:.3f} – {c['pass_pow_k_ci_high']:.3f} · "
         f"observed {observed['pass_at_k']:.3f}/{observed['pass_pow_k']:.3f} per task · "
         "TPR 29/29, TNR 26/26, <b>perfect</b>.json · "
-        "calibration perfect (n of n): the judge is read as exact, so these are today's figures"
+        "exact judge: today's figures"
     )
     # the calibration's source is the user's text: written escaped, never as markup
     assert "&lt;b&gt;perfect&lt;/b&gt;.json" in page and "<b>perfect</b>" not in page

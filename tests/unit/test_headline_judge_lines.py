@@ -1,10 +1,9 @@
-"""fair_forge_core/judge_lines.py: the judge's error and noise in the words the faces share."""
+"""fair_forge_core/headline.py: the judge's error and noise in the words every face shares (the
+headline, the Markdown summary, the report, the JUnit properties)."""
 
 from __future__ import annotations
 
-import pytest
-
-from fair_forge_core.judge_lines import calibration_counts, corrected_method, judge_noise_line, share_percents
+from fair_forge_core.headline import calibration_counts, corrected_method, judge_noise_line
 from fair_forge_core.judge_noise import anova_decomposition
 from fair_forge_core.schemas import JudgeCorrected, NoiseDecomposition
 
@@ -24,22 +23,15 @@ def noise(judge_share: float | None, estimator: str = "latent_class") -> NoiseDe
     )
 
 
-@pytest.mark.parametrize(
-    ("share", "percents"), [(0.64, (64, 36)), (0.6451, (65, 35)), (0.0, (0, 100)), (1.0, (100, 0))]
-)
-def test_the_shares_are_whole_percents_adding_up_to_100(share: float, percents: tuple[int, int]) -> None:
-    assert share_percents(noise(share)) == percents
-
-
 def test_the_noise_line_names_the_estimator_and_says_when_nothing_was_split() -> None:
     assert judge_noise_line(noise(0.64)) == (
-        "judge noise: 64 % of the variance in judged success is between the judge's samples of one transcript "
-        "(latent class); agent 36 %"
+        "judge noise: 64% of the variance in judged success is between the judge's samples of one transcript "
+        "(latent class, 4 task(s)); agent 36%"
     )
     anova = anova_decomposition({"t": [[True, False], [False, True]]})
-    assert judge_noise_line(anova).endswith("(one-way ANOVA); agent 0 %")
+    assert judge_noise_line(anova).endswith("(one-way ANOVA, 1 task(s)); agent 0%")
     assert judge_noise_line(noise(None)) == (
-        "judge noise: not measured, no variance in judged success over 4 task(s) (latent class)"
+        "judge noise: not measured (latent class, 4 task(s): no task with 2 read attempts and any variance)"
     )
 
 
@@ -84,6 +76,4 @@ def test_the_calibration_and_the_method_in_words() -> None:
         == "posterior, 4000 seeded draws; 2 task(s) clipped to [0, 1]"
     )
     assert corrected_method(corrected("monte_carlo", None, [])) == "posterior, 4000 seeded draws"
-    assert corrected_method(corrected("identity", None, [])) == (
-        "calibration perfect (n of n): the judge is read as exact, so these are today's figures"
-    )
+    assert corrected_method(corrected("identity", None, [])) == "exact judge: today's figures"
