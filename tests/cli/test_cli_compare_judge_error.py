@@ -161,14 +161,16 @@ def test_two_judges_rest_on_two_calibrations(sides: dict[str, Path], tmp_path: P
     assert f"note: {corrected.notes[0]}" in done.stdout and "independent judge draws" in done.stdout
 
 
+def calibration_of_the_judge(sides: dict[str, Path], path: Path, tpr: tuple[int, int], tnr: tuple[int, int]) -> None:
+    """Write to `path` a `judge_error` for the judge the sides' calibration measured, with the
+    counts `tpr` and `tnr` (successes, n) instead of the measured ones."""
+    judge = json.loads(sides["calibration"].read_text())["judge"]["identity"]
+    counts = {"tpr": {"successes": tpr[0], "n": tpr[1]}, "tnr": {"successes": tnr[0], "n": tnr[1]}}
+    path.write_text(json.dumps({"judge": judge, **counts}))
+
+
 def test_two_calibrations_of_one_judge_are_drawn_independently(sides: dict[str, Path], tmp_path: Path) -> None:
-    calibration = json.loads(sides["calibration"].read_text())
-    weaker = {
-        "judge": calibration["judge"]["identity"],
-        "tpr": {"successes": 85, "n": 100},
-        "tnr": {"successes": 80, "n": 100},
-    }
-    (tmp_path / "weaker.json").write_text(json.dumps(weaker))
+    calibration_of_the_judge(sides, tmp_path / "weaker.json", tpr=(85, 100), tnr=(80, 100))
     candidate = evaluate(
         EXAMPLES / "candidate.json", tmp_path / "weaker.result.json", "--judge-error", tmp_path / "weaker.json"
     )
@@ -182,13 +184,7 @@ def test_two_calibrations_of_one_judge_are_drawn_independently(sides: dict[str, 
 
 
 def test_a_perfect_calibration_is_identity(sides: dict[str, Path], tmp_path: Path) -> None:
-    calibration = json.loads(sides["calibration"].read_text())
-    perfect = {
-        "judge": calibration["judge"]["identity"],
-        "tpr": {"successes": 30, "n": 30},
-        "tnr": {"successes": 30, "n": 30},
-    }
-    (tmp_path / "perfect.json").write_text(json.dumps(perfect))
+    calibration_of_the_judge(sides, tmp_path / "perfect.json", tpr=(30, 30), tnr=(30, 30))
     flags = ("--judge-error", tmp_path / "perfect.json")
     base = evaluate(EXAMPLES / "baseline.json", tmp_path / "b.json", *flags)
     cand = evaluate(EXAMPLES / "candidate.json", tmp_path / "c.json", *flags)

@@ -34,8 +34,9 @@ def find_chromium() -> str | None:
     return next((path for name in BROWSERS if (path := shutil.which(name))), None)
 
 
-def screenshot(chromium: str, page: Path, png: Path, width: int = 1280, height: int = 1600) -> None:
-    """A `width` × `height` screenshot of the file `page`, by headless Chromium with networking off."""
+def run_chromium(chromium: str, page: Path, *flags: str) -> str:
+    """Headless Chromium with networking off, on the file `page` with `flags` (what to make of it);
+    its stdout. Raises when it fails."""
     with tempfile.TemporaryDirectory() as profile:
         process = subprocess.run(
             [
@@ -49,11 +50,8 @@ def screenshot(chromium: str, page: Path, png: Path, width: int = 1280, height: 
                 "--disable-component-update",
                 "--disable-sync",
                 "--disable-dev-shm-usage",
-                "--hide-scrollbars",
-                "--force-device-scale-factor=1",
                 f"--user-data-dir={profile}",
-                f"--screenshot={png}",
-                f"--window-size={width},{height}",
+                *flags,
                 page.resolve().as_uri(),
             ],
             capture_output=True,
@@ -61,8 +59,22 @@ def screenshot(chromium: str, page: Path, png: Path, width: int = 1280, height: 
             timeout=180,
             env={**os.environ, "HOME": profile},
         )
-    if process.returncode != 0 or not png.exists():
+    if process.returncode != 0:
         raise RuntimeError(f"chromium failed ({process.returncode}): {process.stderr[-2000:]}")
+    return process.stdout
+
+
+def screenshot(chromium: str, page: Path, png: Path, width: int = 1280, height: int = 1600) -> None:
+    """A `width` × `height` screenshot of the file `page`, by headless Chromium with networking off."""
+    flags = (
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        f"--screenshot={png}",
+        f"--window-size={width},{height}",
+    )
+    run_chromium(chromium, page, *flags)
+    if not png.exists():
+        raise RuntimeError(f"chromium wrote no screenshot to {png}")
 
 
 def decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
@@ -169,30 +181,10 @@ def test_the_blank_check_does_detect_a_blank_page(chromium: str, tmp_path: Path)
 
 def dump_dom(chromium: str, page: Path) -> str:
     """The DOM of the file `page` after headless Chromium parsed and laid it out (`--dump-dom`)."""
-    with tempfile.TemporaryDirectory() as profile:
-        process = subprocess.run(
-            [
-                chromium,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-dev-shm-usage",
-                f"--user-data-dir={profile}",
-                "--dump-dom",
-                page.resolve().as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            env={**os.environ, "HOME": profile},
-        )
-    if process.returncode != 0 or "</html>" not in process.stdout:
-        raise RuntimeError(f"chromium failed ({process.returncode}): {process.stderr[-2000:]}")
-    return process.stdout
+    dom = run_chromium(chromium, page, "--dump-dom")
+    if "</html>" not in dom:
+        raise RuntimeError("chromium dumped no document")
+    return dom
 
 
 CORRECTED_POW_PURPLE = (0x93, 0x33, 0xEA)  # fair_forge_core.report.charts.CORRECTED_POW_COLOUR
