@@ -14,7 +14,8 @@ share every rule after this one. The input, exactly:
 
 - one page (an object whose `data` is a list of observations: objects with `type` and
   `startTime` and no `observations`), or a list of pages (what the SDK's
-  `iter_observation_pages` yields; empty pages are fine); fields are named ``data[k]…`` and
+  `iter_observation_pages` yields; empty pages are fine, only empty pages an error naming
+  `pages`); a page is told by its first row; fields are named ``data[k]…`` and
   ``pages[p].data[k]…``. A page as the SDK's pydantic `model_dump` writes it (snake_case:
   `trace_id`, `start_time`, `parent_observation_id`, …) is read the same: a snake_case key is
   read as its camelCase name when that name is absent;
@@ -76,8 +77,7 @@ def observation_pages(data: Any) -> list[tuple[list[Any], str]] | None:
     page or a list of them (module docstring), else None (it is a legacy trace input)."""
     if _is_page(data, empty=False):
         return [(data["data"], "data")]
-    pages = isinstance(data, list) and data and all(_is_page(page, empty=True) for page in data)
-    if pages and any(page["data"] for page in data):
+    if isinstance(data, list) and data and all(_is_page(page, empty=True) for page in data):
         return [(page["data"], f"pages[{n}].data") for n, page in enumerate(data)]
     return None
 
@@ -109,8 +109,8 @@ def traces_of_pages(pages: list[tuple[list[Any], str]]) -> list[Trace]:
                 continue
             seen[trace_id].add(key)
             grouped.setdefault(trace_id, []).append((observation, here))
-    if not grouped:
-        raise TraceError(pages[0][1], "holds no observation")
+    if not grouped:  # only a list of pages gets here without a row: every page is empty
+        raise TraceError("pages", "holds no observation (every page's data is empty)")
     return [_trace(trace_id, items, repeated.get(trace_id, [])) for trace_id, items in grouped.items()]
 
 
