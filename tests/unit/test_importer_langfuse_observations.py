@@ -3,7 +3,8 @@
 The fixtures in tests/data/traces/ are generated, not written: tests/fixtures/make_langfuse_fixtures.py
 and make_openinference_fixtures.py run a small LangChain agent (`tests.fixtures.weather_agent`)
 under Langfuse's `CallbackHandler` and OpenInference's `LangChainInstrumentor` and keep what
-they emitted; `langchain_weather_agent.expected.json` is the conversation from the agent's own
+they emitted (``langfuse_sdk5_observations_pages.json``: the same script under SDK 5.2.0);
+`langchain_weather_agent.expected.json` is the conversation from the agent's own
 script (its queries, the calls its model made, what its tools returned, its answers).
 """
 
@@ -22,7 +23,12 @@ from fair_forge_core.importers.openinference import traces_from_openinference
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "traces"
 EXPECTED = json.loads((DATA / "langchain_weather_agent.expected.json").read_text())
-LANGFUSE = ["langfuse_v2_observations_pages", "langfuse_v2_observations_snake", "langfuse_legacy_traces"]
+LANGFUSE = [
+    "langfuse_v2_observations_pages",
+    "langfuse_v2_observations_snake",
+    "langfuse_legacy_traces",
+    "langfuse_sdk5_observations_pages",  # the same agent under SDK 5.2.0's handler and models
+]
 
 
 def conversation(trace: ImportedTrace) -> dict[str, Any]:
