@@ -44,8 +44,9 @@ The rules (shared ones in `importers.trace`):
   result is its `output`, except that an output that is a serialised LangChain `ToolMessage`
   (what the LangChain `CallbackHandler` records) gives its `content` as the result, its
   `status: "error"` as an error and its `tool_call_id` as the call (`tool_envelope`); at
-  `level` ERROR it is an error, its result the `output` or else the `statusMessage`. A TOOL that answers no call is a call of its own step, said. Other
-  types (SPAN, EVENT, AGENT, CHAIN, RETRIEVER, …) are the application's plumbing, not read;
+  `level` ERROR it is an error, its result the `output` or else the `statusMessage`. A TOOL
+  that answers no call is a call of its own step, said. Other types (SPAN, EVENT, AGENT,
+  CHAIN, RETRIEVER, …) are the application's plumbing, not read;
 - the answer is the trace's `output` (text, an assistant message, the last assistant message
   of a list or of `messages`, else `output`, `answer`, `response` or `result`, else its only
   text), else the last generation's text;

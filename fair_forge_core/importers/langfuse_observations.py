@@ -22,6 +22,8 @@ share every rule after this one. The input, exactly:
 - observations are grouped into traces by `traceId` (a non-empty string, else an error naming
   it), traces in the order their first observation comes; an observation whose `id` its trace
   already has (pages may repeat a row: the SDK does not deduplicate) is left out, said;
+- when no observation has an `input` or `output` key (the endpoint's default field groups,
+  `core` and `basic`, leave them out), that is an error saying to ask for the `io` group;
 - `input` and `output` text that holds JSON (an object, a list or a string: text starting with
   ``{``, ``[`` or ``"``) is read as that JSON, other text as it is;
 - a trace's root is its first observation (in `startTime` order; unreadable times: input
@@ -111,6 +113,11 @@ def traces_of_pages(pages: list[tuple[list[Any], str]]) -> list[Trace]:
             grouped.setdefault(trace_id, []).append((observation, here))
     if not grouped:  # only a list of pages gets here without a row: every page is empty
         raise TraceError("pages", "holds no observation (every page's data is empty)")
+    if not any("input" in o or "output" in o for items in grouped.values() for o, _ in items):
+        # the endpoint's default field groups are core and basic: no content at all
+        raise TraceError(
+            pages[0][1], "no observation has input or output: fetch them with fields=core,basic,io,metadata,usage"
+        )
     return [_trace(trace_id, items, repeated.get(trace_id, [])) for trace_id, items in grouped.items()]
 
 
@@ -122,7 +129,8 @@ def _camel(observation: dict[str, Any]) -> dict[str, Any]:
         if "_" in key:
             camel.setdefault(_SNAKE.sub(lambda m: m.group(1).upper(), key), value)
     for key in ("input", "output"):
-        camel[key] = _parsed(camel.get(key))
+        if key in camel:
+            camel[key] = _parsed(camel[key])
     return camel
 
 

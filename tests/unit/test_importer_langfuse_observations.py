@@ -144,6 +144,7 @@ def test_a_tool_message_with_status_error_is_an_error_though_the_observation_is_
         ([page(row(0, "AGENT", input="q")), page(SNAKE | {"trace_id": 3})], "pages[1].data[0].traceId", "string"),
         (page(row(0, "AGENT", input={"a": 1, "b": 2})), "data[0].input", "holds no query"),
         ([page(), page()], "pages", "holds no observation"),
+        (page(row(0, "AGENT"), row(1, "TOOL")), "data", "fields=core,basic,io"),
         (page(row(0, "AGENT", input="q"), row(1, "GENERATION", output="[1]")), "data[1].output", "the model's message"),
     ],
 )
