@@ -30,9 +30,10 @@ The rules (shared ones in `importers.trace`):
   is the `text` blocks of its content; `tool_use`/`tool_call` content blocks repeat its
   `tool_calls` and are not counted again, unless their `id` is in neither list: then the
   block is read as a call, with a warning. Server-side tool blocks are not read (warning);
-- a tool message answers the call with its `tool_call_id`; `status: "error"` keeps its
-  content as the result with `is_error`; its `artifact` (the raw output kept for the
-  program, not the model) is not read.
+- a tool message answers the call with its `tool_call_id`; its content is the result and
+  `status: "error"` makes it `is_error`, by the rule every importer applies to a tool message
+  (`tool_envelope`); its `artifact` (the raw output kept for the program, not the model) is
+  not read.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from fair_forge_core.importers.openai_chat import read_tool_call
+from fair_forge_core.importers.tool_envelope import read_tool_fields
 from fair_forge_core.importers.trace import (
     ImportedTrace,
     RawCall,
@@ -151,8 +153,11 @@ def read_ai_message(fields: dict[str, Any], where: str, warnings: list[str]) -> 
 
 
 def read_tool_message(fields: dict[str, Any]) -> tuple[Any, Any, bool]:
-    """`(tool_call_id, content, is_error)` of a tool message's fields."""
-    return fields.get("tool_call_id"), fields.get("content"), fields.get("status") == "error"
+    """`(tool_call_id, content, is_error)` of a tool message's fields: content and error by the
+    one rule for tool messages (`tool_envelope.read_tool_fields`); the id as written, so that an
+    id that is no string is named in the error of the result it cannot answer."""
+    read = read_tool_fields(fields)
+    return fields.get("tool_call_id"), read.content, read.is_error
 
 
 def read_messages(messages: list[Any], where: str, builder: TurnBuilder) -> None:

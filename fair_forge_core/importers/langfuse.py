@@ -1,16 +1,24 @@
 """Langfuse traces → `ImportedTrace`s.
 
-The input is what Langfuse's public API gives for a trace with its observations
-(`GET /api/public/traces/{traceId}`: `TraceWithFullDetails`, as `langfuse.api.trace.get`
-returns it and the UI exports it as JSON): one such trace, a list of them, or a page
-``{"data": [...], "meta": …}`` whose traces carry their observations in full. A trace is
-``{"id", "timestamp", "name", "input", "output", "sessionId", "userId", "metadata", "tags",
-"latency", "totalCost", "observations": [...]}`` and an observation ``{"id", "type", "name",
-"startTime", "endTime", "parentObservationId", "input", "output", "level", "statusMessage",
-"usageDetails", "usage", …}`` (Langfuse's OpenAPI spec, `ObservationsView`), its `type`
-GENERATION, SPAN, EVENT, or one of the newer AGENT, TOOL, CHAIN, RETRIEVER, EVALUATOR,
-EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j].output``
-(``data[i]…`` for a page). The rules (shared ones in `importers.trace`):
+Two inputs are read, told apart by their shape:
+
+- Langfuse v4's observations: a page of `GET /api/public/v2/observations` (filtered by
+  `traceId` or `sessionId`; ``{"data": [observation, …], "meta": {…}}``) or a list of pages,
+  turned into traces by `langfuse_observations` (grouped by `traceId`; the trace's input,
+  output and metadata are its root observation's), fields named ``data[k]…`` or
+  ``pages[p].data[k]…``;
+- the legacy trace body (`GET /api/public/traces/{traceId}`: `TraceWithFullDetails`, as
+  `langfuse.api.trace.get` returned it before SDK v5 and the UI exports it as JSON): one such
+  trace, a list of them, or a page ``{"data": [...], "meta": …}`` whose traces carry their
+  observations in full. A trace is ``{"id", "timestamp", "name", "input", "output",
+  "sessionId", "userId", "metadata", "tags", "latency", "totalCost", "observations": [...]}``.
+
+An observation is ``{"id", "type", "name", "startTime", "endTime", "parentObservationId",
+"input", "output", "level", "statusMessage", "usageDetails", "usage", …}`` (Langfuse's OpenAPI
+spec, `ObservationsView` and `ObservationV2`), its `type` GENERATION, SPAN, EVENT, or one of the
+newer AGENT, TOOL, CHAIN, RETRIEVER, EVALUATOR, EMBEDDING, GUARDRAIL. Fields of a legacy trace
+are named from the root: ``traces[i].observations[j].output`` (``data[i]…`` for a page).
+The rules (shared ones in `importers.trace`):
 
 - traces with the same `sessionId` are one conversation (a Langfuse session), whose id it
   is, its turns in `timestamp` order (ISO 8601, compared in UTC; a time without offset is
@@ -33,9 +41,12 @@ EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j
 - a TOOL observation answers a call: the one whose id is its `metadata.tool_call_id` (or
   `input.tool_call_id`), else the first unanswered call of its `name` whose arguments equal
   its `input`, else the first unanswered call of its name (`langsmith_runs.PendingCalls`); its
-  result is its `output`; at `level` ERROR it is an error, its result the `output` or else
-  the `statusMessage`. A TOOL that answers no call is a call of its own step, said. Other
-  types (SPAN, EVENT, AGENT, CHAIN, RETRIEVER, …) are the application's plumbing, not read;
+  result is its `output`, except that an output that is a serialised LangChain `ToolMessage`
+  (what the LangChain `CallbackHandler` records) gives its `content` as the result, its
+  `status: "error"` as an error and its `tool_call_id` as the call (`tool_envelope`); at
+  `level` ERROR it is an error, its result the `output` or else the `statusMessage`. A TOOL
+  that answers no call is a call of its own step, said. Other types (SPAN, EVENT, AGENT,
+  CHAIN, RETRIEVER, …) are the application's plumbing, not read;
 - the answer is the trace's `output` (text, an assistant message, the last assistant message
   of a list or of `messages`, else `output`, `answer`, `response` or `result`, else its only
   text), else the last generation's text;
@@ -55,7 +66,6 @@ EMBEDDING, GUARDRAIL. Fields are named from the root: ``traces[i].observations[j
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from fair_forge_core.importers.langchain_messages import (
@@ -66,7 +76,16 @@ from fair_forge_core.importers.langchain_messages import (
     read_tool_message,
     text_of,
 )
+from fair_forge_core.importers.langfuse_observations import (
+    Item,
+    Trace,
+    in_time_order,
+    observation_pages,
+    traces_of_pages,
+    utc_time,
+)
 from fair_forge_core.importers.langsmith_runs import NEVER, QUERY_KEYS, PendingCalls, final_answer, output_message
+from fair_forge_core.importers.tool_envelope import unwrap_tool_message
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -80,67 +99,61 @@ from fair_forge_core.importers.trace import (
 
 _TRACE_FIELDS = ("name", "userId", "sessionId", "release", "version", "environment", "tags")
 
-Item = tuple[dict[str, Any], str]  # an object of the input and its field path
-
 
 def traces_from_langfuse(data: Any) -> list[ImportedTrace]:
     """The conversations of the Langfuse traces in `data` (see the module docstring)."""
+    pages = observation_pages(data)
+    traces = traces_of_pages(pages) if pages is not None else _legacy_traces(data)
+    sessions: dict[str, list[Trace]] = {}
+    for trace in traces:
+        session = trace.fields.get("sessionId")
+        key = session if isinstance(session, str) and session else trace.fields["id"]
+        sessions.setdefault(key, []).append(trace)
+    return [_conversation(key, traces) for key, traces in sessions.items()]
+
+
+def _legacy_traces(data: Any) -> list[Trace]:
+    """The traces of `GET /api/public/traces/{traceId}` bodies: one, a list, or a page of them."""
     if isinstance(data, dict) and "observations" not in data and isinstance(data.get("data"), list):
         raw, root = data["data"], "data"
     else:
         raw, root = (data if isinstance(data, list) else [data]), "traces"
-    sessions: dict[str, list[Item]] = {}
+    traces = []
     for n, trace in enumerate(raw):
         where = f"{root}[{n}]"
         if not isinstance(trace, dict):
             raise TraceError(where, "a Langfuse trace is an object")
-        trace_id, session = trace.get("id"), trace.get("sessionId")
-        if not isinstance(trace_id, str) or not trace_id:
+        if not isinstance(trace.get("id"), str) or not trace["id"]:
             raise TraceError(f"{where}.id", "must be a non-empty string")
-        key = session if isinstance(session, str) and session else trace_id
-        sessions.setdefault(key, []).append((trace, where))
-    if not sessions:
+        traces.append(Trace(trace, where))
+    if not traces:
         raise TraceError(root, "holds no trace")
-    return [_conversation(key, traces) for key, traces in sessions.items()]
+    return traces
 
 
-def _time(value: Any) -> datetime | None:
-    """An ISO 8601 time in UTC (without an offset: UTC), or None when it is not one."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except (ValueError, OverflowError):
-        return None
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _in_time_order(items: list[Item], field: str) -> tuple[list[Item], str | None]:
-    """`items` sorted by the time in `field` (stable), or as they are with the path of the first
-    that has no readable time."""
-    times = [_time(item.get(field)) for item, _ in items]
-    missing = next((where for (_, where), moment in zip(items, times, strict=True) if moment is None), None)
-    if missing is not None:
-        return items, missing
-    order = sorted(range(len(items)), key=lambda n: times[n] or NEVER)
-    return [items[n] for n in order], None
-
-
-def _conversation(key: str, traces: list[Item]) -> ImportedTrace:
-    traces, missing = _in_time_order(traces, "timestamp") if len(traces) > 1 else (traces, None)
-    builder = TurnBuilder(traces[0][1])
+def _conversation(key: str, traces: list[Trace]) -> ImportedTrace:
+    if len(traces) > 1:
+        times = [utc_time(trace.fields.get("timestamp")) for trace in traces]
+        missing = next((trace for trace, moment in zip(traces, times, strict=True) if moment is None), None)
+        if missing is None:
+            traces = [traces[n] for n in sorted(range(len(traces)), key=lambda n: times[n] or NEVER)]
+    else:
+        missing = None
+    builder = TurnBuilder(traces[0].where)
     if missing is not None:
         builder.warnings.append(
-            f"{missing}.timestamp: not an ISO 8601 time; the traces of the session {key!r} are read in input order"
+            f"{missing.where}.{missing.clock}: not an ISO 8601 time; the traces of the session {key!r} are read in"
+            " input order"
         )
-    for trace, where in traces:
-        _turn(trace, where, builder)
-    first, first_where = traces[0]
-    metadata = _metadata(first, first_where, builder.warnings)
-    states = [trace["metadata"][FINAL_STATE] for trace, _ in traces if _has_final_state(trace)]
+    for trace in traces:
+        builder.warnings.extend(trace.warnings)
+        _turn(trace, builder)
+    first = traces[0]
+    metadata = _metadata(first.fields, first.where, builder.warnings)
+    states = [trace.fields["metadata"][FINAL_STATE] for trace in traces if _has_final_state(trace.fields)]
     if states:
         metadata[FINAL_STATE] = states[-1]
-    assistant_id = metadata.get("assistant_id") or first.get("name") or "agent"
+    assistant_id = metadata.get("assistant_id") or first.fields.get("name") or "agent"
     return ImportedTrace(key, str(assistant_id), builder.turns(), metadata, builder.warnings)
 
 
@@ -160,37 +173,37 @@ def _metadata(trace: dict[str, Any], where: str, warnings: list[str]) -> dict[st
     return metadata
 
 
-def _observations(trace: dict[str, Any], where: str, warnings: list[str]) -> list[Item]:
-    raw = trace.get("observations")
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise TraceError(f"{where}.observations", "must be a list of observations")
-    items = []
-    for n, observation in enumerate(raw):
-        here = f"{where}.observations[{n}]"
+def _observations(trace: Trace, warnings: list[str]) -> list[Item]:
+    """The trace's observations with their paths, checked, in `startTime` order."""
+    items = trace.observations
+    if items is None:
+        raw = trace.fields.get("observations")
+        if raw is not None and not isinstance(raw, list):
+            raise TraceError(f"{trace.where}.observations", "must be a list of observations")
+        items = [(observation, f"{trace.where}.observations[{n}]") for n, observation in enumerate(raw or [])]
+    for observation, here in items:
         if isinstance(observation, str):
             raise TraceError(
                 here,
                 "an observation id only (a trace list gives ids): export each trace with"
-                " GET /api/public/traces/{traceId}, whose observations are in full",
+                " GET /api/public/v2/observations?traceId=… (or GET /api/public/traces/{traceId}),"
+                " whose observations are in full",
             )
         if not isinstance(observation, dict):
             raise TraceError(here, "an observation is an object")
         if not isinstance(observation.get("type"), str):
             raise TraceError(f"{here}.type", "must be a string (GENERATION, TOOL, SPAN, EVENT, …)")
-        items.append((observation, here))
-    ordered, missing = _in_time_order(items, "startTime")
+    ordered, missing = in_time_order(items, "startTime")
     if missing is not None:
         warnings.append(
-            f"{missing}.startTime: not an ISO 8601 time; the observations of {where} are read in input order"
+            f"{missing}.startTime: not an ISO 8601 time; the observations of {trace.where} are read in input order"
         )
     return ordered
 
 
-def _turn(trace: dict[str, Any], where: str, builder: TurnBuilder) -> None:
-    warnings = builder.warnings
-    observations = _observations(trace, where, warnings)
+def _turn(source: Trace, builder: TurnBuilder) -> None:
+    warnings, trace, where = builder.warnings, source.fields, source.where
+    observations = _observations(source, warnings)
     builder.user(_query(trace, where, observations, warnings))
     builder.usage(where, cost_usd=_number(trace.get("totalCost")), latency_s=_number(trace.get("latency")))
     by_id = {str(o.get("id")): o for o, _ in observations if o.get("id") is not None}
@@ -319,6 +332,10 @@ def _tool(observation: dict[str, Any], where: str, builder: TurnBuilder, pending
     ids.append(inputs.get("tool_call_id") if isinstance(inputs, dict) else None)
     failed = str(observation.get("level", "")).upper() == "ERROR"
     result = observation.get("output", NO_RESULT)
+    envelope = unwrap_tool_message(result)
+    if envelope is not None:  # LangChain's ToolMessage recorded as the tool's output: the output is its content
+        result, failed = envelope.content, failed or envelope.is_error
+        ids.append(envelope.tool_call_id)
     if result is None:
         result = NO_RESULT
     if failed and result is NO_RESULT:

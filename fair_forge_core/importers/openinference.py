@@ -57,6 +57,7 @@ from typing import Any
 
 from fair_forge_core.importers.otel_genai import traces_of_spans
 from fair_forge_core.importers.otel_spans import WHERE, Span, bare_spans, read_spans
+from fair_forge_core.importers.tool_envelope import unwrap_tool_message
 from fair_forge_core.importers.trace import FINAL_STATE, ImportedTrace, TraceError, nearest_marked, parse_json_text
 
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant"}
@@ -126,6 +127,12 @@ def _translate(span: Span, attrs: dict[str, Any], inside_tool: bool) -> bool:
         genai["gen_ai.tool.call.id"] = attrs.get("tool.id")
         genai["gen_ai.tool.call.arguments"] = attrs.get("input.value")
         genai["gen_ai.tool.call.result"] = attrs.get("output.value")
+        envelope = unwrap_tool_message(attrs.get("output.value"))
+        if envelope is not None:  # LangChain's ToolMessage recorded as the output (`tool_envelope`)
+            genai["gen_ai.tool.call.result"] = envelope.content
+            genai["gen_ai.tool.call.id"] = attrs.get("tool.id") or envelope.tool_call_id
+            # with `handle_tool_error` the span stays OK: the message's status is the only sign of failure
+            span.failed = span.failed or envelope.is_error
     elif operation is not None and span.root:
         asked = _text(attrs, "input", where)
         said = _text(attrs, "output", where)
