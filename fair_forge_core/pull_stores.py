@@ -157,10 +157,14 @@ def _required(env: Mapping[str, str], *names: str) -> list[str]:
 
 
 def _base_url(url: str, variable: str) -> str:
-    """`url` less its trailing `/`, when it is http(s) with a host: anything else (`file:`) is refused."""
+    """`url` less its trailing `/`, when it is http(s) with a host and no user:password: anything
+    else (`file:`, `https://user:pw@host`) is refused."""
     parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise PullInputError(f"{variable} must be an http:// or https:// URL, got {safe_url(url)!r}")
+    if "@" in parts.netloc:
+        # The keys have variables of their own; a password in a URL would end up in messages and logs.
+        raise PullInputError(f"{variable} must not carry a user:password, got {safe_url(url)!r}")
     return url.rstrip("/")
 
 
