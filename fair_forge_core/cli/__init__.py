@@ -37,7 +37,8 @@ first), or compare's verdict is
 trace; 3 the evaluation could not run (the judge provider refused, or no conversation
 could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`;
 5 compare's verdict is `not_tested` (too few shared tasks for any test to reach
-significance), always. Messages never contain an API key, and never a workflow command: every
+significance), always. `pull`: 7 stopped at `--max-pages` or `--max-bytes` with more to fetch (what was fetched
+is written); 8 the store refused, failed or could not be reached (`cli.pull`). Messages never contain an API key, and never a workflow command: every
 line written to stdout or stderr goes through `cli.common.say` (`safe_text.log_line`: a line
 break in a value is shown as `\n`, no line starts with `::`, no `##[`), JSON through
 `cli.common.json_dump`.

@@ -29,7 +29,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from fair_forge_core.cli.common import EXIT_BAD_INPUT, EXIT_OK, CliError, check_writable, json_dump, say, write_output
 
@@ -189,7 +189,7 @@ def pull(
         request = page_request(query, conn, cursor)
 
 
-def cmd_pull(args: argparse.Namespace, stdin: IO[str], stdout: TextIO, stderr: TextIO) -> int:
+def cmd_pull(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     from fair_forge_core.pull_stores import output
 
     check_writable(args.out, "-o")
