@@ -96,6 +96,7 @@ def fetch_page(
 ) -> bytes:
     """One page's body, retrying a 429 or 503 as the module docstring says; `CliError` (exit 8)
     with the store's status and reason, redacted, when it cannot be had."""
+    import http.client
     import urllib.error
 
     from fair_forge_core.pull_stores import MAX_RETRIES, RETRY_STATUSES, redact, retry_wait, safe_url
@@ -122,7 +123,7 @@ def fetch_page(
             raise CliError(
                 redact(f"{what}: cannot reach the store: {exc.reason}", conn.secrets), EXIT_STORE_FAILED
             ) from None
-        except (TimeoutError, ConnectionError) as exc:
+        except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
             raise CliError(
                 redact(f"{what}: the store did not answer: {exc}", conn.secrets), EXIT_STORE_FAILED
             ) from None
