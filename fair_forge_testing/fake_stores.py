@@ -17,8 +17,8 @@ Everything it checks comes from the spec:
 A request the spec does not allow is answered 400/404/405 and recorded in `violations`, which a
 test asserts is empty; a wrong credential is a 401 (the spec allows it), not a violation.
 `requests` records every request (method, path, query, headers, body, monotonic time, status).
-`throttle` maps a request's index (0: the first) to the `Retry-After` seconds of a 429 answered
-instead; `fail_status` answers every request with that status and a body echoing the
+`throttle` maps a request's index (0: the first) to the `Retry-After` seconds of a 429 (or
+`throttle_status`) answered instead; `fail_status` answers every request with that status and a body echoing the
 credential headers it was sent (a store that does so must not make `pull` print them).
 
 Only the standard library is used."""
@@ -168,6 +168,7 @@ class FakeStore:
     items: Sequence[Mapping[str, Any]]
     credentials: Mapping[str, str] = field(default_factory=dict)
     throttle: dict[int, float] = field(default_factory=dict)
+    throttle_status: int = 429
     fail_status: int | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
@@ -300,7 +301,7 @@ class FakeStore:
         if problem:
             return 401, {}, {"error": problem}
         if index in self.throttle:
-            return 429, {"Retry-After": f"{self.throttle[index]:g}"}, {"error": "rate limited"}
+            return self.throttle_status, {"Retry-After": f"{self.throttle[index]:g}"}, {"error": "try again later"}
         document = self._answer(query, body)
         schema = route.operation["responses"]["200"]["content"]["application/json"]["schema"]
         errors = schema_errors(self.spec, schema, document, "answer")

@@ -181,8 +181,10 @@ def pull(
         try:
             page = json.loads(body)
             count, cursor = read_page(query.store, page)
-        except ValueError as exc:
+        except ValueError as exc:  # not JSON (UnicodeDecodeError is one), or not the store's page
             raise CliError(redact(f"page {len(pages) + 1}: {exc}", conn.secrets), EXIT_STORE_FAILED) from None
+        except RecursionError:
+            raise CliError(f"page {len(pages) + 1}: nested too deeply to read", EXIT_STORE_FAILED) from None
         pages.append(page)
         items += count
         if cursor is None:

@@ -163,6 +163,20 @@ def test_stops_at_max_bytes_without_keeping_the_page_that_passes_it(tmp_path: Pa
     assert fake.violations == []
 
 
+def test_a_503_is_retried_after_its_retry_after_too() -> None:
+    served = items("langfuse")
+    with FakeStore(
+        "langfuse", served, credentials=CREDENTIALS["langfuse"], throttle={1: 1}, throttle_status=503
+    ) as fake:
+        done = pull("langfuse", environment("langfuse", fake), "--page-size", "4")
+    assert done.returncode == 0, done.stderr
+    assert [r.status for r in fake.requests] == [200, 503, 200]
+    assert fake.requests[2].at - fake.requests[1].at >= 1.0
+    assert fake.requests[2].query == fake.requests[1].query  # the same page asked again
+    assert written_items("langfuse", json.loads(done.stdout)) == served
+    assert fake.violations == []
+
+
 def test_retries_are_bounded(tmp_path: Path) -> None:
     """Six 429s in a row (Retry-After 0): five retries, then exit 8, nothing written."""
     out = tmp_path / "pulled.json"
