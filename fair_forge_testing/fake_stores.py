@@ -19,7 +19,8 @@ test asserts is empty; a wrong credential is a 401 (the spec allows it), not a v
 `requests` records every request (method, path, query, headers, body, monotonic time, status).
 `throttle` maps a request's index (0: the first) to the `Retry-After` seconds of a 429 (or
 `throttle_status`) answered instead; `fail_status` answers every request with that status and a body echoing the
-credential headers it was sent (a store that does so must not make `pull` print them).
+credential headers it was sent (a store that does so must not make `pull` print them);
+`redirect_to` answers 302 to that base URL (where `pull` must not follow with the credentials).
 
 Only the standard library is used."""
 
@@ -170,6 +171,7 @@ class FakeStore:
     throttle: dict[int, float] = field(default_factory=dict)
     throttle_status: int = 429
     fail_status: int | None = None
+    redirect_to: str | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
 
@@ -295,6 +297,8 @@ class FakeStore:
         problems = self._request_problems(route, query, body)
         if problems:
             return self._refuse(400, f"{method} {path}: " + "; ".join(problems))
+        if self.redirect_to is not None:
+            return 302, {"Location": self.redirect_to + path}, {}
         if self.fail_status is not None:
             echoed = {k: v for k, v in headers.items() if k in {"authorization", "x-api-key"}}
             return self.fail_status, {}, {"error": "refused", "received": echoed}

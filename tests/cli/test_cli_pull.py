@@ -217,6 +217,19 @@ def test_never_prints_nor_writes_a_credential(store: str, tmp_path: Path) -> Non
     assert fake.violations == [] and refusing.violations == []
 
 
+def test_a_redirect_is_not_followed_with_the_credentials() -> None:
+    with (
+        FakeStore("langsmith", items("langsmith"), credentials=CREDENTIALS["langsmith"]) as elsewhere,
+        FakeStore(
+            "langsmith", items("langsmith"), credentials=CREDENTIALS["langsmith"], redirect_to=elsewhere.base_url
+        ) as fake,
+    ):
+        done = pull("langsmith", environment("langsmith", fake))
+    assert done.returncode == 8, done.stderr
+    assert "HTTP 302" in done.stderr
+    assert len(fake.requests) == 1 and elsewhere.requests == []
+
+
 @pytest.mark.parametrize(
     ("store", "unset", "named"),
     [
