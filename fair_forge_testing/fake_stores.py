@@ -365,7 +365,8 @@ def instance(spec: Mapping[str, Any], schema: Mapping[str, Any], name: str = "x"
 
 def langfuse_observations(count: int) -> list[dict[str, Any]]:
     """`count` v2 observations built from the spec's `ObservationV2` (its required keys), each a
-    root GENERATION of its own trace and session, with input and output."""
+    root GENERATION of its own trace and session, with input and output, and `metadata.task` the
+    task it answers (`task-N`)."""
     spec = load_spec("langfuse")
     skeleton = instance(spec, spec["components"]["schemas"]["ObservationV2"])
     return [
@@ -373,7 +374,7 @@ def langfuse_observations(count: int) -> list[dict[str, Any]]:
         | {
             "id": f"obs-{n}",
             "traceId": f"trace-{n}",
-            "sessionId": f"session-{n % 2}",
+            "sessionId": f"session-{n}",
             "type": "GENERATION",
             "startTime": f"2026-12-02T22:{n % 60:02d}:00Z",
             "projectId": "project-1",
