@@ -13,6 +13,8 @@ render reports, with no AWS and no server.
         [-o recorded.json] [--evaluate [--result FILE] [evaluate's flags]]
     fair-forge report result.json [-o report.html]
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
+    fair-forge pull langfuse|phoenix|langsmith [--since ISO] [--until ISO] [--session ID] [--tag T]
+        [--filter EXPR] [--project ID] [--max-pages N] [--max-bytes N] [-o traces.json]
     fair-forge calibrate LABELLED.jsonl [--connector CONNECTOR.json] [--threshold 0.7] [--out report.json]
     fair-forge --version
 
@@ -21,7 +23,8 @@ A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < 
 Each command is one module of this package, whose docstring states its rules:
 `cli.evaluate` (`evaluate`, its judge's cost and cache), `cli.gates` (the gates of `evaluate`),
 `cli.run` (`run`: an agent on a TASKS file, fixed or adaptive attempts),
-`cli.compare` (its text: `cli.compare_text`), `cli.report`, `cli.convert`, `cli.calibrate`; the outputs for CI systems
+`cli.compare` (its text: `cli.compare_text`), `cli.report`, `cli.convert`, `cli.pull` (`pull`: its flags `cli.pull_args`, the stores' APIs
+`pull_stores`), `cli.calibrate`; the outputs for CI systems
 (`--junit`, `--markdown`, `--jsonl`, `--csv`, the step summary) `cli.outputs`. The parser and the flags' types
 are `cli.parser`; the progress bar `cli.progress`; what the commands share (reading files,
 validation messages, writing, building judges and ledgers, the exit codes, `CliError`)
@@ -34,7 +37,8 @@ first), or compare's verdict is
 trace; 3 the evaluation could not run (the judge provider refused, or no conversation
 could be scored); 4 compare's verdict is `inconclusive` under `--require-conclusive`;
 5 compare's verdict is `not_tested` (too few shared tasks for any test to reach
-significance), always. Messages never contain an API key, and never a workflow command: every
+significance), always. `pull`: 7 stopped at `--max-pages` or `--max-bytes` with more to fetch (what was fetched
+is written); 8 the store refused, failed or could not be reached (`cli.pull`). Messages never contain an API key, and never a workflow command: every
 line written to stdout or stderr goes through `cli.common.say` (`safe_text.log_line`: a line
 break in a value is shown as `\n`, no line starts with `::`, no `##[`), JSON through
 `cli.common.json_dump`.
@@ -69,6 +73,7 @@ from fair_forge_core.cli.evaluate import cmd_evaluate, format_usage
 from fair_forge_core.cli.gates import GATE_METRICS, GateFigure, GateMetric, LowerBoundGate, lower_bound
 from fair_forge_core.cli.parser import EPILOG, build_parser
 from fair_forge_core.cli.progress import ProgressBar, is_terminal
+from fair_forge_core.cli.pull import cmd_pull
 from fair_forge_core.cli.report import cmd_report
 from fair_forge_core.cli.run import cmd_run
 
@@ -94,6 +99,7 @@ __all__ = [
     "cmd_compare",
     "cmd_convert",
     "cmd_evaluate",
+    "cmd_pull",
     "cmd_report",
     "cmd_run",
     "format_comparison",
@@ -120,6 +126,7 @@ def main(
         "compare": cmd_compare,
         "report": cmd_report,
         "convert": cmd_convert,
+        "pull": cmd_pull,
         "calibrate": cmd_calibrate,
     }[args.command]
     try:

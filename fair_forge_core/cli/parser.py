@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     # argparse prints it and exits 0 before any command is required.
     parser.add_argument("--version", action="version", version=f"fair-forge {__version__}")
     commands = parser.add_subparsers(
-        dest="command", required=True, metavar="{evaluate,run,compare,report,convert,calibrate}"
+        dest="command", required=True, metavar="{evaluate,run,compare,report,convert,pull,calibrate}"
     )
 
     evaluate = commands.add_parser(
@@ -409,6 +409,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 0 when some trace attempts could not be joined to the references "
         "(they stay in the request as unscored conversations; default: exit 6)",
     )
+
+    from fair_forge_core.cli.pull_args import add_pull_parser
+
+    add_pull_parser(commands)
 
     calibrate = commands.add_parser(
         "calibrate",
