@@ -26,6 +26,10 @@ no metric could be tested, so nothing was checked — never the 0 of a compariso
 EXIT_UNJOINED = 6
 """`convert`'s exit code when some trace attempts could not be joined to the references (kept
 unscored in the request it still writes), unless `--allow-unjoined`: not a gate's 1."""
+EXIT_BOUNDED = 7
+"""`pull`'s exit code when `--max-pages` or `--max-bytes` stopped it with more to fetch (written)."""
+EXIT_STORE_FAILED = 8
+"""`pull`'s exit code when the store refused, failed or could not be reached (nothing written)."""
 
 
 def say(stream: TextIO, line: str) -> None:

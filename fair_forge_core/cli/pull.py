@@ -31,17 +31,23 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fair_forge_core.cli.common import EXIT_BAD_INPUT, EXIT_OK, CliError, check_writable, json_dump, say, write_output
+from fair_forge_core.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_BOUNDED,
+    EXIT_OK,
+    EXIT_STORE_FAILED,
+    CliError,
+    check_writable,
+    json_dump,
+    say,
+    write_output,
+)
 
 if TYPE_CHECKING:
     import urllib.error
 
     from fair_forge_core.pull_stores import Connection, HttpRequest, Query
 
-EXIT_BOUNDED = 7
-"""`pull`'s exit code when `--max-pages` or `--max-bytes` stopped it with more to fetch (written)."""
-EXIT_STORE_FAILED = 8
-"""`pull`'s exit code when the store refused, failed or could not be reached (nothing written)."""
 DEFAULT_MAX_PAGES = 100
 DEFAULT_MAX_BYTES = 100_000_000
 TIMEOUT_SECONDS = 60.0
