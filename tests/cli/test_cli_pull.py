@@ -35,6 +35,7 @@ CREDENTIALS: dict[str, dict[str, str]] = {
 ENDPOINT = {"langfuse": "LANGFUSE_HOST", "phoenix": "PHOENIX_BASE_URL", "langsmith": "LANGSMITH_ENDPOINT"}
 STORE_FLAGS = {"langfuse": [], "phoenix": ["--project", "default"], "langsmith": ["--project", PROJECT_ID]}
 STORES = tuple(CREDENTIALS)
+TASK_KEY = ("--task-key", "metadata.task")
 
 
 def items(store: str, count: int = 7) -> list[dict[str, Any]]:
@@ -356,6 +357,31 @@ def test_langsmith_pull_is_what_convert_reads(tmp_path: Path) -> None:
     assert from_pull.returncode == 0, from_pull.stderr
     assert json.loads(from_pull.stdout) == json.loads(from_export.stdout)
     assert json.loads(from_pull.stdout)["datasets"]
+
+
+def test_langfuse_pull_is_what_convert_reads(tmp_path: Path) -> None:
+    """The observations pulled over three pages convert to one conversation per trace, each the
+    question and answer the fake served."""
+    pulled, references = tmp_path / "pulled.json", tmp_path / "references.jsonl"
+    served = items("langfuse", 7)
+    truths = [{"task_id": f"task-{n}", "ground_truth_assistant": f"answer {n}"} for n in range(7)]
+    references.write_text("".join(json.dumps(truth) + "\n" for truth in truths))
+    with FakeStore("langfuse", served, credentials=CREDENTIALS["langfuse"]) as fake:
+        done = pull("langfuse", environment("langfuse", fake), "--page-size", "3", "-o", pulled)
+    assert done.returncode == 0, done.stderr
+    assert len(fake.requests) == 3 and fake.violations == []
+    converted = subprocess.run(
+        [str(FAIR_FORGE), "convert", str(pulled), "--from", "langfuse", "--references", str(references), *TASK_KEY],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert converted.returncode == 0, converted.stderr
+    conversations = {
+        dataset["task_id"]: [(turn["query"], turn["assistant"]) for turn in dataset["conversation"]]
+        for dataset in json.loads(converted.stdout)["datasets"]
+    }
+    assert conversations == {f"task-{n}": [(f"question {n}", f"answer {n}")] for n in range(7)}
 
 
 # --------------------------------------------------------------------------- the fakes' checks can fail
