@@ -12,7 +12,7 @@ group's `error.type`), the same name and attributes as in core semantic-conventi
 `gen_ai.response.id` is never set: the events are linked to the evaluated span instead (below), and
 no input carries a response id.
 
-One event per check resultOne event per check result (`ConversationMetrics.checks`, docs/checks.md), in the order of
+One event per check result (`ConversationMetrics.checks`, docs/checks.md), in the order of
 `checks` (a conversation's turn results, turn by turn, then its own); no check is named here, so a
 plug-in check's results are events like the built-in ones':
 
