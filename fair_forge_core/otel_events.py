@@ -10,7 +10,7 @@ recommended, `gen_ai.response.id` recommended "when available", and the `attribu
 group's `error.type`), the same name and attributes as in core semantic-conventions **v1.41.1**
 (`SEMCONV_VERSION`, `docs/gen-ai/gen-ai-events.md`), the last core release that holds them.
 `gen_ai.response.id` is never set: the events are linked to the evaluated span instead (below), and
-no input carries a response id.
+a request's turn keeps no response id (`schemas.TraceSpan` holds the span's ids only).
 
 One event per check result (`ConversationMetrics.checks`, docs/checks.md), in the order of
 `checks` (a conversation's turn results, turn by turn, then its own); no check is named here, so a
