@@ -1,12 +1,16 @@
 """An evaluation's verdicts as OpenTelemetry `gen_ai.evaluation.result` events (OTLP JSON).
 
-The convention followed: the OpenTelemetry GenAI semantic conventions as released in
-semantic-conventions **v1.41.1** — the event in `model/gen-ai/events.yaml` and
-`docs/gen-ai/gen-ai-events.md` ("Event: gen_ai.evaluation.result"), its attributes in
-`model/gen-ai/registry.yaml` (https://github.com/open-telemetry/semantic-conventions/blob/v1.41.1/docs/gen-ai/gen-ai-events.md),
-the last release that holds them before they moved to
-https://github.com/open-telemetry/semantic-conventions-genai, whose `model/gen-ai/events.yaml`
-keeps the event's name and attributes. The event's status there is "development".
+The convention followed: the OpenTelemetry GenAI semantic conventions, now in
+https://github.com/open-telemetry/semantic-conventions-genai (no tagged release; its
+`model/manifest.yaml` declares the schema URL `https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev`,
+stability "development"), read at commit `GENAI_SEMCONV_COMMIT` (6fd0d763…): the event in
+`model/gen-ai/events.yaml` (`gen_ai.evaluation.result`: `gen_ai.evaluation.name` required,
+`.score.value` and `.score.label` conditionally required "if applicable", `.explanation`
+recommended, `gen_ai.response.id` recommended "when available", and the `attributes.gen_ai.error`
+group's `error.type`), the same name and attributes as in core semantic-conventions **v1.41.1**
+(`SEMCONV_VERSION`, `docs/gen-ai/gen-ai-events.md`), the last core release that holds them.
+`gen_ai.response.id` is never set: the events are linked to the evaluated span instead (below), and
+a request's turn keeps no response id (`schemas.TraceSpan` holds the span's ids only).
 
 One event per check result (`ConversationMetrics.checks`, docs/checks.md), in the order of
 `checks` (a conversation's turn results, turn by turn, then its own); no check is named here, so a
@@ -40,6 +44,40 @@ registry attribute of the same conventions, not one the event lists) and, outsid
 conventions' namespace, ``fair_forge.qa_id`` (turn events) and ``fair_forge.task_id`` (when
 the conversation has one).
 
+Proposed attributes (`evaluation_events(..., proposed=ProposedRun)`, `evaluate --otel-proposed`;
+without them the events are exactly as above): names from open proposals, which may still change —
+evaluator provenance from semantic-conventions-genai PR #359 and run grouping from issue #79 (its
+`test.*` part tracked in #422), on every event:
+
+- ``gen_ai.evaluation.evaluator.type`` (#359): ``llm_judge`` for a result of a check that asks the
+  run's judge (`ProposedRun.judge_checks`) when a judge of the run is not offline (the judge
+  registry's say for its `JudgeProvenance.class_path`); ``deterministic`` for a check that asks
+  no judge, and for one asking only offline judges (`ReferenceJudge`'s rules). A cascade counts
+  as ``llm_judge`` (its LLM stage decides what its offline stage leaves; a turn's `judged_by` says
+  which did).
+- ``gen_ai.evaluation.evaluator.id`` (#359): for a check that asks the judge, the judge's
+  `identity` (`provenance.judges[0].identity`, the sha256 of what decides its verdicts), or for an
+  ensemble the sha256 of the JSON list of its judges' identities in request order (compact, no
+  spaces); for a check that asks none, the check's `name`.
+- ``gen_ai.evaluation.evaluator.version`` (#359): the fair-forge version that ran the check
+  (`provenance.version`), for every check: it fixes the judge's prompts and the rules alike.
+- ``gen_ai.evaluation.reference_set.id`` (#359): `provenance.datasets_hash`, the sha256 of the
+  conversations and references judged.
+- ``test.suite.run.id`` (#79, #422): `ProposedRun.run_id`, the caller's id of this evaluation
+  (`evaluate`: a random UUID per run), the same on every event.
+- ``test.suite.name`` (core registry `model/test/registry.yaml`): the conversation's
+  `assistant_id`, as the JUnit report names its suites.
+- ``test.case.id`` (#79, #422): the conversation's `task_id`, else its `session_id` — the case of
+  the JUnit report (`exports.cases`): a task's conversations are attempts of one case.
+- ``test.case.result.status`` (core registry, values ``pass`` | ``fail``): this conversation's
+  verdict, ``pass`` when fully correct, ``fail`` when scored and not; absent when it is unscored
+  (the registry has no value for it; #422 asks for one). Per attempt: a task's JUnit case fails when
+  any attempt fails, its events say each attempt's own status.
+
+A result without `provenance` has no ``evaluator.id`` and no ``evaluator.type`` on a result of a
+check that asks the judge (the judge is not known), and no ``reference_set.id``; its versions are
+this package's.
+
 Encoding: the OTLP/JSON encoding of an `ExportLogsServiceRequest` (opentelemetry-proto
 `docs/specification.md`, "JSON Protobuf Encoding"; `opentelemetry/proto/logs/v1/logs.proto`):
 ``resourceLogs`` → ``scopeLogs`` → ``logRecords``, each with ``eventName``, ``timeUnixNano``
@@ -51,15 +89,30 @@ Pure: no file, clock or network (the caller gives the time).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from fair_forge_core import __version__
-from fair_forge_core.schemas import CheckCause, CheckResult, ConversationMetrics, Dataset, EvaluationResult
+from fair_forge_core.schemas import (
+    CheckCause,
+    CheckResult,
+    ConversationMetrics,
+    Dataset,
+    EvaluationConfig,
+    EvaluationResult,
+)
 
 SEMCONV_VERSION = "1.41.1"
-"""The semantic-conventions release whose `gen_ai.evaluation.result` this module follows."""
+"""The last core semantic-conventions release holding `gen_ai.evaluation.result` (the error and
+test registries' version)."""
+GENAI_SEMCONV_REPOSITORY = "https://github.com/open-telemetry/semantic-conventions-genai"
+GENAI_SEMCONV_COMMIT = "6fd0d763a092db245a54104fc1124031eb3c51d2"
+"""The commit of `GENAI_SEMCONV_REPOSITORY` whose `model/gen-ai/events.yaml` this module was checked against."""
+GENAI_SCHEMA_URL = "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
+"""The schema URL that repository's `model/manifest.yaml` declares (not written into the events)."""
 
 EVENT_NAME = "gen_ai.evaluation.result"
 SCOPE_NAME = "fair_forge_core.otel_events"
@@ -67,6 +120,25 @@ ERROR_TYPES = (*get_args(CheckCause), "_OTHER")
 """The values of `error.type` (see the module docstring)."""
 
 Attribute = str | float
+
+
+@dataclass(frozen=True)
+class ProposedRun:
+    """What the proposed attributes (module docstring) need that a result does not hold: the
+    evaluation's `run_id` and the names of the checks that ask its judge (`proposed_run`)."""
+
+    run_id: str
+    judge_checks: frozenset[str]
+
+
+def proposed_run(run_id: str, config: EvaluationConfig, datasets: Sequence[Dataset]) -> ProposedRun:
+    """The `ProposedRun` of an evaluation of `datasets` under `config` named `run_id`: the checks
+    that ask the judge are the active ones (`checks.active_checks`) with a question
+    (`Check.questions`) for some dataset — as `provenance_of` tells a check that judges."""
+    from fair_forge_core.checks import active_checks
+
+    checks = active_checks(config)
+    return ProposedRun(run_id, frozenset(c.name for c in checks if any(c.questions(d) for d in datasets)))
 
 
 @dataclass
@@ -80,15 +152,20 @@ class EvaluationEvent:
     name: str = field(default=EVENT_NAME)
 
 
-def evaluation_events(result: EvaluationResult, datasets: Sequence[Dataset] | None = None) -> list[EvaluationEvent]:
+def evaluation_events(
+    result: EvaluationResult, datasets: Sequence[Dataset] | None = None, *, proposed: ProposedRun | None = None
+) -> list[EvaluationEvent]:
     """The events of `result`, conversation by conversation (turn events first, in turn order,
     then the conversation's), linked through `datasets` — the request's, in the result's order
     (the evaluation keeps it) — when given. A result without per-turn detail (`interactions`
     left out) has no turn events. A `datasets` that is not the result's (another count of
-    conversations or turns, another `session_id`) is a `ValueError`."""
+    conversations or turns, another `session_id`) is a `ValueError`. With `proposed`, every event
+    also has the proposed attributes (module docstring), after all the others; without it (the
+    default) the events are as they were before the proposed attributes existed."""
     conversations = result.per_conversation_metrics
     if datasets is not None and len(datasets) != len(conversations):
         raise ValueError(f"{len(datasets)} datasets for {len(conversations)} conversations of the result")
+    evaluators = None if proposed is None else _Evaluators.of(result, proposed)
     events: list[EvaluationEvent] = []
     for index, metrics in enumerate(conversations):
         spans = _spans(metrics, datasets[index] if datasets is not None else None)
@@ -97,15 +174,71 @@ def evaluation_events(result: EvaluationResult, datasets: Sequence[Dataset] | No
             common["fair_forge.task_id"] = metrics.task_id
         traces = {trace for trace, _ in spans if trace is not None}
         conversation_trace = traces.pop() if len(traces) == 1 and all(t is not None for t, _ in spans) else None
+        grouping = {} if proposed is None else _grouping(metrics, proposed.run_id)
         for check in metrics.checks:
+            extra = {} if evaluators is None else {**evaluators.of_check(check.name), **grouping}
             if check.turn is None:
-                events.append(EvaluationEvent({**_verdict(check), **common}, conversation_trace))
+                events.append(EvaluationEvent({**_verdict(check), **common, **extra}, conversation_trace))
                 continue
             trace_id, span_id = spans[check.turn] if spans else (None, None)
             qa_id = metrics.interactions[check.turn].qa_id if metrics.interactions else str(check.turn)
             here = {**common, "fair_forge.qa_id": qa_id}
-            events.append(EvaluationEvent({**_verdict(check), **here}, trace_id, span_id))
+            events.append(EvaluationEvent({**_verdict(check), **here, **extra}, trace_id, span_id))
     return events
+
+
+@dataclass(frozen=True)
+class _Evaluators:
+    """The evaluator attributes of a run's results (module docstring, #359), check by check."""
+
+    judge_checks: frozenset[str]
+    judge_id: str | None
+    """The judge's identity (an ensemble's: the hash of its identities); None without provenance."""
+    judge_type: str | None
+    version: str
+    reference_set: str | None
+
+    @classmethod
+    def of(cls, result: EvaluationResult, proposed: ProposedRun) -> _Evaluators:
+        provenance = result.provenance
+        if provenance is None:
+            return cls(proposed.judge_checks, None, None, __version__, None)
+        from fair_forge_core.judges.kinds import registration_for_class_path
+
+        identities = [judge.identity for judge in provenance.judges]
+        if len(identities) == 1:
+            judge_id = identities[0]
+        else:  # an ensemble is one evaluator: its judges in request order, hashed as one
+            judge_id = hashlib.sha256(json.dumps(identities, separators=(",", ":")).encode()).hexdigest()
+        llm = any(not registration_for_class_path(judge.class_path).offline for judge in provenance.judges)
+        judge_type = "llm_judge" if llm else "deterministic"
+        return cls(proposed.judge_checks, judge_id, judge_type, provenance.version, provenance.datasets_hash)
+
+    def of_check(self, name: str) -> dict[str, Attribute]:
+        attributes: dict[str, Attribute] = {}
+        if name not in self.judge_checks:
+            attributes = {"gen_ai.evaluation.evaluator.id": name, "gen_ai.evaluation.evaluator.type": "deterministic"}
+        elif self.judge_id is not None and self.judge_type is not None:
+            attributes = {
+                "gen_ai.evaluation.evaluator.id": self.judge_id,
+                "gen_ai.evaluation.evaluator.type": self.judge_type,
+            }
+        attributes["gen_ai.evaluation.evaluator.version"] = self.version
+        if self.reference_set is not None:
+            attributes["gen_ai.evaluation.reference_set.id"] = self.reference_set
+        return attributes
+
+
+def _grouping(metrics: ConversationMetrics, run_id: str) -> dict[str, Attribute]:
+    """The run-grouping attributes of a conversation's events (module docstring, #79, core `test.*`)."""
+    attributes: dict[str, Attribute] = {
+        "test.suite.run.id": run_id,
+        "test.suite.name": metrics.assistant_id,
+        "test.case.id": metrics.task_id if metrics.task_id is not None else metrics.session_id,
+    }
+    if metrics.is_scored and metrics.is_fully_correct is not None:
+        attributes["test.case.result.status"] = "pass" if metrics.is_fully_correct else "fail"
+    return attributes
 
 
 def _spans(metrics: ConversationMetrics, dataset: Dataset | None) -> list[tuple[str | None, str | None]]:

@@ -40,6 +40,9 @@ OpenTelemetry SDK's OTLP/HTTP exporter (`fair_forge_core.otel_sdk`), after the o
 written and the gates checked; before the judge runs it needs the SDK installed and an endpoint
 configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`), else exit 2
 naming what is missing; an export that fails is exit 3 (the outputs are written).
+`--otel-proposed` adds to those events the attributes of open proposals (`otel_events`' module
+docstring: evaluator provenance, run grouping), with a random UUID (version 4) of the run as
+`test.suite.run.id`; without `--otel-events` or `--otel-export` it is exit 2, before judging.
 
 Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 """
@@ -49,6 +52,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -150,6 +154,10 @@ def check_evaluation_outputs(args: argparse.Namespace, flags: dict[str, str]) ->
     from fair_forge_core.cli.outputs import check_outputs
 
     check_outputs(args, flags)
+    if args.otel_proposed and not (args.otel_events or args.otel_export):
+        raise CliError(
+            "--otel-proposed adds attributes to the OpenTelemetry events: give --otel-events or --otel-export"
+        )
     if args.otel_export:
         _check_otel_export()
 
@@ -180,9 +188,12 @@ def evaluate_body(args: argparse.Namespace, body: dict[str, Any], path: Path, st
         from fair_forge_core.report import render_html
 
         write_output(render_html(result), args.html, stdout)
-    from fair_forge_core.otel_events import evaluation_events, otlp_logs_json
+    from fair_forge_core.otel_events import evaluation_events, otlp_logs_json, proposed_run
 
-    events = evaluation_events(result, request.datasets) if args.otel_events or args.otel_export else []
+    # A random id: the run is this one invocation, and two runs of one request are two runs.
+    proposed = proposed_run(str(uuid.uuid4()), request.config, request.datasets) if args.otel_proposed else None
+    wanted = args.otel_events or args.otel_export
+    events = evaluation_events(result, request.datasets, proposed=proposed) if wanted else []
     ended = time.time_ns()
     if args.otel_events is not None:
         write_output(json_dump(otlp_logs_json(events, ended)), args.otel_events, stdout)

@@ -186,6 +186,15 @@ def add_evaluation_flags(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument(
+        "--otel-proposed",
+        action="store_true",
+        help=(
+            "add to those events the attributes of open OpenTelemetry proposals (evaluator provenance, "
+            "semantic-conventions-genai #359; run grouping, #79): names that may still change; "
+            "needs --otel-events or --otel-export"
+        ),
+    )
+    parser.add_argument(
         "--allow-unscored",
         action="store_true",
         help=(

@@ -346,7 +346,15 @@ def registration_for(model: BaseChatModel) -> Registration:
     (exactly: a subclass is another chat model, judged as one), else the default (the LLM
     judge). The built-in kinds register when `fair_forge_core.judges.kinds` is imported, which
     is where callers take this from."""
-    kind = _REGISTRY.kind_of_model_class.get(model_class_path(type(model)), _REGISTRY.default)
+    return registration_for_class_path(model_class_path(type(model)))
+
+
+def registration_for_class_path(class_path: str) -> Registration:
+    """`registration_for` a chat model whose class is at `class_path` (`model_class_path`), as a
+    result's `JudgeProvenance.class_path` names it: the kind registered for that path, else the
+    default (the LLM judge) — also for a `Judge` passed to `evaluate` as it is, whose path names
+    its own class."""
+    kind = _REGISTRY.kind_of_model_class.get(class_path, _REGISTRY.default)
     if kind is None:
         raise RuntimeError("no judge is registered: import fair_forge_core.judges.kinds")
     return judge_named(kind)

@@ -23,13 +23,22 @@ from fair_forge_core.judges.base import (
     judge_names,
     register_judge,
     registration_for,
+    registration_for_class_path,
 )
 from fair_forge_core.schemas import EvaluationConfig
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
 
-__all__ = ["is_offline", "judge_for", "judge_named", "judge_names", "register_judge", "registration_for"]
+__all__ = [
+    "is_offline",
+    "judge_for",
+    "judge_named",
+    "judge_names",
+    "register_judge",
+    "registration_for",
+    "registration_for_class_path",
+]
 
 REFERENCE_JUDGE_CLASS = "fair_forge_core.judges.reference.model.ReferenceJudge"
 """`model_class_path(ReferenceJudge)`: where the class is defined (tested)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 
 from tests.cli.test_cli import CALCULATOR, ROOT, run_cli_in_process
@@ -89,3 +90,72 @@ def test_an_unwritable_events_file_exits_2_naming_the_flag_before_judging(tmp_pa
     done = run_cli_in_process("evaluate", CALCULATOR, "--out", same, "--otel-events", same)
     assert (done.returncode, done.stderr) == (2, f"error: --out and --otel-events name the same file: {same}\n")
     assert not same.exists()
+
+
+PROPOSED_PREFIXES = ("gen_ai.evaluation.evaluator.", "gen_ai.evaluation.reference_set.", "test.")
+
+
+def record_attributes(path: Path) -> list[dict[str, object]]:
+    (resource_logs,) = json.loads(path.read_text())["resourceLogs"]
+    return [
+        {a["key"]: next(iter(a["value"].values())) for a in record["attributes"]}
+        for record in resource_logs["scopeLogs"][0]["logRecords"]
+    ]
+
+
+def test_otel_proposed_adds_the_proposals_attributes_with_a_new_run_id_each_run(tmp_path: Path) -> None:
+    """The values by the rules of docs/how-to/otel-events.md, from the request (examples/calculator.json:
+    the offline ReferenceJudge, no task ids) and its result; the names from semantic-conventions-genai
+    PR #359, issue #79 and core `model/test/registry.yaml`."""
+    from fair_forge_core.judges import ReferenceJudge
+    from fair_forge_core.provenance import judge_provenance
+    from fair_forge_core.schemas import EvaluationConfig
+
+    request = json.loads(CALCULATOR.read_text())
+    identity = judge_provenance(ReferenceJudge(), EvaluationConfig.model_validate(request["config"])).identity
+    runs = []
+    for name in ("a", "b"):
+        done = run_cli_in_process(
+            "evaluate",
+            CALCULATOR,
+            "--out",
+            tmp_path / f"{name}.json",
+            "--otel-events",
+            tmp_path / f"{name}.events",
+            "--otel-proposed",
+            "--quiet",
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(record_attributes(tmp_path / f"{name}.events"))
+    plain = run_cli_in_process("evaluate", CALCULATOR, "--otel-events", tmp_path / "plain.events", "--quiet")
+    assert plain.returncode == 0, plain.stderr
+    result = json.loads((tmp_path / "a.json").read_text())
+    conversations = {m["session_id"]: m for m in result["per_conversation_metrics"]}
+    events = runs[0]
+    (run_id,) = {e["test.suite.run.id"] for e in events}  # one run id on every event
+    assert uuid.UUID(str(run_id)).version == 4
+    assert {e["test.suite.run.id"] for e in runs[1]} != {run_id}  # another run, another id
+    for event in events:
+        conversation = conversations[str(event["gen_ai.conversation.id"])]
+        judged = event["gen_ai.evaluation.name"] == "answer_correctness"  # the calculator's only judged check
+        assert event["gen_ai.evaluation.evaluator.id"] == (identity if judged else event["gen_ai.evaluation.name"])
+        assert event["gen_ai.evaluation.evaluator.type"] == "deterministic"  # the offline judge, and rules
+        assert event["gen_ai.evaluation.evaluator.version"] == result["provenance"]["version"]
+        assert event["gen_ai.evaluation.reference_set.id"] == result["provenance"]["datasets_hash"]
+        assert event["test.suite.name"] == conversation["assistant_id"]
+        assert event["test.case.id"] == conversation["session_id"]  # no task ids in the calculator
+        assert event["test.case.result.status"] == ("pass" if conversation["is_fully_correct"] else "fail")
+    # without the switch: the same events without those attributes
+    stripped = [{k: v for k, v in e.items() if not k.startswith(PROPOSED_PREFIXES)} for e in events]
+    assert stripped == record_attributes(tmp_path / "plain.events")
+    assert not any(k.startswith(PROPOSED_PREFIXES) for e in record_attributes(tmp_path / "plain.events") for k in e)
+
+
+def test_otel_proposed_without_events_exits_2_before_judging(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    done = run_cli_in_process("evaluate", CALCULATOR, "--out", out, "--otel-proposed")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "error: --otel-proposed adds attributes to the OpenTelemetry events: give --otel-events or --otel-export\n",
+    )
+    assert not out.exists()

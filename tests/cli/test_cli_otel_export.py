@@ -80,13 +80,18 @@ def plain(value: Any) -> Any:
     return getattr(value, value.WhichOneof("value"))
 
 
+@pytest.mark.parametrize("proposed", [False, True], ids=["default", "otel-proposed"])
 def test_the_sdk_sends_the_same_events_as_the_file_linked_to_the_same_spans(
-    tmp_path: Path, collector: Collector
+    tmp_path: Path, collector: Collector, proposed: bool
 ) -> None:
+    """With `--otel-proposed` too: its attributes are strings the SDK sends as the file holds them."""
     request = converted_request(tmp_path)
     events = tmp_path / "events.json"
     env = otel_env(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_SERVICE_NAME="ci-evals")
-    done = run_cli("evaluate", request, "--out", tmp_path / "r.json", "--otel-events", events, "--otel-export", env=env)
+    flags = ["--otel-proposed"] if proposed else []
+    done = run_cli(
+        "evaluate", request, "--out", tmp_path / "r.json", "--otel-events", events, "--otel-export", *flags, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert len(collector.received) == 1  # one export call
     ((path, content_type, sent),) = collector.received
@@ -107,6 +112,10 @@ def test_the_sdk_sends_the_same_events_as_the_file_linked_to_the_same_spans(
         assert {a.key: plain(a.value) for a in record.attributes} == {
             a["key"]: next(iter(a["value"].values())) for a in expected["attributes"]
         }
+        sent_keys = {a.key for a in record.attributes}
+        # the proposed attributes (#359 evaluator provenance, #79 run grouping) reach the collector, or none does
+        proposals = {"gen_ai.evaluation.evaluator.id", "gen_ai.evaluation.reference_set.id", "test.suite.run.id"}
+        assert (proposals <= sent_keys) if proposed else not (proposals & sent_keys)
         # turn events: the span of the answer, as in the file (bytes on the wire, hex in OTLP JSON)
         assert record.trace_id.hex() == expected["traceId"]
         assert record.span_id.hex() == expected["spanId"]
