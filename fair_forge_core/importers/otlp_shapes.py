@@ -199,7 +199,8 @@ def _objects(raw: Any, where: str) -> list[dict[str, Any]]:
 
 def _jaeger(trace: dict[str, Any], where: str) -> list[dict[str, Any]]:
     """The resources of one Jaeger trace: a resource per process, a scope per scope name."""
-    processes = trace.get("processes") or {}
+    processes = trace.get("processes")
+    processes = {} if processes is None else processes
     if not isinstance(processes, dict):
         raise TraceError(f"{where}.processes", "must be an object of processes by their id")
     groups: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}  # process → (scope, version) → spans
@@ -320,7 +321,7 @@ def _micros(raw: Any, where: str) -> int:
 
 
 def _is_phoenix_span(first: dict[str, Any]) -> bool:
-    return isinstance(first.get("context"), dict) and "span_kind" in first
+    return "context" in first and "span_kind" in first
 
 
 def _phoenix_span(raw: dict[str, Any], where: str) -> dict[str, Any]:
