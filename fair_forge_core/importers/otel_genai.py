@@ -7,10 +7,13 @@ the log-based events of older instrumentations), or a bare list of spans. Fields
 named from the input, whose two roots are ``requests`` and ``spans``: a field is
 ``requests[i].resourceSpans[j].scopeSpans[k].spans[n]…`` (a single request is
 ``requests[0]``), or ``spans[n]…`` for a bare list; an error about the input as a whole
-names the bare root, ``spans`` for a bare list of spans, else ``requests``. OTLP JSON is
-read as the spec encodes it: hex ids (kept as written, compared in either case; an id that
-is not hex, such as the base64 of a protobuf-JSON mapping, is compared exactly, case
-included, and said once in the warnings), nanosecond times as strings, attributes as
+names the bare root, ``spans`` for a bare list of spans, else ``requests``. Other shapes of
+the same spans (OTLP protobuf, protobuf JSON, Tempo, Jaeger, Phoenix) are read through
+`otlp_shapes.otlp_json`, their fields named as they write them. OTLP JSON is read as the
+spec encodes it: hex ids (kept as written, compared in either case; the padded base64 of
+16 or 8 bytes, what protobuf-JSON mappings write, is read as the hex of its bytes
+(`otel_spans.hex_id`); any other id is compared exactly, case included, and said once in
+the warnings), nanosecond times as strings, attributes as
 `{key, value}` with `AnyValue` (`stringValue`, `intValue` as a string, `boolValue`,
 `doubleValue`, `arrayValue` and `kvlistValue` as objects with a list of `values`),
 `status.code` 2 = ERROR; `gen_ai.operation.name` is a string; an event name that is not a
@@ -117,8 +120,8 @@ CAPTURE = (
 
 
 NOT_HEX = (
-    "{where}: trace and span ids are not all hex (OTLP JSON writes them as hex; base64 ids come from a "
-    "protobuf-JSON mapping): ids are kept and compared exactly as written"
+    "{where}: trace and span ids are not all hex (OTLP JSON writes them as hex, protobuf JSON as the base64 "
+    "of 16 or 8 bytes): ids are kept and compared exactly as written"
 )
 """The one import warning when an id of the input is not hex; `where` is the first such id."""
 

@@ -654,8 +654,8 @@ def test_ids_neither_hex_nor_base64_of_an_otlp_length_are_compared_as_written_an
     ]
     not_hex = [w for t in traces for w in t.warnings if "not all hex" in w]
     assert not_hex == [
-        f"{SPANS}[0].traceId: trace and span ids are not all hex (OTLP JSON writes them as hex; base64 ids "
-        "come from a protobuf-JSON mapping): ids are kept and compared exactly as written"
+        f"{SPANS}[0].traceId: trace and span ids are not all hex (OTLP JSON writes them as hex, protobuf JSON "
+        "as the base64 of 16 or 8 bytes): ids are kept and compared exactly as written"
     ]
 
 
