@@ -67,7 +67,7 @@ def hex_id(raw: Any, size: int) -> str:
     Tempo write; padded base64 of that length always ends in ``=``, which hex never holds, so
     no hex id is taken for one), else the text as written (`id_key` compares it)."""
     value = str(raw or "")
-    if size in _BASE64_ID and _BASE64_ID[size].fullmatch(value):
+    if value.endswith("=") and size in _BASE64_ID and _BASE64_ID[size].fullmatch(value):  # endswith: cheap first
         try:
             return base64.b64decode(value, validate=True).hex()
         except (binascii.Error, ValueError):  # non-canonical padding bits: kept as written

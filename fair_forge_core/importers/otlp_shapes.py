@@ -329,6 +329,8 @@ def _phoenix_span(raw: dict[str, Any], where: str) -> dict[str, Any]:
     context = raw.get("context")
     if not isinstance(context, dict):
         raise TraceError(f"{where}.context", "must be an object {trace_id, span_id}")
+    if not isinstance(context.get("trace_id"), str) or not context["trace_id"]:
+        raise TraceError(f"{where}.context.trace_id", "must be a non-empty hex string")
     attributes = raw.get("attributes") or {}
     if not isinstance(attributes, dict):
         raise TraceError(f"{where}.attributes", "must be an object of attributes")

@@ -801,3 +801,20 @@ def test_an_unlinked_mcp_span_merges_into_the_execute_tool_span_whose_time_holds
         (1, False),
         ("no such file", True),
     ]
+
+
+def test_a_chain_of_mcp_spans_each_under_the_last_all_merge_into_the_top_tool_span_in_one_walk() -> None:
+    """500 MCP spans, each the child of the one before, under one `execute_tool` span: every one
+    is that span's call, found with a bounded number of parent look-ups (a walk to the top per
+    span read 125,000)."""
+    size = 500
+
+    def counted(number: int, parent: int | None, **attrs: Any) -> CountedSpan:
+        ids = (TRACE, f"{number:016x}", parent is None, number, 10_000 - number)
+        return CountedSpan(f"spans[{number}]", *ids, attrs, {}, False, "", parent_id=f"{parent:016x}" if parent else "")
+
+    top = counted(1, None, **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"})
+    chain = [counted(2 + i, 1 + i, **{"mcp.method.name": "tools/call"}) for i in range(size)]
+    CountedSpan.reads = 0
+    assert mcp_same_call([top, *chain]) == {id(span): top for span in chain}
+    assert CountedSpan.reads <= 3 * (1 + size)

@@ -115,3 +115,10 @@ def test_an_importer_that_reads_nothing_of_another_shape_names_it(monkeypatch: p
         datasets_from_traces("langfuse", {"resourceSpans": []}, [])
     assert raised.value.problem.endswith(f"{read_with(SPAN_FORMATS)} (no trace read)")
     assert datasets_from_traces("langfuse", [{"x": 1}], []) == ([], [], 0)  # no shape known: nothing said
+
+
+@pytest.mark.parametrize("shape", sorted(p.name for p in SHAPES.glob("*.json") if p.name != "agent.json"))
+def test_every_json_shape_given_to_evaluate_is_seen_as_a_traces_file(shape: str) -> None:
+    from fair_forge_core.trace_formats import looks_like_traces
+
+    assert looks_like_traces(json.loads((SHAPES / shape).read_text()))
