@@ -43,7 +43,7 @@ class Span:
     failed: bool
     status: str
     events: list[tuple[str, Any, str]] = field(default_factory=list)  # (name, body, where)
-    parent_id: str = ""  # `parentSpanId` as written ("" for a root)
+    parent_id: str = ""  # `parentSpanId` as read (`hex_id`: base64 of 8 bytes as hex; "" for a root)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,9 @@ import pytest
 
 from fair_forge_core.importers import TraceError, traces_from_openinference, traces_from_otel
 from fair_forge_core.importers.otlp_shapes import looks_like_protobuf, otlp_json
-from tests.fixtures import make_otlp_shapes
 
-SHAPES = Path(__file__).resolve().parents[1] / "data" / "traces" / "shapes"
+ROOT = Path(__file__).resolve().parents[2]
+SHAPES = ROOT / "tests" / "data" / "traces" / "shapes"
 LOSSLESS = ["otlp.pb", "proto_camel.json", "proto_snake.json", "tempo_v1.json", "tempo_v2.json", "jaeger.json"]
 PHOENIX = ["phoenix_otlpv1.json", "phoenix_spans.json"]  # Phoenix keeps no resource: metadata differs
 IMPORTERS = {"otel": traces_from_otel, "openinference": traces_from_openinference}
@@ -58,20 +60,23 @@ def test_the_otlp_json_original_is_what_the_agent_did_its_mcp_tool_error_marked(
     assert did["turns"][1]["tools_used"][0]["is_error"] is True
 
 
-def test_the_script_writes_the_shapes_again_from_the_libraries() -> None:
-    """The fixtures are the script's: run again (offline, in-process MCP), the agent did the same
-    and every shape reads to it (times and so bytes differ: the run's own)."""
-    from tempfile import TemporaryDirectory
-
-    with TemporaryDirectory() as out:
-        did = make_otlp_shapes.main(Path(out))
-        assert did == load("agent.json")
-        for shape in ["otlp.json", *LOSSLESS, *PHOENIX]:
-            wanted = [
-                {k: t[k] for k in ("query", "answer", "tools_used")}
-                for t in turns(traces_from_otel(load(shape, Path(out))))
-            ]
-            assert wanted == did["turns"], shape
+def test_the_script_writes_the_shapes_again_from_the_libraries(tmp_path: Path) -> None:
+    """The fixtures are the script's: run again (offline, in-process MCP; in a process of its own,
+    as it sets the global tracer provider), the agent did the same and every shape reads to it
+    (times, and so bytes, are the run's own)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fixtures.make_otlp_shapes", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    did = load("agent.json", tmp_path)
+    assert did == load("agent.json")
+    for shape in ["otlp.json", *LOSSLESS, *PHOENIX]:
+        read = turns(traces_from_otel(load(shape, tmp_path)))
+        assert [{k: t[k] for k in ("query", "answer", "tools_used")} for t in read] == did["turns"], shape
 
 
 def test_phoenix_spans_have_the_keys_of_the_phoenix_clients_span_type() -> None:
