@@ -169,3 +169,16 @@ def test_older_tempo_scope_spans_and_phoenix_times_to_the_nanosecond() -> None:
     assert (read["startTimeUnixNano"], "openinference.span.kind" in read["attributes"]) == ("1000000005", False)
     (kind,) = otlp_json([phoenix | {"start_time": "1970-01-01T00:00:01", "span_kind": "LLM"}])
     assert (kind["startTimeUnixNano"], kind["attributes"]) == ("1000000000", {"openinference.span.kind": "LLM"})
+
+
+def test_openinference_spans_in_the_phoenix_and_jaeger_shapes_read_as_the_otlp_json_does() -> None:
+    """The OpenInference example (LLM, TOOL, CHAIN spans), put in the Phoenix and Jaeger shapes by
+    the script's own mappings: `--from openinference` reads the same conversations; the Phoenix
+    spans carry their kind in `span_kind` only, so putting it back is what makes them readable."""
+    from tests.fixtures.make_otlp_shapes import _jaeger, _phoenix_otlpv1, _phoenix_spans
+
+    original = json.loads((ROOT / "examples" / "traces" / "openinference_spans.json").read_text())
+    wanted = turns(traces_from_openinference(original))
+    for shaped in (_phoenix_spans(original), _phoenix_otlpv1(original), _jaeger(original)):
+        assert turns(traces_from_openinference(shaped)) == wanted
+    assert all("openinference.span.kind" not in span["attributes"] for span in _phoenix_spans(original))
