@@ -13,6 +13,10 @@ TRACE_EXPORT_KEYS = frozenset(
     {
         "resourceSpans",
         "resourceLogs",
+        "resource_spans",
+        "resource_logs",
+        "batches",
+        "trace",
         "traceId",
         "spanId",
         "messages",
@@ -23,8 +27,9 @@ TRACE_EXPORT_KEYS = frozenset(
         "observations",
     }
 )
-"""Top-level keys of what the importers read (an OTLP export request or span, a message list
-trace, an OpenAI Agents payload or object, a LangSmith run, a Langfuse trace), never of a request."""
+"""Top-level keys of what the importers read (an OTLP export request or span, in protobuf JSON or
+Tempo's shapes too, a Jaeger or Phoenix page (`data`), a message list trace, an OpenAI Agents
+payload or object, a LangSmith run, a Langfuse trace), never of a request."""
 
 
 def looks_like_traces(data: object) -> bool:

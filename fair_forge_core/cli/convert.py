@@ -1,6 +1,7 @@
-"""`fair-forge convert`: turn agent traces (`fair_forge_core.importers`) and a references
-file (JSON, or JSON Lines whose records messages name by line) into the body of `POST /run`,
-judged by the offline judge until another connector is set.
+"""`fair-forge convert`: turn agent traces (`fair_forge_core.importers`; a JSON or JSON Lines
+file, or OTLP protobuf for `--from otel` / `--from openinference`, told by its content) and a
+references file (JSON, or JSON Lines whose records messages name by line) into the body of
+`POST /run`, judged by the offline judge until another connector is set.
 
 A trace attempt that cannot be joined to the references (`importers.references`: `not_joined`,
 `turns_differ`, `state_not_reported`) is kept in the request as an unscored conversation with its
@@ -16,6 +17,7 @@ from typing import Any, TextIO
 from fair_forge_core.cli.common import (
     EXIT_OK,
     EXIT_UNJOINED,
+    STDIN,
     CliError,
     display_name,
     json_dump,
@@ -25,12 +27,45 @@ from fair_forge_core.cli.common import (
 )
 
 
+def _read_traces(path: Path, stdin: TextIO) -> Any:
+    """The traces file: JSON or JSON Lines (`_read_records`), or, by its content whatever its
+    name, OTLP protobuf (`otlp_shapes.looks_like_protobuf`: bytes that are no JSON, starting as
+    an `ExportTraceServiceRequest` does), given to the importer as the bytes it is."""
+    from fair_forge_core.importers.otlp_shapes import looks_like_protobuf
+
+    try:
+        if path != STDIN:
+            raw = path.read_bytes()
+        elif (buffer := getattr(stdin, "buffer", None)) is not None:
+            raw = buffer.read()
+        else:  # a text stream with no bytes beneath (a test's): text it is
+            return _read_records(path, "traces file", stdin)[0]
+    except OSError as exc:
+        raise CliError(f"cannot read traces file {display_name(path)}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if looks_like_protobuf(raw):
+            return raw
+        raise CliError(f"{display_name(path)} is not UTF-8 text, nor OTLP protobuf") from None
+    try:
+        return _parse_records(path, text)[0]
+    except CliError:
+        if looks_like_protobuf(raw):
+            return raw
+        raise
+
+
 def _read_records(path: Path, what: str, stdin: TextIO) -> tuple[Any, list[int] | None]:
     """A JSON document, or JSON Lines (one value a line) as a list with the line number of each
     value (None for a JSON document), for messages to name a record by its line."""
+    return _parse_records(path, read_text(path, what, stdin))
+
+
+def _parse_records(path: Path, text: str) -> tuple[Any, list[int] | None]:
+    """`_read_records` of the text read."""
     from fair_forge_core.schemas import describe_json_error, loads_json
 
-    text = read_text(path, what, stdin)
     try:
         return loads_json(text), None
     except RecursionError:
@@ -59,7 +94,7 @@ def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
 
     if str(args.traces) == "-" and str(args.references) == "-":
         raise CliError("the traces and the references cannot both be read from stdin ('-')")
-    traces_data, _ = _read_records(args.traces, "traces file", stdin)
+    traces_data = _read_traces(args.traces, stdin)
     references, lines = _read_records(args.references, "references file", stdin)
     if not isinstance(references, list):
         references, lines = [references], None

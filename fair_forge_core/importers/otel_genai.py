@@ -7,10 +7,13 @@ the log-based events of older instrumentations), or a bare list of spans. Fields
 named from the input, whose two roots are ``requests`` and ``spans``: a field is
 ``requests[i].resourceSpans[j].scopeSpans[k].spans[n]…`` (a single request is
 ``requests[0]``), or ``spans[n]…`` for a bare list; an error about the input as a whole
-names the bare root, ``spans`` for a bare list of spans, else ``requests``. OTLP JSON is
-read as the spec encodes it: hex ids (kept as written, compared in either case; an id that
-is not hex, such as the base64 of a protobuf-JSON mapping, is compared exactly, case
-included, and said once in the warnings), nanosecond times as strings, attributes as
+names the bare root, ``spans`` for a bare list of spans, else ``requests``. Other shapes of
+the same spans (OTLP protobuf, protobuf JSON, Tempo, Jaeger, Phoenix) are read through
+`otlp_shapes.otlp_json`, their fields named as they write them. OTLP JSON is read as the
+spec encodes it: hex ids (kept as written, compared in either case; the padded base64 of
+16 or 8 bytes, what protobuf-JSON mappings write, is read as the hex of its bytes
+(`otel_spans.hex_id`); any other id is compared exactly, case included, and said once in
+the warnings), nanosecond times as strings, attributes as
 `{key, value}` with `AnyValue` (`stringValue`, `intValue` as a string, `boolValue`,
 `doubleValue`, `arrayValue` and `kvlistValue` as objects with a list of `values`),
 `status.code` 2 = ERROR; `gen_ai.operation.name` is a string; an event name that is not a
@@ -60,8 +63,12 @@ string names no GenAI event. The rules (shared ones in `importers.trace`):
   tool span as above, unless another tool span records its call: one it descends from by
   `parentSpanId` (the agent's `execute_tool` span around its MCP client span, the client
   span around the server's), or, not linked, an `execute_tool` span of the same trace and
-  tool name that is no MCP span and whose time holds it. Such a span is skipped and said,
-  so a call is read once (`_mcp_same_call`);
+  tool name that is no MCP span and whose time holds it. Then the pair is one call, read
+  from the outermost tool span: its call, marked failed when any of the MCP spans is (status
+  ERROR or `error.type`, e.g. ``tool_error``), with its own result, else the first result of
+  the MCP spans (in start order), else, failed, the first status message of the failed
+  spans, else the first one's `error.type`; the MCP spans are skipped and said
+  (`otel_mcp.mcp_same_call`);
 - a conversation whose spans carry no message content (capture is off by default) is a
   `TraceError` saying how to turn it on;
 - an inference span read for messages gives the turn its output is read in its
@@ -89,8 +96,9 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
+from fair_forge_core.importers.otel_mcp import is_mcp_call, mcp_same_call
 from fair_forge_core.importers.otel_messages import Message, span_messages
-from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Intervals, Span, bare_spans, read_spans
+from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Span, bare_spans, read_spans
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -98,7 +106,6 @@ from fair_forge_core.importers.trace import (
     RawCall,
     TraceError,
     TurnBuilder,
-    nearest_marked,
     parse_json_text,
     read_token_count,
 )
@@ -113,8 +120,8 @@ CAPTURE = (
 
 
 NOT_HEX = (
-    "{where}: trace and span ids are not all hex (OTLP JSON writes them as hex; base64 ids come from a "
-    "protobuf-JSON mapping): ids are kept and compared exactly as written"
+    "{where}: trace and span ids are not all hex (OTLP JSON writes them as hex, protobuf JSON as the base64 "
+    "of 16 or 8 bytes): ids are kept and compared exactly as written"
 )
 """The one import warning when an id of the input is not hex; `where` is the first such id."""
 
@@ -169,9 +176,13 @@ def _conversation(key: str, spans: list[Span], no_content: str) -> ImportedTrace
     if not any(p.get("type") == "text" for i, o in read.values() for m, _ in i + o for p in m["parts"]):
         raise TraceError(where, f"trace {key}: {no_content}")
     history: list[tuple[str, ...]] = []
-    for kind, span in _timeline(spans, read, skipped):
+    same_call, inner = mcp_same_call(spans), dict[int, list[Span]]()
+    for span in spans:  # in start order: the client span's before the server's
+        if (outer := same_call.get(id(span))) is not None:
+            inner.setdefault(id(outer), []).append(span)
+    for kind, span in _timeline(spans, read, skipped, same_call):
         if kind == "tool":
-            _tool_span(span, builder, calls)
+            _tool_span(span, builder, calls, inner.get(id(span), []))
             continue
         inputs, outputs = read[id(span)]
         new = inputs if kind == "input" else outputs[:1]
@@ -203,14 +214,16 @@ def _count(span: Span, name: str, builder: TurnBuilder) -> int | None:
 
 
 def _timeline(
-    spans: list[Span], read: dict[int, tuple[list[Message], list[Message]]], skipped: Counter[str]
+    spans: list[Span],
+    read: dict[int, tuple[list[Message], list[Message]]],
+    skipped: Counter[str],
+    same_call: dict[int, Span | None],
 ) -> list[tuple[str, Span]]:
     """What to read, in order: the input (at its start) and output (at its end) of the spans
     read for messages, and the `execute_tool` spans at their start, or, for one that starts
     while an inference span read for messages is still open (its stream closed late), right
     after that span's output (the latest-ending such span's). `spans` are in start order."""
     inference = [s for s in spans if s.attrs.get("gen_ai.operation.name") not in _AGENT_OPS and any(read[id(s)])]
-    same_call = _mcp_same_call(spans)
     talkers = {id(s) for s in (inference or [s for s in spans if any(read[id(s)])])}
     events: list[tuple[tuple[int, int, int], str, Span]] = []
     opened = (-1, -1)  # (end, event number of the output) of the latest-ending inference span started so far
@@ -223,56 +236,13 @@ def _timeline(
                 opened = (span.end, number + 1)
         elif id(span) in same_call:
             skipped["MCP tools/call spans of a call another tool span records"] += 1
-        elif operation == "execute_tool" or _is_mcp_call(span):
+        elif operation == "execute_tool" or is_mcp_call(span):
             late = opened[0] > span.start
             events.append(((*opened, 1 + number) if late else (span.start, number, 0), "tool", span))
         elif isinstance(operation, str) and operation not in _READ_OPS:
             skipped[f"spans of operation {operation!r}"] += 1
     events.sort(key=lambda event: event[0])
     return [(kind, span) for _, kind, span in events]
-
-
-def _is_mcp_call(span: Span) -> bool:
-    """An MCP `tools/call` span (`mcp.method.name`; `gen_ai.operation.name` is only recommended on it)."""
-    return span.attrs.get("mcp.method.name") == "tools/call"
-
-
-def _mcp_same_call(spans: list[Span]) -> set[int]:
-    """The MCP `tools/call` spans that record a call another tool span records already (their
-    `id`s): those under a tool span (`execute_tool` or `tools/call`, by `parentSpanId`: the
-    agent's tool span around its MCP client span, the client span around the server's; a
-    parent cycle that leads back to the span itself ends the walk), and, not linked to one,
-    those inside the time of an `execute_tool` span that is no MCP span, of the same trace and
-    `gen_ai.tool.name`. Each call is read once, from its outermost span.
-
-    Near-linear in the spans: the walks up are one pass over the tree (`nearest_marked`), and
-    "inside the time of" is a binary search among the enclosing spans sorted by start."""
-    by_id = {s.key: s for s in spans}
-
-    def is_tool(key: tuple[str, str]) -> bool:
-        span = by_id[key]
-        return span.attrs.get("gen_ai.operation.name") == "execute_tool" or _is_mcp_call(span)
-
-    def parent_of(key: tuple[str, str]) -> tuple[str, str] | None:
-        parent = by_id[key].parent_key
-        return parent if parent in by_id else None
-
-    tools = nearest_marked(by_id, parent_of, is_tool)
-    outer: dict[tuple[str, Any], list[Span]] = {}  # (trace, tool name) → its execute_tool spans that are no MCP span
-    for span in spans:
-        if span.attrs.get("gen_ai.operation.name") == "execute_tool" and not _is_mcp_call(span):
-            outer.setdefault((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))), []).append(span)
-    within = {name: Intervals([(s.start, s.end) for s in around]) for name, around in outer.items()}
-    same: set[int] = set()
-    for span in (s for s in spans if _is_mcp_call(s)):
-        above = tools.get(span.parent_key)
-        if above is not None and above != span.key:
-            same.add(id(span))
-        else:
-            around = within.get((span.key[0], _text(span.attrs.get("gen_ai.tool.name"))))
-            if around is not None and around.cover(span.start, span.end):
-                same.add(id(span))
-    return same
 
 
 def _overlap(history: list[Any], keys: list[Any]) -> int:
@@ -446,14 +416,20 @@ def _feed(
         skipped["text parts of tool messages (no call id to answer)"] += 1
 
 
-def _tool_span(span: Span, builder: TurnBuilder, calls: _Calls) -> None:
+def _tool_span(span: Span, builder: TurnBuilder, calls: _Calls, inner: list[Span]) -> None:
     """An `execute_tool` span: the result of the call with its `gen_ai.tool.call.id`; without
-    one, of the call `_Calls.take` finds by its name and arguments; else a step of its own."""
+    one, of the call `_Calls.take` finds by its name and arguments; else a step of its own.
+    `inner`: the MCP spans of the same call (`mcp_same_call`), which mark it failed when one
+    failed and give it the first result among them when the span has none."""
     attrs, call_id = span.attrs, _str_or_none(span.attrs.get("gen_ai.tool.call.id"))
-    failed = span.failed or "error.type" in attrs
-    result = attrs.get("gen_ai.tool.call.result", NO_RESULT)
-    if failed and result is NO_RESULT:
-        result = span.status or attrs.get("error.type")
+    failing = [s for s in (span, *inner) if s.failed or "error.type" in s.attrs]
+    failed, result = bool(failing), attrs.get("gen_ai.tool.call.result", NO_RESULT)
+    if result is NO_RESULT:
+        result = next(
+            (s.attrs["gen_ai.tool.call.result"] for s in inner if "gen_ai.tool.call.result" in s.attrs), result
+        )
+    if failed and result is NO_RESULT:  # the first status message of a failed span, else its error.type
+        result = next((s.status for s in failing if s.status), None) or failing[0].attrs.get("error.type")
     name, arguments = attrs.get("gen_ai.tool.name"), attrs.get("gen_ai.tool.call.arguments", NO_RESULT)
     call = calls.answer(call_id) if call_id else calls.take(name, arguments)
     if call is not None:

@@ -1,15 +1,23 @@
 """Reading OTLP JSON into spans (`otel_genai.py`, module docstring: the input's shapes, how
 fields are named and how OTLP JSON is read): every span of the input, with the GenAI
-events of its span events and of the log records that name it."""
+events of its span events and of the log records that name it. Other shapes of the same
+spans (OTLP protobuf, protobuf JSON, Tempo, Jaeger, Phoenix) are first turned into OTLP JSON
+by `otlp_shapes.otlp_json`, each span naming its field in the input as given (`WHERE`)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
-import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# WHERE: a key a message or part built by another importer may carry (`openinference`), or a span
+# decoded from another shape (`otlp_shapes`): its field path in the input as given, named in errors
+# and warnings instead of the OTLP JSON one (re-exported: the importers take it from here).
+from fair_forge_core.importers.otlp_shapes import WHERE as WHERE
+from fair_forge_core.importers.otlp_shapes import otlp_json
 from fair_forge_core.importers.trace import TraceError
 from fair_forge_core.schemas.json_input import loads_json
 
@@ -20,9 +28,6 @@ CONTENT = frozenset(
 EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.choice": "assistant"}
 EVENT_ROLES |= {"gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
-WHERE = "\0where"
-"""A key a message or part built by another importer may carry (`openinference`): its field path
-in that importer's input, named in errors and warnings instead of the GenAI attribute's."""
 
 
 @dataclass
@@ -38,7 +43,7 @@ class Span:
     failed: bool
     status: str
     events: list[tuple[str, Any, str]] = field(default_factory=list)  # (name, body, where)
-    parent_id: str = ""  # `parentSpanId` as written ("" for a root)
+    parent_id: str = ""  # `parentSpanId` as read (`hex_id`: base64 of 8 bytes as hex; "" for a root)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -53,6 +58,21 @@ class Span:
 
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_BASE64_ID = {16: re.compile(r"[A-Za-z0-9+/]{22}=="), 8: re.compile(r"[A-Za-z0-9+/]{11}=")}
+
+
+def hex_id(raw: Any, size: int) -> str:
+    """An id as read: the hex of its bytes when it is the padded base64 of exactly `size` bytes
+    (16 for a trace, 8 for a span: what protobuf-JSON mappings such as `MessageToDict` and
+    Tempo write; padded base64 of that length always ends in ``=``, which hex never holds, so
+    no hex id is taken for one), else the text as written (`id_key` compares it)."""
+    value = str(raw or "")
+    if value.endswith("=") and size in _BASE64_ID and _BASE64_ID[size].fullmatch(value):  # endswith: cheap first
+        try:
+            return base64.b64decode(value, validate=True).hex()
+        except (binascii.Error, ValueError):  # non-canonical padding bits: kept as written
+            return value
+    return value
 
 
 def id_key(value: str) -> str:
@@ -90,7 +110,7 @@ def _request_records(request: dict[str, Any], i: int) -> list[Record]:
                 name = record.get("eventName") or attributes.get("event.name")
                 if isinstance(name, str) and (name in EVENT_ROLES or name == DETAILS_EVENT):
                     body = attributes if name == DETAILS_EVENT else _value(record.get("body"), f"{where}[{n}].body")
-                    ids = (str(record.get("traceId", "")), str(record.get("spanId", "")))
+                    ids = (hex_id(record.get("traceId"), 16), hex_id(record.get("spanId"), 8))
                     records.append((*ids, name, body, f"{where}[{n}].body"))
     return records
 
@@ -99,6 +119,7 @@ def read_spans(data: Any) -> tuple[list[Span], str, str | None]:
     """Every span of the input, with the GenAI events of its log records and span events, the
     name of the input as a whole (``spans`` for a bare list of spans, else ``requests``), and
     the field of its first id that is not hex (None when all are)."""
+    data = otlp_json(data)
     if bare_spans(data):
         bare = _spans_of({}, data, "spans")
         return bare, "spans", _first_not_hex(bare, [])
@@ -144,26 +165,27 @@ def bare_spans(data: Any) -> bool:
 def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[Span]:
     spans = []
     for n, span in enumerate(_list(raw, where)):
-        here = f"{where}[{n}]"
+        here = str(span.get(WHERE) or f"{where}[{n}]")
         trace_id = span.get("traceId")
         if not isinstance(trace_id, str) or not trace_id:
             raise TraceError(f"{here}.traceId", "must be a non-empty hex string")
+        parent_id = hex_id(span.get("parentSpanId"), 8)
         attrs = _attributes(span.get("attributes"), f"{here}.attributes")
         if not isinstance(attrs.get("gen_ai.operation.name", ""), str):
             raise TraceError(f"{here}.attributes.gen_ai.operation.name", "must be a string")
         status: dict[str, Any] = span["status"] if isinstance(span.get("status"), dict) else {}
         read = Span(
             here,
-            trace_id,  # as written: see `id_key` for how ids are compared
-            str(span.get("spanId", "")),
-            not span.get("parentSpanId"),
+            hex_id(trace_id, 16),  # as written unless base64: see `id_key` for how ids are compared
+            hex_id(span.get("spanId"), 8),
+            not parent_id,
             _nanos(span.get("startTimeUnixNano"), f"{here}.startTimeUnixNano"),
             _nanos(span.get("endTimeUnixNano", span.get("startTimeUnixNano")), f"{here}.endTimeUnixNano"),
             attrs,
             resource,
             status.get("code") in (2, "2", "STATUS_CODE_ERROR", "ERROR"),
             str(status.get("message") or ""),
-            parent_id=str(span.get("parentSpanId") or ""),
+            parent_id=parent_id,
         )
         for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
             if isinstance(event.get("name"), str) and event["name"] in EVENT_ROLES:
@@ -235,16 +257,24 @@ def _nanos(raw: Any, where: str) -> int:
 
 
 class Intervals:
-    """Intervals `(start, end)`, asked whether one of them covers `(start, end)` (start ≤ the
-    asked start and end ≥ the asked end): sorted by start with the running largest end, so a
-    question is one binary search (O(log n))."""
+    """Intervals `(start, end)`, asked which of them covers `(start, end)` (start ≤ the asked
+    start and end ≥ the asked end): sorted by start with the running largest end (and whose it
+    is), so a question is one binary search (O(log n))."""
 
     def __init__(self, intervals: list[tuple[int, int]]) -> None:
-        ordered = sorted(intervals)
-        self._starts = [start for start, _ in ordered]
-        self._ends = list(itertools.accumulate((end for _, end in ordered), max))
+        ordered = sorted(range(len(intervals)), key=lambda n: intervals[n])  # stable: ties keep input order
+        self._starts = [intervals[n][0] for n in ordered]
+        self._longest: list[tuple[int, int]] = []  # (largest end so far, the index of its interval)
+        for n in ordered:
+            if not self._longest or intervals[n][1] > self._longest[-1][0]:
+                self._longest.append((intervals[n][1], n))
+            else:
+                self._longest.append(self._longest[-1])
 
-    def cover(self, start: int, end: int) -> bool:
-        """Whether some interval starts at or before `start` and ends at or after `end`."""
+    def cover(self, start: int, end: int) -> int | None:
+        """The index (in the list given) of an interval that starts at or before `start` and ends
+        at or after `end`: of those starting by `start`, the first to end last; None if none does."""
         last = bisect.bisect_right(self._starts, start) - 1
-        return last >= 0 and self._ends[last] >= end
+        if last < 0 or self._longest[last][0] < end:
+            return None
+        return self._longest[last][1]

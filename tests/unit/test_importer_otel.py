@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from fair_forge_core.importers import TraceError, join_references
-from fair_forge_core.importers.otel_genai import _mcp_same_call, traces_from_otel
+from fair_forge_core.importers.otel_genai import traces_from_otel
+from fair_forge_core.importers.otel_mcp import mcp_same_call
 from fair_forge_core.importers.otel_spans import Span
 from fair_forge_core.schemas import Dataset
 
@@ -624,12 +625,27 @@ def test_values_nested_deeper_than_python_recursion_are_a_trace_error_on_the_roo
     assert (raised.value.field, "nested too deeply" in str(raised.value)) == ("spans", True)
 
 
-def test_base64_ids_that_differ_only_in_case_stay_two_traces_and_are_said_once() -> None:
-    # Two 16-byte ids as base64 (what protobuf-JSON mappings write), equal but for case.
+def test_base64_ids_are_read_as_the_hex_of_their_bytes_and_case_still_tells_them_apart() -> None:
+    # Two 16-byte ids as base64 (what protobuf-JSON mappings write), equal but for case: two byte strings.
     first, second = "AAAAAAAAAAAAAAAAAAAAAA==", "aaaaaaaaaaaaaaaaaaaaaa=="
     spans = [
         chat(1, [text("user", "q1")], [text("assistant", "a1")]) | {"traceId": first, "spanId": "AQIDBAUGBwg="},
         chat(2, [text("user", "q2")], [text("assistant", "a2")]) | {"traceId": second, "spanId": "aqidbaugbwg="},
+    ]
+    traces = traces_from_otel(request(*spans))
+    second_hex = "69a69a69a69a69a69a69a69a69a69a69"  # base64 "aaaa" is the bytes 69 a6 9a
+    assert [(t.trace_id, t.metadata["trace_ids"], t.turns[0].query, t.turns[0].trace_span) for t in traces] == [
+        ("0" * 32, ["0" * 32], "q1", {"trace_id": "0" * 32, "span_id": "0102030405060708"}),
+        (second_hex, [second_hex], "q2", {"trace_id": second_hex, "span_id": "6aa89d6daba06f08"}),
+    ]
+    assert not [w for t in traces for w in t.warnings if "not all hex" in w]
+
+
+def test_ids_neither_hex_nor_base64_of_an_otlp_length_are_compared_as_written_and_said_once() -> None:
+    first, second = "trace-A", "trace-a"  # equal but for case: two ids
+    spans = [
+        chat(1, [text("user", "q1")], [text("assistant", "a1")]) | {"traceId": first, "spanId": "s1"},
+        chat(2, [text("user", "q2")], [text("assistant", "a2")]) | {"traceId": second, "spanId": "s2"},
     ]
     traces = traces_from_otel(request(*spans))
     assert [(t.trace_id, t.metadata["trace_ids"], t.turns[0].query) for t in traces] == [
@@ -638,8 +654,8 @@ def test_base64_ids_that_differ_only_in_case_stay_two_traces_and_are_said_once()
     ]
     not_hex = [w for t in traces for w in t.warnings if "not all hex" in w]
     assert not_hex == [
-        f"{SPANS}[0].traceId: trace and span ids are not all hex (OTLP JSON writes them as hex; base64 ids "
-        "come from a protobuf-JSON mapping): ids are kept and compared exactly as written"
+        f"{SPANS}[0].traceId: trace and span ids are not all hex (OTLP JSON writes them as hex, protobuf JSON "
+        "as the base64 of 16 or 8 bytes): ids are kept and compared exactly as written"
     ]
 
 
@@ -660,9 +676,9 @@ def test_each_turn_keeps_the_span_its_answer_came_from_in_lower_case_hex() -> No
         json.loads(text.replace("8e8e", "8E8E").replace("8000000000000002", "800000000000000A"))
     )
     assert upper.turns[0].trace_span == {"trace_id": "8e" * 16, "span_id": "800000000000000a"}
-    # a base64 span id (a protobuf-JSON mapping) is no OTLP hex id: the turn links to nothing
+    # a base64 span id (a protobuf-JSON mapping) is read as the hex of its 8 bytes: the same span
     (base64,) = traces_from_otel(json.loads(text.replace("8000000000000002", "gAAAAAAAAAI=")))
-    assert base64.turns[0].trace_span is None
+    assert base64.turns[0].trace_span == trace.turns[0].trace_span
     assert trace.turns[0].answer == base64.turns[0].answer
 
 
@@ -743,6 +759,62 @@ def test_mcp_spans_under_a_long_chain_walk_it_once_not_once_per_span() -> None:
     chain = [counted(2 + i, 1 + i) for i in range(size)]
     calls = [counted(2 + size + j, 1 + size, **{"mcp.method.name": "tools/call"}) for j in range(size)]
     CountedSpan.reads = 0
-    same = _mcp_same_call([top, *chain, *calls])
-    assert same == {id(span) for span in calls}
+    same = mcp_same_call([top, *chain, *calls])
+    assert same == {id(span): top for span in calls}
     assert CountedSpan.reads <= 3 * (1 + 2 * size)
+
+
+def test_an_mcp_tool_error_under_its_execute_tool_span_marks_that_call_failed() -> None:
+    """#37 item 3: the agent's `execute_tool` span around the MCP client's `tools/call` span
+    whose CallToolResult had isError (mcp.md: `error.type` = `tool_error`): one call, the
+    wrapper's, failed; its result the wrapper's when it has one, else the MCP span's."""
+    wrapper = tool(2, "c1", **{"gen_ai.tool.call.result": "boom"})
+    wrapper["endTimeUnixNano"] = "4000"
+    child = mcp(3, parentSpanId=f"{2:016x}", **{"error.type": "tool_error"})
+    (trace,) = traces_from_otel(request(chat(1, [U], [call("c1")]), wrapper, child, chat(5, [U, call("c1")], [A])))
+    assert trace.turns[0].tools_used == [
+        {"tool_name": "f", "parameters": {}, "step": 1, "result": "boom", "is_error": True}
+    ]
+    assert trace.warnings == [f"{SPANS}[0]: 1 MCP tools/call spans of a call another tool span records skipped"]
+    # only the MCP span has the result (and the error, as status ERROR with its message)
+    bare = tool(2, "c1")
+    bare["endTimeUnixNano"] = "4000"
+    failed = mcp(3, parentSpanId=f"{2:016x}", status={"code": 2, "message": "denied"})
+    (alone,) = traces_from_otel(request(chat(1, [U], [call("c1")]), bare, failed, chat(5, [U, call("c1")], [A])))
+    assert alone.turns[0].tools_used == [
+        {"tool_name": "f", "parameters": {}, "step": 1, "result": "denied", "is_error": True}
+    ]
+    answered = mcp(3, parentSpanId=f"{2:016x}", **{"gen_ai.tool.call.result": "7"})
+    (ok,) = traces_from_otel(request(chat(1, [U], [call("c1")]), bare, answered, chat(5, [U, call("c1")], [A])))
+    assert ok.turns[0].tools_used == [{"tool_name": "f", "parameters": {}, "step": 1, "result": 7}]
+
+
+def test_an_unlinked_mcp_span_merges_into_the_execute_tool_span_whose_time_holds_it() -> None:
+    first = tool(2, None, **{"gen_ai.tool.call.result": "1"})  # 2000–2500: holds nothing
+    outer = tool(3, None)
+    outer["endTimeUnixNano"] = "6000"  # holds span 4 (4000–4500)
+    inner = mcp(4, **{"error.type": "tool_error", "gen_ai.tool.call.result": "no such file"})
+    both = {"role": "assistant", "parts": call("c1")["parts"] + call("c2")["parts"]}  # one step of two calls
+    spans = [chat(1, [U], [both]), first, outer, inner, chat(7, [U, both], [A])]
+    (trace,) = traces_from_otel(request(*spans))
+    assert [(c.get("result"), c.get("is_error", False)) for c in trace.turns[0].tools_used] == [
+        (1, False),
+        ("no such file", True),
+    ]
+
+
+def test_a_chain_of_mcp_spans_each_under_the_last_all_merge_into_the_top_tool_span_in_one_walk() -> None:
+    """500 MCP spans, each the child of the one before, under one `execute_tool` span: every one
+    is that span's call, found with a bounded number of parent look-ups (a walk to the top per
+    span read 125,000)."""
+    size = 500
+
+    def counted(number: int, parent: int | None, **attrs: Any) -> CountedSpan:
+        ids = (TRACE, f"{number:016x}", parent is None, number, 10_000 - number)
+        return CountedSpan(f"spans[{number}]", *ids, attrs, {}, False, "", parent_id=f"{parent:016x}" if parent else "")
+
+    top = counted(1, None, **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"})
+    chain = [counted(2 + i, 1 + i, **{"mcp.method.name": "tools/call"}) for i in range(size)]
+    CountedSpan.reads = 0
+    assert mcp_same_call([top, *chain]) == {id(span): top for span in chain}
+    assert CountedSpan.reads <= 3 * (1 + size)
