@@ -384,6 +384,38 @@ def test_langfuse_pull_is_what_convert_reads(tmp_path: Path) -> None:
     assert conversations == {f"task-{n}": [(f"question {n}", f"answer {n}")] for n in range(7)}
 
 
+def test_phoenix_pull_is_what_convert_reads(tmp_path: Path) -> None:
+    """The OpenInference example's spans, served by the fake as Phoenix's `OtlpSpan`s over three
+    pages, convert with `--from openinference` to the very request the example itself gives."""
+    from tests.fixtures.make_otlp_shapes import _phoenix_otlpv1
+
+    example = ROOT / "examples" / "traces" / "openinference_spans.json"
+    references = ROOT / "examples" / "traces" / "openinference_spans.references.jsonl"
+    served = _phoenix_otlpv1(json.loads(example.read_text(encoding="utf-8")))["data"]
+    pulled = tmp_path / "pulled.json"
+    page_size = str(-(-len(served) // 3))  # three pages
+    with FakeStore("phoenix", served, credentials=CREDENTIALS["phoenix"]) as fake:
+        done = pull(
+            "phoenix", environment("phoenix", fake), *STORE_FLAGS["phoenix"], "--page-size", page_size, "-o", pulled
+        )
+    assert done.returncode == 0, done.stderr
+    assert len(fake.requests) == 3 and fake.violations == []
+    convert = ["--from", "openinference", "--references", str(references), *TASK_KEY]
+    from_pull, from_example = (
+        subprocess.run(
+            [str(FAIR_FORGE), "convert", str(path), *convert], capture_output=True, text=True, timeout=TIMEOUT
+        )
+        for path in (pulled, example)
+    )
+    assert from_pull.returncode == 0, from_pull.stderr
+    request, wanted = json.loads(from_pull.stdout), json.loads(from_example.stdout)
+    # Phoenix keeps no OTLP resource, so the example's resource attributes are not in the pulled
+    # spans' metadata; the conversations themselves are the same
+    strip = [{k: v for k, v in dataset.items() if k != "metadata"} for dataset in request["datasets"]]
+    assert strip == [{k: v for k, v in dataset.items() if k != "metadata"} for dataset in wanted["datasets"]]
+    assert request["datasets"]
+
+
 # --------------------------------------------------------------------------- the fakes' checks can fail
 
 
