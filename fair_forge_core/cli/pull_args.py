@@ -15,18 +15,9 @@ PULL_EPILOG = (
 )
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
 def add_pull_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`pull STORE` and its flags."""
+    from fair_forge_core.cli.parser import _positive_int  # parser is loaded: it is what calls this
     from fair_forge_core.cli.pull import DEFAULT_MAX_BYTES, DEFAULT_MAX_PAGES
 
     pull = commands.add_parser(
@@ -60,17 +51,17 @@ def add_pull_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         'phoenix KEY:VALUE of an attribute, langsmith an expression such as eq(run_type, "llm")',
     )
     pull.add_argument("--project", metavar="ID", help="phoenix: the project's name or id; langsmith: the project's id")
-    pull.add_argument("--page-size", type=_count, default=100, metavar="N", help="items a page (default: 100)")
+    pull.add_argument("--page-size", type=_positive_int, default=100, metavar="N", help="items a page (default: 100)")
     pull.add_argument(
         "--max-pages",
-        type=_count,
+        type=_positive_int,
         default=DEFAULT_MAX_PAGES,
         metavar="N",
         help=f"fetch at most N pages, then stop with exit 7 if there are more (default: {DEFAULT_MAX_PAGES})",
     )
     pull.add_argument(
         "--max-bytes",
-        type=_count,
+        type=_positive_int,
         default=DEFAULT_MAX_BYTES,
         metavar="N",
         help=f"read at most N bytes of answers, then stop with exit 7 (default: {DEFAULT_MAX_BYTES:,})",
