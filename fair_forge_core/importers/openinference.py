@@ -1,9 +1,10 @@
-"""OpenInference spans (Arize Phoenix, OpenInference instrumentations; OTLP JSON) → `ImportedTrace`s.
+"""OpenInference spans (Arize Phoenix, OpenInference instrumentations; any OTLP shape) → `ImportedTrace`s.
 
 OpenInference spans travel as OTLP spans, so the input and its field names are the `otel`
 format's (`otel_genai` module docstring: an export request, a list of them, or a bare list
 of spans; ``requests[i].resourceSpans[j].scopeSpans[k].spans[n]…``), read by the same
-`otel_spans.read_spans`. Only the attributes follow another convention
+`otel_spans.read_spans`, which also decodes the other shapes spans are exported in (OTLP
+protobuf, protobuf JSON, Tempo, Jaeger, Phoenix's span pages and client dicts: `otlp_shapes`). Only the attributes follow another convention
 (github.com/Arize-ai/openinference, `spec/semantic_conventions.md`, `spec/tool_calling.md`):
 each span is translated to the GenAI conventions, then read by `otel_genai.traces_of_spans`,
 so a conversation is assembled by the same rules (history resent in full counts once, tool
@@ -29,7 +30,9 @@ By `openinference.span.kind`:
   said: `importers.trace`);
 - ``TOOL``: a tool run (`execute_tool`): `tool.name`, `tool.id` (the call it answers:
   `tool_call.id`), `input.value` (its arguments; `tool.parameters` is the tool's parameter
-  definition, not read) and `output.value` (its result); status ERROR marks it failed;
+  definition, not read) and `output.value` (its result); status ERROR marks it failed, and so
+  does an `output.value` that is LangChain's `ToolMessage` with `status: "error"` (its content
+  is the result, `tool_envelope`: a tool run with `handle_tool_error=True` keeps its span OK);
 - ``AGENT`` and ``CHAIN``: the agent's work; a root span (no `parentSpanId`) of these kinds
   gives its `input.value` as the user's message and its `output.value` as the answer, read
   only when no LLM span carries messages (as agent spans in `otel`). Text is read from
