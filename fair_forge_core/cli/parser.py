@@ -421,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from fair_forge_core.cli.pull_args import add_pull_parser
 
-    add_pull_parser(commands)
+    add_pull_parser(commands, _positive_int)
 
     calibrate = commands.add_parser(
         "calibrate",

@@ -4,6 +4,7 @@ asked): argparse only, so that `cli.parser` and `--help` stay instant."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 PULL_EPILOG = (
@@ -15,9 +16,8 @@ PULL_EPILOG = (
 )
 
 
-def add_pull_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`pull STORE` and its flags."""
-    from fair_forge_core.cli.parser import _positive_int  # parser is loaded: it is what calls this
+def add_pull_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], count: Callable[[str], int]) -> None:
+    """`pull STORE` and its flags; `count` is the parser's check of a whole number ≥ 1."""
     from fair_forge_core.cli.pull import DEFAULT_MAX_BYTES, DEFAULT_MAX_PAGES
 
     pull = commands.add_parser(
@@ -51,17 +51,17 @@ def add_pull_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         'phoenix KEY:VALUE of an attribute, langsmith an expression such as eq(run_type, "llm")',
     )
     pull.add_argument("--project", metavar="ID", help="phoenix: the project's name or id; langsmith: the project's id")
-    pull.add_argument("--page-size", type=_positive_int, default=100, metavar="N", help="items a page (default: 100)")
+    pull.add_argument("--page-size", type=count, default=100, metavar="N", help="items a page (default: 100)")
     pull.add_argument(
         "--max-pages",
-        type=_positive_int,
+        type=count,
         default=DEFAULT_MAX_PAGES,
         metavar="N",
         help=f"fetch at most N pages, then stop with exit 7 if there are more (default: {DEFAULT_MAX_PAGES})",
     )
     pull.add_argument(
         "--max-bytes",
-        type=_positive_int,
+        type=count,
         default=DEFAULT_MAX_BYTES,
         metavar="N",
         help=f"read at most N bytes of answers, then stop with exit 7 (default: {DEFAULT_MAX_BYTES:,})",
