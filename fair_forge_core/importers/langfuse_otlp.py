@@ -45,7 +45,7 @@ carry (``langfuse.observation.cost_details`` aside, which the SDK writes only wh
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fair_forge_core.importers.langfuse_observations import Trace, traces_of_observations
@@ -141,5 +141,7 @@ def _decoded(value: Any) -> Any:
 
 
 def _iso(nanoseconds: int) -> str:
-    moment = datetime.fromtimestamp(nanoseconds // 1000 / 1e6, UTC)
+    """The time of `nanoseconds` since the epoch, ISO 8601 in UTC to the microsecond (truncated)."""
+    seconds, nanos = divmod(nanoseconds, 10**9)
+    moment = datetime.fromtimestamp(seconds, UTC) + timedelta(microseconds=nanos // 1000)
     return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
