@@ -84,8 +84,7 @@ def traces_of_spans(data: Any) -> list[Trace]:
     if not any(key.startswith(PREFIX) for span in spans for key in span.attrs):
         raise TraceError(
             root,
-            "no span has a langfuse.* attribute: these are not spans of Langfuse's SDK (its"
-            " CallbackHandler, @observe), but spans of another instrumentation",
+            "no span has a langfuse.* attribute: not spans of the Langfuse SDK (its CallbackHandler, @observe)",
         )
     rows = [(observation(span), span.where) for span in spans]
     names: dict[str, Any] = {}
