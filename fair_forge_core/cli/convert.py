@@ -1,5 +1,5 @@
 """`fair-forge convert`: turn agent traces (`fair_forge_core.importers`; a JSON or JSON Lines
-file, or OTLP protobuf for `--from otel` / `--from openinference`, told by its content) and a
+file, or OTLP protobuf for `--from otel` / `openinference` / `langfuse`, told by its content) and a
 references file (JSON, or JSON Lines whose records messages name by line) into the body of
 `POST /run`, judged by the offline judge until another connector is set.
 

@@ -13,7 +13,7 @@ from fair_forge_core.importers.openai_chat import traces_from_openai
 from fair_forge_core.importers.openinference import traces_from_openinference
 from fair_forge_core.importers.otel_genai import traces_from_otel
 from fair_forge_core.importers.references import join_references
-from fair_forge_core.importers.trace import ImportedTrace, TraceError
+from fair_forge_core.importers.trace import FormatTraceError, ImportedTrace, TraceError
 from fair_forge_core.importers.trace_shapes import sniff_shape
 
 IMPORTERS: dict[str, Callable[[Any], list[ImportedTrace]]] = {
@@ -39,11 +39,14 @@ def datasets_from_traces(
     importer does not foresee, naming `traces` and the exception's type). When the importer
     refuses the input, or reads no trace of it, and `trace_shapes.sniff_shape` finds it is of a
     shape other formats read, the error names ``traces``, the shape and the `--from` that
-    reads it (`wrong_format`), its own problem kept in parentheses."""
+    reads it (`wrong_format`), its own problem kept in parentheses; but a `FormatTraceError` (the
+    importer knows the input for its own) is raised as it is."""
     if trace_format not in IMPORTERS:
         raise TraceError("format", f"unknown trace format {trace_format!r}; one of {', '.join(IMPORTERS)}")
     try:
         imported = IMPORTERS[trace_format](traces)
+    except FormatTraceError:
+        raise
     except TraceError as exc:
         raise wrong_format(trace_format, traces, str(exc)) or exc from None
     except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:

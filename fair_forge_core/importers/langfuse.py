@@ -1,6 +1,6 @@
 """Langfuse traces → `ImportedTrace`s.
 
-Two inputs are read, told apart by their shape:
+Three inputs are read, told apart by their shape:
 
 - Langfuse v4's observations: a page of `GET /api/public/v2/observations` (filtered by
   `traceId` or `sessionId`; ``{"data": [observation, …], "meta": {…}}``) or a list of pages,
@@ -11,7 +11,14 @@ Two inputs are read, told apart by their shape:
   `langfuse.api.trace.get` returned it before SDK v5 and the UI exports it as JSON): one such
   trace, a list of them, or a page ``{"data": [...], "meta": …}`` whose traces carry their
   observations in full. A trace is ``{"id", "timestamp", "name", "input", "output",
-  "sessionId", "userId", "metadata", "tags", "latency", "totalCost", "observations": [...]}``.
+  "sessionId", "userId", "metadata", "tags", "latency", "totalCost", "observations": [...]}``;
+- the OTLP export of the Langfuse SDK's spans (v3 and later; its LangChain `CallbackHandler`,
+  `@observe`): anything `trace_shapes.sniff_shape` finds to be OTLP spans (protobuf, OTLP/JSON,
+  protobuf JSON, Tempo, Jaeger, Phoenix) that is not an observations page, each span read as
+  the observation Langfuse's ingestion makes of it by its ``langfuse.*`` attributes
+  (`langfuse_otlp`), then as a page's observations are. An error in reading such spans is a
+  `FormatTraceError` (it is Langfuse's input: no other `--from` is named); spans none of which
+  has a ``langfuse.*`` attribute are a plain `TraceError`, for the caller to name the shape.
 
 An observation is ``{"id", "type", "name", "startTime", "endTime", "parentObservationId",
 "input", "output", "level", "statusMessage", "usageDetails", "usage", …}`` (Langfuse's OpenAPI
@@ -84,11 +91,13 @@ from fair_forge_core.importers.langfuse_observations import (
     traces_of_pages,
     utc_time,
 )
+from fair_forge_core.importers.langfuse_otlp import is_spans, traces_of_spans
 from fair_forge_core.importers.langsmith_runs import NEVER, QUERY_KEYS, PendingCalls, final_answer, output_message
 from fair_forge_core.importers.tool_envelope import unwrap_tool_message
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
+    FormatTraceError,
     ImportedTrace,
     RawCall,
     TraceError,
@@ -103,7 +112,18 @@ _TRACE_FIELDS = ("name", "userId", "sessionId", "release", "version", "environme
 def traces_from_langfuse(data: Any) -> list[ImportedTrace]:
     """The conversations of the Langfuse traces in `data` (see the module docstring)."""
     pages = observation_pages(data)
-    traces = traces_of_pages(pages) if pages is not None else _legacy_traces(data)
+    if pages is not None:
+        return _conversations(traces_of_pages(pages))
+    if not is_spans(data):
+        return _conversations(_legacy_traces(data))
+    traces = traces_of_spans(data)  # spans of no Langfuse SDK: its TraceError as it is
+    try:
+        return _conversations(traces)
+    except TraceError as exc:
+        raise FormatTraceError(exc.field, exc.problem) from None
+
+
+def _conversations(traces: list[Trace]) -> list[ImportedTrace]:
     sessions: dict[str, list[Trace]] = {}
     for trace in traces:
         session = trace.fields.get("sessionId")

@@ -93,31 +93,38 @@ def _is_page(value: Any, *, empty: bool) -> bool:
 
 def traces_of_pages(pages: list[tuple[list[Any], str]]) -> list[Trace]:
     """The traces the observations of `pages` make (module docstring)."""
-    grouped: dict[str, list[Item]] = {}
-    seen: dict[str, set[Any]] = {}
-    repeated: dict[str, list[str]] = {}
-    for observations, root in pages:
-        for n, raw in enumerate(observations):
-            here = f"{root}[{n}]"
-            if not isinstance(raw, dict):
-                raise TraceError(here, "an observation is an object")
-            observation = _camel(raw)
-            trace_id = observation.get("traceId")
-            if not isinstance(trace_id, str) or not trace_id:
-                raise TraceError(f"{here}.traceId", "must be a non-empty string (the trace the observation is in)")
-            key = observation.get("id")
-            if key is not None and key in seen.setdefault(trace_id, set()):
-                repeated.setdefault(trace_id, []).append(f"{here}: the observation {key!r} again; left out")
-                continue
-            seen[trace_id].add(key)
-            grouped.setdefault(trace_id, []).append((observation, here))
-    if not grouped:  # only a list of pages gets here without a row: every page is empty
+    items = [(raw, f"{root}[{n}]") for observations, root in pages for n, raw in enumerate(observations)]
+    if not items:  # only a list of pages gets here without a row: every page is empty
         raise TraceError("pages", "holds no observation (every page's data is empty)")
-    if not any("input" in o or "output" in o for items in grouped.values() for o, _ in items):
+    traces = traces_of_observations(items)
+    if not any("input" in o or "output" in o for trace in traces for o, _ in trace.observations or []):
         # the endpoint's default field groups are core and basic: no content at all
         raise TraceError(
             pages[0][1], "no observation has input or output: fetch them with fields=core,basic,io,metadata,usage"
         )
+    return traces
+
+
+def traces_of_observations(items: list[tuple[Any, str]]) -> list[Trace]:
+    """The traces of the observations `items` (each with its field path): checked, read as
+    camelCase, grouped by `traceId` with repeated rows left out (module docstring); also what
+    `langfuse_otlp` hands its observations to."""
+    grouped: dict[str, list[Item]] = {}
+    seen: dict[str, set[Any]] = {}
+    repeated: dict[str, list[str]] = {}
+    for raw, here in items:
+        if not isinstance(raw, dict):
+            raise TraceError(here, "an observation is an object")
+        observation = _camel(raw)
+        trace_id = observation.get("traceId")
+        if not isinstance(trace_id, str) or not trace_id:
+            raise TraceError(f"{here}.traceId", "must be a non-empty string (the trace the observation is in)")
+        key = observation.get("id")
+        if key is not None and key in seen.setdefault(trace_id, set()):
+            repeated.setdefault(trace_id, []).append(f"{here}: the observation {key!r} again; left out")
+            continue
+        seen[trace_id].add(key)
+        grouped.setdefault(trace_id, []).append((observation, here))
     return [_trace(trace_id, items, repeated.get(trace_id, [])) for trace_id, items in grouped.items()]
 
 

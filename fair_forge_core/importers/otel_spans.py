@@ -44,6 +44,7 @@ class Span:
     status: str
     events: list[tuple[str, Any, str]] = field(default_factory=list)  # (name, body, where)
     parent_id: str = ""  # `parentSpanId` as read (`hex_id`: base64 of 8 bytes as hex; "" for a root)
+    name: str = ""  # the span's `name` ("" when it has none)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -186,6 +187,7 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[Span]:
             status.get("code") in (2, "2", "STATUS_CODE_ERROR", "ERROR"),
             str(status.get("message") or ""),
             parent_id=parent_id,
+            name=str(span.get("name") or ""),
         )
         for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
             if isinstance(event.get("name"), str) and event["name"] in EVENT_ROLES:

@@ -47,6 +47,12 @@ class TraceError(ValueError):
         self.problem = problem
 
 
+class FormatTraceError(TraceError):
+    """A `TraceError` in an input its importer has recognised as its own although its shape is
+    one other formats read (Langfuse's OTLP spans, `langfuse`): `formats.datasets_from_traces`
+    raises it as it is, never naming the shape and another `--from`."""
+
+
 class _AnswerSpan:
     """Where a turn's answer came from, kept out of `ImportedTurn`'s dataclass fields (a base
     that is no dataclass adds none), so that `dataclasses.asdict` of a turn — what the

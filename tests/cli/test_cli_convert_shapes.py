@@ -95,3 +95,20 @@ def test_bytes_that_are_neither_json_nor_protobuf_are_refused(references: Path, 
     binary.write_bytes(b"\x00\xff\xfe")
     done = run_cli_in_process("convert", binary, "--from", "otel", "--references", references)
     assert (done.returncode, f"{binary} is not UTF-8 text, nor OTLP protobuf" in done.stderr) == (2, True)
+
+
+def test_langfuse_s_otlp_export_converts_under_from_langfuse_and_plain_genai_spans_name_otel(tmp_path: Path) -> None:
+    """The Langfuse SDK's spans (its LangChain `CallbackHandler`, exported over OTLP) convert with
+    `--from langfuse` (#37); GenAI spans without `langfuse.*` attributes name `--from otel`."""
+    references = tmp_path / "refs.jsonl"
+    rows = [{"task_id": "chat-weather-1", "turn": n, "ground_truth_assistant": "x"} for n in (0, 1)]
+    references.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    export = ROOT / "tests" / "data" / "traces" / "langfuse_otlp_export.json"
+    datasets = convert(export, "langfuse", references)["datasets"]
+    assert isinstance(datasets, list) and len(datasets) == 1
+    dataset = datasets[0]
+    assert [turn["query"] for turn in dataset["conversation"]] == ["Weather and time in Rome?", "And in Oslo?"]
+    refused = run_cli_in_process("convert", SHAPES / "otlp.json", "--from", "langfuse", "--references", references)
+    assert refused.returncode == 2
+    assert "this is an OTLP/JSON export request, not langfuse traces; read it with --from otel" in refused.stderr
+    assert "no span has a langfuse.* attribute" in refused.stderr
