@@ -7,11 +7,12 @@ example, POSTed to the server over OTLP/HTTP and read back as its ``/spans/otlpv
 marked `xfail(strict=True)`.
 
 What the real pages are, unlike the mapped shapes/phoenix_otlpv1.json and phoenix_spans.json of
-make_otlp_shapes.py: the pages newest span first, every span of kind SPAN_KIND_INTERNAL, times
-rounded (float) to about a µs, every `AnyValue` field present (null but the one set), arrays kept
-arrays; Phoenix adds the OpenInference attributes of a GenAI span (`openinference.span.kind`,
-`llm.*`, `tool.*`, `session.id`), and turns an OpenInference `metadata` JSON text into
-`metadata.*` keys.
+make_otlp_shapes.py: several pages chained by `next_cursor`, the last stored span first (not by
+time), every span of kind SPAN_KIND_INTERNAL, times rounded (float) to about a µs, every
+`AnyValue` field present (null but the one set), arrays kept arrays; Phoenix adds the
+OpenInference attributes of a GenAI span (`openinference.span.kind`, `llm.*`, `tool.*`,
+`session.id`; the client's `span_kind` LLM, TOOL, AGENT), and turns an OpenInference `metadata`
+JSON text into `metadata.*` keys. `fair-forge convert` writes the original's requests from them.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ CONVERSATION = ("query", "answer", "tools_used")  # tools_used: name, arguments,
 
 
 def conversations(traces: list[Any], keys: tuple[str, ...] = CONVERSATION) -> dict[str, list[dict[str, Any]]]:
-    """Each trace's turns by its id (Phoenix serves the newest first: the order of the traces is
-    the server's, the order of a conversation's turns the importer's own)."""
+    """Each trace's turns by its id (Phoenix serves the last stored span first: the order of the
+    traces is the server's, the order of a conversation's turns the importer's own)."""
     return {t.trace_id: [{k: turn[k] for k in keys} for turn in turns([t])] for t in traces}
 
 
@@ -108,6 +109,48 @@ def test_the_openinference_metadata_phoenix_flattened_is_the_traces_metadata(nam
     wanted = kept(original(name, "openinference"))
     assert wanted["sess-1"] == {"task": "order-status", "final_state": {"order": 42, "status": "shipped"}}
     assert kept(served(name, "openinference")) == wanted
+
+
+def convert(path: Path, trace_format: str, references: Path, *task_key: str) -> dict[str, dict[str, Any]]:
+    from tests.cli.test_cli import run_cli_in_process
+
+    done = run_cli_in_process("convert", path, "--from", trace_format, "--references", references, *task_key)
+    assert done.returncode == 0, done.stderr
+    return {d["session_id"]: d for d in json.loads(done.stdout)["datasets"]}
+
+
+@pytest.mark.parametrize(("name", "importer"), [(GENAI[0], "otel"), (GENAI[1], "otel"), *CASES[-2:]])
+def test_fair_forge_convert_writes_the_requests_of_the_otlp_original(name: str, importer: str, tmp_path: Path) -> None:
+    """`fair-forge convert FILE --from otel|openinference --references R` (tasks by trace id): the same
+    datasets as the original's but the token counts the otlpv1 pages lose (the xfail above)."""
+    source = SHAPES / "otlp.json" if name in GENAI else EXAMPLE
+    references = tmp_path / "references.jsonl"
+    traces = original(name, importer)
+    ids = [t.trace_id for t in traces]
+    truths = [
+        {"task_id": t.trace_id, "turn": n, "ground_truth_assistant": "ok"} for t in traces for n in range(len(t.turns))
+    ]
+    references.write_text("".join(json.dumps(truth) + "\n" for truth in truths))
+    got = convert((SHAPES if name in GENAI else TRACES) / name, importer, references)
+    wanted = convert(source, importer, references)
+    if name.endswith("otlpv1.json"):
+        for datasets in (got, wanted):
+            for dataset in datasets.values():
+                for turn in dataset["conversation"]:
+                    turn.pop("agent_usage", None)
+    assert got == wanted and sorted(got) == sorted(ids)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="importer defect (the metadata one above): `--task-key metadata.task`, the example's own, finds no "
+    "task in what Phoenix serves: 'no trace has metadata.task as text'",
+)
+@pytest.mark.parametrize("name", OPENINFERENCE)
+def test_fair_forge_convert_joins_phoenixs_openinference_spans_by_their_metadata_task(name: str) -> None:
+    references = EXAMPLE.with_suffix(".references.jsonl")
+    got = convert(TRACES / name, "openinference", references, "--task-key", "metadata.task")
+    assert {d["task_id"] for d in got.values()} == {"order-status", "return-policy"}
 
 
 def spans_of_pages(pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
