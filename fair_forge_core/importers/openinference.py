@@ -44,8 +44,9 @@ By `openinference.span.kind`:
 - `session.id` (any span) is the conversation (the traces of one session are one
   conversation, as `gen_ai.conversation.id`); `agent.name` (any span) the assistant
   (else the resource's `service.name`, else ``agent``); a root span's `metadata` (a JSON
-  object as text) gives the trace's metadata its scalar keys (attributes of the same name
-  win) and `final_state` (any JSON value: the end state the agent left,
+  object as text, or, as Phoenix serves it, flattened to `metadata.task`,
+  `metadata.final_state.order`…) gives the trace's metadata its scalar keys (attributes of the
+  same name win) and `final_state` (any JSON value: the end state the agent left,
   `importers.references`), so `--task-key metadata.task` reads `metadata`'s `task`.
 
 A span that is not one of these kinds, or has no `openinference.span.kind`, is read as the
@@ -148,8 +149,9 @@ def _translate(span: Span, attrs: dict[str, Any], inside_tool: bool) -> bool:
     for name, key in (("session.id", "gen_ai.conversation.id"), ("agent.name", "gen_ai.agent.name")):
         if isinstance(attrs.get(name), str) and attrs[name]:
             genai[key] = attrs[name]
-    if span.root and "metadata" in attrs:
-        genai |= _metadata(attrs["metadata"], f"{where}.metadata", attrs)
+    metadata = attrs["metadata"] if "metadata" in attrs else _unflattened(attrs, "metadata")
+    if span.root and metadata is not None:
+        genai |= _metadata(metadata, f"{where}.metadata", attrs)
     kept = {k: v for k, v in attrs.items() if not any(k == p or k.startswith(f"{p}.") for p in _OWN)}
     span.attrs = kept | {k: v for k, v in genai.items() if v is not None}
     return operation is not None
@@ -255,6 +257,24 @@ def _text(attrs: dict[str, Any], name: str, where: str) -> str | None:
     if isinstance(parsed, dict):
         return next((parsed[k] for k in _TEXT_KEYS if isinstance(parsed.get(k), str)), None)
     return None
+
+
+def _unflattened(attrs: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The object that the attributes `prefix.a`, `prefix.b.c`… were flattened from (`{"a": …,
+    "b": {"c": …}}`), None when there are none. Phoenix stores a span's `metadata` as an object and
+    serves it so flattened. A key that is both a value and a parent (`b` and `b.c`) keeps the
+    first seen; a flattened list comes back as an object keyed "0", "1"…."""
+    rebuilt: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if not key.startswith(f"{prefix}."):
+            continue
+        *parents, last = key[len(prefix) + 1 :].split(".")
+        node: Any = rebuilt
+        for name in parents:
+            node = node.setdefault(name, {}) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.setdefault(last, value)
+    return rebuilt or None
 
 
 def _metadata(raw: Any, where: str, attrs: dict[str, Any]) -> dict[str, Any]:

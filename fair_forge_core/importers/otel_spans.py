@@ -219,9 +219,12 @@ def _attributes(raw: Any, where: str) -> dict[str, Any]:
 
 
 def _value(raw: Any, where: str) -> Any:
-    """An OTLP `AnyValue` as plain JSON (`intValue` is a string in OTLP JSON)."""
+    """An OTLP `AnyValue` as plain JSON (`intValue` is a string in OTLP JSON). A field written
+    as `null` is absent, as protobuf's JSON mapping reads it: Phoenix's span pages write every
+    field of the value, all but the one set as null."""
     if not isinstance(raw, dict):
         return raw
+    raw = {key: value for key, value in raw.items() if value is not None}
     try:
         if "stringValue" in raw:
             return raw["stringValue"]

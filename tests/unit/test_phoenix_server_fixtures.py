@@ -3,8 +3,9 @@ by tests/fixtures/make_phoenix_server_fixtures.py (arize-phoenix 20.26.1, run in
 environment of its own): the GenAI + MCP agent run of shapes/otlp.json and the OpenInference
 example, POSTed to the server over OTLP/HTTP and read back as its ``/spans/otlpv1`` pages and as
 `arize-phoenix-client`'s span dicts. Each reads to the conversations of the OTLP it was made from
-(and the GenAI one to what the agent did, agent.json); where it does not, an importer defect,
-marked `xfail(strict=True)`.
+(and the GenAI one to what the agent did, agent.json). They exposed two importer defects, fixed
+since: an `AnyValue` field written as null read as the value, and the `metadata` Phoenix serves
+flattened was dropped.
 
 What the real pages are, unlike the mapped shapes/phoenix_otlpv1.json and phoenix_spans.json of
 make_otlp_shapes.py: several pages chained by `next_cursor`, the last stored span first (not by
@@ -82,12 +83,6 @@ def test_the_clients_spans_read_to_the_whole_turns_token_counts_too(name: str) -
     assert all(turn["agent_usage"] for turn in turns(decoded))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importer defect: otel_spans._value takes the first AnyValue key present, and Phoenix's otlpv1 "
-    "page writes every key, null but the set one ({'string_value': None, 'int_value': 70, ...}): every "
-    "int, double, bool and array attribute reads as None, so token counts (agent_usage) are lost",
-)
 @pytest.mark.parametrize("name", ["phoenix_server_otlpv1.json", "phoenix_server_openinference_otlpv1.json"])
 def test_the_otlpv1_pages_read_to_the_whole_turns_token_counts_too(name: str) -> None:
     importer = "otel" if name in GENAI else "openinference"
@@ -95,12 +90,6 @@ def test_the_otlpv1_pages_read_to_the_whole_turns_token_counts_too(name: str) ->
     assert conversations(served(name, importer), everything) == conversations(original(name, importer), everything)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importer defect: Phoenix stores an OpenInference root span's `metadata` (JSON text) as an object "
-    "and serves it flattened (metadata.task, metadata.final_state.order, ...); openinference reads only an "
-    "attribute named `metadata` and drops `metadata.*`: the trace loses `task` and `final_state`",
-)
 @pytest.mark.parametrize("name", OPENINFERENCE)
 def test_the_openinference_metadata_phoenix_flattened_is_the_traces_metadata(name: str) -> None:
     def kept(traces: list[Any]) -> dict[str, Any]:
@@ -122,7 +111,7 @@ def convert(path: Path, trace_format: str, references: Path, *task_key: str) -> 
 @pytest.mark.parametrize(("name", "importer"), [(GENAI[0], "otel"), (GENAI[1], "otel"), *CASES[-2:]])
 def test_fair_forge_convert_writes_the_requests_of_the_otlp_original(name: str, importer: str, tmp_path: Path) -> None:
     """`fair-forge convert FILE --from otel|openinference --references R` (tasks by trace id): the same
-    datasets as the original's but the token counts the otlpv1 pages lose (the xfail above)."""
+    datasets as the original's."""
     source = SHAPES / "otlp.json" if name in GENAI else EXAMPLE
     references = tmp_path / "references.jsonl"
     traces = original(name, importer)
@@ -133,19 +122,9 @@ def test_fair_forge_convert_writes_the_requests_of_the_otlp_original(name: str, 
     references.write_text("".join(json.dumps(truth) + "\n" for truth in truths))
     got = convert((SHAPES if name in GENAI else TRACES) / name, importer, references)
     wanted = convert(source, importer, references)
-    if name.endswith("otlpv1.json"):
-        for datasets in (got, wanted):
-            for dataset in datasets.values():
-                for turn in dataset["conversation"]:
-                    turn.pop("agent_usage", None)
     assert got == wanted and sorted(got) == sorted(ids)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importer defect (the metadata one above): `--task-key metadata.task`, the example's own, finds no "
-    "task in what Phoenix serves: 'no trace has metadata.task as text'",
-)
 @pytest.mark.parametrize("name", OPENINFERENCE)
 def test_fair_forge_convert_joins_phoenixs_openinference_spans_by_their_metadata_task(name: str) -> None:
     references = EXAMPLE.with_suffix(".references.jsonl")
