@@ -149,9 +149,8 @@ def _translate(span: Span, attrs: dict[str, Any], inside_tool: bool) -> bool:
     for name, key in (("session.id", "gen_ai.conversation.id"), ("agent.name", "gen_ai.agent.name")):
         if isinstance(attrs.get(name), str) and attrs[name]:
             genai[key] = attrs[name]
-    metadata = attrs["metadata"] if "metadata" in attrs else _unflattened(attrs, "metadata")
-    if span.root and metadata is not None:
-        genai |= _metadata(metadata, f"{where}.metadata", attrs)
+    if span.root:
+        genai |= _metadata(attrs, f"{where}.metadata")
     kept = {k: v for k, v in attrs.items() if not any(k == p or k.startswith(f"{p}.") for p in _OWN)}
     span.attrs = kept | {k: v for k, v in genai.items() if v is not None}
     return operation is not None
@@ -277,9 +276,12 @@ def _unflattened(attrs: dict[str, Any], prefix: str) -> dict[str, Any] | None:
     return rebuilt or None
 
 
-def _metadata(raw: Any, where: str, attrs: dict[str, Any]) -> dict[str, Any]:
-    """A root span's `metadata` (JSON text of an object, or an object) as attributes: its
-    scalar keys that no attribute has, and `final_state`."""
+def _metadata(attrs: dict[str, Any], where: str) -> dict[str, Any]:
+    """A root span's `metadata` (JSON text of an object, an object, or flattened: `_unflattened`)
+    as attributes: its scalar keys that no attribute has, and `final_state`; none without it."""
+    raw = attrs["metadata"] if "metadata" in attrs else _unflattened(attrs, "metadata")
+    if raw is None:
+        return {}
     value = parse_json_text(raw, None) if isinstance(raw, str) else raw
     if not isinstance(value, dict):
         raise TraceError(where, "must be a JSON object (as text)")
