@@ -49,11 +49,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fair_forge_core.importers.langfuse_observations import Trace, traces_of_observations
-from fair_forge_core.importers.otel_spans import Span, id_key, read_spans
+from fair_forge_core.importers.otel_spans import LANGFUSE_PREFIX, Span, id_key, read_spans
 from fair_forge_core.importers.trace import TraceError, parse_json_text
 from fair_forge_core.importers.trace_shapes import SPAN_FORMATS, sniff_shape
 
-PREFIX = "langfuse."
 TRACE_METADATA = "langfuse.trace.metadata."
 OBSERVATION_METADATA = "langfuse.observation.metadata."
 _FIELDS = {  # observation field: the attributes that give it, the first present winning
@@ -81,7 +80,7 @@ def is_spans(data: Any) -> bool:
 def traces_of_spans(data: Any) -> list[Trace]:
     """The Langfuse traces of the OTLP spans in `data` (module docstring)."""
     spans, root, _ = read_spans(data)
-    if not any(key.startswith(PREFIX) for span in spans for key in span.attrs):
+    if not any(key.startswith(LANGFUSE_PREFIX) for span in spans for key in span.attrs):
         raise TraceError(
             root,
             "no span has a langfuse.* attribute: not spans of the Langfuse SDK (its CallbackHandler, @observe)",

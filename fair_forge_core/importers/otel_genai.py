@@ -98,7 +98,7 @@ from typing import Any
 
 from fair_forge_core.importers.otel_mcp import is_mcp_call, mcp_same_call
 from fair_forge_core.importers.otel_messages import Message, span_messages
-from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Span, bare_spans, read_spans
+from fair_forge_core.importers.otel_spans import CONTENT, WHERE, Span, bare_spans, langfuse_hint, read_spans
 from fair_forge_core.importers.trace import (
     FINAL_STATE,
     NO_RESULT,
@@ -158,7 +158,8 @@ def traces_of_spans(
         ids = [s.attrs.get("gen_ai.conversation.id") for s in members]
         conversations.setdefault(next((i for i in ids if isinstance(i, str) and i), trace_id), []).extend(members)
     if not conversations:
-        raise TraceError(root, "holds no GenAI span (no gen_ai.* attribute or event)")
+        raise TraceError(root, f"holds no GenAI span (no gen_ai.* attribute or event){langfuse_hint(spans)}")
+    no_content += langfuse_hint(spans)
     traces = [_conversation(key, members, no_content) for key, members in conversations.items()]
     if skipped:
         more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""

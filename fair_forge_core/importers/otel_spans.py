@@ -28,6 +28,17 @@ CONTENT = frozenset(
 EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.choice": "assistant"}
 EVENT_ROLES |= {"gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+LANGFUSE_PREFIX = "langfuse."
+"""The attributes the Langfuse SDK writes on its spans (`langfuse_otlp`)."""
+
+
+def langfuse_hint(spans: list[Span]) -> str:
+    """`; these spans carry the Langfuse SDK's attributes (langfuse.*): read them with --from
+    langfuse` when one of `spans` has a `LANGFUSE_PREFIX` attribute, else "": what an importer of
+    another convention adds to its error when it reads nothing of them."""
+    if not any(key.startswith(LANGFUSE_PREFIX) for span in spans for key in span.attrs):
+        return ""
+    return "; these spans carry the Langfuse SDK's attributes (langfuse.*): read them with --from langfuse"
 
 
 @dataclass

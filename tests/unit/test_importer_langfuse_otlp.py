@@ -88,6 +88,18 @@ def test_plain_genai_spans_under_langfuse_get_the_shape_message_naming_otel() ->
     assert "no span has a langfuse.* attribute" in raised.value.problem
 
 
+@pytest.mark.parametrize("trace_format", ["otel", "openinference"])
+def test_the_langfuse_export_under_another_span_format_names_langfuse(trace_format: str) -> None:
+    with pytest.raises(TraceError) as raised:
+        datasets_from_traces(trace_format, EXPORT, [])
+    assert raised.value.problem.endswith(
+        "; these spans carry the Langfuse SDK's attributes (langfuse.*): read them with --from langfuse"
+    )
+    with pytest.raises(TraceError) as plain:  # spans without them: no such hint
+        datasets_from_traces(trace_format, {"resourceSpans": []}, [])
+    assert "langfuse" not in plain.value.problem
+
+
 def test_an_error_in_langfuse_spans_is_their_own_naming_the_span_and_no_other_format() -> None:
     """A generation whose output is no message: the observations reader's error, on the span."""
     broken = copy.deepcopy(EXPORT)
