@@ -89,25 +89,39 @@ def _reference_line(field: str, lines: list[int] | None) -> str:
 
 
 def cmd_convert(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    if str(args.traces) == "-" and str(args.references) == "-":
+        raise CliError("the traces and the references cannot both be read from stdin ('-')")
+    traces = _read_traces(args.traces, stdin)
+    return write_request(args.source, traces, display_name(args.traces), args, stdin, stdout, stderr)
+
+
+def write_request(
+    trace_format: str,
+    traces: Any,
+    traces_name: str,
+    args: argparse.Namespace,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    """Join `traces` (of `trace_format`, named `traces_name` in errors) with the references file
+    `args.references` by `args.task_key`, write the request to `args.out` (module docstring), and
+    return the exit code: `EXIT_OK`, or `EXIT_UNJOINED` unless `args.allow_unjoined`. Also what
+    `fair-forge pull --references` writes."""
     from fair_forge_core.importers import TraceError, datasets_from_traces, unjoined_causes
     from fair_forge_core.tiers import unjoined_phrase
 
-    if str(args.traces) == "-" and str(args.references) == "-":
-        raise CliError("the traces and the references cannot both be read from stdin ('-')")
-    traces_data = _read_traces(args.traces, stdin)
     references, lines = _read_records(args.references, "references file", stdin)
     if not isinstance(references, list):
         references, lines = [references], None
     try:
-        datasets, warnings, trace_count = datasets_from_traces(
-            args.source, traces_data, references, task_key=args.task_key
-        )
+        datasets, warnings, trace_count = datasets_from_traces(trace_format, traces, references, task_key=args.task_key)
     except TraceError as exc:
         if exc.field == "task_key":
             raise CliError(f"--task-key: {exc.problem}") from None
         if exc.field.startswith("references"):
             raise CliError(f"{display_name(args.references)}: {_reference_line(exc.field, lines)}{exc}") from None
-        raise CliError(f"{display_name(args.traces)}: {exc}") from None
+        raise CliError(f"{traces_name}: {exc}") from None
     for warning in warnings:
         say(stderr, f"warning: {warning}")
     unjoined = unjoined_causes(datasets)

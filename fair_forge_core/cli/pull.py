@@ -17,6 +17,11 @@ Rules:
   complete pull. A pull whose last page is the `--max-pages`-th is complete (0).
 - Bad input (a flag, a missing or malformed environment variable) is exit 2 naming it, before
   any request.
+- With `--references REFS` (and convert's `--task-key`, `--allow-unjoined`), what was pulled is
+  converted by convert's own rules (`convert.write_request`: langfuse's pages `--from langfuse`,
+  phoenix's `--from openinference`, langsmith's runs `--from langsmith`) and the request is
+  written instead of the traces; the exit code is convert's (6 for unjoined attempts unless
+  allowed), but a pull a bound stopped is 7 whatever the conversion gave.
 - No message carries a credential: every line printed goes through `pull_stores.redact`, which
   hides the secret values and a URL's user:password, an error body echoing them included.
 """
@@ -48,6 +53,8 @@ if TYPE_CHECKING:
 
     from fair_forge_core.pull_stores import Connection, HttpRequest, Query
 
+TRACE_FORMAT = {"langfuse": "langfuse", "phoenix": "openinference", "langsmith": "langsmith"}
+"""The `convert --from` format of what `pull` writes of each store (`--references`)."""
 DEFAULT_MAX_PAGES = 100
 DEFAULT_MAX_BYTES = 100_000_000
 TIMEOUT_SECONDS = 60.0
@@ -205,10 +212,18 @@ def cmd_pull(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
     query = _query(args)
     pages, items, bound = pull(query, os.environ, stderr, max_pages=args.max_pages, max_bytes=args.max_bytes)
     written = output(query.store, pages)
-    write_output(json_dump(written), args.out, stdout)
-    where = f" to {args.out}" if isinstance(args.out, Path) else ""
-    say(stderr, f"{query.store}: {len(pages)} page(s), {items} item(s) written{where}")
+    if args.references is None:
+        write_output(json_dump(written), args.out, stdout)
+        where = f" to {args.out}" if isinstance(args.out, Path) else ""
+        say(stderr, f"{query.store}: {len(pages)} page(s), {items} item(s) written{where}")
+        code = EXIT_OK
+    else:
+        from fair_forge_core.cli.convert import write_request
+
+        say(stderr, f"{query.store}: {len(pages)} page(s), {items} item(s) pulled")
+        pulled = f"the traces pulled from {query.store}"
+        code = write_request(TRACE_FORMAT[query.store], written, pulled, args, stdin, stdout, stderr)
     if bound is None:
-        return EXIT_OK
+        return code
     say(stderr, f"stopped at the bound {bound}; what was fetched is written (exit {EXIT_BOUNDED})")
     return EXIT_BOUNDED

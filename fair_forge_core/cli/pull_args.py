@@ -11,6 +11,7 @@ PULL_EPILOG = (
     "Credentials from the environment only: Langfuse LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY (LANGFUSE_HOST); "
     "Phoenix PHOENIX_BASE_URL or PHOENIX_COLLECTOR_ENDPOINT (PHOENIX_API_KEY); LangSmith LANGSMITH_API_KEY "
     "(LANGSMITH_ENDPOINT). Exit codes: 0 every page pulled; 2 bad input (a flag, a missing variable); "
+    "6 with --references, attempts not joined (as convert's); "
     "7 stopped at --max-pages or --max-bytes with more to fetch (what was fetched is written); "
     "8 the store refused, failed or could not be reached (nothing written)."
 )
@@ -67,3 +68,15 @@ def add_pull_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         help=f"read at most N bytes of answers, then stop with exit 7 (default: {DEFAULT_MAX_BYTES:,})",
     )
     pull.add_argument("-o", "--out", type=Path, metavar="FILE", help="write the traces here (default: stdout)")
+    pull.add_argument(
+        "--references",
+        type=Path,
+        metavar="REFS",
+        help="convert what was pulled with these references and write the request instead (convert's rules)",
+    )
+    pull.add_argument("--task-key", help="with --references: what matches a trace to its task (as convert's)")
+    pull.add_argument(
+        "--allow-unjoined",
+        action="store_true",
+        help="with --references: exit 0 when some trace attempts could not be joined (as convert's)",
+    )

@@ -416,6 +416,29 @@ def test_phoenix_pull_is_what_convert_reads(tmp_path: Path) -> None:
     assert request["datasets"]
 
 
+@pytest.mark.parametrize("unjoined", [False, True])
+def test_pull_with_references_writes_the_request_convert_would(unjoined: bool, tmp_path: Path) -> None:
+    """`pull langsmith --references R` writes the request `convert --from langsmith` writes of the
+    pulled file, with convert's exit code: 6 for an attempt the references do not join, 0 with
+    --allow-unjoined."""
+    references = tmp_path / "references.jsonl"
+    lines = LANGSMITH_REFERENCES.read_text(encoding="utf-8").splitlines(keepends=True)
+    references.write_text("".join(lines[1:] if unjoined else lines))
+    served = items("langsmith", 40)
+    flags = ("--project", PROJECT_ID, "--page-size", "12", *TASK_KEY)
+    with FakeStore("langsmith", served, credentials=CREDENTIALS["langsmith"]) as fake:
+        env = environment("langsmith", fake)
+        traces = tmp_path / "traces.json"
+        assert pull("langsmith", env, *flags[:4], "-o", traces).returncode == 0
+        direct = pull("langsmith", env, *flags, "--references", references, "-o", tmp_path / "request.json")
+        allowed = pull("langsmith", env, *flags, "--references", references, "--allow-unjoined")
+    convert = [str(FAIR_FORGE), "convert", str(traces), "--from", "langsmith", "--references", str(references)]
+    converted = subprocess.run([*convert, *TASK_KEY], capture_output=True, text=True, timeout=TIMEOUT)
+    assert (direct.returncode, converted.returncode) == ((6, 6) if unjoined else (0, 0)), direct.stderr
+    assert json.loads((tmp_path / "request.json").read_text()) == json.loads(converted.stdout)
+    assert allowed.returncode == 0 and json.loads(allowed.stdout) == json.loads(converted.stdout)
+
+
 # --------------------------------------------------------------------------- the fakes' checks can fail
 
 
