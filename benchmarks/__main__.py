@@ -17,6 +17,7 @@ BENCHMARKS = (
     "benchmarks.bench_rate_limit",
     "benchmarks.bench_overhead",
     "benchmarks.bench_cold_start",
+    "benchmarks.bench_first_command",
     "benchmarks.bench_dedup",
     "benchmarks.bench_jobs",
     "benchmarks.bench_hostile",

@@ -86,10 +86,9 @@ def judged_run(what: RunKind, counts: Mapping[str, int], ledger: JudgeLedger | N
     from fair_forge_core.judges.base import JudgeTelemetry
 
     judged = JudgedRun(JudgeTelemetry(), time.perf_counter())
-    failures = _failures()
     try:
         yield judged
-    except failures as exc:
+    except _failures() as exc:  # evaluated only when the judging raised: calibration is imported then
         raise JudgedRunFailed(what, exc) from None
     finally:
         judged.elapsed_s = time.perf_counter() - judged.started

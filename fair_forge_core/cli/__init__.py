@@ -44,16 +44,16 @@ break in a value is shown as `\n`, no line starts with `::`, no `##[`), JSON thr
 `cli.common.json_dump`.
 
 Heavy modules (pydantic, LangChain, numpy, scipy, the judges) are imported by the command
-that needs them, so `--help` stays instant.
+that needs them, so `--help` stays instant; the modules of the commands other than `evaluate`
+are imported when that command runs (or one of their names is asked of this package).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fair_forge_core.cli.calibrate import OFFLINE_JUDGE, cmd_calibrate
 from fair_forge_core.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_EVALUATION_FAILED,
@@ -67,15 +67,56 @@ from fair_forge_core.cli.common import (
     say,
     say_lines,
 )
-from fair_forge_core.cli.compare import cmd_compare, format_comparison, metric_label
-from fair_forge_core.cli.convert import cmd_convert
 from fair_forge_core.cli.evaluate import cmd_evaluate, format_usage
 from fair_forge_core.cli.gates import GATE_METRICS, GateFigure, GateMetric, LowerBoundGate, lower_bound
 from fair_forge_core.cli.parser import EPILOG, build_parser
 from fair_forge_core.cli.progress import ProgressBar, is_terminal
-from fair_forge_core.cli.pull import cmd_pull
-from fair_forge_core.cli.report import cmd_report
-from fair_forge_core.cli.run import cmd_run
+
+if TYPE_CHECKING:
+    from fair_forge_core.cli.calibrate import OFFLINE_JUDGE, cmd_calibrate
+    from fair_forge_core.cli.compare import cmd_compare, format_comparison, metric_label
+    from fair_forge_core.cli.convert import cmd_convert
+    from fair_forge_core.cli.pull import cmd_pull
+    from fair_forge_core.cli.report import cmd_report
+    from fair_forge_core.cli.run import cmd_run
+
+_LAZY = {
+    "OFFLINE_JUDGE": "calibrate",
+    "cmd_calibrate": "calibrate",
+    "cmd_compare": "compare",
+    "format_comparison": "compare",
+    "metric_label": "compare",
+    "cmd_convert": "convert",
+    "cmd_pull": "pull",
+    "cmd_report": "report",
+    "cmd_run": "run",
+}
+"""Names of this package from the modules of the commands other than `evaluate` (name → module of
+`fair_forge_core.cli`): imported when first asked for, so `fair-forge evaluate` does not import
+the other commands."""
+_COMMANDS = {
+    "run": "cmd_run",
+    "compare": "cmd_compare",
+    "report": "cmd_report",
+    "convert": "cmd_convert",
+    "pull": "cmd_pull",
+    "calibrate": "cmd_calibrate",
+}
+
+
+def _lazy(name: str) -> Any:
+    """A name of `_LAZY`, from its command's module (imported now): the module's `__getattr__`
+    (hidden from the type checker, which sees the names' imports above)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
+
+if not TYPE_CHECKING:
+    __getattr__ = _lazy
+
 
 __all__ = [
     "EPILOG",
@@ -120,15 +161,7 @@ def main(
     """Run the CLI and return its exit code (see the module docstring)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    command = {
-        "evaluate": cmd_evaluate,
-        "run": cmd_run,
-        "compare": cmd_compare,
-        "report": cmd_report,
-        "convert": cmd_convert,
-        "pull": cmd_pull,
-        "calibrate": cmd_calibrate,
-    }[args.command]
+    command = cmd_evaluate if args.command == "evaluate" else _lazy(_COMMANDS[args.command])
     try:
         return command(args, stdin, stdout, stderr)
     except CliError as exc:

@@ -188,14 +188,17 @@ def evaluate_body(args: argparse.Namespace, body: dict[str, Any], path: Path, st
         from fair_forge_core.report import render_html
 
         write_output(render_html(result), args.html, stdout)
-    from fair_forge_core.otel_events import evaluation_events, otlp_logs_json, proposed_run
+    events: list[EvaluationEvent] = []
+    if args.otel_events or args.otel_export:  # otel_events imported only then
+        from fair_forge_core.otel_events import evaluation_events, proposed_run
 
-    # A random id: the run is this one invocation, and two runs of one request are two runs.
-    proposed = proposed_run(str(uuid.uuid4()), request.config, request.datasets) if args.otel_proposed else None
-    wanted = args.otel_events or args.otel_export
-    events = evaluation_events(result, request.datasets, proposed=proposed) if wanted else []
+        # A random id: the run is this one invocation, and two runs of one request are two runs.
+        proposed = proposed_run(str(uuid.uuid4()), request.config, request.datasets) if args.otel_proposed else None
+        events = evaluation_events(result, request.datasets, proposed=proposed)
     ended = time.time_ns()
     if args.otel_events is not None:
+        from fair_forge_core.otel_events import otlp_logs_json
+
         write_output(json_dump(otlp_logs_json(events, ended)), args.otel_events, stdout)
 
     from fair_forge_core.flakiness import task_stability

@@ -82,20 +82,29 @@ def write_evaluation_outputs(
 ) -> list[Path]:
     """`evaluate`'s CI outputs that were asked for; the paths written. `timing` (when the
     evaluation started, its wall-clock seconds) goes into the JUnit file's `time` and `timestamp`
-    (`exports.EvaluationTiming`)."""
-    from fair_forge_core import exports
+    (`exports.EvaluationTiming`). `exports` is imported only when an output is written."""
 
-    timed = None if timing is None else exports.EvaluationTiming(*timing)
-    return _write_all(
-        args,
-        {
-            "junit": lambda: exports.junit_evaluation(result, timed),
-            "markdown": lambda: exports.markdown_evaluation(result, ci_level),
-            "jsonl": lambda: exports.jsonl_rows(result),
-            "csv": lambda: exports.csv_rows(result),
-        },
-        stdout,
-    )
+    def junit() -> str:
+        from fair_forge_core import exports
+
+        return exports.junit_evaluation(result, None if timing is None else exports.EvaluationTiming(*timing))
+
+    def markdown() -> str:
+        from fair_forge_core import exports
+
+        return exports.markdown_evaluation(result, ci_level)
+
+    def jsonl() -> str:
+        from fair_forge_core import exports
+
+        return exports.jsonl_rows(result)
+
+    def csv() -> str:
+        from fair_forge_core import exports
+
+        return exports.csv_rows(result)
+
+    return _write_all(args, {"junit": junit, "markdown": markdown, "jsonl": jsonl, "csv": csv}, stdout)
 
 
 def write_comparison_outputs(

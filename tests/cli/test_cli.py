@@ -235,6 +235,67 @@ def test_help_does_not_import_the_heavy_modules() -> None:
     assert run_cli("--help").returncode == 0
 
 
+NOT_IMPORTED_BY_EVALUATE = (
+    # the other commands' modules
+    "fair_forge_core.cli.calibrate",
+    "fair_forge_core.cli.compare",
+    "fair_forge_core.cli.compare_text",
+    "fair_forge_core.cli.convert",
+    "fair_forge_core.cli.report",
+    "fair_forge_core.cli.run",
+    "fair_forge_core.calibration",
+    # outputs not asked for: the CI files, the HTML report, the OpenTelemetry events
+    "fair_forge_core.exports",
+    "fair_forge_core.compare",
+    "fair_forge_core.report",
+    "jinja2",
+    "fair_forge_core.otel_events",
+    "fair_forge_core.otel_sdk",
+    # figures not asked for (config.judge_error, comparisons), and AWS
+    "fair_forge_core.judge_error",
+    "numpy",
+    "scipy",
+    "boto3",
+    "botocore",
+)
+"""Modules that `fair-forge evaluate` of the offline example with `--out` alone must not import
+(issue #38 item 2: the first command imports what the request needs)."""
+
+
+def test_evaluate_imports_only_what_the_request_needs(tmp_path: Path) -> None:
+    # In a fresh interpreter, so that "not imported" means something: the CLI's entry point,
+    # then the offline example evaluated with --out alone.
+    out = tmp_path / "result.json"
+    code = (
+        "import json, sys\n"
+        "from fair_forge_core.cli import main\n"
+        f"code = main(['evaluate', {str(CALCULATOR)!r}, '--out', {str(out)!r}, '--quiet'])\n"
+        f"print(json.dumps([code, [m for m in {NOT_IMPORTED_BY_EVALUATE!r} if m in sys.modules]]))\n"
+    )
+    process = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert process.returncode == 0, process.stderr
+    assert json.loads(process.stdout.strip().splitlines()[-1]) == [0, []]
+    assert json.loads(out.read_text())["per_conversation_metrics"]  # it did evaluate
+
+
+def test_the_lazy_names_of_the_cli_package_are_its_commands() -> None:
+    import fair_forge_core.cli as cli
+    from fair_forge_core.cli.calibrate import OFFLINE_JUDGE, cmd_calibrate
+    from fair_forge_core.cli.compare import cmd_compare, format_comparison, metric_label
+    from fair_forge_core.cli.run import cmd_run
+
+    assert (cli.OFFLINE_JUDGE, cli.cmd_calibrate, cli.cmd_compare, cli.cmd_run) == (
+        OFFLINE_JUDGE,
+        cmd_calibrate,
+        cmd_compare,
+        cmd_run,
+    )
+    assert (cli.format_comparison, cli.metric_label) == (format_comparison, metric_label)
+    assert all(getattr(cli, name) is not None for name in cli.__all__)  # every name of __all__, lazy or not
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = cli.nope  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------- in process
 
 
