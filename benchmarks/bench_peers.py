@@ -64,7 +64,6 @@ QUIET_ENV = {
     "PROMPTFOO_SELF_HOSTED": "1",
     "PROMPTFOO_DISABLE_REMOTE_GENERATION": "true",
     "PROMPTFOO_CACHE_ENABLED": "false",
-    "INSPECT_TELEMETRY": "",
     "INSPECT_DISPLAY": "none",
     "NO_COLOR": "1",
 }
@@ -284,6 +283,7 @@ class Tool:
     needs: Path
     seconds: list[float] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
+    in_flight: list[int] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
 
@@ -319,7 +319,9 @@ def run_once(tool: Tool, server: JudgeServerProcess, tag: str) -> None:
             failed = f"exit {done.returncode}: {done.stderr[-800:] or done.stdout[-800:]}" if done.returncode else ""
         except subprocess.TimeoutExpired:
             seconds, failed = time.perf_counter() - started, f"timed out after {TIMEOUT_S:.0f} s"
-        calls = int(server.stats()["call_count"])
+        stats = server.stats()
+        calls = int(stats["call_count"])
+    tool.in_flight.append(int(stats["max_in_flight"]))
     tool.seconds.append(seconds)
     tool.calls.append(calls)
     if failed:
@@ -330,8 +332,8 @@ def run_once(tool: Tool, server: JudgeServerProcess, tag: str) -> None:
 def table(tools: list[Tool], missing: list[Tool], found: dict[str, str | None]) -> str:
     base = statistics.median(tools[0].seconds) if tools and tools[0].seconds else None
     rows = [
-        "| tool | version | median s | min s | max s | judge calls / run | × Fair-Forge | note |",
-        "|---|---|---:|---:|---:|---|---:|---|",
+        "| tool | version | median s | min s | max s | judge calls / run | peak in flight | × Fair-Forge | note |",
+        "|---|---|---:|---:|---:|---|---|---:|---|",
     ]
     for tool in tools:
         median = statistics.median(tool.seconds)
@@ -341,11 +343,11 @@ def table(tools: list[Tool], missing: list[Tool], found: dict[str, str | None]) 
         ratio = f"{median / base:.2f}" if base else "—"
         rows.append(
             f"| {tool.name} | {version} | {median:.2f} | {min(tool.seconds):.2f} | {max(tool.seconds):.2f} "
-            f"| {min(tool.calls)}–{max(tool.calls)} | {ratio} | {note} |"
+            f"| {min(tool.calls)}–{max(tool.calls)} | {min(tool.in_flight)}–{max(tool.in_flight)} | {ratio} | {note} |"
         )
     for tool in missing:
-        rows.append(f"| {tool.name} | — | — | — | — | — | — | not measured: not installed (`--install`) |")
-    rows.append("| the original library | — | — | — | — | — | — | not measured: not identified |")
+        rows.append(f"| {tool.name} | — | — | — | — | — | — | — | not measured: not installed (`--install`) |")
+    rows.append("| the original library | — | — | — | — | — | — | — | not measured: not identified |")
     return "\n".join(rows)
 
 
