@@ -81,6 +81,8 @@ def stub_reply(body: dict[str, Any]) -> str | dict[str, Any]:
         return json.dumps({"reason": "The output agrees with the reference.", "pass": True, "score": 1.0})
     if model == "ff-deepeval":
         return json.dumps({"score": 10, "reason": "The actual output agrees with the expected output."})
+    if model == "ff-original":
+        return {"correctness_score": 1.0, "reasoning": "The answer states the ground truth."}
     if model == "ff-inspect":
         return "The submission states the expert answer.\n\nGRADE: C"
     return judge_responder(body)
@@ -141,6 +143,10 @@ def install() -> None:
             [sys.executable, "-m", "venv", str(PEERS_DIR / "inspect")],
             [str(PEERS_DIR / "inspect/bin/pip"), "install", "--quiet", "inspect-ai", "openai"],
         ],
+        "fairforge": [
+            [sys.executable, "-m", "venv", str(PEERS_DIR / "fairforge")],
+            [str(PEERS_DIR / "fairforge/bin/pip"), "install", "--quiet", "alquimia-fair-forge", "langchain-openai"],
+        ],
         "promptfoo": [["npm", "init", "-y"], ["npm", "install", "--silent", "promptfoo"]],
     }
     for name, commands in steps.items():
@@ -158,7 +164,11 @@ def install() -> None:
 def versions() -> dict[str, str | None]:
     """Each peer's installed version (None: not installed)."""
     found: dict[str, str | None] = {}
-    for name, python, dist in (("deepeval", "deepeval", "deepeval"), ("Inspect AI", "inspect", "inspect-ai")):
+    for name, python, dist in (
+        ("deepeval", "deepeval", "deepeval"),
+        ("Inspect AI", "inspect", "inspect-ai"),
+        ("alquimia-fair-forge", "fairforge", "alquimia-fair-forge"),
+    ):
         exe = PEERS_DIR / python / "bin/python"
         done = (
             subprocess.run(
@@ -256,6 +266,16 @@ def deepeval(work: Path, base_url: str, tag: str) -> list[str]:
     return [str(PEERS_DIR / "deepeval/bin/python"), str(DRIVERS / "deepeval_driver.py"), str(path), base_url]
 
 
+def original(work: Path, base_url: str, tag: str) -> list[str]:
+    (work / "datasets.json").write_text(json.dumps(distinct_conversations(CONVERSATIONS, TURNS, tag=tag)))
+    return [
+        str(PEERS_DIR / "fairforge/bin/python"),
+        str(DRIVERS / "original_driver.py"),
+        str(work / "datasets.json"),
+        base_url,
+    ]
+
+
 def inspect(work: Path, base_url: str, tag: str) -> list[str]:
     write_jsonl(work / "cases.jsonl", cases(tag))
     shutil.copy(DRIVERS / "inspect_task.py", work / "inspect_task.py")  # inspect takes a relative task path
@@ -292,6 +312,7 @@ TOOLS = [
     Tool("promptfoo", promptfoo, PEERS_DIR / "promptfoo/node_modules/.bin/promptfoo"),
     Tool("deepeval", deepeval, PEERS_DIR / "deepeval/bin/python"),
     Tool("Inspect AI", inspect, PEERS_DIR / "inspect/bin/inspect"),
+    Tool("alquimia-fair-forge (the original library)", original, PEERS_DIR / "fairforge/bin/python"),
 ]
 
 
@@ -347,7 +368,6 @@ def table(tools: list[Tool], missing: list[Tool], found: dict[str, str | None]) 
         )
     for tool in missing:
         rows.append(f"| {tool.name} | — | — | — | — | — | — | — | not measured: not installed (`--install`) |")
-    rows.append("| the original library | — | — | — | — | — | — | — | not measured: not identified |")
     return "\n".join(rows)
 
 
