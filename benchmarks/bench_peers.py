@@ -1,4 +1,4 @@
-"""The peers side by side (issue #38): Fair-Forge, promptfoo, deepeval and Inspect AI on one judge stub.
+"""The peers side by side (issue #38): Fair-Forge, promptfoo, deepeval, Inspect AI, the original, one stub.
 
 The same 100 cases (query, answer, reference: `fair_forge_testing.workloads.distinct_conversations`,
 20 × 5) are graded against their reference by an LLM judge, concurrency 16, the judge being one
@@ -13,12 +13,15 @@ is measured from start to exit (imports, start-up and the report it writes inclu
 - deepeval: `benchmarks/peers/deepeval_driver.py`: `GEval` (evaluation steps given) over a custom
   `DeepEvalBaseLLM` (the openai client to the stub), `AsyncConfig(max_concurrent=16)`;
 - Inspect AI: `inspect eval benchmarks/peers/inspect_task.py`: the answer set by a solver without
-  a model call, `model_graded_fact()`, `--model openai/ff-inspect --max-connections 16`.
+  a model call, `model_graded_fact()`, `--model openai/ff-inspect --max-connections 16`;
+- the original library (alquimia-fair-forge): `benchmarks/peers/original_driver.py`: `Agentic.run`
+  with `ChatOpenAI(model="ff-original", base_url=the stub)`; it judges one turn at a time (no
+  concurrency option), so its row is at concurrency 1.
 
 The stub (this file's `serve`, a `FakeLLMServer` in a child process as `JudgeServerProcess`)
 answers each tool in the format it parses, told apart by the model each one asks for: Fair-Forge's
 verdict JSON, promptfoo's `{"reason", "pass", "score"}`, deepeval's `{"score", "reason"}`, Inspect's
-`GRADE: C`. Rounds alternate the tools (the order rotates every round); every run asks new questions
+`GRADE: C`, the original's `{"correctness_score", "reasoning"}`. Rounds alternate the tools (the order rotates every round); every run asks new questions
 (a round tag), and the stub's request count for each run is checked (≈ 100 judge calls, else flagged).
 Nothing reaches a real provider: keys are dummies, base URLs the stub, the peers' telemetry off.
 
@@ -382,7 +385,7 @@ def main() -> None:
     if args.serve:
         serve(args.latency_s)
         return
-    header("bench_peers: Fair-Forge, promptfoo, deepeval, Inspect AI on one 100 ms judge stub")
+    header("bench_peers: Fair-Forge, promptfoo, deepeval, Inspect AI, alquimia-fair-forge on one 100 ms judge stub")
     if args.install or args.only_install:
         install()
         if args.only_install:
