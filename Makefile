@@ -71,6 +71,13 @@ lint: venv
 bench: venv
 	$(BIN)/python -m benchmarks
 
+## bench-peers: the peers side by side (promptfoo, deepeval, Inspect AI and Fair-Forge on one 100 ms judge stub,
+## alternating rounds); installs the peers into .bench-peers/ first (PyPI and npm), then 127.0.0.1 only.
+## Not part of `make test` or `make bench`; figures in benchmarks/RESULTS.md
+.PHONY: bench-peers
+bench-peers: venv
+	$(BIN)/python -m benchmarks.bench_peers --install
+
 ## docs: build the docs site (mkdocs.yml) strictly into site/: a broken link or anchor, or any warning, fails
 ## (`make test` runs the same build: tests/unit/test_docs_site.py)
 docs: venv
