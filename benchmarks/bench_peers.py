@@ -94,25 +94,10 @@ def stub_reply(body: dict[str, Any]) -> str | dict[str, Any]:
 def serve(latency_s: float) -> None:
     """`fair_forge_testing.judge_server.serve`'s protocol (port line; `stats`, `reset`, `quit`), `stub_reply`."""
     from fair_forge_testing.fake_llm_server import FakeLLMServer
+    from fair_forge_testing.judge_server import answer_commands
 
     with FakeLLMServer(stub_reply, latency_s=latency_s) as server:
-        print(json.dumps({"port": server.port}), flush=True)
-        for text in sys.stdin:
-            command = text.strip()
-            if command == "stats":
-                answer: dict[str, Any] = {
-                    "call_count": server.call_count,
-                    "max_in_flight": server.max_in_flight,
-                    "status_counts": {str(k): v for k, v in sorted(server.status_counts.items())},
-                }
-            elif command == "reset":
-                server.reset_stats(forget_attempts=True)
-                answer = {"ok": True}
-            elif command == "quit":
-                break
-            else:
-                answer = {"error": f"unknown command {command!r}"}
-            print(json.dumps(answer), flush=True)
+        answer_commands(server)
 
 
 class PeersJudgeServer(JudgeServerProcess):

@@ -45,19 +45,25 @@ def serve(latency_s: float, rate_limit_rps: float | None, reply_bytes: int | Non
 
     responder = judge_responder if reply_bytes is None else (lambda request: "x" * reply_bytes)
     with FakeLLMServer(responder, latency_s=latency_s, rate_limit_rps=rate_limit_rps) as server:
-        print(json.dumps({"port": server.port}), flush=True)
-        for line in sys.stdin:
-            command = line.strip()
-            if command == "stats":
-                answer: dict[str, Any] = _stats(server)
-            elif command == "reset":
-                server.reset_stats(forget_attempts=True)
-                answer = {"ok": True}
-            elif command == "quit":
-                break
-            else:
-                answer = {"error": f"unknown command {command!r}"}
-            print(json.dumps(answer), flush=True)
+        answer_commands(server)
+
+
+def answer_commands(server: Any) -> None:
+    """Print the running `server`'s port, then answer `stats`, `reset` and `quit` on stdin (module
+    docstring) until `quit` or EOF: what a `JudgeServerProcess` child does with any responder."""
+    print(json.dumps({"port": server.port}), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "stats":
+            answer: dict[str, Any] = _stats(server)
+        elif command == "reset":
+            server.reset_stats(forget_attempts=True)
+            answer = {"ok": True}
+        elif command == "quit":
+            break
+        else:
+            answer = {"error": f"unknown command {command!r}"}
+        print(json.dumps(answer), flush=True)
 
 
 class JudgeServerProcess:
