@@ -104,16 +104,7 @@ class PeersJudgeServer(JudgeServerProcess):
     """`JudgeServerProcess` running this file's `serve` (per-peer replies) instead of the plain judge."""
 
     def __init__(self, *, latency_s: float) -> None:
-        command = [sys.executable, "-m", "benchmarks.bench_peers", "--serve", "--latency-s", str(latency_s)]
-        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 -- closed in close()
-        self._process = subprocess.Popen(
-            command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
-        )
-        try:
-            self.port = int(self._read()["port"])
-        except Exception:
-            self.close()
-            raise
+        self._start([sys.executable, "-m", "benchmarks.bench_peers", "--serve", "--latency-s", str(latency_s)])
 
 
 # --------------------------------------------------------------------------- installing the peers

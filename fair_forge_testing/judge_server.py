@@ -81,6 +81,10 @@ class JudgeServerProcess:
             command += ["--rate-limit-rps", str(rate_limit_rps)]
         if reply_bytes is not None:
             command += ["--reply-bytes", str(reply_bytes)]
+        self._start(command)
+
+    def _start(self, command: list[str]) -> None:
+        """Start the child `command` (a `serve` of this module's protocol) and read its port."""
         # The server's stderr (socketserver prints a traceback for each connection a
         # client resets) goes to a file, read back only if the server fails to start.
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 -- lives as long as the server; closed in close()
