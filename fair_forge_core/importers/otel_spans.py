@@ -18,7 +18,7 @@ from typing import Any
 # and warnings instead of the OTLP JSON one (re-exported: the importers take it from here).
 from fair_forge_core.importers.otlp_shapes import WHERE as WHERE
 from fair_forge_core.importers.otlp_shapes import otlp_json
-from fair_forge_core.importers.trace import TraceError
+from fair_forge_core.importers.trace import TraceError, object_list
 from fair_forge_core.schemas.json_input import loads_json
 
 CONTENT = frozenset(
@@ -101,11 +101,11 @@ Record = tuple[str, str, str, Any, str]  # a log record's GenAI event: (traceId,
 def _request_spans(request: dict[str, Any], i: int) -> list[Span]:
     """The spans of export request `requests[i]`, each with its resource's attributes."""
     spans: list[Span] = []
-    for j, resource in enumerate(_list(request.get("resourceSpans"), f"requests[{i}].resourceSpans")):
+    for j, resource in enumerate(object_list(request.get("resourceSpans"), f"requests[{i}].resourceSpans")):
         here = f"requests[{i}].resourceSpans[{j}]"
         described: dict[str, Any] = resource["resource"] if isinstance(resource.get("resource"), dict) else {}
         attributes = _attributes(described.get("attributes"), f"{here}.resource.attributes")
-        for k, scope in enumerate(_list(resource.get("scopeSpans"), f"{here}.scopeSpans")):
+        for k, scope in enumerate(object_list(resource.get("scopeSpans"), f"{here}.scopeSpans")):
             spans += _spans_of(attributes, scope.get("spans"), f"{here}.scopeSpans[{k}].spans")
     return spans
 
@@ -114,10 +114,10 @@ def _request_records(request: dict[str, Any], i: int) -> list[Record]:
     """The GenAI events of the log records of export request `requests[i]` (a record names its
     event with `eventName` or the attribute `event.name`; other records are not read)."""
     records: list[Record] = []
-    for j, resource in enumerate(_list(request.get("resourceLogs"), f"requests[{i}].resourceLogs")):
-        for k, scope in enumerate(_list(resource.get("scopeLogs"), f"requests[{i}].resourceLogs[{j}].scopeLogs")):
+    for j, resource in enumerate(object_list(request.get("resourceLogs"), f"requests[{i}].resourceLogs")):
+        for k, scope in enumerate(object_list(resource.get("scopeLogs"), f"requests[{i}].resourceLogs[{j}].scopeLogs")):
             where = f"requests[{i}].resourceLogs[{j}].scopeLogs[{k}].logRecords"
-            for n, record in enumerate(_list(scope.get("logRecords"), where)):
+            for n, record in enumerate(object_list(scope.get("logRecords"), where)):
                 attributes = _attributes(record.get("attributes"), f"{where}[{n}].attributes")
                 name = record.get("eventName") or attributes.get("event.name")
                 if isinstance(name, str) and (name in EVENT_ROLES or name == DETAILS_EVENT):
@@ -176,7 +176,7 @@ def bare_spans(data: Any) -> bool:
 
 def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[Span]:
     spans = []
-    for n, span in enumerate(_list(raw, where)):
+    for n, span in enumerate(object_list(raw, where)):
         here = str(span.get(WHERE) or f"{where}[{n}]")
         trace_id = span.get("traceId")
         if not isinstance(trace_id, str) or not trace_id:
@@ -200,7 +200,7 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[Span]:
             parent_id=parent_id,
             name=str(span.get("name") or ""),
         )
-        for e, event in enumerate(_list(span.get("events"), f"{here}.events")):
+        for e, event in enumerate(object_list(span.get("events"), f"{here}.events")):
             if isinstance(event.get("name"), str) and event["name"] in EVENT_ROLES:
                 body = _attributes(event.get("attributes"), f"{here}.events[{e}].attributes")
                 content = body.get("gen_ai.event.content")  # Azure AI SDKs: the body as JSON text
@@ -214,19 +214,14 @@ def _spans_of(resource: dict[str, Any], raw: Any, where: str) -> list[Span]:
     return spans
 
 
-def _list(raw: Any, where: str) -> list[dict[str, Any]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
-        raise TraceError(where, "must be a list of objects")
-    return raw
-
-
 def _attributes(raw: Any, where: str) -> dict[str, Any]:
     """OTLP `[{key, value: AnyValue}]` as a dict (a plain dict is taken as it is)."""
     if isinstance(raw, dict):
         return dict(raw)
-    return {str(item.get("key")): _value(item.get("value"), f"{where}.{item.get('key')}") for item in _list(raw, where)}
+    return {
+        str(item.get("key")): _value(item.get("value"), f"{where}.{item.get('key')}")
+        for item in object_list(raw, where)
+    }
 
 
 def _value(raw: Any, where: str) -> Any:

@@ -49,7 +49,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fair_forge_core.importers.trace import TraceError
+from fair_forge_core.importers.trace import TraceError, object_list
 
 WHERE = "\0where"
 """The key of a decoded span's field path in the input (read by `otel_spans`)."""
@@ -79,9 +79,9 @@ def otlp_json(data: Any) -> Any:
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
         return data
     if _is_phoenix_span(data[0]):
-        return [_phoenix_span(span, f"spans[{n}]") for n, span in enumerate(_objects(data, "spans"))]
+        return [_phoenix_span(span, f"spans[{n}]") for n, span in enumerate(object_list(data, "spans"))]
     if "span_id" in data[0]:  # a bare list of snake_case spans
-        return [_span(span, f"spans[{n}]") for n, span in enumerate(_objects(data, "spans"))]
+        return [_span(span, f"spans[{n}]") for n, span in enumerate(object_list(data, "spans"))]
     items = [_request(item, f"requests[{i}]") if isinstance(item, dict) else None for i, item in enumerate(data)]
     if all(item is None for item in items):
         return data  # OTLP JSON already (or nothing decodable): no copy
@@ -137,13 +137,13 @@ def _request(raw: dict[str, Any], where: str) -> dict[str, Any] | None:
     data = raw.get("data")
     first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
     if "spans" in first and ("traceID" in first or "processes" in first):
-        traces = _objects(data, f"{where}.data")
+        traces = object_list(data, f"{where}.data")
         return {"resourceSpans": [r for i, t in enumerate(traces) for r in _jaeger(t, f"{where}.data[{i}]")]}
     if _is_phoenix_span(first):
-        spans = [_phoenix_span(span, f"{where}.data[{n}]") for n, span in enumerate(_objects(data, f"{where}.data"))]
+        spans = [_phoenix_span(span, f"{where}.data[{n}]") for n, span in enumerate(object_list(data, f"{where}.data"))]
         return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": spans}]}]}
     if "span_id" in first or "trace_id" in first:  # Phoenix's otlpv1 page
-        spans = [_span(span, f"{where}.data[{n}]") for n, span in enumerate(_objects(data, f"{where}.data"))]
+        spans = [_span(span, f"{where}.data[{n}]") for n, span in enumerate(object_list(data, f"{where}.data"))]
         return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": spans}]}]}
     return None
 
@@ -152,15 +152,15 @@ def _resources(raw: dict[str, Any], where: str) -> dict[str, Any]:
     """Protobuf JSON or Tempo: resources, scopes and spans with their keys in camelCase."""
     key = next((k for k in _RESOURCES if k in raw), "resource_spans")
     resources = []
-    for j, resource in enumerate(_objects(raw.get(key), f"{where}.{key}")):
+    for j, resource in enumerate(object_list(raw.get(key), f"{where}.{key}")):
         here, scopes = f"{where}.{key}[{j}]", []
         camel = {_camel_key(k): v for k, v in resource.items()}
         scope_key = next((k for k in _SCOPES if k in camel), "scopeSpans")
         original = next((k for k in resource if _camel_key(k) == scope_key), scope_key)
-        for k, scope in enumerate(_objects(camel.get(scope_key), f"{here}.{original}")):
+        for k, scope in enumerate(object_list(camel.get(scope_key), f"{here}.{original}")):
             spans = scope.get("spans")
             at = f"{here}.{original}[{k}].spans"
-            scopes.append({"spans": [_span(span, f"{at}[{n}]") for n, span in enumerate(_objects(spans, at))]})
+            scopes.append({"spans": [_span(span, f"{at}[{n}]") for n, span in enumerate(object_list(spans, at))]})
         resources.append({"resource": _camel(camel.get("resource")), "scopeSpans": scopes})
     logs = raw.get("resource_logs", raw.get("resourceLogs"))
     return {"resourceSpans": resources} | ({"resourceLogs": _camel(logs)} if logs is not None else {})
@@ -186,14 +186,6 @@ def _camel(value: Any) -> Any:
     return value
 
 
-def _objects(raw: Any, where: str) -> list[dict[str, Any]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
-        raise TraceError(where, "must be a list of objects")
-    return raw
-
-
 # --- Jaeger ---
 
 
@@ -205,7 +197,7 @@ def _jaeger(trace: dict[str, Any], where: str) -> list[dict[str, Any]]:
         raise TraceError(f"{where}.processes", "must be an object of processes by their id")
     groups: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}  # process → (scope, version) → spans
     inline: dict[str, Any] = {}
-    for n, raw in enumerate(_objects(trace.get("spans"), f"{where}.spans")):
+    for n, raw in enumerate(object_list(trace.get("spans"), f"{where}.spans")):
         span, scope = _jaeger_span(raw, f"{where}.spans[{n}]", trace.get("traceID"))
         process = raw.get("processID")
         if not isinstance(process, str):  # a span with its process inline (no processes table)
@@ -230,7 +222,7 @@ def _jaeger_span(raw: dict[str, Any], where: str, trace_id: Any) -> tuple[dict[s
     """A Jaeger span as an OTLP JSON span, and its scope (name, version)."""
     tags = _tags(raw.get("tags"), f"{where}.tags")
     parent = ""
-    for r, reference in enumerate(_objects(raw.get("references"), f"{where}.references")):
+    for r, reference in enumerate(object_list(raw.get("references"), f"{where}.references")):
         if reference.get("refType") == "CHILD_OF":
             parent = _jaeger_id(reference.get("spanID"), 16, f"{where}.references[{r}].spanID")
             break
@@ -249,7 +241,7 @@ def _jaeger_span(raw: dict[str, Any], where: str, trace_id: Any) -> tuple[dict[s
         tags.pop(dropped, None)
     failed = code == "ERROR" or (code is None and error in (True, "true"))
     events = []
-    for e, log in enumerate(_objects(raw.get("logs"), f"{where}.logs")):
+    for e, log in enumerate(object_list(raw.get("logs"), f"{where}.logs")):
         fields = _tags(log.get("fields"), f"{where}.logs[{e}].fields")
         name = fields.pop("event", "")
         at = _micros(log.get("timestamp"), f"{where}.logs[{e}].timestamp")
@@ -284,7 +276,7 @@ def _process(raw: Any, where: str) -> dict[str, Any]:
 def _tags(raw: Any, where: str) -> dict[str, Any]:
     """Jaeger `[{key, type, value}]` as attributes; a value its `type` does not fit is an error."""
     tags: dict[str, Any] = {}
-    for t, tag in enumerate(_objects(raw, where)):
+    for t, tag in enumerate(object_list(raw, where)):
         kind, value = str(tag.get("type", "string")).lower(), tag.get("value")
         value = "" if value is None else value
         try:
@@ -338,7 +330,7 @@ def _phoenix_span(raw: dict[str, Any], where: str) -> dict[str, Any]:
     if isinstance(kind, str) and kind.upper() != "UNKNOWN" and "openinference.span.kind" not in attributes:
         attributes = {**attributes, "openinference.span.kind": kind}
     events = []
-    for e, event in enumerate(_objects(raw.get("events"), f"{where}.events")):
+    for e, event in enumerate(object_list(raw.get("events"), f"{where}.events")):
         at = _iso_nanos(event.get("timestamp"), f"{where}.events[{e}].timestamp")
         events.append({"name": event.get("name"), "timeUnixNano": str(at), "attributes": event.get("attributes") or {}})
     start = _iso_nanos(raw.get("start_time"), f"{where}.start_time")

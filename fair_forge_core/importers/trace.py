@@ -369,3 +369,12 @@ def nearest_marked(
         if node is not None and node not in on_way and node not in found:
             found[node] = node  # a marked node is its own answer
     return found
+
+
+def object_list(raw: Any, where: str) -> list[dict[str, Any]]:
+    """`raw` when it is a list of objects, [] when it is null; else a `TraceError` naming `where`."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise TraceError(where, "must be a list of objects")
+    return raw
