@@ -98,6 +98,11 @@ class JudgeServerProcess:
             raise
 
     @property
+    def pid(self) -> int:
+        """The server process's id (for its CPU time in `/proc`)."""
+        return self._process.pid
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 

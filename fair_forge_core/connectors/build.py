@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,18 @@ class Judge:
     model: BaseChatModel
     secrets: frozenset[str]
     server_key: bool = False
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    """What `instantiate` builds a checked chat model from: the canonical class path and the
+    params every rule of `build_chat_model` has already passed (keys, the server's key and its
+    token bound, forwarded params, `max_retries`). A judge worker process builds the same model
+    from it (`judges.processes`): the same class, params and reply-limited client, so the same
+    requests on the wire. It holds the keys: it travels only to this process's own children."""
+
+    class_path: str
+    params: dict[str, Any]
 
 
 def _give_reply_limited_client(
@@ -145,13 +158,39 @@ def build_chat_model(
         params["model_kwargs"] = {**params.get("model_kwargs", {}), **forwarded}
     if accepts(cls, "max_retries") and "max_retries" not in params:
         params["max_retries"] = 0
-    if canonical in REPLY_LIMITED_CONNECTORS:
-        _give_reply_limited_client(cls, REPLY_LIMITED_CONNECTORS[canonical], params)
+    recipe = ModelRecipe(canonical, params)
     try:
-        model = cls(**params)
+        model = instantiate(recipe)
     except Exception as exc:
         raise ConnectorError(f"{type(exc).__name__}: {redact(str(exc), secrets)[:300]}") from None
-    if REPLY_LIMITED_CONNECTORS.get(canonical, ("", None))[0] == "openai":
+    remember_recipe(model, recipe)
+    return Judge(model=model, secrets=frozenset(secrets), server_key=uses_server_key)
+
+
+def instantiate(recipe: ModelRecipe) -> BaseChatModel:
+    """The chat model of `recipe`: its class called with its params and, for the classes of
+    `REPLY_LIMITED_CONNECTORS`, the reply-limited HTTP client; exceptions are the class's own."""
+    cls = load_chat_model_class(recipe.class_path)
+    params = dict(recipe.params)
+    if recipe.class_path in REPLY_LIMITED_CONNECTORS:
+        _give_reply_limited_client(cls, REPLY_LIMITED_CONNECTORS[recipe.class_path], params)
+    model = cls(**params)
+    if REPLY_LIMITED_CONNECTORS.get(recipe.class_path, ("", None))[0] == "openai":
         # The same requests without the SDK's walk of the messages (issue #27: a quarter fewer Python calls a judge call).
         skip_message_transform(model)
-    return Judge(model=model, secrets=frozenset(secrets), server_key=uses_server_key)
+    return model
+
+
+_recipes: dict[int, tuple[weakref.ref[Any], ModelRecipe]] = {}
+
+
+def remember_recipe(model: BaseChatModel, recipe: ModelRecipe) -> None:
+    """Keep `recipe` as the one `model` was built from, as long as `model` lives."""
+    key = id(model)
+    _recipes[key] = (weakref.ref(model, lambda _: _recipes.pop(key, None)), recipe)
+
+
+def recipe_of(model: BaseChatModel) -> ModelRecipe | None:
+    """The recipe `build_chat_model` built `model` from; None for a model built any other way."""
+    entry = _recipes.get(id(model))
+    return entry[1] if entry is not None and entry[0]() is model else None

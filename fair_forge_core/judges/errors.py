@@ -17,6 +17,30 @@ from fair_forge_core.redact import redact
 ErrorKind = Literal["fatal", "transient", "turn", "parse"]
 
 _FATAL_STATUSES = {401, 403, 404}
+
+
+class RemoteProviderError(Exception):
+    """A provider call that failed in a judge worker process (`judges.processes`), as the worker
+    read it: its kind, HTTP status, Retry-After and description, which `classify_error`,
+    `status_code_of`, `retry_after_s` and `describe_error` return for it as they would have for
+    the exception itself. (The exception stays in the worker: an SDK's may not pickle.)"""
+
+    def __init__(self, kind: ErrorKind, status_code: int | None, retry_after: float | None, description: str) -> None:
+        super().__init__(description)
+        self.kind: ErrorKind = kind
+        self.status_code = status_code
+        self.retry_after = retry_after
+        self.description = description
+
+    @classmethod
+    def of(cls, exc: BaseException) -> RemoteProviderError:
+        """How `exc`, raised by a provider call in a worker, reads to the evaluation's process."""
+        return cls(classify_error(exc), status_code_of(exc), retry_after_s(exc), describe_error(exc))
+
+    def __reduce__(self) -> tuple[type[RemoteProviderError], tuple[ErrorKind, int | None, float | None, str]]:
+        return type(self), (self.kind, self.status_code, self.retry_after, self.description)
+
+
 _TRANSIENT_STATUSES = {408, 409, 425, 429}
 
 
@@ -48,6 +72,8 @@ def classify_error(exc: BaseException) -> ErrorKind:
     from langchain_core.exceptions import OutputParserException
     from pydantic import ValidationError
 
+    if isinstance(exc, RemoteProviderError):
+        return exc.kind
     if reply_too_large(exc) is not None:
         return "turn"
     status = status_code_of(exc)
@@ -74,6 +100,8 @@ def _is_transport_error(exc: BaseException) -> bool:
 
 def retry_after_s(exc: BaseException) -> float | None:
     """Seconds the provider asked us to wait (`retry-after-ms` or `retry-after` header), if any."""
+    if isinstance(exc, RemoteProviderError):
+        return exc.retry_after
     headers = getattr(getattr(exc, "response", None), "headers", None)
     if headers is None:
         return None
@@ -108,6 +136,8 @@ def describe_error(exc: BaseException) -> str:
     the endpoint may be one the caller chose, in a network only the operator should
     reach.
     """
+    if isinstance(exc, RemoteProviderError):
+        return exc.description
     too_large = reply_too_large(exc)
     if too_large is not None:
         return f"{type(too_large).__name__}: {too_large}"

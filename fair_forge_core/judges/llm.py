@@ -55,6 +55,7 @@ from fair_forge_core.judges.base import (  # the error types and run settings li
 )
 from fair_forge_core.judges.errors import ErrorKind, classify_error, describe_error, retry_after_s, status_code_of
 from fair_forge_core.judges.limiter import AdaptiveLimiter
+from fair_forge_core.judges.processes import JudgeWorkers, Structured, workers_for
 from fair_forge_core.judges.question import EVERY_KIND, JudgeQuestion, asked_messages, parsed_reply
 from fair_forge_core.judges.usage import JudgeLedger, UsageCapture
 from fair_forge_core.judges.verdict import CallerText, Verdict, VerdictParseError
@@ -92,9 +93,13 @@ class AnswerJudge:
     secrets: frozenset[str] = frozenset()
     """Values masked in every verdict's reasoning, with the model's own `SecretStr`s (module docstring)."""
 
+    workers: JudgeWorkers | None = None
+    """Worker processes to spread the provider calls over (`judges.processes`); None: this loop only."""
+
     def __post_init__(self) -> None:
         self.secrets = self.secrets | model_secrets(self.model)
         self.limiter = AdaptiveLimiter(self.config.max_concurrency)
+        self._local_in_flight = 0
         self._rate_limit_streak = 0  # 429s since the last answer, for the pause when no Retry-After comes
         self._runnables: dict[str, Any] = {}
 
@@ -104,11 +109,35 @@ class AnswerJudge:
         if not self.config.use_structured_output:
             return self.model
         if request.kind not in self._runnables:
-            kwargs: dict[str, Any] = {}
-            if self.config.structured_output_method:
-                kwargs["method"] = self.config.structured_output_method
-            self._runnables[request.kind] = self.model.with_structured_output(request.verdict_schema(), **kwargs)
+            self._runnables[request.kind] = asked_runnable(
+                self.model, request.verdict_schema(), self.config.structured_output_method
+            )
         return self._runnables[request.kind]
+
+    def _structured(self, request: JudgeQuestion) -> Structured | None:
+        """How a worker binds its model for `request` (None: marker mode, the model itself)."""
+        if not self.config.use_structured_output:
+            return None
+        return Structured(request.kind, request.verdict_schema(), self.config.structured_output_method)
+
+    async def _provider_call(
+        self, request: JudgeQuestion, messages: list[BaseMessage], timeout: float, capture: UsageCapture | None
+    ) -> Any:
+        """The raw reply of one provider call, on this loop or on a worker process (`judges.processes`)."""
+        worker = self.workers.pick(self._local_in_flight) if self.workers is not None else None
+        if worker is not None and self.workers is not None:
+            reply = await worker.call(self.workers.recipe, self._structured(request), messages, timeout)
+            if capture is not None and reply.replied:
+                capture.replied_with(reply.usage)
+            if reply.error is not None:
+                raise reply.error
+            return reply.raw
+        config = {"callbacks": [capture]} if capture is not None else None
+        self._local_in_flight += 1
+        try:
+            return await asyncio.wait_for(self._runnable(request).ainvoke(messages, config=config), timeout)
+        finally:
+            self._local_in_flight -= 1
 
     def spec(self) -> JudgeSpec:
         """An LLM judge: online, named by its model (`judges.usage.judge_model_name`), and it reads
@@ -203,9 +232,7 @@ class AnswerJudge:
                     raise self._turn_error(JudgeCostCapReached, self.ledger.cap_message())
                 capture = UsageCapture(self.ledger)
             self.telemetry.calls += 1
-            config = {"callbacks": [capture]} if capture is not None else None
-            runnable = self._runnable(request)
-            raw = await asyncio.wait_for(runnable.ainvoke(messages, config=config), timeout)
+            raw = await self._provider_call(request, messages, timeout, capture)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
             return parsed_reply(request, raw, self.config, caller)
@@ -278,7 +305,15 @@ def llm_judge(model: BaseChatModel, config: EvaluationConfig, context: RunContex
         telemetry=context.telemetry,
         ledger=context.ledger,
         secrets=context.secrets,
+        workers=workers_for(model),
     )
+
+
+def asked_runnable(model: BaseChatModel, schema: dict[str, Any], method: str | None) -> Any:
+    """`model` bound to a verdict's JSON `schema` for structured output, with `method`
+    (`config.structured_output_method`) when one is set, else LangChain's default."""
+    kwargs: dict[str, Any] = {"method": method} if method else {}
+    return model.with_structured_output(schema, **kwargs)
 
 
 def model_secrets(model: BaseChatModel) -> frozenset[str]:

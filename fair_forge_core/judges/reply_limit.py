@@ -3,8 +3,8 @@
 A judge's endpoint may be the caller's choice, and a verdict is a few hundred bytes;
 yet the provider SDKs read a reply whole before parsing it, so one reply of 100 MB
 costs gigabytes. `capped_async_client` builds the SDK's own async HTTP client (its
-timeouts, connection limits, redirects and environment proxies kept) with one
-response hook that enforces `MAX_JUDGE_REPLY_BYTES`:
+timeouts, redirects and environment proxies kept; its connection pool as large as
+`MAX_JUDGE_CONNECTIONS`) with one response hook that enforces `MAX_JUDGE_REPLY_BYTES`:
 
 - a declared `Content-Length` above the limit is refused before the body is read;
 - the body is counted as it arrives and refused as soon as it passes the limit
@@ -28,6 +28,10 @@ from typing import Any
 
 MAX_JUDGE_REPLY_BYTES = 1_000_000
 """Bytes read from one judge reply at most (a verdict with its reasoning is under 10 KB)."""
+
+
+MAX_JUDGE_CONNECTIONS = 512
+"""Connections one judge HTTP client opens and keeps at most: `config.max_concurrency`'s bound."""
 
 
 class JudgeReplyTooLarge(Exception):
@@ -85,8 +89,8 @@ def capped_async_client(client_class: type, *, limit: int = MAX_JUDGE_REPLY_BYTE
     flavour is read from its class, since the openai SDK 3.x is built on `httpx2` and
     the groq SDK on `httpx`, and a stream must be of the client's own flavour.
     """
-    flavour = next(base for base in client_class.__mro__ if base.__name__ == "AsyncClient").__module__
-    stream_class = _capped_stream_class(flavour.partition(".")[0])
+    flavour = next(base for base in client_class.__mro__ if base.__name__ == "AsyncClient").__module__.partition(".")[0]
+    stream_class = _capped_stream_class(flavour)
 
     async def ask_identity(request: Any) -> None:
         request.headers["Accept-Encoding"] = "identity"
@@ -101,4 +105,10 @@ def capped_async_client(client_class: type, *, limit: int = MAX_JUDGE_REPLY_BYTE
         response.stream = stream_class(response.stream, limit)
 
     kwargs.setdefault("verify", _ssl_context())
+    # As many pooled connections as calls may be in flight (`max_concurrency`'s bound): the SDKs
+    # keep 100 (openai) or 20 (groq), and a connection past those is opened and closed every call.
+    pooled = MAX_JUDGE_CONNECTIONS
+    kwargs.setdefault(
+        "limits", importlib.import_module(flavour).Limits(max_connections=pooled, max_keepalive_connections=pooled)
+    )
     return client_class(event_hooks={"request": [ask_identity], "response": [cap_reply]}, **kwargs)

@@ -52,11 +52,13 @@ def cost_usd(usage: TokenUsage, price: ModelPrice) -> float:
 
 class UsageCapture(BaseCallbackHandler):
     """A LangChain callback of one judge call: hands the reply's usage (or None) to `ledger`,
-    and keeps it (`replied`, `usage`) for the call's `JudgeLedger.settle`."""
+    and keeps it (`replied`, `usage`) for the call's `JudgeLedger.settle`. Without a ledger (a
+    judge worker process's, `judges.processes`) it only keeps it; the evaluation's process then
+    hands it on with `replied_with`."""
 
     run_inline = True  # on the event loop's thread, in order: no executor, no lock
 
-    def __init__(self, ledger: JudgeLedger) -> None:
+    def __init__(self, ledger: JudgeLedger | None) -> None:
         self.ledger = ledger
         self.replied = False
         self.usage: TokenUsage | None = None
@@ -68,5 +70,10 @@ class UsageCapture(BaseCallbackHandler):
                 message = getattr(generation, "message", None)
                 break
             break
-        self.replied, self.usage = True, usage_of(message)
-        self.ledger.record(self.usage)
+        self.replied_with(usage_of(message))
+
+    def replied_with(self, usage: TokenUsage | None) -> None:
+        """The provider replied, reporting `usage` (None: it reported none)."""
+        self.replied, self.usage = True, usage
+        if self.ledger is not None:
+            self.ledger.record(usage)

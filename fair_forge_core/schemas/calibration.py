@@ -42,7 +42,7 @@ class CalibrationConfig(RequestModel):
     mode, exactly as in `EvaluationConfig` (so the judge is calibrated as it will run)."""
 
     threshold: float = Field(0.7, ge=0, le=1)
-    max_concurrency: int = Field(8, ge=1, le=64)
+    max_concurrency: int = Field(8, ge=1, le=512)
     use_structured_output: bool = False
     structured_output_method: StructuredOutputMethod | None = None
     bos_json_clause: str = "```json"

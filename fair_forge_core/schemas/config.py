@@ -124,7 +124,7 @@ class EvaluationConfig(RequestModel):
     verbose: bool = False
     statistical_mode: StatisticalMode = Field(default_factory=StatisticalMode)
     require_tool_correctness: bool = True
-    max_concurrency: int = Field(8, ge=1, le=64)
+    max_concurrency: int = Field(8, ge=1, le=512)
     include_interactions: bool = True
     max_unscored_share: float = Field(0.10, ge=0, le=1)
     """The readiness status is "insufficient_evidence" when more than this share of the
