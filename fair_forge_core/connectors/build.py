@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fair_forge_core.connectors.openai_body import skip_message_transform
@@ -61,6 +62,9 @@ class Judge:
     server_key: bool = False
 
 
+_recipe_tokens = itertools.count(1)
+
+
 @dataclass(frozen=True)
 class ModelRecipe:
     """What `instantiate` builds a checked chat model from: the canonical class path and the
@@ -71,6 +75,8 @@ class ModelRecipe:
 
     class_path: str
     params: dict[str, Any]
+    token: int = field(default_factory=lambda: next(_recipe_tokens), compare=False)
+    """Unique in this process: what a worker keeps the model it built from this recipe by."""
 
 
 def _give_reply_limited_client(

@@ -1,17 +1,18 @@
 """A judge worker process (`judges.processes`): provider calls on an event loop of its own.
 
-`python -m fair_forge_core.judges.judge_worker`, started by `judges.processes.Worker` with
-pipes on its stdin and stdout. It says `("ready",)` once LangChain is imported, then reads
-messages (`processes.write_frame`) until its stdin ends:
+`python -P -m fair_forge_core.judges.judge_worker FD`, started by `judges.processes.Worker`: it
+reads messages (`processes.write_frame`) on its stdin until it ends, and writes its own on the
+pipe `FD` (its stdout and stderr go nowhere). It says `("ready",)` once LangChain is imported,
+then:
 
-- `("model", key, recipe)`: build the chat model of `recipe` (`connectors.build.instantiate`);
-- `("call", call_id, key, structured, messages, timeout)`: call that model (bound for structured
-  output as `judges.llm.asked_runnable` binds it) with `messages`, within `timeout` seconds, and
-  answer `("reply", call_id, WorkerReply)`: the raw reply and its usage, or the failure as
-  `RemoteProviderError.of` reads it;
-- `("cancel", call_id)`: cancel that call (no reply).
-
-Anything a library prints goes to stderr, which the parent discards: stdout carries messages only.
+- `("call", call_id, recipe, structured, messages, ends_at)`: call the chat model of `recipe`
+  (built once by `connectors.build.instantiate`, kept by the recipe's token; bound for structured
+  output as `judges.llm.asked_runnable` binds it) with `messages`, until the `time.monotonic()`
+  instant `ends_at`, and answer `("reply", call_id, WorkerReply)`: the raw reply and its usage,
+  or the failure as `RemoteProviderError.of` reads it, or `unbuildable` when the model cannot be
+  built here (the call was not made);
+- `("cancel", call_id)`: cancel that call (no reply);
+- `("forget", tokens)`: drop the models of those recipes (their judges are gone).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import importlib
 import os
 import sys
 import threading
+import time
 from collections import OrderedDict
 from typing import IO, Any
 
 MODELS_KEPT = 16
-"""Models kept by recipe (each request builds its own; its connections are the process's)."""
+"""Models kept at most (each request builds its own; the connections are the process's)."""
 
 
 class Answerer:
@@ -35,7 +37,7 @@ class Answerer:
     def __init__(self, out: IO[bytes]) -> None:
         self._out = out
         self._models: OrderedDict[int, Any] = OrderedDict()
-        self._runnables: dict[tuple[int, str], Any] = {}
+        self._runnables: dict[tuple[int, str, str | None], Any] = {}
         self._calls: dict[int, asyncio.Task[None]] = {}
         self.stopped = asyncio.get_running_loop().create_future()
 
@@ -46,50 +48,57 @@ class Answerer:
                 self.stopped.set_result(None)
             return
         for message in messages:
-            self._on_message(message)
+            if message[0] == "call":
+                call_id = message[1]
+                self._calls[call_id] = asyncio.get_running_loop().create_task(self._answer(*message[1:]))
+            elif message[0] == "cancel" and (task := self._calls.get(message[1])) is not None:
+                task.cancel()
+            elif message[0] == "forget":
+                for token in message[1]:
+                    self._drop(token)
 
-    def _on_message(self, message: tuple[Any, ...]) -> None:
-        if message[0] == "model":
-            self._remember(message[1], message[2])
-        elif message[0] == "call":
-            call_id = message[1]
-            self._calls[call_id] = asyncio.get_running_loop().create_task(self._answer(*message[1:]))
-        elif message[0] == "cancel" and (task := self._calls.get(message[1])) is not None:
-            task.cancel()
-
-    def _remember(self, key: int, recipe: Any) -> None:
+    def _model(self, recipe: Any) -> Any:
+        """The model of `recipe`, built on first use (the least recently used dropped past `MODELS_KEPT`)."""
         from fair_forge_core.connectors.build import instantiate
 
-        try:
-            self._models[key] = instantiate(recipe)
-        except Exception as exc:  # every call of it then fails with this, as a build error would
-            self._models[key] = exc
+        if recipe.token in self._models:
+            self._models.move_to_end(recipe.token)
+            return self._models[recipe.token]
+        model = instantiate(recipe)
+        self._models[recipe.token] = model
         while len(self._models) > MODELS_KEPT:
-            old, _ = self._models.popitem(last=False)
-            self._runnables = {k: v for k, v in self._runnables.items() if k[0] != old}
+            self._drop(next(iter(self._models)))
+        return model
 
-    def _runnable(self, key: int, structured: Any) -> Any:
-        model = self._models[key]
-        if isinstance(model, Exception):
-            raise model
+    def _drop(self, token: int) -> None:
+        self._models.pop(token, None)
+        self._runnables = {key: value for key, value in self._runnables.items() if key[0] != token}
+
+    def _runnable(self, model: Any, token: int, structured: Any) -> Any:
         if structured is None:
             return model
-        if (key, structured.kind) not in self._runnables:
+        key = (token, structured.kind, structured.method)
+        if key not in self._runnables:
             from fair_forge_core.judges.llm import asked_runnable
 
-            self._runnables[key, structured.kind] = asked_runnable(model, structured.schema, structured.method)
-        return self._runnables[key, structured.kind]
+            self._runnables[key] = asked_runnable(model, structured.schema, structured.method)
+        return self._runnables[key]
 
-    async def _answer(self, call_id: int, key: int, structured: Any, messages: list[Any], timeout: float) -> None:
+    async def _answer(self, call_id: int, recipe: Any, structured: Any, messages: list[Any], ends_at: float) -> None:
         from fair_forge_core.judges.errors import RemoteProviderError
         from fair_forge_core.judges.processes import WorkerReply, write_frame
         from fair_forge_core.judges.tokens import UsageCapture
 
         capture = UsageCapture(None)
         try:
-            runnable = self._runnable(key, structured)
-            raw = await asyncio.wait_for(runnable.ainvoke(messages, config={"callbacks": [capture]}), timeout)
-            reply = WorkerReply(capture.replied, capture.usage, raw=raw)
+            try:
+                runnable = self._runnable(self._model(recipe), recipe.token, structured)
+            except Exception as exc:
+                reply = WorkerReply(False, None, error=RemoteProviderError.of(exc), unbuildable=True)
+            else:
+                call = runnable.ainvoke(messages, config={"callbacks": [capture]})
+                raw = await asyncio.wait_for(call, max(0.0, ends_at - time.monotonic()))
+                reply = WorkerReply(capture.replied, capture.usage, raw=raw)
         except asyncio.CancelledError:
             self._calls.pop(call_id, None)
             return
@@ -130,9 +139,8 @@ async def serve(stdin: IO[bytes], out: IO[bytes]) -> None:
 
 
 def main() -> None:
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what libraries print must not mix with the messages
-    asyncio.run(serve(sys.stdin.buffer, out))
+    with os.fdopen(int(sys.argv[1]), "wb") as out:
+        asyncio.run(serve(sys.stdin.buffer, out))
 
 
 if __name__ == "__main__":

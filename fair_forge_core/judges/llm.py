@@ -127,11 +127,13 @@ class AnswerJudge:
         worker = self.workers.pick(self._local_in_flight) if self.workers is not None else None
         if worker is not None and self.workers is not None:
             reply = await worker.call(self.workers.recipe, self._structured(request), messages, timeout)
-            if capture is not None and reply.replied:
-                capture.replied_with(reply.usage)
-            if reply.error is not None:
-                raise reply.error
-            return reply.raw
+            if not reply.unbuildable:
+                if capture is not None and reply.replied:
+                    capture.replied_with(reply.usage)
+                if reply.error is not None:
+                    raise reply.error
+                return reply.raw
+            self.workers = None  # its class does not build in a worker: this judge calls from here
         config = {"callbacks": [capture]} if capture is not None else None
         self._local_in_flight += 1
         try:

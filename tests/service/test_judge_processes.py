@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,15 +35,18 @@ READY_WITHIN_S = 60.0  # a worker imports LangChain: about a second on a quiet m
 
 @pytest.fixture
 def one_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """One worker, fresh for the test (none carried over from another test's models and servers)."""
     monkeypatch.setenv(processes.PROCESSES_VARIABLE, "1")
+    processes.stop_this_process_workers()
     yield
+    processes.stop_this_process_workers()
 
 
 PRICES = PriceTable(source="test", models={"gpt-4o-mini": ModelPrice(input=0.15, output=0.6)})
 
 
-def chat_model(server: FakeLLMServer) -> Any:
-    params = {"model": "gpt-4o-mini", "api_key": "sk-test-processes", "base_url": server.base_url, "max_tokens": 200}
+def chat_model(server: FakeLLMServer, key: str = "sk-test-processes") -> Any:
+    params = {"model": "gpt-4o-mini", "api_key": key, "base_url": server.base_url, "max_tokens": 200}
     return build_chat_model(OPENAI, params, policy=EndpointPolicy(allowed_networks=LOOPBACK_NETWORKS)).model
 
 
@@ -173,8 +177,12 @@ def test_a_worker_that_dies_costs_no_turn(one_worker: None) -> None:
             return result
 
         result = run_sync(both())
-        assert not worker.alive
     assert unscored(result) == 0
+    for _ in range(200):  # bounded: 10 s for the reader to see the pipe close (it has by now, as a rule)
+        if not worker.alive:
+            break
+        time.sleep(0.05)
+    assert not worker.alive
 
 
 def test_the_worker_count_follows_the_variable_the_cpus_and_lambda_memory(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,7 +192,7 @@ def test_the_worker_count_follows_the_variable_the_cpus_and_lambda_memory(monkey
     with pytest.raises(ValueError, match=processes.PROCESSES_VARIABLE):
         worker_count()
     monkeypatch.delenv(processes.PROCESSES_VARIABLE)
-    cpus = len(os.sched_getaffinity(0))
+    cpus = processes.available_cpus()
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", raising=False)
     assert worker_count() == cpus - 1
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")  # under one vCPU's worth
@@ -210,7 +218,7 @@ def test_retry_policy_is_the_evaluations_on_a_worker_too(one_worker: None) -> No
     telemetry = JudgeTelemetry()
     with FakeLLMServer(script=[Reply(status=500), Reply(status=500)]) as server:
         model = chat_model(server)
-        started(model)
+        workers = started(model)
         result = run(
             model,
             1,
@@ -220,3 +228,33 @@ def test_retry_policy_is_the_evaluations_on_a_worker_too(one_worker: None) -> No
         )
     assert unscored(result) == 0
     assert telemetry.retries == 2
+    assert workers.processes.workers[0].calls == 4  # two turns and two retries, all on the worker
+
+
+def test_each_requests_model_answers_its_calls_on_the_worker(one_worker: None) -> None:
+    """20 models (more than a worker keeps), on two providers with two keys, one after another:
+    every call reaches its own model's provider with its own key."""
+    with FakeLLMServer() as first, FakeLLMServer() as second:
+        workers = started(chat_model(first))
+        before = workers.processes.workers[0].calls
+        for index in range(20):
+            server, key = (first, "sk-first-key") if index % 2 == 0 else (second, "sk-second-key")
+            result = run(chat_model(server, key), 1, EvaluationConfig(max_concurrency=1))
+            assert unscored(result) == 0
+        assert workers.processes.workers[0].calls - before == 40
+        assert {request.api_key for request in first.requests} == {"sk-first-key"}
+        assert {request.api_key for request in second.requests} == {"sk-second-key"}
+        assert len(first.requests) == len(second.requests) == 20
+
+
+def test_structured_output_on_a_worker_gives_the_result_of_one_loop(one_worker: None) -> None:
+    config = EvaluationConfig(max_concurrency=8, use_structured_output=True, structured_output_method="json_schema")
+    with FakeLLMServer() as server:
+        model = chat_model(server)
+        workers = started(model)
+        spread = run(model, 10, config)
+        assert workers.processes.workers[0].calls > 0
+        os.environ[processes.PROCESSES_VARIABLE] = "0"
+        alone = run(chat_model(server), 10, config)
+    assert unscored(spread) == 0
+    assert comparable(spread) == comparable(alone)
