@@ -70,6 +70,7 @@ CHAT_COMPLETIONS_PATHS = frozenset({"/v1/chat/completions", "/openai/v1/chat/com
 GARBAGE_CONTENT = "Sure! Here is my verdict: {score: high, reasoning: [unterminated"
 DEFAULT_RETRY_AFTER_S = 0.1
 _CHUNK_BYTES = 64 * 1024
+_STREAM_MESSAGE = "Streaming is not supported by FakeLLMServer."
 
 # (type, code, message) of the OpenAI-style error body sent for each status.
 _ERRORS: dict[int, tuple[str, str | None, str]] = {
@@ -461,6 +462,10 @@ class _Config:
             setattr(obj, self._slot, value)
 
 
+def _no_sleep(seconds: float) -> None:
+    """A `sleep` for `_reply_for` that does not wait."""
+
+
 def _check_rps(name: str, value: float | None) -> float | None:
     if value is not None and value <= 0:
         raise ValueError(f"{name} must be > 0 or None, got {value}")
@@ -498,7 +503,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.fake_record = None
-        self.server.fake._send_error_only(self, 404, f"Unknown path {self.path}.")
+        self.server.fake._handle_other(self)
+
+    def do_DELETE(self) -> None:
+        self.fake_record = None
+        self.server.fake._handle_other(self)
 
 
 class FakeLLMServer:
@@ -722,6 +731,10 @@ class FakeLLMServer:
         finally:
             self._leave_flight(handler)
 
+    def _handle_other(self, handler: _Handler) -> None:
+        """Answer a GET or DELETE: a 404 (a subclass may serve routes of its own)."""
+        self._send_error_only(handler, 404, f"Unknown path {handler.path}.")
+
     def _leave_flight(self, handler: _Handler) -> None:
         """Count the request out of `in_flight`, once. Called before its response is written:
         a client that has read its reply must never see the request still in flight."""
@@ -739,28 +752,32 @@ class FakeLLMServer:
         if request is None:
             return self._send_error_only(handler, 400, "The request body is not a JSON object.")
         if request.get("stream"):
-            return self._send_error_only(handler, 400, "Streaming is not supported by FakeLLMServer.")
+            return self._send_error_only(handler, 400, _STREAM_MESSAGE)
 
         retry_after = self._admit()
         if retry_after is not None:
             reply = Reply(status=429, retry_after_s=retry_after)
             return self._send(handler, request, reply)
 
+        return self._send(handler, request, self._reply_for(request, self._sleep))
+
+    def _reply_for(self, request: dict[str, Any], sleep: Callable[[float], None]) -> Reply:
+        """The reply to an admitted request: script entry or seeded fault, latency and hangs
+        (through `sleep`), then the responder's message; a failing responder gives a 500."""
         entry, responder = self._choose(request)
-        self._sleep(self.latency_s)
+        sleep(self.latency_s)
         reply = _as_reply(entry) if entry is not None else Reply()
-        self._sleep(reply.hang_s)
+        sleep(reply.hang_s)
         if reply.status < 400 and reply.raw_body is None and not reply.has_message():
             try:
                 produced = _as_reply(responder(request))
             except Exception as exc:
-                failure = Reply(
+                return Reply(
                     status=500,
                     error_message=f"FakeLLMServer responder failed: {exc!r}",
                     headers={"x-should-retry": "false"},
                 )
-                return self._send(handler, request, failure)
-            self._sleep(produced.hang_s)
+            sleep(produced.hang_s)
             reply = dataclasses.replace(
                 produced,
                 status=reply.status if reply.status != 200 else produced.status,
@@ -769,7 +786,23 @@ class FakeLLMServer:
                 usage=reply.usage if reply.usage is not None else produced.usage,
                 omit_usage=reply.omit_usage or produced.omit_usage,
             )
-        return self._send(handler, request, reply)
+        return reply
+
+    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any] | str]:
+        """What `POST /v1/chat/completions` with body `request` would get once admitted: the
+        HTTP status and the JSON body (a raw body as text), from the same script, seeded faults,
+        responder and `usage` setting. No rate limit, latency or hang applies, and the call is
+        not recorded in `requests` (`fake_batch_api` answers batch lines with it)."""
+        if request.get("stream"):
+            reply = Reply(status=400, error_message=_STREAM_MESSAGE)
+        else:
+            reply = self._reply_for(request, _no_sleep)
+        if reply.raw_body is not None:
+            raw = reply.raw_body
+            return reply.status, raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        if reply.status >= 400:
+            return reply.status, _error_body(reply)
+        return reply.status, _completion_body(request, reply, self.usage)
 
     def _admit(self) -> float | None:
         """None when the request may proceed, else seconds until the rate window frees a slot."""
