@@ -154,9 +154,11 @@ def plan_ledger(
     a run planned in parts (a job's shards: `POST /jobs` decided it for the caller): the cache is
     then used under it as it is, the connectors not asked again. `budget` is where the cap's
     spending is kept when it is shared beyond this ledger (a job's shards spend one cap;
-    `judges.budget`). `PlanError` ("cap") for a cap without a price, or without an output bound
-    while output costs money."""
+    `judges.budget`). Under `config.judge_batch` every price is the batch price
+    (`judges.prices.at_batch_price`). `PlanError` ("cap") for a cap without a price, or without an
+    output bound while output costs money."""
     from fair_forge_core.judges.cache import cache_use
+    from fair_forge_core.judges.prices import at_batch_price
     from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
 
     warnings: list[str] = []
@@ -171,7 +173,7 @@ def plan_ledger(
         ledger = JudgeLedger.for_models(
             models,
             config,
-            prices=prices,
+            prices=at_batch_price(prices) if config.judge_batch else prices,
             cache=cache,
             max_cost_usd=max_cost_usd,
             cap_label=cap_label,

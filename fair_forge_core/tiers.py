@@ -97,6 +97,7 @@ def sample_size_warning(n: int, *, bayesian: bool = False) -> str | None:
 
 UNSCORED_CAUSES = {
     "abstained": "the judge abstained",
+    "batch_expired": "the provider's batch ended before answering",
     "cost_cap": "the cost cap was reached",
     "deadline": "the time budget ran out",
     "judge_error": "judge errors",

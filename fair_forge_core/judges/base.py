@@ -45,6 +45,7 @@ from fair_forge_core.schemas import EvaluationConfig, JudgeVote
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
 
+    from fair_forge_core.judges.batch import JudgeBatch
     from fair_forge_core.judges.usage import JudgeLedger
 
 
@@ -125,6 +126,13 @@ class JudgeCostCapReached(JudgeCallError):
     cause: JudgementCause = "cost_cap"
 
 
+class JudgeBatchExpired(JudgeCallError):
+    """The provider's batch (`config.judge_batch`, `judges.batch`) ended before it answered this
+    turn's call: its completion window expired, or it was cancelled or failed."""
+
+    cause: JudgementCause = "batch_expired"
+
+
 class JudgeProviderRefused(Exception):
     """The provider refuses the judge's calls altogether; the message is safe to return."""
 
@@ -171,6 +179,7 @@ def unscored(cause: JudgementCause, message: str, detail: JudgementDetail) -> Ju
 
 _ERROR_OF_CAUSE: dict[JudgementCause, type[JudgeCallError]] = {
     "abstained": JudgeAbstained,
+    "batch_expired": JudgeBatchExpired,
     "cost_cap": JudgeCostCapReached,
     "deadline": JudgeDeadlineReached,
     "judge_error": JudgeCallError,
@@ -274,6 +283,9 @@ class RunContext:
     ledger: JudgeLedger | None = None
     on_progress: Callable[[int, int], None] | None = None
     secrets: frozenset[str] = frozenset()
+    batch: JudgeBatch | None = None
+    """A pass of batch judging (`judges.batch`): the chat models it wired, whose LLM judges call
+    through it; None: every call goes to the provider as it is made."""
 
 
 JudgeFactory = Callable[["BaseChatModel", EvaluationConfig, RunContext], Judge]

@@ -9,12 +9,13 @@ from typing import Literal
 
 from fair_forge_core.schemas import JudgeVote
 
-JudgementCause = Literal["abstained", "cost_cap", "deadline", "judge_error"]
+JudgementCause = Literal["abstained", "batch_expired", "cost_cap", "deadline", "judge_error"]
 """Why a judgement gave no score: the judge declined (`judges.base.JudgeAbstained`, in any words),
-the cost cap or the deadline stopped it before its call, or the judge failed (a provider that
+the cost cap or the deadline stopped it before its call, the provider's batch ended before it answered
+(`judges.batch`), or the judge failed (a provider that
 failed after its retries, a reply that never parsed)."""
 
-CAUSE_PRECEDENCE: tuple[JudgementCause, ...] = ("deadline", "cost_cap", "abstained", "judge_error")
+CAUSE_PRECEDENCE: tuple[JudgementCause, ...] = ("deadline", "cost_cap", "batch_expired", "abstained", "judge_error")
 """The order in which the causes of several failed judgements name the cause of the one they make
 up (a panel's): what stopped the run before a judge could answer comes before the judge's own say."""
 

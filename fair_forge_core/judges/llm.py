@@ -53,6 +53,7 @@ from fair_forge_core.judges.base import (  # the error types and run settings li
     RunContext,
     register_judge,
 )
+from fair_forge_core.judges.batch import BatchSession
 from fair_forge_core.judges.errors import ErrorKind, classify_error, describe_error, retry_after_s, status_code_of
 from fair_forge_core.judges.limiter import AdaptiveLimiter
 from fair_forge_core.judges.processes import JudgeWorkers, Structured, workers_for
@@ -95,6 +96,8 @@ class AnswerJudge:
 
     workers: JudgeWorkers | None = None
     """Worker processes to spread the provider calls over (`judges.processes`); None: this loop only."""
+    batch: BatchSession | None = None
+    """A pass of batch judging (`judges.batch`): every call goes through it, on this loop."""
 
     def __post_init__(self) -> None:
         self.secrets = self.secrets | model_secrets(self.model)
@@ -121,9 +124,18 @@ class AnswerJudge:
         return Structured(request.kind, request.verdict_schema(), self.config.structured_output_method)
 
     async def _provider_call(
-        self, request: JudgeQuestion, messages: list[BaseMessage], timeout: float, capture: UsageCapture | None
+        self,
+        request: JudgeQuestion,
+        messages: list[BaseMessage],
+        timeout: float,
+        capture: UsageCapture | None,
+        sample: int,
     ) -> Any:
-        """The raw reply of one provider call, on this loop or on a worker process (`judges.processes`)."""
+        """The raw reply of one provider call, on this loop, on a worker process (`judges.processes`)
+        or through a pass of batch judging (`judges.batch`, which keys the call by its `sample`)."""
+        if self.batch is not None:
+            config = {"callbacks": [capture]} if capture is not None else None
+            return await self.batch.call(self._runnable(request), messages, timeout, config, sample, capture)
         worker = self.workers.pick(self._local_in_flight) if self.workers is not None else None
         if worker is not None and self.workers is not None:
             reply = await worker.call(self.workers.recipe, self._structured(request), messages, timeout)
@@ -168,7 +180,7 @@ class AnswerJudge:
         attempts = parse_failures = rate_limited = 0
         while True:
             try:
-                verdict = self._masked(await self._attempt(request, messages, caller))
+                verdict = self._masked(await self._attempt(request, messages, caller, sample))
                 if cache_key is not None and self.ledger is not None:
                     await self.ledger.store(cache_key, verdict)  # scored verdicts only: errors raise above
                 return verdict
@@ -218,7 +230,9 @@ class AnswerJudge:
             self.telemetry.retries += 1
             await asyncio.sleep(delay)
 
-    async def _attempt(self, request: JudgeQuestion, messages: list[BaseMessage], caller: CallerText) -> Verdict:
+    async def _attempt(
+        self, request: JudgeQuestion, messages: list[BaseMessage], caller: CallerText, sample: int
+    ) -> Verdict:
         """One provider call in a slot of the limiter, which learns how it went; errors propagate."""
         ticket = await self._acquire()
         outcome: Literal["ok", "rate_limited", "error"] = "error"
@@ -234,7 +248,7 @@ class AnswerJudge:
                     raise self._turn_error(JudgeCostCapReached, self.ledger.cap_message())
                 capture = UsageCapture(self.ledger)
             self.telemetry.calls += 1
-            raw = await self._provider_call(request, messages, timeout, capture)
+            raw = await self._provider_call(request, messages, timeout, capture, sample)
             outcome = "ok"  # the provider answered; whether the reply parses is another matter
             self._rate_limit_streak = 0
             return parsed_reply(request, raw, self.config, caller)
@@ -298,16 +312,19 @@ class AnswerJudge:
 @register_judge("llm")
 def llm_judge(model: BaseChatModel, config: EvaluationConfig, context: RunContext) -> AnswerJudge:
     """The judge of every chat model no other registration names: the model asked with the rubric's
-    prompt, with retries, the rate limiter and the deadline."""
+    prompt, with retries, the rate limiter and the deadline; in a pass of batch judging
+    (`context.batch`), its wired copy of the model, on this loop."""
+    session = context.batch.session_for(model) if context.batch is not None else None
     return AnswerJudge(
-        model=model,
+        model=session.model if session is not None else model,
         config=config,
         retry=context.retry,
         deadline=context.deadline,
         telemetry=context.telemetry,
         ledger=context.ledger,
         secrets=context.secrets,
-        workers=workers_for(model),
+        workers=workers_for(model) if session is None else None,
+        batch=session,
     )
 
 

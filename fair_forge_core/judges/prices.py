@@ -73,6 +73,28 @@ def read_price_table(value: str) -> PriceTable:
     return PriceTable(source=source, models=models)
 
 
+BATCH_PRICE_FACTOR = 0.5
+"""A batch call's price relative to the online one: OpenAI's, Anthropic's and Groq's batch APIs
+bill half of every token price (input, cached input and output)."""
+
+
+def at_batch_price(table: PriceTable | None) -> PriceTable | None:
+    """`table` with every price times `BATCH_PRICE_FACTOR`, its source saying so: the prices of
+    batch judging (`config.judge_batch`)."""
+    if table is None:
+        return None
+    factor = BATCH_PRICE_FACTOR
+    models = {
+        name: ModelPrice(
+            input=price.input * factor,
+            output=price.output * factor,
+            cached_input=None if price.cached_input is None else price.cached_input * factor,
+        )
+        for name, price in table.models.items()
+    }
+    return PriceTable(source=f"{table.source}, at the batch price ({factor:g}×)", models=models)
+
+
 def price_of(name: str, prices: PriceTable | None) -> tuple[ModelPrice | None, str | None]:
     """The price of the judge model `name` and where it came from: the table's entry for the
     name (source: the table's); else, for the offline judge (`OFFLINE_MODEL_NAME`), a built-in

@@ -13,6 +13,7 @@ CheckScope = Literal["turn", "conversation"]
 CheckOutcome = Literal["passed", "failed", "unscored"]
 CheckCause = Literal[
     "abstained",
+    "batch_expired",
     "cost_cap",
     "deadline",
     "judge_error",
@@ -23,7 +24,7 @@ CheckCause = Literal[
     AgentErrorCause,
 ]
 """Why a result is `unscored`: a judgement's cause (`judges.judgement.JudgementCause`: the judge
-abstained, the cost cap or the deadline stopped it, the judge failed), `not_measured` (the input
+abstained, the cost cap or the deadline stopped it, the provider's batch ended first, the judge failed), `not_measured` (the input
 held no evidence to decide on: tools whose every measured dimension has no weight), or the cause
 of a conversation unscored before judging (`schemas.UnscoredCause`, an agent run's failed attempt's
 `AgentErrorCause` among them)."""

@@ -159,6 +159,11 @@ class EvaluationConfig(RequestModel):
     the agent's tokens, latency and cost from `agent_usage`) and its median / p95 and cost per
     successful task (`fair_forge_core.efficiency`). Decides no verdict."""
 
+    judge_batch: bool | None = omitted_when_none()
+    """Send the judge calls through the provider's batch API at its batch price (docs/judge.md
+    "Batch judging"): on `POST /jobs` and `fair-forge evaluate --batch` only, for connectors whose
+    provider has one; results in hours, not seconds. Absent or false: judged as calls are made."""
+
     judge_error: JudgeErrorInput | None = omitted_when_none()
     """The judge's measured error (docs/statistics.md "Correcting for the judge's error"): its
     TPR and TNR as calibration counted them, for the run's judge identity. Adds
