@@ -15,7 +15,7 @@ Each call:
    call; a round cut so is planned again from what ran, which the confidence sequence allows: it
    holds at any stopping). Attempt indices go on from those recorded, so a stub seeded by
    (task, attempt) gives a job the outcomes it gives `fair-forge run`;
-3. adaptive: judges the new attempts (`handler.job_lambdas.judge_datasets`, as a shard is) to count
+3. adaptive: judges the new attempts (`handler.job_judging.judge_datasets`, as a shard is) to count
    each task's successes, and keeps their results, so no conversation is judged twice;
 4. writes them as the next `attempts/<n>.json`, before answering: a call retried after it wrote
    goes on from there (one that failed before re-runs its attempts: the agent may see them twice).
@@ -52,7 +52,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from handler import job_store as store
 from handler.agent_request import ServiceAgent, check_agent_url, check_secret_name
-from handler.job_lambdas import fail, job_judges, judge_datasets, remaining_s
+from handler.job_judging import fail, job_judges, judge_datasets, remaining_s
 from handler.job_store import JobKeys
 from handler.observability import logger, metrics, secrets_masked
 from handler.settings import Settings

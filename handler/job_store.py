@@ -95,6 +95,10 @@ class JobKeys:
         """The judge usage of shard `index` (`JudgeUsage` JSON), written before its result."""
         return f"{self.prefix}usage/{index:05d}.json"
 
+    def shard_batch(self, index: int) -> str:
+        """What shard `index` sent to the provider's batch API (`handler.job_batches`)."""
+        return f"{self.prefix}batches/{index:05d}.json"
+
     @property
     def tasks(self) -> str:
         return f"{self.prefix}tasks.json"

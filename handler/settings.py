@@ -16,7 +16,7 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from fair_forge_core.connectors.environment import CommaList, JudgeEnvironment, SettingsError, unprefixed
 
@@ -85,6 +85,12 @@ class Settings(JudgeEnvironment):
     jobs_inline_result_bytes: int = 1_000_000
     jobs_result_url_expiry_s: int = 3_600
     jobs_worker_margin_s: float = 10.0
+    # Batch judging (config.judge_batch, handler.job_batches): the first wait before a shard's batch
+    # is polled, the longest wait between polls (each 1.5 times the last), and how long after its
+    # submission a batch may run before the job cancels it and collects what it answered.
+    jobs_batch_poll_s: int = Field(60, ge=0)
+    jobs_batch_max_poll_s: int = Field(900, ge=1)
+    jobs_batch_deadline_s: int = Field(90_000, ge=0)
     # What the server's key may buy: judge calls per turn (judge_samples × the connectors that use
     # it), in /run and in jobs, and judge calls per job (turns × those calls per turn).
     server_key_max_calls_per_turn: int = 3

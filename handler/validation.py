@@ -340,6 +340,31 @@ def parse_run_request(body: dict[str, Any], settings: Settings, *, share_repeate
     return request
 
 
+def check_judge_batch(request: RunRequest, *, on_jobs: bool, agent_job: bool = False) -> None:
+    """400 naming the field when `config.judge_batch` cannot be honoured: anywhere but a datasets
+    job of `POST /jobs` (a batch takes up to 24 hours; an agent job judges its attempts as they
+    run), or with a connector whose provider has no batch API here (`judges.batch.batch_refusal`)."""
+    if not request.config.judge_batch:
+        return
+    field = "config.judge_batch"
+    message = None
+    if not on_jobs:
+        message = "batch judging takes up to 24 hours: send this request to POST /jobs, or leave judge_batch out"
+    elif agent_job:
+        message = "a job that runs the agent judges its attempts as they run: judge_batch is for a job of datasets"
+    if message is None:
+        from fair_forge_core.judges.batch import batch_refusal
+
+        listed = isinstance(request.connector, list)
+        for number, connector in enumerate(request.connectors):
+            refusal = batch_refusal(connector.class_path, connector.params)
+            if refusal is not None:
+                field, message = f"connector{f'[{number}]' if listed else ''}.class_path", refusal
+                break
+    if message is not None:
+        raise RequestError(400, f"Invalid request: {field}: {message}", [{"field": field, "message": message}])
+
+
 def _check_compared_assistants(request: RunRequest) -> None:
     """400 when `config.compare` names an assistant no conversation has (a typo would
     otherwise compare nothing)."""

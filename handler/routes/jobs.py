@@ -32,7 +32,7 @@ from handler.invocation import api_key_id
 from handler.observability import current_secrets, metrics, secrets_masked
 from handler.responses import request_id
 from handler.settings import Settings
-from handler.validation import RequestError, decode_body, parse_run_request
+from handler.validation import RequestError, check_judge_batch, decode_body, parse_run_request
 
 router = Router()
 
@@ -97,6 +97,7 @@ def submit_job() -> Response:
     job = parse_agent_job(body, settings) if ("tasks" in body or "agent" in body) else None
     # An agent job's connector and config are checked on one placeholder conversation per task.
     request = parse_run_request(job.evaluation_body if job is not None else body, limits)
+    check_judge_batch(request, on_jobs=True, agent_job=job is not None)
     if request.config.max_cost_usd is not None and not settings.jobs_budget_table:
         # The shards run apart: without the shared budget a cap could not hold, and ignoring it would mislead.
         message = "needs the service's jobs budget table (JOBS_BUDGET_TABLE), which this deployment has not"

@@ -25,7 +25,13 @@ from handler.judged_run import judged_run
 from handler.observability import log_level, logger, readiness_fields, secrets_masked
 from handler.responses import RunResponse, error_response, payload_size, request_id
 from handler.settings import Settings
-from handler.validation import RequestError, datasets_body_from_traces, decode_body, parse_run_request
+from handler.validation import (
+    RequestError,
+    check_judge_batch,
+    datasets_body_from_traces,
+    decode_body,
+    parse_run_request,
+)
 
 router = Router()
 
@@ -88,6 +94,7 @@ def run() -> Response:
     # models (`share_repeated`), and it is freed now rather than held through the evaluation
     # (for 50,000 turns, ~70 MB of dicts and lists, until the response is built).
     request = parse_run_request(body, settings, share_repeated=True)
+    check_judge_batch(request, on_jobs=False)
     del body
     verbose = request.config.verbose
     with log_level("DEBUG" if verbose else None):

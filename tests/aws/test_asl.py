@@ -110,16 +110,40 @@ def test_the_definition_is_a_distributed_map_then_a_reduce() -> None:
     assert shards["ResultPath"] is None  # the Map's own result is discarded: the results are in S3
     assert shards["MaxConcurrencyPath"] == "$.max_parallel_shards"
     assert "ToleratedFailurePercentage" not in shards and "ToleratedFailureCount" not in shards  # none tolerated
-    [task_name] = shards["ItemProcessor"]["States"]
-    worker = shards["ItemProcessor"]["States"][task_name]
-    for task, function in ((worker, "${WorkerFunctionArn}"), (reduce, "${ReduceFunctionArn}")):
+    processor = shards["ItemProcessor"]
+    assert processor["StartAt"] == "EvaluateShard"
+    worker = processor["States"]["EvaluateShard"]
+    tasks = [
+        (processor["States"][name], "${WorkerFunctionArn}") for name in ("EvaluateShard", "PollBatch", "CollectBatch")
+    ]
+    for task, function in [*tasks, (reduce, "${ReduceFunctionArn}")]:
         assert task["Resource"] == "arn:aws:states:::lambda:invoke"
         assert task["Parameters"]["FunctionName"] == function
-        assert task["TimeoutSeconds"] > 900  # longer than a Lambda may run: the function's own timeout decides
+        if task is not processor["States"]["PollBatch"]:  # a poll reads a batch's status: seconds
+            assert task["TimeoutSeconds"] > 900  # longer than a Lambda may run: the function's own timeout decides
         retries = task["Retry"]
         assert retries[0]["ErrorEquals"] == ["JobFailed"] and retries[0]["MaxAttempts"] == 0  # never retried
         assert set(retries[1]["ErrorEquals"]) >= TRANSIENT_LAMBDA_ERRORS
         assert retries[1]["BackoffRate"] >= 2 and retries[1]["MaxAttempts"] >= 3
         assert retries[2]["ErrorEquals"] == ["States.TaskFailed"] and retries[2]["MaxAttempts"] >= 1
     assert worker["Parameters"]["Payload.$"] == "$"  # the manifest item {job_id, shard_key}
+    # A shard judged in batch (the worker answers batch: true) waits, polls until ended, collects; any other is done.
+    states = processor["States"]
+    assert worker["Next"] == "Batched" and states["ShardDone"] == {"Type": "Succeed"}
+    assert states["Batched"]["Choices"] == [{"Variable": "$.batch", "BooleanEquals": True, "Next": "WaitForBatch"}]
+    assert states["Batched"]["Default"] == "ShardDone"
+    assert states["WaitForBatch"] == {
+        **states["WaitForBatch"],
+        "Type": "Wait",
+        "SecondsPath": "$.poll_s",
+        "Next": "PollBatch",
+    }
+    assert (
+        states["PollBatch"]["Parameters"]["Payload"]["phase"] == "poll" and states["PollBatch"]["Next"] == "BatchEnded"
+    )
+    assert states["BatchEnded"]["Choices"] == [{"Variable": "$.ended", "BooleanEquals": True, "Next": "CollectBatch"}]
+    assert states["BatchEnded"]["Default"] == "WaitForBatch"
+    assert (
+        states["CollectBatch"]["Parameters"]["Payload"]["phase"] == "collect" and states["CollectBatch"]["End"] is True
+    )
     assert reduce["Parameters"]["Payload"] == {"job_id.$": "$.job_id"}

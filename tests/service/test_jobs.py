@@ -389,6 +389,10 @@ def test_worker_is_idempotent(aws: JobsAWS) -> None:
         "shard_key": f"jobs/{job_id}/shards/00000.json",
         "conversations": None,
         "skipped": True,
+        # what the state machine reads to go on (a shard judged in batch would wait: statemachine/)
+        "batch": False,
+        "poll_s": 0,
+        "ended": True,
     }
     assert aws.objects(f"jobs/{job_id}/results/") == written
 
