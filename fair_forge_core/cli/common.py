@@ -10,10 +10,12 @@ Heavy modules (pydantic, LangChain, the judges) are imported inside the function
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from fair_forge_core.cli.batch import BatchOptions
     from fair_forge_core.cli.progress import ProgressBar
     from fair_forge_core.schemas import EvaluationResult, RunRequest
 
@@ -331,6 +333,18 @@ def evaluation_plan(request: RunRequest, path: Path, *, judge_cache: Path | None
     return _plan(request, [], path, None, judge_cache)
 
 
+def _batch_request(request: RunRequest) -> RunRequest:
+    """`request` with `config.judge_batch` on (so its prices are the batch's); exit 2 naming the
+    connector whose provider has no batch API here (`judges.batch.batch_refusal`)."""
+    from fair_forge_core.judges.batch import batch_refusal
+
+    for connector in request.connectors:
+        refusal = batch_refusal(connector.class_path, connector.params)
+        if refusal is not None:
+            raise CliError(f"--batch: connector.class_path: {refusal}")
+    return request.model_copy(update={"config": request.config.model_copy(update={"judge_batch": True})})
+
+
 def run_evaluation(
     request: RunRequest,
     import_warnings: list[str],
@@ -339,18 +353,39 @@ def run_evaluation(
     *,
     max_cost_usd: float | None = None,
     judge_cache: Path | None = None,
+    batch: BatchOptions | None = None,
+    stderr: TextIO | None = None,
 ) -> EvaluationResult:
-    """Evaluate a validated request as `evaluate` does (`plan.execute`); exit 3 when it cannot run."""
+    """Evaluate a validated request as `evaluate` does (`plan.execute`); exit 3 when it cannot run.
+    With `batch`, through the provider's batch API (`cli.batch`, which says on `stderr` what it
+    sent and how to resume); exit 2 for a connector without one."""
     from fair_forge_core.evaluate import NoConversationScored, run_sync
     from fair_forge_core.judges.base import RunContext
+    from fair_forge_core.judges.batch import BatchError
     from fair_forge_core.judges.llm import JudgeProviderRefused
     from fair_forge_core.plan import execute
     from fair_forge_core.redact import redact
 
+    if batch is None and request.config.judge_batch:
+        from fair_forge_core.cli.batch import DEFAULT_OPTIONS
+
+        batch = DEFAULT_OPTIONS
+    if batch is not None:
+        request = _batch_request(request)
     plan = _plan(request, import_warnings, path, max_cost_usd, judge_cache)
     try:
-        result = run_sync(execute(plan, RunContext(on_progress=progress)))
-    except (JudgeProviderRefused, NoConversationScored) as exc:
+        if batch is not None:
+            from fair_forge_core.cli.batch import BatchStateError, judged_in_batch
+
+            collect_plan = _plan(request, import_warnings, path, max_cost_usd, judge_cache)
+            stream = stderr or sys.stderr
+            try:
+                result = judged_in_batch(plan, collect_plan, batch, lambda line: say(stream, line))
+            except BatchStateError as exc:
+                raise CliError(str(exc)) from None
+        else:
+            result = run_sync(execute(plan, RunContext(on_progress=progress)))
+    except (JudgeProviderRefused, NoConversationScored, BatchError) as exc:
         raise CliError(
             f"evaluation failed: {display_name(path)}: {redact(str(exc), sorted(plan.secrets))}",
             EXIT_EVALUATION_FAILED,

@@ -57,6 +57,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fair_forge_core.cli.batch import batch_options
 from fair_forge_core.cli.common import (
     EXIT_EVALUATION_FAILED,
     EXIT_OK,
@@ -179,6 +180,8 @@ def evaluate_body(args: argparse.Namespace, body: dict[str, Any], path: Path, st
         progress_bar(stderr, args.quiet),
         max_cost_usd=args.max_cost_usd,
         judge_cache=args.judge_cache,
+        batch=batch_options(args),
+        stderr=stderr,
     )
     timing = (started, time.monotonic() - clock)
 

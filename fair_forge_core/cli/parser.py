@@ -326,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("request", type=Path, help="request JSON: connector, datasets or traces, config ('-': stdin)")
     evaluate.add_argument("--out", type=Path, help="write the result JSON here (default: stdout)")
     add_evaluation_flags(evaluate)
+    from fair_forge_core.cli.batch import add_batch_flags
+
+    add_batch_flags(evaluate)
     add_run_parser(commands)
 
     compare = commands.add_parser(
