@@ -29,6 +29,7 @@ BENCHMARKS = (
     "benchmarks.bench_cascade",
     "benchmarks.bench_panel",
     "benchmarks.bench_goal_cost",
+    "benchmarks.bench_batch",
     "benchmarks.bench_prompt_cache",
     "benchmarks.bench_agent_throughput",
 )
