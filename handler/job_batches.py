@@ -11,8 +11,12 @@ judging"): the worker's three phases, each one invocation of `handler.job_lambda
   cancelled (what they answered stays). The next wait is 1.5 times this one, at most
   `FAIR_FORGE_JOBS_BATCH_MAX_POLL_S`.
 - **collect**: the collect pass (`collect_evaluation`) judges the shard from the answers, and its
-  result and usage are written as any shard's; what the cap reserved beyond what the answers
-  cost goes back to the job's budget, for the shards still submitting.
+  result and usage are written as any shard's; then what the cap reserved beyond what the
+  answers cost goes back to the job's budget, for the shards still submitting (`give_back`).
+
+A worker that dies between creating its batch and writing `batches/<n>.json` (about a second)
+submits again when retried: the first batch is billed and unused, and the cap still holds (the
+first attempt's reservations stay held).
 """
 
 from __future__ import annotations
@@ -96,22 +100,35 @@ def poll_shard(settings: Settings, bucket: str, keys: JobKeys, index: int, last_
 def collect_shard(settings: Settings, bucket: str, keys: JobKeys, index: int, datasets_of: Any, context: Any) -> Judged:
     """Phase "collect" (module docstring): the shard judged from its batches' answers."""
     from fair_forge_core.batch_run import collect_evaluation
-    from fair_forge_core.evaluate import run_sync
-    from handler.job_budget import DynamoBudget
 
-    found = _stored_batch(bucket, keys, index)
-    if found is None:
-        raise RuntimeError("the shard has no batch to collect")
-    submission = found[0]
+    submission = _submission(bucket, keys, index)
     stored = store.get_json(bucket, keys.request)
 
     def collect(datasets: Any, models: Any, config: Any, run_context: Any) -> Any:
         return collect_evaluation(datasets, models, config, run_context, submission)
 
-    judged = judge_datasets(settings, bucket, keys.job_id, stored, datasets_of, context, collect)
-    cap = stored["config"].get("max_cost_usd")
-    if cap is not None and settings.jobs_budget_table and submission.reserved_usd:
-        spent = judged.usage.cost_usd if judged.usage.cost_usd is not None else submission.reserved_usd
-        budget = DynamoBudget(settings.jobs_budget_table, keys.job_id, cap)
-        run_sync(budget.settle(submission.reserved_usd, min(spent, submission.reserved_usd)))
-    return judged
+    return judge_datasets(settings, bucket, keys.job_id, stored, datasets_of, context, collect)
+
+
+def give_back(settings: Settings, bucket: str, keys: JobKeys, index: int, judged: Judged) -> None:
+    """Release what the cap reserved for the shard's lines beyond what their answers cost (after
+    the shard's result is written: a retried collect finds the result and stops before this, so
+    nothing is given back twice; a collect that dies in between gives nothing back, which only
+    leaves the job's other shards less)."""
+    from fair_forge_core.evaluate import run_sync
+    from handler.job_budget import DynamoBudget
+
+    submission = _submission(bucket, keys, index)
+    cap = store.get_json(bucket, keys.request)["config"].get("max_cost_usd")
+    if cap is None or not settings.jobs_budget_table or not submission.reserved_usd:
+        return
+    spent = judged.usage.cost_usd if judged.usage.cost_usd is not None else submission.reserved_usd
+    budget = DynamoBudget(settings.jobs_budget_table, keys.job_id, cap)
+    run_sync(budget.settle(submission.reserved_usd, min(spent, submission.reserved_usd)))
+
+
+def _submission(bucket: str, keys: JobKeys, index: int) -> Any:
+    found = _stored_batch(bucket, keys, index)
+    if found is None:
+        raise RuntimeError("the shard has no batch to collect")
+    return found[0]

@@ -67,10 +67,12 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         return {**answer, **job_batches.submit_shard(settings, bucket, keys, index, datasets_of, context)}
     if phase == "collect":
         judged = job_batches.collect_shard(settings, bucket, keys, index, datasets_of, context)
-    else:
-        # No pause of garbage collection here (unlike the reduce): a worker waits on the
-        # network for minutes, and every retried call leaves a reference cycle.
-        judged = judge_datasets(settings, bucket, job_id, stored, datasets_of, context)
+        written = _write_shard(bucket, keys, index, target, judged)
+        job_batches.give_back(settings, bucket, keys, index, judged)
+        return {**answer, **written}
+    # No pause of garbage collection here (unlike the reduce): a worker waits on the
+    # network for minutes, and every retried call leaves a reference cycle.
+    judged = judge_datasets(settings, bucket, job_id, stored, datasets_of, context)
     return {**answer, **_write_shard(bucket, keys, index, target, judged)}
 
 

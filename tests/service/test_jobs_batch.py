@@ -19,6 +19,7 @@ import boto3
 import pytest
 
 from fair_forge_core.tiers import UNSCORED_CAUSES
+from fair_forge_testing.builders import distinct_conversations
 from fair_forge_testing.fake_batch_api import FakeBatchServer
 from fair_forge_testing.fake_llm_server import openai_usage
 from fair_forge_testing.handler_client import call_handler
@@ -55,11 +56,12 @@ def server() -> Any:
         yield fake
 
 
-def body_for(server: FakeBatchServer, conversations: int = 12, **config: Any) -> dict[str, Any]:
+def body_for(server: FakeBatchServer, datasets: list[dict[str, Any]] | None = None, **config: Any) -> dict[str, Any]:
+    """A job of `datasets` (default: 12 varied conversations, turns repeated within a shard among them)."""
     params = {"model": "judge", "api_key": CALLER_KEY, "base_url": server.base_url, "max_tokens": MAX_TOKENS}
     return {
         "connector": {"class_path": "langchain_openai.ChatOpenAI", "params": params},
-        "datasets": varied_conversations(conversations, unscorable_share=0.0),
+        "datasets": datasets if datasets is not None else varied_conversations(12, unscorable_share=0.0),
         "config": config,
     }
 
@@ -135,7 +137,7 @@ def test_a_batch_job_judges_every_turn_once_at_half_the_price(aws: JobsAWS, serv
 
 def test_an_expired_window_leaves_the_rest_unscored_with_batch_expired(aws: JobsAWS, server: FakeBatchServer) -> None:
     server.expire_after = 2  # each shard's batch answers 2 lines, then its window expires
-    _, result = run_job(aws, body_for(server, config={}) | {"config": {"judge_batch": True}})
+    _, result = run_job(aws, body_for(server, judge_batch=True))
 
     submitted = sum(len(r.lines) for r in server.batches.values())
     answered = len(answered_lines(server))
@@ -150,9 +152,20 @@ def test_an_expired_window_leaves_the_rest_unscored_with_batch_expired(aws: Jobs
     assert UNSCORED_CAUSES["batch_expired"] in readiness["summary"]
 
 
-def test_the_cap_holds_and_what_it_did_not_spend_goes_back(aws: JobsAWS, server: FakeBatchServer) -> None:
+@pytest.mark.parametrize("collect_fails_after_writing", [False, True])
+def test_the_cap_holds_and_what_it_did_not_spend_goes_back_once(
+    aws: JobsAWS, server: FakeBatchServer, collect_fails_after_writing: bool
+) -> None:
+    def fault(function: str, event: dict[str, Any], attempt: int) -> str | None:
+        # The sandbox dies after the collect wrote its result and gave back: Step Functions retries it.
+        return "after" if event.get("phase") == "collect" and attempt == 1 else None
+
+    if collect_fails_after_writing:
+        aws.fault = fault
     cap = 0.004
-    _, result = run_job(aws, body_for(server) | {"config": {"judge_batch": True, "max_cost_usd": cap}})
+    # Every turn distinct: one batch line is one turn, whichever shards the cap lets send.
+    body = body_for(server, distinct_conversations(12, 2), judge_batch=True, max_cost_usd=cap)
+    _, result = run_job(aws, body)
 
     lines = answered_lines(server)
     spent = sum(cost_of(line["response"]["body"]["usage"], 0.5) for line in lines)
@@ -161,9 +174,11 @@ def test_the_cap_holds_and_what_it_did_not_spend_goes_back(aws: JobsAWS, server:
     assert usage["turns_stopped_by_cap"] > 0 and usage["cost_usd"] == pytest.approx(spent, rel=1e-9)
     got = causes(result)
     assert got["cost_cap"] > 0 and got[None] == len(lines)
-    # The job's budget item holds what the answers cost, not the reservations made at submit.
-    table = boto3.client("dynamodb", region_name=REGION).scan(TableName=aws_table())["Items"]
-    [item] = table
+    phases = Counter(i.event.get("phase", "evaluate") for i in aws.calls_of(aws.worker_name))
+    assert phases["collect"] == phases["evaluate"] * (2 if collect_fails_after_writing else 1)
+    # The job's budget item holds what the answers cost, not the reservations made at submit, and
+    # a retried collect gave nothing back a second time.
+    [item] = boto3.client("dynamodb", region_name=REGION).scan(TableName=aws_table())["Items"]
     assert int(item["committed"]["N"]) / 1e9 == pytest.approx(spent, abs=1e-6)
 
 
