@@ -20,18 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fair_forge_core.evaluate import JudgeArgument, chat_models, evaluate_conversations
-from fair_forge_core.judges.base import RunContext
-from fair_forge_core.judges.batch import (
-    AnsweringTransport,
-    BatchState,
-    BatchSubmission,
-    JudgeBatch,
-    ModelBatch,
-    batch_states,
-    cancel_batches,
-    read_answers,
-    submit_lines,
-)
+from fair_forge_core.judges.base import DEADLINE_PHRASE, RunContext
+from fair_forge_core.judges.batch import AnsweringTransport, BatchState, BatchSubmission, JudgeBatch, ModelBatch
+from fair_forge_core.judges.batch_api import batch_states, cancel_batches, delete_files, read_answers, submit_lines
 from fair_forge_core.judges.budget import Budget
 from fair_forge_core.judges.ledger import JudgeLedger
 from fair_forge_core.schemas import ConversationMetrics, Dataset, EvaluationConfig
@@ -39,7 +30,10 @@ from fair_forge_core.schemas import ConversationMetrics, Dataset, EvaluationConf
 
 @dataclass
 class HeldBudget:
-    """A budget that counts what stays reserved in `inner` (`held`, USD) as calls reserve and settle."""
+    """A budget that counts what stays reserved in `inner` (`held`, USD) as calls reserve and
+    settle. A deferred call settles with `spent == reserved` (`JudgeLedger.settle` of a reply
+    without usage: the very same float), which leaves its reservation held: nothing to tell
+    `inner`."""
 
     inner: Budget
     held: float = 0.0
@@ -51,7 +45,7 @@ class HeldBudget:
         return True
 
     async def settle(self, reserved: float, spent: float) -> None:
-        if spent != reserved:  # a deferred call keeps its whole reservation: nothing to tell `inner`
+        if spent != reserved:
             await self.inner.settle(reserved, spent)
             self.held += spent - reserved
 
@@ -89,7 +83,9 @@ async def submit_evaluation(
     metadata: Mapping[str, str] | None = None,
 ) -> BatchSubmission:
     """Run the submit pass of `datasets` (`judges.batch`) and send each chat model's lines as its
-    batches, labelled with `metadata`. `context.ledger`'s cap keeps what the lines reserved."""
+    batches, labelled with `metadata`. `context.ledger`'s cap keeps what the lines reserved; when
+    sending fails, the batches already created are cancelled and the reservations released, so a
+    retry starts with the whole cap."""
     models = chat_models(judge)
     batch = JudgeBatch.recording(models)
     held = None
@@ -97,18 +93,28 @@ async def submit_evaluation(
         held = HeldBudget(context.ledger.budget)
         _use_budget(context.ledger, held)
     await evaluate_conversations(datasets, judge, config, dataclasses.replace(context, batch=batch))
-    parts = []
-    for model, ledger in zip(models, _member_ledgers(context.ledger, len(models)), strict=True):
-        lines = batch.recorded(model)
-        ids = await submit_lines(model, lines, metadata or {}) if lines else []
-        stopped = ledger is not None and ledger.turns_stopped_by_cap > 0
-        parts.append(
-            ModelBatch(
-                batch_ids=ids,
-                submitted=list(lines),
-                cap_message=ledger.cap_message() if stopped and ledger is not None else None,
+    late = context.deadline is not None and time.monotonic() >= context.deadline
+    parts: list[ModelBatch] = []
+    try:
+        for model, ledger in zip(models, _member_ledgers(context.ledger, len(models)), strict=True):
+            lines = batch.recorded(model)
+            ids = await submit_lines(model, lines, metadata or {}) if lines else []
+            parts.append(
+                ModelBatch(
+                    batch_ids=ids,
+                    submitted=list(lines),
+                    cap_message=ledger.cap_message() if ledger is not None and ledger.turns_stopped_by_cap else None,
+                    deadline_message=f"{DEADLINE_PHRASE} before this call was sent to the provider's batch"
+                    if late
+                    else None,
+                )
             )
-        )
+    except BaseException:
+        for model, part in zip(models, parts, strict=False):
+            await cancel_batches(model, part.batch_ids)
+        if held is not None and held.held:
+            await held.inner.settle(held.held, 0.0)
+        raise
     return BatchSubmission(models=parts, reserved_usd=held.held if held is not None else 0.0)
 
 
@@ -135,9 +141,9 @@ async def wait_for_batches(
     deadline: float | None,
     on_states: Callable[[list[BatchState]], None] | None = None,
 ) -> list[BatchState]:
-    """Poll until every batch has ended: first after `poll_s`, then each wait 1.5 times the last,
-    at most `max_poll_s`. Past `deadline` (a `time.monotonic()` instant) the batches left are
-    cancelled, and their end awaited (what they answered stays)."""
+    """Poll until every batch has ended: at once, then after `poll_s`, then each wait 1.5 times the
+    last and at least a second, at most `max_poll_s`. Past `deadline` (a `time.monotonic()`
+    instant) the batches left are cancelled, and their end awaited (what they answered stays)."""
     wait = poll_s
     cancelled = False
     while True:
@@ -150,7 +156,7 @@ async def wait_for_batches(
             await cancel_submission(judge, submission)
             cancelled = True
         await asyncio.sleep(wait)
-        wait = min(wait * 1.5, max_poll_s)
+        wait = min(max(wait * 1.5, 1.0), max_poll_s)
 
 
 async def prepare_collect(judge: JudgeArgument, ledger: JudgeLedger | None, submission: BatchSubmission) -> JudgeBatch:
@@ -161,8 +167,8 @@ async def prepare_collect(judge: JudgeArgument, ledger: JudgeLedger | None, subm
         raise ValueError(f"a submission of {len(submission.models)} connector(s) for {len(models)} judge model(s)")
     transports = []
     for model, part in zip(models, submission.models, strict=True):
-        answers, ended_as = await read_answers(model, part.batch_ids, len(part.submitted))
-        transports.append(AnsweringTransport(answers, frozenset(part.submitted), ended_as, part.cap_message))
+        answers, ended_as = await read_answers(model, part)
+        transports.append(AnsweringTransport(answers, part, ended_as))
     _use_budget(ledger, PrepaidBudget())
     return JudgeBatch.answering(models, transports)
 
@@ -179,6 +185,13 @@ async def collect_evaluation(
     reserves nothing (`prepare_collect`)."""
     batch = await prepare_collect(judge, context.ledger, submission)
     return await evaluate_conversations(datasets, judge, config, dataclasses.replace(context, batch=batch))
+
+
+async def delete_submission_files(judge: JudgeArgument, submission: BatchSubmission) -> None:
+    """Delete the files of `submission`'s batches from the provider, once their answers are used:
+    the conversations judged are not left in the provider's account (best effort)."""
+    for model, part in zip(chat_models(judge), submission.models, strict=True):
+        await delete_files(model, part.batch_ids)
 
 
 def answered_counts(states: Sequence[BatchState]) -> dict[str, Any]:

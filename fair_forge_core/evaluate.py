@@ -182,6 +182,10 @@ async def evaluate_conversations(
     if cascade is not None and ledger is not None:
         ledger.cascade_settled_offline = cascade.settled_offline
         ledger.cascade_sent_to_llm = cascade.sent_to_llm
+    if context.batch is not None:  # the lines billed that no call read (the cache answered): `judges.batch`
+        models = [member for member in members if isinstance(member, BaseChatModel)]
+        member_ledgers = list(ledger.members or [ledger]) if ledger is not None else [None] * len(models)
+        context.batch.count_unread(models, member_ledgers)
     telemetry.judging_ended_at = time.perf_counter()
     telemetry.judging_s += telemetry.judging_ended_at - started
     judgements = [judged[q] for q in distinct]

@@ -225,13 +225,18 @@ async def execute(plan: RunPlan, context: RunContext | None = None) -> Evaluatio
     and the plan's secrets are masked in what the judges return);
     the warnings of importing traces come first in the result's, the ledger's last; a request's
     adaptive `attempts` add `aggregated_metrics.adaptive` (`adaptive_result.with_adaptive`).
-    `JudgeProviderRefused` and `NoConversationScored` propagate, for the face to map."""
+    `JudgeProviderRefused` and `NoConversationScored` propagate, for the face to map. A plan under
+    `config.judge_batch` runs only as the collect pass of batch judging (`context.batch`; else a
+    ValueError): its prices are the batch's."""
     import dataclasses
 
     from fair_forge_core.evaluate import evaluate
     from fair_forge_core.judges.base import RunContext
 
     context = context or RunContext()
+    if plan.request.config.judge_batch and context.batch is None:
+        # Its prices are the batch's (`plan_ledger`): judged online, its cost and cap would be half.
+        raise ValueError("config.judge_batch: a plan of batch judging runs through `batch_run`, not online")
     context = dataclasses.replace(context, ledger=plan.ledger, secrets=context.secrets | plan.secrets)
     from fair_forge_core.adaptive_result import with_adaptive
 

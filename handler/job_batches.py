@@ -6,13 +6,15 @@ judging"): the worker's three phases, each one invocation of `handler.job_lambda
   (`fair_forge_core.batch_run.submit_evaluation`) sends its judge calls as batches, and what it
   sent is written to `batches/<n>.json` with when; the cap's reservations stay in the job's
   budget. A retried invocation that finds the file does not submit again.
-- **poll**: where the shard's batches stand; `ended` once every one has; past
-  `FAIR_FORGE_JOBS_BATCH_DEADLINE_S` after the submission the batches still running are
-  cancelled (what they answered stays). The next wait is 1.5 times this one, at most
-  `FAIR_FORGE_JOBS_BATCH_MAX_POLL_S`.
+- **poll**: where the shard's batches stand; `ended` once every one has (a passing failure of
+  the provider's API reads as not ended: the next poll asks again); past
+  `FAIR_FORGE_JOBS_BATCH_DEADLINE_S` after the submission the batches still validating or in
+  progress are cancelled (what they answered stays). The next wait is 1.5 times this one, at
+  most `FAIR_FORGE_JOBS_BATCH_MAX_POLL_S`.
 - **collect**: the collect pass (`collect_evaluation`) judges the shard from the answers, and its
   result and usage are written as any shard's; then what the cap reserved beyond what the
-  answers cost goes back to the job's budget, for the shards still submitting (`give_back`).
+  answers cost goes back to the job's budget, for the shards still submitting, and the batches'
+  files are deleted from the provider (`give_back`).
 
 A worker that dies between creating its batch and writing `batches/<n>.json` (about a second)
 submits again when retried: the first batch is billed and unused, and the cap still holds (the
@@ -67,13 +69,16 @@ def submit_shard(
                 "reserved_usd": submission.reserved_usd,
             },
         )
-    return {"batch": True, "poll_s": settings.jobs_batch_poll_s, "ended": False}
+    submission = _submission(bucket, keys, index)
+    nothing_sent = not any(part.batch_ids for part in submission.models)  # the cap, the cache: no batch
+    return {"batch": True, "poll_s": 0 if nothing_sent else settings.jobs_batch_poll_s, "ended": False}
 
 
 def poll_shard(settings: Settings, bucket: str, keys: JobKeys, index: int, last_wait_s: Any) -> dict[str, Any]:
     """Phase "poll" (module docstring): `ended`, and the next wait after `last_wait_s`."""
     from fair_forge_core.batch_run import answered_counts, batch_progress, cancel_submission
     from fair_forge_core.evaluate import run_sync
+    from fair_forge_core.judges.batch_api import BatchError
     from fair_forge_core.schemas import EvaluationConfig
 
     found = _stored_batch(bucket, keys, index)
@@ -84,14 +89,17 @@ def poll_shard(settings: Settings, bucket: str, keys: JobKeys, index: int, last_
     config = EvaluationConfig.model_validate(stored["config"])
     _, judges = job_judges(settings, bucket, keys.job_id, stored, config)
     models = [judge.model for judge in judges]
-    states = run_sync(batch_progress(models, submission))
-    ended = all(state.ended for state in states)
+    try:
+        states = run_sync(batch_progress(models, submission))
+    except BatchError as exc:  # a provider's passing failure: the next poll asks again
+        logger.warning("shard batch not polled", extra={"error": str(exc)})
+        states = None
+    ended = states is not None and all(state.ended for state in states)
     late = time.time() - submitted_at >= settings.jobs_batch_deadline_s
     if late and not ended:
         run_sync(cancel_submission(models, submission))
-    logger.info(
-        "shard batch polled", extra={**answered_counts(states), "ended": ended, "cancelled": late and not ended}
-    )
+    counts = answered_counts(states) if states is not None else {}
+    logger.info("shard batch polled", extra={**counts, "ended": ended, "past_deadline": late})
     previous = last_wait_s if isinstance(last_wait_s, int) and last_wait_s > 0 else settings.jobs_batch_poll_s
     next_wait = min(max(1, round(previous * 1.5)), settings.jobs_batch_max_poll_s)
     return {"batch": True, "poll_s": next_wait, "ended": ended}
@@ -111,20 +119,24 @@ def collect_shard(settings: Settings, bucket: str, keys: JobKeys, index: int, da
 
 
 def give_back(settings: Settings, bucket: str, keys: JobKeys, index: int, judged: Judged) -> None:
-    """Release what the cap reserved for the shard's lines beyond what their answers cost (after
-    the shard's result is written: a retried collect finds the result and stops before this, so
-    nothing is given back twice; a collect that dies in between gives nothing back, which only
-    leaves the job's other shards less)."""
+    """After the shard's result is written: release what the cap reserved for its lines beyond
+    what their answers cost, and delete its batches' files from the provider (best effort). A
+    retried collect finds the result and stops before this, so nothing is given back twice; a
+    collect that dies in between gives nothing back, which only leaves the other shards less."""
+    from fair_forge_core.batch_run import delete_submission_files
     from fair_forge_core.evaluate import run_sync
+    from fair_forge_core.schemas import EvaluationConfig
     from handler.job_budget import DynamoBudget
 
     submission = _submission(bucket, keys, index)
-    cap = store.get_json(bucket, keys.request)["config"].get("max_cost_usd")
-    if cap is None or not settings.jobs_budget_table or not submission.reserved_usd:
-        return
-    spent = judged.usage.cost_usd if judged.usage.cost_usd is not None else submission.reserved_usd
-    budget = DynamoBudget(settings.jobs_budget_table, keys.job_id, cap)
-    run_sync(budget.settle(submission.reserved_usd, min(spent, submission.reserved_usd)))
+    stored = store.get_json(bucket, keys.request)
+    cap = stored["config"].get("max_cost_usd")
+    if cap is not None and settings.jobs_budget_table and submission.reserved_usd:
+        spent = judged.usage.cost_usd if judged.usage.cost_usd is not None else submission.reserved_usd
+        budget = DynamoBudget(settings.jobs_budget_table, keys.job_id, cap)
+        run_sync(budget.settle(submission.reserved_usd, min(spent, submission.reserved_usd)))
+    _, judges = job_judges(settings, bucket, keys.job_id, stored, EvaluationConfig.model_validate(stored["config"]))
+    run_sync(delete_submission_files([judge.model for judge in judges], submission))
 
 
 def _submission(bucket: str, keys: JobKeys, index: int) -> Any:

@@ -52,7 +52,7 @@ def worker_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     index = keys.shard_index(shard)
     phase = event.get("phase", "evaluate")
     logger.append_keys(job_id=job_id, shard_key=shard, phase=phase)
-    if phase != "poll":
+    if phase == "evaluate":  # once a shard: a batch shard's poll and collect are the same shard
         metrics.add_metric(name="Shards", unit=MetricUnit.Count, value=1)
     answer = {"job_id": job_id, "shard_key": shard, "conversations": None, "batch": False, "poll_s": 0, "ended": True}
     target = keys.shard_result(index)

@@ -89,7 +89,7 @@ class Settings(JudgeEnvironment):
     # is polled, the longest wait between polls (each 1.5 times the last), and how long after its
     # submission a batch may run before the job cancels it and collects what it answered.
     jobs_batch_poll_s: int = Field(60, ge=0)
-    jobs_batch_max_poll_s: int = Field(900, ge=1)
+    jobs_batch_max_poll_s: int = Field(900, ge=60)  # ≥ 60: 25 hours of polls within Step Functions' 25,000 events
     jobs_batch_deadline_s: int = Field(90_000, ge=0)
     # What the server's key may buy: judge calls per turn (judge_samples × the connectors that use
     # it), in /run and in jobs, and judge calls per job (turns × those calls per turn).

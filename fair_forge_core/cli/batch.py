@@ -5,7 +5,7 @@ API, at its batch price (`fair_forge_core.batch_run`; docs/judge.md "Batch judgi
 `.fair-forge/batches`) as `<id>.json`, says the id and how to resume on stderr, then waits: it
 polls the batches after `--batch-poll-s` seconds (default 30), each wait 1.5 times the last, at
 most 600 s, and once every batch has ended it collects and gives the result as `evaluate` does
-(every output, the summary, the gates). Interrupted (Ctrl-C, a CI job's time limit), the batches
+(every output, the summary, the gates), then deletes the batches' files from the provider. Interrupted (Ctrl-C, a CI job's time limit), the batches
 run on: `--batch-id ID` with the same request resumes the wait and collects; a request that is
 not the one submitted is exit 2. `--batch-deadline-s` (default 90,000: 25 hours, past the
 provider's 24-hour window) after the submission, batches still running are cancelled and what
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -110,12 +111,16 @@ def batch_options(args: Any) -> BatchOptions | None:
     return BatchOptions(args.batch_id, args.batch_dir, args.batch_poll_s, args.batch_deadline_s)
 
 
-def request_fingerprint(request: Any) -> str:
-    """sha256 of the request as judged, without the connector's params (they may hold a key):
-    what a resumed batch must match."""
+def request_fingerprint(request: Any, models: list[Any]) -> str:
+    """sha256 of the request as judged: its datasets and config, and each judge's identity
+    (`judges.identity.judge_identity`: class, model, sampling, endpoint, output mode, prompt;
+    never a key): what a resumed batch must match, since any of them changes the calls' bodies."""
+    from fair_forge_core.judges.identity import judge_identity
+
     data = request.model_dump(mode="json", exclude={"connector"})
-    data["connector_classes"] = [connector.class_path for connector in request.connectors]
-    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    data["judges"] = [judge_identity(model, request.config) for model in models]
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _state_path(options: BatchOptions, batch_id: str) -> Path:
@@ -132,7 +137,7 @@ def _submitted(plan: Any, options: BatchOptions, say: Callable[[str], None]) -> 
     from fair_forge_core.judges.base import RunContext
     from fair_forge_core.judges.batch import BatchSubmission
 
-    fingerprint = request_fingerprint(plan.request)
+    fingerprint = request_fingerprint(plan.request, plan.models)
     if options.resume_id is not None:
         path = _state_path(options, options.resume_id)
         try:
@@ -156,7 +161,9 @@ def _submitted(plan: Any, options: BatchOptions, say: Callable[[str], None]) -> 
     }
     path = _state_path(options, batch_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(state, indent=1), encoding="utf-8")
+    written = path.with_suffix(".tmp")
+    written.write_text(json.dumps(state, indent=1), encoding="utf-8")
+    os.replace(written, path)  # whole or absent: an interrupted write leaves no half state
     calls = sum(len(part.submitted) for part in submission.models)
     batches = sum(len(part.batch_ids) for part in submission.models)
     say(f"batch {batch_id}: {calls} judge call(s) in {batches} provider batch(es); state in {path}")
@@ -170,7 +177,7 @@ def judged_in_batch(
     """The `EvaluationResult` of `plan`'s request judged in batch: submitted (or resumed), waited
     for, then collected with `collect_plan` (a fresh plan of the same request: its ledger counts
     the answers only); what it sent, how to resume and how the batches stand go to `say`."""
-    from fair_forge_core.batch_run import answered_counts, prepare_collect, wait_for_batches
+    from fair_forge_core.batch_run import answered_counts, delete_submission_files, prepare_collect, wait_for_batches
     from fair_forge_core.evaluate import run_sync
     from fair_forge_core.judges.base import RunContext
     from fair_forge_core.plan import execute
@@ -194,4 +201,5 @@ def judged_in_batch(
     )
     batch = run_sync(prepare_collect(collect_plan.models, collect_plan.ledger, submission))
     result: EvaluationResult = run_sync(execute(collect_plan, RunContext(batch=batch)))
+    run_sync(delete_submission_files(collect_plan.models, submission))
     return result

@@ -329,7 +329,10 @@ def _plan(
 
 def evaluation_plan(request: RunRequest, path: Path, *, judge_cache: Path | None = None) -> Any:
     """The `plan.RunPlan` `evaluate` would run `request` with (no cost cap): `fair-forge run
-    --until-decided` judges its rounds with it. Exit 2 as `evaluate` refuses a judge."""
+    --until-decided` judges its rounds with it, as they run: exit 2 for `config.judge_batch`
+    (and as `evaluate` refuses a judge)."""
+    if request.config.judge_batch:
+        raise CliError("config.judge_batch: the rounds of --until-decided are judged as they run, not in a batch")
     return _plan(request, [], path, None, judge_cache)
 
 
@@ -361,7 +364,7 @@ def run_evaluation(
     sent and how to resume); exit 2 for a connector without one."""
     from fair_forge_core.evaluate import NoConversationScored, run_sync
     from fair_forge_core.judges.base import RunContext
-    from fair_forge_core.judges.batch import BatchError
+    from fair_forge_core.judges.batch_api import BatchError
     from fair_forge_core.judges.llm import JudgeProviderRefused
     from fair_forge_core.plan import execute
     from fair_forge_core.redact import redact

@@ -14,10 +14,12 @@ the provider's batch API, at its batch price, by running the same evaluation twi
    answers each call from the batch's output files (`read_answers`): the same request body gets
    the provider's answer to it, so the prompt, the parse, the samples, the judge cache, the ledger
    and the cost are those of an online run. A call the batch did not answer (the window expired,
-   the batch was cancelled or failed) is unscored with cause `batch_expired`; a call the submit
-   did not send (the cost cap stopped it) with cause `cost_cap`; a line the provider answered
-   with an error status is unscored with that error, as it would be online, not retried (the
-   batch holds one answer per line).
+   the batch was cancelled) is unscored with cause `batch_expired` (a failed batch: a judge
+   error); a call the submit did not send with the cause that held it back (`cost_cap`,
+   `deadline`); a line the provider answered with an error status, or whose reply does not
+   parse, is unscored with that error, never asked again (the batch holds one answer a call).
+   The lines billed that no call read (the judge cache answered) are counted in the ledger all
+   the same (`JudgeBatch.count_unread`).
 
 The bodies of the two passes are the same because everything that builds one is deterministic
 (the prompt, the messages, the model's parameters); a line's answer is found by its body. What
@@ -25,8 +27,9 @@ reaches the provider is byte for byte what an online call would have sent (the r
 the LangChain client), inside OpenAI's batch line `{custom_id, method, url, body}`.
 
 Providers: a chat model whose SDK client is OpenAI's (`langchain_openai.ChatOpenAI`,
-`BATCH_CONNECTORS`) calling chat completions. Anything else is refused before a job starts
-(`batch_refusal`).
+`BATCH_CONNECTORS`) calling chat completions, not streamed. Another class is refused before a job
+starts (`batch_refusal`); a call to another API stops the submit pass before anything is sent.
+The provider's API itself is `judges.batch_api`.
 """
 
 from __future__ import annotations
@@ -35,43 +38,39 @@ import asyncio
 import contextvars
 import hashlib
 import importlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fair_forge_core.judges.base import JudgeBatchExpired, JudgeCallError, JudgeCostCapReached
+from fair_forge_core.judges.base import JudgeBatchExpired, JudgeCallError, JudgeCostCapReached, JudgeDeadlineReached
 
 if TYPE_CHECKING:
+    from fair_forge_core.judges.ledger import JudgeLedger
     from fair_forge_core.judges.tokens import UsageCapture
 
 BATCH_CONNECTORS = frozenset({"langchain_openai.chat_models.ChatOpenAI"})
 """The connectors (canonical class paths, `connectors.allowlist`) whose provider has a batch API
 this module speaks: OpenAI's."""
-BATCH_ENDPOINT = "/v1/chat/completions"
-COMPLETION_WINDOW = "24h"
-MAX_LINES = 50_000
-"""OpenAI's bounds on one batch's input file: 50,000 requests, 200 MB."""
-MAX_FILE_BYTES = 200 * 1024 * 1024
-BYTES_PER_LINE = 16_384
-"""What a batch's output file may hold per line sent, beyond one judge reply's bound: a verdict's
-reply is under 10 KB, so a file that is larger is refused as a reply that is (`reply_limit`)."""
-MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024
+STATUSES = frozenset(
+    {"validating", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled", "failed"}
+)
+"""A batch's statuses in OpenAI's reference; any other reads as "unknown"."""
 ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 """The statuses of a batch that will not change again."""
 BATCH_EXPIRED_MESSAGE = "the provider's batch ended ({status}) before this judge call was answered"
-
-
-class BatchError(Exception):
-    """The provider's batch API refused or failed a batch (its message is safe to show)."""
+BATCH_FAILED_MESSAGE = "the provider's batch failed (it refused its input file) before this judge call was answered"
+REPLY_READ_ONCE = "unparseable judge output in the provider's batch (it holds one answer a call: not asked again)"
+UNSUPPORTED = "batch judging sends chat completions, not streamed: this connector sends {what}"
 
 
 def batch_refusal(class_path: str, params: Mapping[str, Any]) -> str | None:
     """Why a connector cannot be judged in batch (None: it can): its class (any accepted
-    spelling) has no batch API here, or it calls an API other than chat completions
-    (`use_responses_api`)."""
+    spelling) has no batch API here, or its parameters ask for another API than chat completions
+    (`use_responses_api`) or a streamed reply (`streaming`). A connector that reaches another API
+    by its model or other parameters (LangChain picks the Responses API for some) is stopped at
+    its first call of the submit pass (`RecordingTransport`), before anything is sent."""
     from fair_forge_core.connectors.allowlist import allowed_connectors
 
     if allowed_connectors().get(class_path) not in BATCH_CONNECTORS:
@@ -81,6 +80,8 @@ def batch_refusal(class_path: str, params: Mapping[str, Any]) -> str | None:
         )
     if params.get("use_responses_api"):
         return "batch judging sends chat completions: use_responses_api must be off"
+    if params.get("streaming"):
+        return "batch judging reads whole replies: streaming must be off"
     return None
 
 
@@ -96,6 +97,8 @@ class ModelBatch(BaseModel):
     batch_ids: list[str] = Field(default_factory=list)
     submitted: list[str] = Field(default_factory=list)
     cap_message: str | None = None
+    deadline_message: str | None = None
+    """The deadline's message when it stopped calls before they could be sent."""
 
 
 class BatchSubmission(BaseModel):
@@ -125,6 +128,11 @@ class BatchState:
         return self.status in ENDED
 
 
+def known_status(status: object) -> str:
+    """`status` when it is one of OpenAI's (`STATUSES`), else "unknown": what is logged and said."""
+    return status if isinstance(status, str) and status in STATUSES else "unknown"
+
+
 # ----------------------------------------------------------------- the two transports
 
 
@@ -133,7 +141,7 @@ class _Slot:
     """The judgement a call belongs to (its sample) and what the transport made of it."""
 
     sample: int
-    outcome: JudgeCallError | None = None
+    outcome: Exception | None = None
     status: int | None = None
 
 
@@ -151,9 +159,18 @@ def custom_id(body: bytes, sample: int) -> str:
     return f"{hashlib.sha256(body).hexdigest()[:48]}-{sample}"
 
 
-def _chat_path(request: Any) -> None:
-    if not str(request.url.path).endswith("/chat/completions"):
-        raise BatchError(f"batch judging sends chat completions, not {request.url.path}")
+def _unsupported(request: Any, body: bytes) -> Exception | None:
+    """Why `request` cannot be a batch line (a call other than chat completions, or streamed):
+    an error that stops the evaluation (every call of the connector is like it); None if it can."""
+    from fair_forge_core.judges.errors import RemoteProviderError
+
+    path = str(request.url.path)
+    what = None
+    if not path.endswith("/chat/completions"):
+        what = path[-64:]
+    elif b'"stream":true' in body.replace(b" ", b""):
+        what = "streamed chat completions"
+    return None if what is None else RemoteProviderError("fatal", None, None, UNSUPPORTED.format(what=what))
 
 
 @dataclass
@@ -165,15 +182,13 @@ class RecordingTransport:
     """`custom_id` → request body, in the order first sent."""
 
     async def handle_async_request(self, request: Any) -> Any:
-        httpx2 = _httpx2()
-        _chat_path(request)
-        slot = _SLOT.get()
+        slot = _SLOT.get() or _Slot(0)
         body = await request.aread()
-        key = custom_id(body, slot.sample if slot else 0)
-        self.lines.setdefault(key, body)
-        if slot is not None:
+        slot.outcome = _unsupported(request, body)
+        if slot.outcome is None:
+            self.lines.setdefault(custom_id(body, slot.sample), body)
             slot.outcome = JudgeCallError("sent to the provider's batch")
-        return httpx2.Response(400, json={"error": {"message": "deferred to the batch", "type": "batch"}})
+        return _httpx2().Response(400, json={"error": {"message": "deferred to the batch", "type": "batch"}})
 
     async def aclose(self) -> None:
         return None
@@ -182,32 +197,45 @@ class RecordingTransport:
 @dataclass
 class AnsweringTransport:
     """The collect pass's transport: answers each request with the batch line of its `custom_id`
-    (its status and body as the provider gave them); a request without one is unscored
-    (`batch_expired` when it was sent, else the cap's message when the cap held it back)."""
+    (its status and body as the provider gave them), once: the same request again (a retry of a
+    reply that did not parse) is unscored, since the batch holds one answer a call. A request
+    without a line is unscored: `batch_expired` when it was sent (the batch failed: a judge error),
+    else the cap's or the deadline's message when they held it back at submit."""
 
     answers: Mapping[str, tuple[int, Any]]
-    submitted: frozenset[str]
+    part: ModelBatch
     ended_as: str
-    cap_message: str | None = None
+    served: set[str] = field(default_factory=set)
 
     async def handle_async_request(self, request: Any) -> Any:
-        httpx2 = _httpx2()
-        _chat_path(request)
-        slot = _SLOT.get()
-        key = custom_id(await request.aread(), slot.sample if slot else 0)
+        slot = _SLOT.get() or _Slot(0)
+        key = custom_id(await request.aread(), slot.sample)
         answer = self.answers.get(key)
-        if answer is not None:
-            if slot is not None:
-                slot.status = answer[0]
-            return httpx2.Response(answer[0], json=answer[1])
-        if slot is not None:
-            if key in self.submitted:
-                slot.outcome = JudgeBatchExpired(BATCH_EXPIRED_MESSAGE.format(status=self.ended_as))
-            elif self.cap_message is not None:
-                slot.outcome = JudgeCostCapReached(self.cap_message)
-            else:
-                slot.outcome = JudgeCallError("this judge call was not part of the batch submitted")
-        return httpx2.Response(400, json={"error": {"message": "not in the batch", "type": "batch"}})
+        if answer is not None and key not in self.served:
+            self.served.add(key)
+            slot.status = answer[0]
+            return _httpx2().Response(answer[0], json=answer[1])
+        slot.outcome = self._unanswered(key)
+        return _httpx2().Response(400, json={"error": {"message": "not in the batch", "type": "batch"}})
+
+    def _unanswered(self, key: str) -> JudgeCallError:
+        """Why the call of `key` has no answer to read (the class docstring)."""
+        if key in self.served:
+            return JudgeCallError(REPLY_READ_ONCE)
+        if key in self.part.submitted:
+            if self.ended_as == "failed":
+                return JudgeCallError(BATCH_FAILED_MESSAGE)
+            return JudgeBatchExpired(BATCH_EXPIRED_MESSAGE.format(status=self.ended_as))
+        if self.part.cap_message is not None:
+            return JudgeCostCapReached(self.part.cap_message)
+        if self.part.deadline_message is not None:
+            return JudgeDeadlineReached(self.part.deadline_message)
+        return JudgeCallError("this judge call was not part of the batch submitted")
+
+    def unread(self) -> Iterable[Any]:
+        """The bodies of the answered lines no call read (their verdicts came from the judge
+        cache): billed all the same."""
+        return (body for key, (status, body) in self.answers.items() if key not in self.served and status == 200)
 
     async def aclose(self) -> None:
         return None
@@ -249,7 +277,8 @@ class BatchSession:
                 return await runnable.ainvoke(messages, config=config)
         except Exception as exc:
             if slot.outcome is not None:
-                if capture is not None and isinstance(self.transport, RecordingTransport):
+                deferred = isinstance(self.transport, RecordingTransport) and isinstance(slot.outcome, JudgeCallError)
+                if capture is not None and deferred:
                     capture.replied_with(None)
                 if capture is not None and capture.ledger is not None and isinstance(slot.outcome, JudgeCostCapReached):
                     capture.ledger.turns_stopped_by_cap += 1
@@ -276,150 +305,39 @@ class JudgeBatch:
 
     @classmethod
     def answering(cls, models: Sequence[Any], transports: Sequence[AnsweringTransport]) -> JudgeBatch:
+        """The collect pass's: each model answered by its own `AnsweringTransport`, in order."""
         return cls({id(m): BatchSession(wired_model(m, t), t) for m, t in zip(models, transports, strict=True)})
 
     def session_for(self, model: Any) -> BatchSession | None:
         return self.sessions.get(id(model))
+
+    def count_unread(self, models: Sequence[Any], ledgers: Sequence[JudgeLedger | None]) -> None:
+        """Record in each model's ledger the answered lines no call read (`AnsweringTransport.unread`:
+        billed though their verdicts came from the cache), each as one call with its usage, so that
+        `judge_usage` counts what the batch billed. Called by `evaluate_conversations` once judging
+        has ended."""
+        from fair_forge_core.judges.tokens import TokenUsage
+
+        for model, ledger in zip(models, ledgers, strict=True):
+            session = self.session_for(model)
+            if ledger is None or session is None or not isinstance(session.transport, AnsweringTransport):
+                continue
+            for body in session.transport.unread():
+                usage = body.get("usage") if isinstance(body, dict) else None
+                if not isinstance(usage, dict):
+                    ledger.record(None)
+                    continue
+                details = usage.get("prompt_tokens_details") or {}
+                ledger.record(
+                    TokenUsage(
+                        input_tokens=int(usage.get("prompt_tokens") or 0),
+                        output_tokens=int(usage.get("completion_tokens") or 0),
+                        cached_input_tokens=int(details.get("cached_tokens") or 0),
+                    )
+                )
 
     def recorded(self, model: Any) -> dict[str, bytes]:
         """The lines the submit pass recorded for `model`."""
         session = self.sessions[id(model)]
         assert isinstance(session.transport, RecordingTransport)
         return session.transport.lines
-
-
-# ----------------------------------------------------------------- the provider's batch API
-
-
-def _batch_client(model: Any) -> Any:
-    """The model's own OpenAI client (its key, base URL, organization and retries)."""
-    return model.root_async_client
-
-
-def batch_files(lines: Mapping[str, bytes]) -> list[bytes]:
-    """The JSONL files of `lines` (OpenAI's input format), each within `MAX_LINES` and
-    `MAX_FILE_BYTES`; the bodies are embedded as the bytes the client built."""
-    files: list[bytes] = []
-    current: list[bytes] = []
-    size = 0
-    for key, body in lines.items():
-        line = b'{"custom_id":%s,"method":"POST","url":"%s","body":%s}\n' % (
-            json.dumps(key).encode(),
-            BATCH_ENDPOINT.encode(),
-            body,
-        )
-        if current and (len(current) >= MAX_LINES or size + len(line) > MAX_FILE_BYTES):
-            files.append(b"".join(current))
-            current, size = [], 0
-        current.append(line)
-        size += len(line)
-    if current:
-        files.append(b"".join(current))
-    return files
-
-
-async def submit_lines(model: Any, lines: Mapping[str, bytes], metadata: Mapping[str, str]) -> list[str]:
-    """Upload `lines` as batch input files and create one batch each; their ids, in order."""
-    client = _batch_client(model)
-    ids = []
-    for number, content in enumerate(batch_files(lines)):
-        uploaded = await _provider(client.files.create(file=(f"judge-{number}.jsonl", content), purpose="batch"))
-        batch = await _provider(
-            client.batches.create(
-                input_file_id=uploaded.id,
-                endpoint=BATCH_ENDPOINT,
-                completion_window=COMPLETION_WINDOW,
-                metadata=dict(metadata),
-            )
-        )
-        ids.append(batch.id)
-    return ids
-
-
-async def batch_states(model: Any, batch_ids: Iterable[str]) -> list[BatchState]:
-    """Where each batch stands (one retrieve each)."""
-    client = _batch_client(model)
-    states = []
-    for batch_id in batch_ids:
-        batch = await _provider(client.batches.retrieve(batch_id))
-        counts = batch.request_counts
-        states.append(
-            BatchState(
-                batch_id=batch.id,
-                status=batch.status,
-                total=counts.total if counts else 0,
-                completed=counts.completed if counts else 0,
-                failed=counts.failed if counts else 0,
-            )
-        )
-    return states
-
-
-async def cancel_batches(model: Any, batch_ids: Iterable[str]) -> None:
-    """Ask the provider to cancel every batch that has not ended (what was answered stays)."""
-    client = _batch_client(model)
-    for state in await batch_states(model, batch_ids):
-        if not state.ended:
-            await _provider(client.batches.cancel(state.batch_id))
-
-
-def _download_client(lines: int) -> Any:
-    """An HTTP client for the model's OpenAI client reading at most `BYTES_PER_LINE` × `lines` more than one judge
-    reply may be (`judges.reply_limit`), within `MAX_DOWNLOAD_BYTES`: a batch's files hold every
-    reply of the batch. (Through the environment's proxy, as the SDK's own client: a connector's
-    `openai_proxy` applies to its online calls.)"""
-    from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES, capped_async_client
-
-    limit = min(MAX_JUDGE_REPLY_BYTES + BYTES_PER_LINE * lines, MAX_DOWNLOAD_BYTES)
-    sdk = importlib.import_module("openai")
-    return capped_async_client(sdk.DefaultAsyncHttpxClient, limit=limit, follow_redirects=False)
-
-
-async def read_answers(model: Any, batch_ids: Iterable[str], lines: int) -> tuple[dict[str, tuple[int, Any]], str]:
-    """Every answered line of the batches (`custom_id` → (HTTP status, body)), from their output
-    and error files (of `lines` lines sent in all), and how the batches ended ("completed", or the
-    first other status)."""
-    http_client = _download_client(lines)
-    client = _batch_client(model).with_options(http_client=http_client)
-    answers: dict[str, tuple[int, Any]] = {}
-    ended_as = "completed"
-    try:
-        for batch_id in batch_ids:
-            batch = await _provider(client.batches.retrieve(batch_id))
-            if batch.status != "completed" and ended_as == "completed":
-                ended_as = batch.status
-            for file_id in (batch.output_file_id, batch.error_file_id):
-                if file_id:
-                    content = await _provider(client.files.content(file_id))
-                    answers.update(answered_lines(content.content))
-    finally:
-        await http_client.aclose()
-    return answers, ended_as
-
-
-def answered_lines(content: bytes) -> dict[str, tuple[int, Any]]:
-    """The lines of a batch output or error file that carry a response (`custom_id` → (status,
-    body)); a line without one (a request the batch never ran) is left out."""
-    answered: dict[str, tuple[int, Any]] = {}
-    for raw in content.splitlines():
-        if not raw.strip():
-            continue
-        line = json.loads(raw)
-        response = line.get("response")
-        if isinstance(response, dict) and isinstance(response.get("status_code"), int):
-            answered[str(line["custom_id"])] = (response["status_code"], response.get("body"))
-    return answered
-
-
-async def _provider(call: Any) -> Any:
-    """`await call`, a batch API call: a refused key or model is `JudgeProviderRefused`, any
-    other failure a `BatchError`, each with a message safe to show (`describe_error`)."""
-    from fair_forge_core.judges.base import JudgeProviderRefused
-    from fair_forge_core.judges.errors import classify_error, describe_error
-
-    try:
-        return await call
-    except Exception as exc:
-        if classify_error(exc) == "fatal":
-            raise JudgeProviderRefused(f"the judge provider refused the batch ({describe_error(exc)})") from None
-        raise BatchError(f"the judge provider's batch API failed: {describe_error(exc)}") from None

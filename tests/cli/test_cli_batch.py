@@ -77,6 +77,9 @@ def test_batch_gives_the_online_result_at_half_the_price(server: FakeBatchServer
     assert usage["cost_usd"] == pytest.approx(online_usage["cost_usd"] / 2, rel=1e-12)
     [state] = (tmp_path / "b").iterdir()
     assert f"--batch-id {state.stem}" in stderr and KEY not in state.read_text() and KEY not in stderr
+    # Once collected, the conversations are not left in the provider's account.
+    [record] = server.batches.values()
+    assert not {record.input_file_id, record.output_file_id} & set(server.files)
 
 
 def test_an_interrupted_batch_resumes_by_id_without_sending_again(server: FakeBatchServer, tmp_path: Path) -> None:
@@ -94,11 +97,12 @@ def test_an_interrupted_batch_resumes_by_id_without_sending_again(server: FakeBa
         "--batch-dir",
         str(directory),
     ]
-    process = subprocess.Popen([*command, "--batch-poll-s", "0.05"], cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    log = (tmp_path / "stderr.txt").open("wb")
+    process = subprocess.Popen([*command, "--batch-poll-s", "0.05"], cwd=ROOT, env=env, stderr=log)
     try:
         deadline = time.monotonic() + 120
         while not (directory.exists() and any(directory.iterdir())):
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert process.poll() is None, (tmp_path / "stderr.txt").read_text()
             assert time.monotonic() < deadline, "no batch state written"
             time.sleep(0.05)
         while not server.batches or next(iter(server.batches.values())).retrieves < 2:  # it is waiting
@@ -107,8 +111,7 @@ def test_an_interrupted_batch_resumes_by_id_without_sending_again(server: FakeBa
     finally:
         process.kill()  # a CI job's time limit
         process.wait(timeout=60)
-        if process.stderr:
-            process.stderr.close()
+        log.close()
     [state] = directory.iterdir()
     server.polls_until_done = 0
 
@@ -118,13 +121,19 @@ def test_an_interrupted_batch_resumes_by_id_without_sending_again(server: FakeBa
     assert len(server.batches) == 1 and server.call_count == 0  # submitted once, never online
 
 
-def test_resuming_with_another_request_is_refused(server: FakeBatchServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("change", ["datasets", "model", "temperature"])
+def test_resuming_with_another_request_is_refused(server: FakeBatchServer, tmp_path: Path, change: str) -> None:
     request = request_file(tmp_path, server)
     code, _, _ = evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", tmp_path / "b")
     assert code == 0
     [state] = (tmp_path / "b").iterdir()
     body = json.loads(request.read_text())
-    body["datasets"] = body["datasets"][:-1]
+    if change == "datasets":
+        body["datasets"] = body["datasets"][:-1]
+    elif change == "model":
+        body["connector"]["params"]["model"] = "judge-2"
+    else:
+        body["connector"]["params"]["temperature"] = 0.5  # every call's body would differ
     request.write_text(json.dumps(body))
     code, result, stderr = evaluate(request, "--batch-id", state.stem, "--batch-dir", tmp_path / "b")
     assert code == 2 and result is None and "not the one submitted" in stderr
@@ -150,5 +159,6 @@ def test_an_output_file_larger_than_any_judge_reply_is_read(server: FakeBatchSer
     code, result, stderr = evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", tmp_path / "b")
     assert code == 0, stderr
     [record] = server.batches.values()
-    assert len(server.files[record.output_file_id].content) > MAX_JUDGE_REPLY_BYTES
+    output = b"".join(line for r in record.results if r for line in [json.dumps(r).encode() + b"\n"])
+    assert len(output) > MAX_JUDGE_REPLY_BYTES  # the output file as written (deleted once read)
     assert result is not None and all(c["is_scored"] for c in result["per_conversation_metrics"])

@@ -19,6 +19,10 @@ from langchain_openai import ChatOpenAI
 from fair_forge_core.batch_run import collect_evaluation, submit_evaluation, wait_for_batches
 from fair_forge_core.evaluate import evaluate_conversations, run_sync
 from fair_forge_core.judges.base import JudgeProviderRefused, RunContext
+from fair_forge_core.judges.batch import REPLY_READ_ONCE, UNSUPPORTED
+from fair_forge_core.judges.batch_api import BatchError
+from fair_forge_core.judges.budget import CostBudget
+from fair_forge_core.judges.cache import DirectoryCache
 from fair_forge_core.judges.ledger import JudgeLedger
 from fair_forge_core.judges.prices import ModelPrice, PriceTable, at_batch_price
 from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig
@@ -117,11 +121,14 @@ def test_a_line_that_does_not_parse_or_failed_is_unscored_without_a_call_or_a_wa
 
     conversations = datasets(*distinct_conversations(4, 1))
     with FakeBatchServer(responder) as server:
-        got, _ = in_batch(conversations, model(server), EvaluationConfig())
+        got, ledger = in_batch(conversations, model(server), EvaluationConfig())
         assert server.call_count == 0
+        answered = [line for r in server.batches.values() for line in r.results if line and line["response"]]
     errors = [c.interactions[0].error if c.interactions else None for c in got]
     assert errors[0] is None and errors[3] is None
-    assert errors[1] is not None and "unparseable judge output" in errors[1]
+    # The unparseable line is read once (asking again would read the same line) and billed once.
+    assert errors[1] == REPLY_READ_ONCE
+    assert ledger.summary().calls == len([a for a in answered if a["response"]["status_code"] == 200]) == 3
     assert errors[2] is not None and "in the provider's batch" in errors[2] and "500" in errors[2]
     assert [c.is_scored for c in got] == [True, False, False, True]
 
@@ -171,3 +178,55 @@ def test_a_connector_on_another_api_is_refused_before_anything_is_sent() -> None
     ):
         refusal = batch_refusal(other, {})
         assert refusal is not None and other in refusal
+
+
+def test_a_line_the_cache_answers_at_collect_is_counted_as_billed(tmp_path: Any) -> None:
+    # Another run stores the verdicts between this run's submit and its collect: the collect reads
+    # them from the cache, and the lines the batch answered (and billed) are counted all the same.
+    conversations = datasets(*distinct_conversations(4, 1))
+    config = EvaluationConfig()
+    prices = at_batch_price(PRICES)
+    cache = DirectoryCache(tmp_path / "cache")
+    with FakeBatchServer(usage=lambda request: openai_usage(500, 40)) as server:
+        judge = model(server)
+
+        async def run() -> JudgeLedger:
+            submit_ledger = JudgeLedger.for_model(judge, config, prices=prices, cache=cache)
+            submission = await submit_evaluation(conversations, judge, config, RunContext(ledger=submit_ledger))
+            filler = JudgeLedger.for_model(judge, config, prices=PRICES, cache=cache)
+            await evaluate_conversations(conversations, judge, config, RunContext(ledger=filler))
+            await wait_for_batches(judge, submission, poll_s=0, max_poll_s=0, deadline=None)
+            ledger = JudgeLedger.for_model(judge, config, prices=prices, cache=cache)
+            await collect_evaluation(conversations, judge, config, RunContext(ledger=ledger), submission)
+            return ledger
+
+        ledger = run_sync(run())
+        lines = [line for r in server.batches.values() for line in r.results if line and line["response"]]
+    usage = ledger.summary()
+    assert usage.cache_hits == 4 and len(lines) == 4
+    assert usage.calls == 4 and usage.input_tokens == 4 * 500
+    assert usage.cost_usd == pytest.approx(4 * (500 * 1.0 + 40 * 4.0) / 1e6, rel=1e-12)  # at half of 2.0 / 8.0
+
+
+def test_a_submission_that_fails_to_send_gives_its_reservations_back() -> None:
+    conversations = datasets(*distinct_conversations(4, 1))
+    config = EvaluationConfig(max_cost_usd=1.0)
+    budget = CostBudget(1.0)
+    with FakeBatchServer() as server:
+        server.max_requests = 1  # the provider refuses a file of more lines
+        judge = model(server)
+        ledger = JudgeLedger.for_model(judge, config, prices=at_batch_price(PRICES), budget=budget)
+        with pytest.raises(BatchError):
+            run_sync(submit_evaluation(conversations, judge, config, RunContext(ledger=ledger)))
+        assert not server.batches
+    assert budget.reserved_usd == 0.0 and budget.spent_usd == 0.0  # a retry starts with the whole cap
+
+
+def test_a_connector_that_calls_another_api_stops_before_anything_is_sent() -> None:
+    conversations = datasets(*distinct_conversations(2, 1))
+    with FakeBatchServer() as server:
+        judge = model(server, use_responses_api=True)
+        with pytest.raises(JudgeProviderRefused) as refused:
+            in_batch(conversations, judge, EvaluationConfig())
+        assert not server.batches and not server.files and server.call_count == 0
+    assert UNSUPPORTED.split(":")[0] in str(refused.value) and "/responses" in str(refused.value)

@@ -18,6 +18,7 @@ from typing import Any
 import boto3
 import pytest
 
+import handler.job_store as store
 from fair_forge_core.tiers import UNSCORED_CAUSES
 from fair_forge_testing.builders import distinct_conversations
 from fair_forge_testing.fake_batch_api import FakeBatchServer
@@ -152,16 +153,28 @@ def test_an_expired_window_leaves_the_rest_unscored_with_batch_expired(aws: Jobs
     assert UNSCORED_CAUSES["batch_expired"] in readiness["summary"]
 
 
-@pytest.mark.parametrize("collect_fails_after_writing", [False, True])
+@pytest.mark.parametrize("collect_fails", [None, "after_the_handler", "writing_the_result"])
 def test_the_cap_holds_and_what_it_did_not_spend_goes_back_once(
-    aws: JobsAWS, server: FakeBatchServer, collect_fails_after_writing: bool
+    aws: JobsAWS, server: FakeBatchServer, monkeypatch: pytest.MonkeyPatch, collect_fails: str | None
 ) -> None:
     def fault(function: str, event: dict[str, Any], attempt: int) -> str | None:
         # The sandbox dies after the collect wrote its result and gave back: Step Functions retries it.
         return "after" if event.get("phase") == "collect" and attempt == 1 else None
 
-    if collect_fails_after_writing:
+    failed: set[str] = set()
+    put = store.put
+
+    def put_failing_once(bucket: str, key: str, body: bytes | str) -> None:
+        # S3 refuses each shard's result once: the collect fails before it is written, and is retried.
+        if "/results/" in key and key not in failed:
+            failed.add(key)
+            raise RuntimeError("injected fault: S3 refused the PUT")
+        put(bucket, key, body)
+
+    if collect_fails == "after_the_handler":
         aws.fault = fault
+    elif collect_fails == "writing_the_result":
+        monkeypatch.setattr(store, "put", put_failing_once)
     cap = 0.004
     # Every turn distinct: one batch line is one turn, whichever shards the cap lets send.
     body = body_for(server, distinct_conversations(12, 2), judge_batch=True, max_cost_usd=cap)
@@ -175,7 +188,7 @@ def test_the_cap_holds_and_what_it_did_not_spend_goes_back_once(
     got = causes(result)
     assert got["cost_cap"] > 0 and got[None] == len(lines)
     phases = Counter(i.event.get("phase", "evaluate") for i in aws.calls_of(aws.worker_name))
-    assert phases["collect"] == phases["evaluate"] * (2 if collect_fails_after_writing else 1)
+    assert phases["collect"] == phases["evaluate"] * (1 if collect_fails is None else 2)
     # The job's budget item holds what the answers cost, not the reservations made at submit, and
     # a retried collect gave nothing back a second time.
     [item] = boto3.client("dynamodb", region_name=REGION).scan(TableName=aws_table())["Items"]

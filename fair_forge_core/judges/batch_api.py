@@ -1,0 +1,209 @@
+"""OpenAI's Batch API as batch judging uses it (`judges.batch`): the input files and batches of
+a submission (`submit_lines`), where they stand (`batch_states`), their cancellation
+(`cancel_batches`), their answers (`read_answers`) and their files' deletion (`delete_files`).
+
+Every call goes through the connector's own OpenAI client (its key, `base_url`, organization and
+retries) with a timeout of `API_TIMEOUT_S`; a refused key or model is `JudgeProviderRefused`,
+any other failure a `BatchError`, each with a message safe to show (`errors.describe_error`).
+What is read back is bounded: all of a submission's output and error files together at most
+`BYTES_PER_LINE` a line sent (a verdict's reply is under 10 KB) plus one judge reply's bound,
+within `MAX_DOWNLOAD_BYTES`; a file that passes it, or that is not the JSONL OpenAI's reference
+describes, is a `BatchError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fair_forge_core.judges.batch import ModelBatch, known_status
+
+BATCH_ENDPOINT = "/v1/chat/completions"
+COMPLETION_WINDOW = "24h"
+MAX_LINES = 50_000
+"""OpenAI's bounds on one batch's input file: 50,000 requests, 200 MB."""
+MAX_FILE_BYTES = 200 * 1024 * 1024
+BYTES_PER_LINE = 16_384
+MAX_DOWNLOAD_BYTES = 128 * 1024 * 1024
+"""The most read from one submission's files whatever its lines (a worker has 1 GB)."""
+API_TIMEOUT_S = 60.0
+"""One Batch API call's timeout: a poll must end well inside its state's 300 s."""
+CANCELLABLE = frozenset({"validating", "in_progress"})
+
+
+class BatchError(Exception):
+    """The provider's batch API refused or failed a batch (its message is safe to show)."""
+
+
+def _client(model: Any, http_client: Any = None) -> Any:
+    """The model's own OpenAI client, with the batch API's timeout (and `http_client` when given)."""
+    options: dict[str, Any] = {"timeout": API_TIMEOUT_S}
+    if http_client is not None:
+        options["http_client"] = http_client
+    return model.root_async_client.with_options(**options)
+
+
+def batch_files(lines: Mapping[str, bytes]) -> list[bytes]:
+    """The JSONL files of `lines` (OpenAI's input format), each within `MAX_LINES` and
+    `MAX_FILE_BYTES`; the bodies are embedded as the bytes the client built."""
+    files: list[bytes] = []
+    current: list[bytes] = []
+    size = 0
+    for key, body in lines.items():
+        line = b'{"custom_id":%s,"method":"POST","url":"%s","body":%s}\n' % (
+            json.dumps(key).encode(),
+            BATCH_ENDPOINT.encode(),
+            body,
+        )
+        if current and (len(current) >= MAX_LINES or size + len(line) > MAX_FILE_BYTES):
+            files.append(b"".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(line)
+    if current:
+        files.append(b"".join(current))
+    return files
+
+
+async def submit_lines(model: Any, lines: Mapping[str, bytes], metadata: Mapping[str, str]) -> list[str]:
+    """Upload `lines` as batch input files and create one batch each; their ids, in order. A
+    failure part way cancels the batches already created (best effort) before it propagates."""
+    client = _client(model)
+    ids: list[str] = []
+    try:
+        for number, content in enumerate(batch_files(lines)):
+            uploaded = await _provider(client.files.create(file=(f"judge-{number}.jsonl", content), purpose="batch"))
+            batch = await _provider(
+                client.batches.create(
+                    input_file_id=uploaded.id,
+                    endpoint=BATCH_ENDPOINT,
+                    completion_window=COMPLETION_WINDOW,
+                    metadata=dict(metadata),
+                )
+            )
+            ids.append(batch.id)
+    except Exception:
+        await cancel_batches(model, ids)
+        raise
+    return ids
+
+
+async def batch_states(model: Any, batch_ids: Iterable[str]) -> list[Any]:
+    """Where each batch stands (one retrieve each): `judges.batch.BatchState`s."""
+    from fair_forge_core.judges.batch import BatchState
+
+    client = _client(model)
+    states = []
+    for batch_id in batch_ids:
+        batch = await _provider(client.batches.retrieve(batch_id))
+        counts = batch.request_counts
+        states.append(
+            BatchState(
+                batch_id=batch_id,
+                status=known_status(batch.status),
+                total=counts.total if counts else 0,
+                completed=counts.completed if counts else 0,
+                failed=counts.failed if counts else 0,
+            )
+        )
+    return states
+
+
+async def cancel_batches(model: Any, batch_ids: Iterable[str]) -> int:
+    """Ask the provider to cancel each batch still validating or in progress (what was answered
+    stays; one cancelling or finalizing is left to end); a refusal is not an error, the next
+    poll asks again. How many were asked."""
+    client = _client(model)
+    asked = 0
+    for batch_id in batch_ids:
+        try:
+            batch = await _provider(client.batches.retrieve(batch_id))
+            if known_status(batch.status) in CANCELLABLE:
+                await _provider(client.batches.cancel(batch_id))
+                asked += 1
+        except BatchError:
+            continue
+    return asked
+
+
+async def read_answers(model: Any, part: ModelBatch) -> tuple[dict[str, tuple[int, Any]], str]:
+    """Every answered line of `part`'s batches (`custom_id` → (HTTP status, body)) among the lines
+    it sent, from their output and error files, within the module docstring's bound; and how the
+    batches ended ("completed", or the first other status)."""
+    from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES, capped_async_client
+
+    sdk = importlib.import_module("openai")
+    budget = min(MAX_JUDGE_REPLY_BYTES + BYTES_PER_LINE * len(part.submitted), MAX_DOWNLOAD_BYTES)
+    submitted = frozenset(part.submitted)
+    answers: dict[str, tuple[int, Any]] = {}
+    ended_as = "completed"
+    for batch_id in part.batch_ids:
+        batch = await _provider(_client(model).batches.retrieve(batch_id))
+        status = known_status(batch.status)
+        if status != "completed" and ended_as == "completed":
+            ended_as = status
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            http_client = capped_async_client(sdk.DefaultAsyncHttpxClient, limit=budget, follow_redirects=False)
+            try:
+                content = (await _provider(_client(model, http_client).files.content(file_id))).content
+            finally:
+                await http_client.aclose()
+            budget -= len(content)
+            answers.update(answered_lines(content, submitted))
+    return answers, ended_as
+
+
+def answered_lines(content: bytes, submitted: frozenset[str]) -> dict[str, tuple[int, Any]]:
+    """The lines of a batch output or error file that answer a line of `submitted` with a
+    response (`custom_id` → (status, body)); a line without one (a request the batch never ran)
+    is left out. A line that is not a JSON object with a string `custom_id` is a `BatchError`."""
+    answered: dict[str, tuple[int, Any]] = {}
+    for number, raw in enumerate(io.BytesIO(content), start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            line = None
+        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+            raise BatchError(f"the provider's batch file is not JSONL of batch lines (line {number})")
+        response = line.get("response")
+        if (
+            line["custom_id"] in submitted
+            and isinstance(response, dict)
+            and isinstance(response.get("status_code"), int)
+        ):
+            answered[line["custom_id"]] = (response["status_code"], response.get("body"))
+    return answered
+
+
+async def delete_files(model: Any, batch_ids: Iterable[str]) -> None:
+    """Delete the input, output and error files of the batches from the provider (best effort:
+    the provider keeps a file it refuses to delete)."""
+    client = _client(model)
+    for batch_id in batch_ids:
+        try:
+            batch = await _provider(client.batches.retrieve(batch_id))
+            for file_id in (batch.input_file_id, batch.output_file_id, batch.error_file_id):
+                if file_id:
+                    await _provider(client.files.delete(file_id))
+        except BatchError:
+            continue
+
+
+async def _provider(call: Any) -> Any:
+    """`await call`, a batch API call (the module docstring's errors)."""
+    from fair_forge_core.judges.base import JudgeProviderRefused
+    from fair_forge_core.judges.errors import classify_error, describe_error
+
+    try:
+        return await call
+    except Exception as exc:
+        if classify_error(exc) == "fatal":
+            raise JudgeProviderRefused(f"the judge provider refused the batch ({describe_error(exc)})") from None
+        raise BatchError(f"the judge provider's batch API failed: {describe_error(exc)}") from None
