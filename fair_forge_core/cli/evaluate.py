@@ -44,12 +44,17 @@ naming what is missing; an export that fails is exit 3 (the outputs are written)
 docstring: evaluator provenance, run grouping), with a random UUID (version 4) of the run as
 `test.suite.run.id`; without `--otel-events` or `--otel-export` it is exit 2, before judging.
 
+The result's `run` (`fair_forge_core.run_info`) says when the evaluation started, which tasks it
+evaluated (their hash) and its labels: each `--label KEY=VALUE`, and in CI what the CI's environment
+says of the run (commit, branch, PR, run URL), never a secret.
+
 Its gates, and its exit code 1, are `fair_forge_core.cli.gates`'s.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import uuid
@@ -74,6 +79,7 @@ from fair_forge_core.cli.common import (
 )
 from fair_forge_core.cli.gates import check_gates, check_task_gates
 from fair_forge_core.cli.progress import progress_bar
+from fair_forge_core.run_info import run_info
 
 if TYPE_CHECKING:
     from fair_forge_core.otel_events import EvaluationEvent
@@ -184,6 +190,7 @@ def evaluate_body(args: argparse.Namespace, body: dict[str, Any], path: Path, st
         stderr=stderr,
     )
     timing = (started, time.monotonic() - clock)
+    result = result.model_copy(update={"run": run_info(request.datasets, args.label or (), os.environ, started)})
 
     payload = result.model_dump(mode="json")
     write_output(json_dump(payload), args.out, stdout)

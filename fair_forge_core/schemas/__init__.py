@@ -18,7 +18,7 @@ produce are ``None`` (JSON ``null``), never a made-up number.
 
 Modules: `request` (what an evaluation takes; `config`, its options), `result` (what it returns; `comparison`, its
 paired comparison of two agents; `efficiency`, the result side of `config.efficiency`; `base`,
-the result models' base),
+the result models' base; `run`, the run a result came from),
 `adaptive` (the per-task report of adaptive attempts), `calibration` (the judge against human labels: `POST /calibrate`'s request and report), `judge_error`
 (the judge's measured error and the figures corrected for it) and
 `json_input` (reading a request's JSON strictly). Import from this package.
@@ -140,6 +140,7 @@ from fair_forge_core.schemas.result import (
     ToolPolicyCheck,
     ToolPolicyViolation,
 )
+from fair_forge_core.schemas.run import CiSystem, RunInfo
 
 __all__ = [
     "ADAPTIVE_BIASED_FIELDS",
@@ -172,6 +173,7 @@ __all__ = [
     "CheckOutcome",
     "CheckResult",
     "CheckScope",
+    "CiSystem",
     "CompareConfig",
     "ComparedMetric",
     "Comparison",
@@ -219,6 +221,7 @@ __all__ = [
     "Readiness",
     "ReadinessStatus",
     "Reference",
+    "RunInfo",
     "RunRequest",
     "StateCheck",
     "StateDifference",

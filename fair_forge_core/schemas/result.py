@@ -14,6 +14,7 @@ from fair_forge_core.schemas.efficiency import ConversationEfficiency, Efficienc
 from fair_forge_core.schemas.json_input import omitted_when_none
 from fair_forge_core.schemas.judge_error import JudgeCorrected, NoiseDecomposition
 from fair_forge_core.schemas.request import TrajectoryMatch, Unscored, UnscoredCause
+from fair_forge_core.schemas.run import RunInfo
 
 
 class ToolCorrectnessScore(ResultModel):
@@ -476,11 +477,9 @@ RESULT_FORMAT: Final = "fair-forge-result/1"
 
 
 class EvaluationResult(ResultModel):
-    """The whole answer of one evaluation. `format_version` says which format it is in (always
-    present, so a reader tells a result from any other file by it and never by its keys; a
-    result written before the field existed is read as this format, which it is). `provenance`
-    says what produced it (None in results written before it existed, and in results computed
-    without it)."""
+    """The whole answer of one evaluation. `format_version` says which format it is in (always present: a reader tells
+    a file is a result by it, never by its keys; one written before the field existed is of this format). `provenance`
+    says what produced it, `run` (`RunInfo`) when and on which tasks: None in results written before them or without."""
 
     format_version: Literal["fair-forge-result/1"] = RESULT_FORMAT
     success: Literal[True] = True
@@ -488,6 +487,7 @@ class EvaluationResult(ResultModel):
     aggregated_metrics: AggregatedMetrics
     warnings: list[str] = Field(default_factory=list)
     provenance: Provenance | None = None
+    run: RunInfo | None = omitted_when_none()
 
     def without_interactions(self, reason: str) -> Self:
         """The same result without per-turn detail, and the warning `per-turn detail left out:

@@ -56,10 +56,11 @@ def evaluate(*args: str | Path) -> tuple[int, dict[str, Any] | None, str]:
 
 def figures(result: dict[str, Any]) -> dict[str, Any]:
     """The result without what batch judging changes on purpose: the price (judge_usage) and the
-    config it records (provenance)."""
+    config it records (provenance); and without when it ran (`run.started_at`)."""
     aggregated = {k: v for k, v in result["aggregated_metrics"].items() if k != "judge_usage"}
     kept = {k: v for k, v in result.items() if k != "provenance"}
-    return kept | {"aggregated_metrics": aggregated}
+    run = {k: v for k, v in kept.pop("run").items() if k != "started_at"}
+    return kept | {"aggregated_metrics": aggregated, "run": run}
 
 
 def test_batch_gives_the_online_result_at_half_the_price(server: FakeBatchServer, tmp_path: Path) -> None:
