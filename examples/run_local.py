@@ -4,14 +4,16 @@ Examples whose connector needs a provider key (groq.json, openai.json) are liste
 but not sent; fill in a key and POST them yourself with curl. Each trace file in
 `traces/` is sent as traces with its references (`TRACE_EXAMPLES`: its format and
 what matches a trace to its task; `TRACE_CONFIGS`: its config, if any). Full responses are written to
-`out/<example>.response.json`. Last, one small adaptive run of `fair-forge run` against the stub
-agent (`adaptive_example`), its recording and result in `out/agent.*.json`.
+`out/<example>.response.json`. Then one small adaptive run of `fair-forge run` against the stub
+agent (`adaptive_example`), its recording and result in `out/agent.*.json`. Last, `fair-forge view`
+of those results (`site_example`): the static site of the runs side by side, in `out/site/`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -218,6 +220,18 @@ def adaptive_example(out: Path) -> int:
     return code
 
 
+def site_example(out: Path) -> int:
+    """`fair-forge view` of every result written above (the responses and the agent run's result;
+    the recording is not a result, and is skipped): the static site, its path printed; its exit code."""
+    from fair_forge_core.cli import main as fair_forge
+
+    results = [*sorted(out.glob("*.response.json")), out / "agent.result.json"]
+    with open(os.devnull, "w") as quiet:  # its "wrote …" line: the path is printed below
+        code = fair_forge(["view", *map(str, results), "--out", str(out / "site")], stdout=sys.stdout, stderr=quiet)
+    print(f"fair-forge view: the {len(results)} results side by side: open {(out / 'site' / 'index.html').resolve()}\n")
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=3000)
@@ -251,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             print(summarise(name, status, result) + "\n")
             failures += status != 200
         failures += adaptive_example(args.out) != 0
+        failures += site_example(args.out) != 0
         print(f"Full responses are in {args.out}/.")
     finally:
         server.terminate()

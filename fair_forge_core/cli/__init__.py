@@ -12,6 +12,7 @@ render reports, with no AWS and no server.
     fair-forge run TASKS (--agent SPEC | --agent-url URL) (--attempts K | --until-decided Q [--max-attempts N])
         [-o recorded.json] [--evaluate [--result FILE] [evaluate's flags]]
     fair-forge report result.json [-o report.html]
+    fair-forge view RESULT_OR_DIR... --out site/
     fair-forge convert traces.json --from FORMAT --references refs.jsonl [-o request.json]
     fair-forge pull langfuse|phoenix|langsmith [--since ISO] [--until ISO] [--session ID] [--tag T]
         [--filter EXPR] [--project ID] [--max-pages N] [--max-bytes N] [-o traces.json]
@@ -23,7 +24,7 @@ A file name of `-` reads the JSON from standard input (`fair-forge evaluate - < 
 Each command is one module of this package, whose docstring states its rules:
 `cli.evaluate` (`evaluate`, its judge's cost and cache), `cli.gates` (the gates of `evaluate`),
 `cli.run` (`run`: an agent on a TASKS file, fixed or adaptive attempts),
-`cli.compare` (its text: `cli.compare_text`), `cli.report`, `cli.convert`, `cli.pull` (`pull`: its flags `cli.pull_args`, the stores' APIs
+`cli.compare` (its text: `cli.compare_text`), `cli.report`, `cli.view` (the site: `fair_forge_core.view`), `cli.convert`, `cli.pull` (`pull`: its flags `cli.pull_args`, the stores' APIs
 `pull_stores`), `cli.calibrate`; the outputs for CI systems
 (`--junit`, `--markdown`, `--jsonl`, `--csv`, the step summary) `cli.outputs`. The parser and the flags' types
 are `cli.parser`; the progress bar `cli.progress`; what the commands share (reading files,
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     from fair_forge_core.cli.pull import cmd_pull
     from fair_forge_core.cli.report import cmd_report
     from fair_forge_core.cli.run import cmd_run
+    from fair_forge_core.cli.view import cmd_view
 
 _LAZY = {
     "OFFLINE_JUDGE": "calibrate",
@@ -90,6 +92,7 @@ _LAZY = {
     "cmd_pull": "pull",
     "cmd_report": "report",
     "cmd_run": "run",
+    "cmd_view": "view",
 }
 """Names of this package from the modules of the commands other than `evaluate` (name → module of
 `fair_forge_core.cli`): imported when first asked for, so `fair-forge evaluate` does not import
@@ -98,6 +101,7 @@ _COMMANDS = {
     "run": "cmd_run",
     "compare": "cmd_compare",
     "report": "cmd_report",
+    "view": "cmd_view",
     "convert": "cmd_convert",
     "pull": "cmd_pull",
     "calibrate": "cmd_calibrate",
@@ -143,6 +147,7 @@ __all__ = [
     "cmd_pull",
     "cmd_report",
     "cmd_run",
+    "cmd_view",
     "format_comparison",
     "format_usage",
     "is_terminal",

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from fair_forge_core.cli.gates import GATE_METRICS, LowerBoundGate
+from fair_forge_core.run_info import parse_label
 
 EPILOG = (
     "Exit codes: 0 ok; 1 a gate of evaluate failed (readiness insufficient_evidence included), "
@@ -202,6 +203,16 @@ def add_evaluation_flags(parser: argparse.ArgumentParser) -> None:
             "default 0.10, of the conversations unscored); --max-unscored still applies"
         ),
     )
+    parser.add_argument(
+        "--label",
+        type=parse_label,
+        action="append",
+        metavar="KEY=VALUE",
+        help=(
+            "a label of this run, recorded in the result's run.labels beside those read from the CI's environment "
+            "(GitHub Actions, GitLab CI: commit, branch, PR, run URL), which it overrides (repeatable)"
+        ),
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
 
 
@@ -311,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     # argparse prints it and exits 0 before any command is required.
     parser.add_argument("--version", action="version", version=f"fair-forge {__version__}")
     commands = parser.add_subparsers(
-        dest="command", required=True, metavar="{evaluate,run,compare,report,convert,pull,calibrate}"
+        dest="command", required=True, metavar="{evaluate,run,compare,report,view,convert,pull,calibrate}"
     )
 
     evaluate = commands.add_parser(
@@ -398,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("result", type=Path, help="result JSON ('-': stdin)")
     report.add_argument("-o", "--out", type=Path, help="write the HTML here (default: stdout)")
     report.add_argument("--title", default="Agent evaluation report", help="the report's title")
+    from fair_forge_core.cli.view import add_view_parser
+
+    add_view_parser(commands)
 
     convert = commands.add_parser(
         "convert",
