@@ -9,7 +9,8 @@ server, no network; it works from a CI artifact, GitHub Pages or `file://`.
   text, status and assistant), `#tasks` (each task's pass rate and label across runs, the runs
   where it changed marked; the headline over time with its interval band), `#diff/<a>/<b>` (two
   runs compared: `fair-forge compare`'s verdict and changed tasks for a run and the one before
-  it, the tasks whose figure changed for any two) and `#diff/<a>/<b>/<task>` (that task's
+  it and for any two of the last `PAIRED_RUNS`, `compared_pairs`; for others, the tasks whose
+  figure changed and the command that compares them) and `#diff/<a>/<b>/<task>` (that task's
   attempts in both runs side by side, each with its first failing reason and a link to it).
 - `runs/<id>/report.html`: the HTML report (`fair_forge_core.report.render_html`) of each of
   the last `reports` runs (default `DEFAULT_REPORTS`; a report holds every conversation, about
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 ASSETS = ("index.html", "viewer.css", "viewer.js")
 DEFAULT_REPORTS = 20
+PAIRED_RUNS = 10
 
 
 def data_script(name: str, value: Any) -> bytes:
@@ -45,12 +47,22 @@ def data_script(name: str, value: Any) -> bytes:
     return f"FF.put({json.dumps(name)},{text});\n".encode()
 
 
+def compared_pairs(runs: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """The pairs of runs the site holds `fair-forge compare`'s comparison of (earlier, later): each
+    run with the one before it, and any two of the last `PAIRED_RUNS` (a comparison costs tens of
+    milliseconds: all pairs of a thousand runs would take hours)."""
+    chosen: dict[tuple[str, str], tuple[Any, Any]] = {}
+    for earlier, later in [*itertools.pairwise(runs), *itertools.combinations(runs[-PAIRED_RUNS:], 2)]:
+        chosen.setdefault((earlier.id, later.id), (earlier, later))
+    return list(chosen.values())
+
+
 def build_site(results: Sequence[tuple[str, EvaluationResult]], *, reports: int = DEFAULT_REPORTS) -> dict[str, bytes]:
     """The site of `results` (each with the name of the file it came from), as the module
     docstring lays it out, with the reports of the last `reports` runs. An empty sequence is a
     ValueError: a site of no run shows nothing."""
     from fair_forge_core.report import render_html
-    from fair_forge_core.view.data import consecutive_comparison, ordered_runs, run_details, run_row, task_matrix
+    from fair_forge_core.view.data import ordered_runs, run_comparison, run_details, run_row, task_matrix
 
     if not results:
         raise ValueError("no result to show")
@@ -59,8 +71,8 @@ def build_site(results: Sequence[tuple[str, EvaluationResult]], *, reports: int 
         name: resources.files("fair_forge_core.view").joinpath("assets", name).read_bytes() for name in ASSETS
     }
     pairs = []
-    for before, after in itertools.pairwise(runs):
-        comparison = consecutive_comparison(before, after)
+    for before, after in compared_pairs(runs):
+        comparison = run_comparison(before, after)
         pairs.append([before.id, after.id, comparison is not None])
         if comparison is not None:
             files[f"data/diff/{before.id}-{after.id}.js"] = data_script(f"diff/{before.id}-{after.id}", comparison)

@@ -13,10 +13,10 @@ results in, JSON-ready values out.
   passed `c`, and its label by `flakiness.task_stability` ("stable", "flaky", "failing"; none
   under 2 scored attempts). A task **changed** between two runs when its label or its pass rate
   c/n differs.
-- The **comparison** of each run with the one before (`compare.compare_sides`, what `fair-forge
-  compare` reports: the verdict, its explanation and the tasks that changed) when both have one
-  and the same assistant; else None, and the viewer lists the tasks that changed by the rule
-  above.
+- The **comparison** of an earlier and a later run (`run_comparison`: `compare.compare_sides`,
+  what `fair-forge compare` reports: the verdict, its explanation and the tasks that changed)
+  when both have one and the same assistant; else None, and the viewer lists the tasks that
+  changed by the rule above. Which pairs the site compares is `view.compared_pairs`.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _first_failure(conversation: Any) -> str | None:
     return None
 
 
-def consecutive_comparison(before: Run, after: Run) -> dict[str, Any] | None:
+def run_comparison(before: Run, after: Run) -> dict[str, Any] | None:
     """`fair-forge compare`'s comparison of `after` against `before` (module docstring), as JSON;
     None when they do not have one and the same assistant, or it is refused."""
     from fair_forge_core.compare import ComparisonRefused, compare_sides, side_of

@@ -77,7 +77,7 @@ def build_site_files(root: Path) -> Path:
 def open_site(new_page: Any, site: Path, fragment: str = "", **options: Any) -> Any:
     page = new_page(site_root=site, **options)
     page.goto((site / "index.html").as_uri() + fragment)
-    page.wait_for_selector("main#view section")
+    page.wait_for_selector("main#view > section, main#view > [role=alert]")  # a view, or why there is none
     return page
 
 
@@ -157,6 +157,23 @@ def test_runs_sort_and_filter_and_keep_their_address(new_page: Any, site: Path) 
     reopened = open_site(new_page, site, "#" + address.split("#", 1)[1])
     assert reopened.locator("th[aria-sort]").inner_text().startswith("pass^k")
     assert not log_of(page).problems() and not log_of(reopened).problems()
+
+
+def test_two_runs_the_site_did_not_compare_list_what_changed_and_name_the_command(new_page: Any, site: Path) -> None:
+    page = open_site(new_page, site, "#diff/r0001/r0005")  # an example's run and the suite's: two assistants
+    page.wait_for_selector("#verdict")
+    verdict = page.locator("#verdict").inner_text()
+    assert (
+        "No comparison of these two runs" in verdict and "fair-forge compare flaky_tasks.json suite-2.json" in verdict
+    )
+    assert page.locator("#changed-tasks li").count() == 0  # no task in common
+    page.select_option("#diff-baseline", "r0004")  # the two suite runs: compared
+    page.wait_for_function("location.hash === '#diff/r0004/r0005'")
+    page.wait_for_selector("#changed-tasks li")
+    assert page.locator("#verdict").inner_text().startswith("Verdict:")
+    unknown = open_site(new_page, site, "#diff/r0001/r9999")
+    assert "no run r9999" in unknown.locator("main [role=alert]").inner_text()
+    assert not log_of(page).problems() and not log_of(unknown).problems()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

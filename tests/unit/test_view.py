@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fair_forge_core.view import build_site, data_script
-from fair_forge_core.view.data import consecutive_comparison, ordered_runs, run_details, run_row, task_matrix
+from fair_forge_core.view.data import ordered_runs, run_comparison, run_details, run_row, task_matrix
 from fair_forge_testing.viewer_runs import ASSISTANT, suite_result, task_name
 
 TASKS = [task_name(n) for n in range(10)]
@@ -44,7 +44,7 @@ def test_the_tasks_that_changed_are_the_flipped_ones(two_runs: tuple[Any, Any]) 
     matrix = task_matrix(runs)
     expected = sorted(f"{ASSISTANT}/{t}" for t in FLIPPED)
     assert sorted(matrix["runs"][1]["changed"]) == expected and matrix["runs"][0]["changed"] == []
-    comparison = consecutive_comparison(runs[0], runs[1])
+    comparison = run_comparison(runs[0], runs[1])
     assert comparison is not None
     assert sorted(task["task"] for task in comparison["changed_tasks"]) == expected
     for task in comparison["changed_tasks"]:  # each went from 3 of 3 to 0 of 3
@@ -100,6 +100,19 @@ def test_the_site_holds_the_viewer_the_data_and_every_run_s_report(two_runs: tup
     # The page loads nothing from elsewhere: every src and href is the site's own, relative.
     page = files["index.html"].decode()
     assert not re.search(r'(src|href)="(https?:)?//', page)
+
+
+def test_the_site_compares_each_run_with_the_one_before_and_any_two_of_the_last_ten() -> None:
+    from fair_forge_core.view import PAIRED_RUNS, compared_pairs
+    from fair_forge_core.view.data import Run
+
+    runs = [Run(f"r{n:04d}", f"{n}.json", None) for n in range(1, 13)]  # type: ignore[arg-type]
+    pairs = {(a.id, b.id) for a, b in compared_pairs(runs)}
+    consecutive = {(f"r{n:04d}", f"r{n + 1:04d}") for n in range(1, 12)}
+    recent = [f"r{n:04d}" for n in range(13 - PAIRED_RUNS, 13)]
+    any_two = {(a, b) for i, a in enumerate(recent) for b in recent[i + 1 :]}
+    assert pairs == consecutive | any_two and len(pairs) == 11 + 45 - 9
+    assert all(a < b for a, b in pairs)  # always earlier → later
 
 
 def test_a_data_script_cannot_close_its_script_element() -> None:

@@ -256,8 +256,9 @@ async function diffView(index, [first, second, task]) {
         .map(([name, x, y]) => [name, `${x[1]}/${x[0]} → ${y[1]}/${y[0]}`]);
   const verdict = comparison
     ? h("div", { class: "verdict", id: "verdict" }, h("strong", {}, `Verdict: ${comparison.verdict}`), " — ", comparison.explanation)
-    : h("div", { class: "verdict", id: "verdict" }, "These runs are not consecutive (or not of one assistant): the tasks whose pass rate or label changed. ",
-        `For the test, run fair-forge compare on ${index.runs.find((r) => r.id === a).source} and ${index.runs.find((r) => r.id === b).source}.`);
+    : h("div", { class: "verdict", id: "verdict" },
+        "No comparison of these two runs in this site (it compares each run with the one before it, and any two of the last 10, when they have one and the same assistant): the tasks whose pass rate or label changed. ",
+        `For the test, run fair-forge compare ${index.runs.find((r) => r.id === a).source} ${index.runs.find((r) => r.id === b).source}.`);
   const list = h("ul", { id: "changed-tasks" }, changed.map(([name, text]) => h("li", { "data-task": name },
     h("a", { href: `#diff/${a}/${b}/${encodeURIComponent(name)}` }, name), " ", h("span", { class: "muted" }, text))));
   const parts = [h("h2", { id: "diff-title" }, `Diff ${a} → ${b}`), h("div", { class: "controls" }, pick(a, "baseline"), pick(b, "candidate")), verdict,
