@@ -1,6 +1,6 @@
 """The steps of the GitHub Action (`action.yml` at the repository's root), one subcommand each:
 
-    python fair_forge_action.py install|evaluate|comment|finish
+    python fair_forge_action.py install|evaluate|view|comment|finish
 
 `action.yml` runs each step as `python "$GITHUB_ACTION_PATH/action/fair_forge_action.py" STEP`
 and hands it the action's inputs as `INPUT_*` environment variables (never spliced into the
@@ -25,6 +25,8 @@ through `safe_text.markdown_text`, the CLI runs between `::stop-commands::` and 
   Markdown to `$GITHUB_STEP_SUMMARY` itself. The step always exits 0 and writes the codes to
   `$GITHUB_OUTPUT`: `exit-code` is the first non-zero code of convert, evaluate and compare
   (in that order), else 0; a bad input of the action itself is 2, as the CLI's bad input is.
+- `view` (when the `view` input is true and evaluate wrote its result): the viewer's site of this
+  run and the earlier runs of the `report-name`, in `site/` of the output directory (`action/history.py`).
 - `comment`: create, or update in place, one pull-request comment per `report-name`, found by
   its first line `<!-- fair-forge: REPORT-NAME -->` among the PR's comments (every page). It
   needs `comment: true`, a `github-token` and a pull_request (or pull_request_target, or a PR's
@@ -55,7 +57,7 @@ from typing import Any
 # The checkout's own `fair_forge_core.safe_text` (standard library only), importable before
 # `install` and whichever package the `package` input installs.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from action import output_directory
+from action import history, output_directory
 from fair_forge_core.safe_text import log_line, markdown_text, without_mentions
 
 MARKER = "<!-- fair-forge: {name} -->"
@@ -234,17 +236,19 @@ def _status(step: str, code: int) -> str:
 def evaluate() -> int:
     """convert → evaluate → compare as the inputs say; the codes and paths to `$GITHUB_OUTPUT`; 0."""
     outputs = {"exit-code": str(BAD_INPUT), "evaluate-exit-code": "", "compare-exit-code": ""}
-    outputs.update({"directory": "", "result": "", "report": "", "comparison": "", "status": ""})
+    outputs.update({"directory": "", "result": "", "report": "", "comparison": "", "status": "", "view": ""})
     try:
         name = _report_name()
         directory = _output_directory(_input("output-directory") or f"fair-forge-results/{name}")
         gates, compare_flags = _flags("gates"), _flags("compare-flags")
         baseline = _input("baseline")
+        if problem := history.problem(_input("view"), _input("view-history")):
+            raise InputError(problem)
         for input_name in ("request", "traces", "references", "baseline"):
             if clash := output_directory.written_input(input_name, _input(input_name), directory, FILES):
                 raise InputError(clash)
         directory.mkdir(parents=True, exist_ok=True)
-        outputs["directory"] = str(directory)
+        outputs.update({"directory": str(directory), "view": _input("view").lower() or "false"})
         for file in FILES:
             (directory / file).unlink(missing_ok=True)
         request, code = _request(directory)
@@ -296,6 +300,15 @@ def evaluate() -> int:
         # The job fails on a step whose Markdown is missing (compare refused its inputs): say so.
         _append_summary(f"**Fair-Forge**: {markdown_text(outputs['status'])} (see the job's log)\n")
     _set_outputs(outputs)
+    return 0
+
+
+def view() -> int:
+    """The viewer's site (`action/history.py`), its path as `site-path`; always 0. The token leaves
+    the environment first: it is the API's, not `fair-forge view`'s."""
+    token = os.environ.pop("INPUT_GITHUB_TOKEN", "").strip()
+    site = history.view(os.environ.get("FF_RESULT", ""), _report_name(), token, _input("view-history"), _fair_forge)
+    _set_outputs({"site-path": site})
     return 0
 
 
@@ -373,14 +386,6 @@ class GitHub:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read() or b"null"), response.headers.get("Link", "")
 
-    def _next_page(self, link: str) -> str | None:
-        """The `rel="next"` URL of a Link header, when it is on the API's own origin."""
-        for part in link.split(","):
-            match = re.match(r'\s*<([^>]+)>\s*;\s*rel="next"', part)
-            if match and urllib.parse.urlsplit(match.group(1))[:2] == self.origin:
-                return match.group(1)
-        return None
-
     def find(self, number: int, marker: str) -> list[int]:
         """The ids of the comments of PR `number` whose body starts with `marker`, oldest first,
         reading every page."""
@@ -391,7 +396,7 @@ class GitHub:
             for comment in comments if isinstance(comments, list) else []:
                 if isinstance(comment, dict) and str(comment.get("body", "")).startswith(marker):
                     found.append(int(comment["id"]))
-            url = self._next_page(link)
+            url = history.next_page(link, self.origin)
         return found
 
     def upsert(self, number: int, marker: str, body: str) -> str:
@@ -412,11 +417,7 @@ class GitHub:
 
 def _api_error(exc: urllib.error.HTTPError) -> str:
     """`HTTP 403: <GitHub's message>`, the message cut short (never the request's headers)."""
-    try:
-        message = str(json.loads(exc.read()).get("message", ""))
-    except (ValueError, AttributeError, OSError):
-        message = ""
-    text = f"HTTP {exc.code}" + (f": {message[:200]}" if message else "")
+    text = history.api_reason(exc)
     if exc.code in (401, 403, 404):
         text += " (the token needs `pull-requests: write`; a fork's pull request gets a read-only token)"
     return text
@@ -485,7 +486,7 @@ def finish() -> int:
     return code
 
 
-STEPS = {"install": install, "evaluate": evaluate, "comment": comment, "finish": finish}
+STEPS = {"install": install, "evaluate": evaluate, "view": view, "comment": comment, "finish": finish}
 
 
 def main(argv: Sequence[str]) -> int:

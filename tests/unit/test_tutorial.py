@@ -62,9 +62,25 @@ def test_every_command_shown_parses(page: Path) -> None:
             pytest.fail(f"{page.name}: fair-forge {shlex.join(words)}: refused by the parser ({exit_.code})")
 
 
+def tutorial_workflow() -> str:
+    """The tutorial's workflow: its one YAML block that is a whole workflow (with `jobs:`); the
+    others are parts to add to it ("Publish the viewer": steps, then a job)."""
+
+    def is_workflow(block: str) -> bool:
+        try:
+            return "jobs" in (yaml.safe_load(block) or {})
+        except yaml.YAMLError:  # a part, indented as it goes into the workflow
+            return False
+
+    (workflow,) = [
+        b for b in blocks((ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), "yaml") if is_workflow(b)
+    ]
+    return workflow
+
+
 def test_the_tutorials_workflow_gives_the_action_only_its_inputs() -> None:
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-    (workflow,) = blocks((ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), "yaml")
+    workflow = tutorial_workflow()
     steps = yaml.safe_load(workflow)["jobs"]["evaluate"]["steps"]
     (step,) = [step for step in steps if step.get("uses") == "OWNER/REPO@REF"]
     assert set(step["with"]) <= set(action["inputs"])
@@ -74,8 +90,7 @@ def test_the_tutorials_workflow_gives_the_action_only_its_inputs() -> None:
 def test_the_tutorials_baseline_is_mains_latest_completed_run_whatever_its_conclusion() -> None:
     """dawidd6/action-download-artifact takes the latest *successful* run unless told otherwise: a main that
     fails its gates would leave pull requests without a baseline, or with a stale one (issue #33)."""
-    (workflow,) = blocks((ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), "yaml")
-    steps = yaml.safe_load(workflow)["jobs"]["evaluate"]["steps"]
+    steps = yaml.safe_load(tutorial_workflow())["jobs"]["evaluate"]["steps"]
     (download,) = [step for step in steps if str(step.get("uses", "")).startswith("dawidd6/action-download-artifact@")]
     inputs = download["with"]
     assert inputs["branch"] == "main"
