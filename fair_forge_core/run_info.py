@@ -16,9 +16,10 @@ variables and nothing else, so no secret (`GITHUB_TOKEN`, `LLM_API_KEY`, ...) is
   `CI_MERGE_REQUEST_IID`; `run_url` = `CI_PIPELINE_URL` or else `CI_JOB_URL`; `repository` =
   `CI_PROJECT_PATH`.
 
-Every CI value is masked as any text bound for a log is (`redact.redact`: key-shaped tokens, `token=…`),
-a URL loses its userinfo (`user:password@`), and a value that is empty, longer than 256 characters
-or holds a control character is left out. A `--label` overrides a CI label of its key; of two
+A CI value that holds anything shaped like a key or a token (`looks_secret`: what `redact.redact`
+masks, and GitHub's, GitLab's, Slack's, Google's and JSON Web Tokens) is left out whole, a URL loses
+its userinfo (`user:password@`), and a value that is empty, longer than 256 characters or holds a
+control character is left out. A `--label` overrides a CI label of its key; of two
 `--label`s of one key, the last wins.
 """
 
@@ -43,6 +44,19 @@ MAX_LABEL_VALUE = 256
 LABEL_KEY = re.compile(rf"[A-Za-z0-9_.-]{{1,{MAX_LABEL_KEY}}}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _PULL_REF = re.compile(r"refs/pull/([0-9]+)/(?:merge|head)")
+SECRET_SHAPES = re.compile(
+    r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|AIza[0-9A-Za-z_-]{30,}|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
+)
+"""Tokens of the CI systems and chat services a label could carry, beyond what `redact` masks:
+GitHub's (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), GitLab's (`glpat-`), Slack's
+(`xoxb-` …), Google's API keys (`AIza`) and JSON Web Tokens (`eyJ….eyJ….`)."""
+
+
+def looks_secret(value: str) -> bool:
+    """Whether `value` holds something shaped like a key or a token: what `redact` masks, or a
+    `SECRET_SHAPES` token."""
+    return redact(value) != value or SECRET_SHAPES.search(value) is not None
 
 
 def label_value_problem(value: str) -> str | None:
@@ -57,8 +71,8 @@ def label_value_problem(value: str) -> str | None:
 def parse_label(text: str) -> tuple[str, str]:
     """`--label`'s type: `KEY=VALUE` as (KEY, VALUE), split at the first `=` (VALUE may hold more,
     and may be empty). KEY: 1 to 64 characters of letters, digits, `_`, `.` and `-`; VALUE: at most
-    256 characters, no control character, and nothing `redact` would mask (a label is written into
-    the result: a key there would leak). `argparse.ArgumentTypeError` otherwise, which names the
+    256 characters, no control character, and nothing shaped like a key or a token (`looks_secret`:
+    a label is written into the result, where a key would leak). `argparse.ArgumentTypeError` otherwise, which names the
     flag (exit 2); the message never quotes the value."""
     key, sep, value = text.partition("=")
     if not sep:
@@ -69,7 +83,7 @@ def parse_label(text: str) -> tuple[str, str]:
             f"the key {shown!r} must be 1 to {MAX_LABEL_KEY} letters, digits, '_', '.' or '-'"
         )
     problem = label_value_problem(value)
-    if problem is None and redact(value) != value:
+    if problem is None and looks_secret(value):
         problem = "the value looks like a secret (a key or a token), and labels are written into the result"
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{key}: {problem}")
@@ -89,12 +103,13 @@ def without_userinfo(url: str) -> str:
 
 
 def _clean(value: str | None, *, url: bool = False) -> str | None:
-    """A CI variable's value as a label: masked (`redact`), a URL without userinfo; None when it is
-    absent, empty, or out of a label value's bounds (`label_value_problem`)."""
+    """A CI variable's value as a label: a URL without userinfo; None when it is absent, empty, out
+    of a label value's bounds (`label_value_problem`), or holds anything shaped like a key or a
+    token (`looks_secret`: left out whole, not masked)."""
     if not value:
         return None
-    value = redact(without_userinfo(value) if url else value, ())
-    return None if label_value_problem(value) is not None else value
+    value = without_userinfo(value) if url else value
+    return None if label_value_problem(value) is not None or looks_secret(value) else value
 
 
 def _github_run_url(environ: Mapping[str, str]) -> str | None:
@@ -170,27 +185,44 @@ def ci_labels(environ: Mapping[str, str]) -> tuple[CiSystem | None, dict[str, st
 def tasks_hash(datasets: Sequence[Dataset]) -> str:
     """The sha256 (hex) of the suite's tasks, not of the answers: for each conversation, the entry
     `[task, [[query, ground_truth_assistant], ...]]` (its task: its `task_id`, or its `session_id`
-    when it has none; its turns in order); the distinct entries, sorted, as JSON (UTF-8, no ASCII
-    escaping, separators `,` and `:`). Attempts of one task with the same turns are one entry, so
-    the hash depends neither on the answers nor on how many attempts ran; a task added, removed or
-    renamed, or a query or ground truth changed, changes it. An empty suite hashes `[]`."""
+    when it has none; its turns in order), where a turn with `ground_truth_agentic` (the tools it
+    expects, its policy) has it as a third item, and a conversation with a `goal`, `goal_rubric` or
+    `expected_state` has them as a third item `{name: value}` (so a suite without them hashes as
+    it always has); the distinct entries, sorted, as JSON (UTF-8, no ASCII escaping, separators
+    `,` and `:`, keys sorted). Attempts of one task with the same turns are one entry, so the hash
+    depends neither on the answers nor on how many attempts ran; a task added, removed or renamed,
+    or a query, ground truth, expected tool, goal or expected state changed, changes it. An empty
+    suite hashes `[]`."""
     entries = {
-        (
-            dataset.task_id or dataset.session_id,
-            tuple((t.query, t.ground_truth_assistant) for t in dataset.conversation),
-        )
+        json.dumps(_task_entry(dataset), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
         for dataset in datasets
     }
-    canonical = [[task, [list(turn) for turn in turns]] for task, turns in sorted(entries)]
-    text = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
+    text = "[" + ",".join(sorted(entries)) + "]"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _task_entry(dataset: Dataset) -> list[object]:
+    """One conversation's entry of `tasks_hash` (its rule)."""
+    turns: list[object] = []
+    for turn in dataset.conversation:
+        expected = turn.ground_truth_agentic
+        item: list[object] = [turn.query, turn.ground_truth_assistant]
+        if expected is not None:
+            item.append(expected.model_dump(mode="json", exclude_none=True))
+        turns.append(item)
+    extras = {
+        name: getattr(dataset, name)
+        for name in ("goal", "goal_rubric", "expected_state")
+        if getattr(dataset, name, None) is not None
+    }
+    return [dataset.task_id or dataset.session_id, turns, *([extras] if extras else [])]
+
+
 def utc_timestamp(moment: datetime) -> str:
-    """`moment` as ISO 8601 in UTC to the second, `Z` for the zone ("2026-12-04T18:50:00Z"); a
-    naive `moment` is taken to be UTC already."""
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """`moment` as ISO 8601 in UTC to the millisecond, `Z` for the zone ("2026-12-04T18:50:00.000Z":
+    runs started in one second still sort in order); a naive `moment` is taken to be UTC already."""
+    aware = (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    return aware.strftime("%Y-%m-%dT%H:%M:%S.") + f"{aware.microsecond // 1000:03d}Z"
 
 
 def run_info(

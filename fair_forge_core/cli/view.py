@@ -2,10 +2,11 @@
 (`fair_forge_core.view`: the runs, the tasks over time, the diff of any two, each run's report).
 
 Each RESULT is a result file (`evaluate`'s output, a `POST /run` response, a job's result) or a
-directory, whose `*.json` result files are taken in name order (a JSON file that is not a
-result is skipped, named on stderr). Exit 2 when no result is found or a named file is not a
-result; the site is written to DIR (created; files of an earlier site replaced) and its index
-named on stderr.
+directory, whose `*.json` result files are taken in name order (a file there that is not a
+result, whether not JSON, not an object or not valid as a result, is skipped and named on
+stderr with why). Exit 2 when no result is found, a named file is not a result, or DIR cannot
+be written; the site is written to DIR (created; the data and reports of an earlier site there
+removed first) and its index named on stderr.
 """
 
 from __future__ import annotations
@@ -58,29 +59,56 @@ def _result_files(paths: list[Path]) -> list[tuple[Path, bool]]:
 
 
 def cmd_view(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    from fair_forge_core.view import build_site
+
+    results = _results(args.results, stdin, stderr)
+    files = build_site(results, reports=args.reports)
+    out: Path = args.out
+    try:
+        _write_site(out, files)
+    except OSError as exc:
+        raise CliError(f"--out {display_name(out)}: {exc.strerror or exc}") from None
+    say(stderr, f"wrote {out / 'index.html'} ({len(results)} run(s), {len(files)} files)")
+    return EXIT_OK
+
+
+def _results(paths: list[Path], stdin: TextIO, stderr: TextIO) -> list[tuple[str, Any]]:
+    """The results to show (the module docstring's rules)."""
     from pydantic import ValidationError
 
     from fair_forge_core.schemas import EvaluationResult
-    from fair_forge_core.view import build_site
 
-    results: list[tuple[str, EvaluationResult]] = []
-    for path, named in _result_files(args.results):
-        data = read_json(path, "result file", stdin)
-        if isinstance(data, dict):
-            data = {k: v for k, v in data.items() if k not in ("request_id", "job_id")}
+    results: list[tuple[str, Any]] = []
+    for path, named in _result_files(paths):
         try:
+            data = read_json(path, "result file", stdin)
+            if not isinstance(data, dict):
+                raise CliError(f"{display_name(path)}: not an evaluation result (not a JSON object)")
+            data = {k: v for k, v in data.items() if k not in ("request_id", "job_id")}
             results.append((path.name, EvaluationResult.model_validate(data)))
-        except ValidationError:
+        except (CliError, ValidationError) as exc:
             if named:
                 raise CliError(f"{display_name(path)}: not an evaluation result") from None
-            say(stderr, f"skipped {display_name(path)}: not an evaluation result")
+            say(stderr, f"skipped {display_name(path)}: {_why(exc)}")
     if not results:
-        raise CliError("no evaluation result among " + ", ".join(display_name(p) for p in args.results))
-    files = build_site(results, reports=args.reports)
-    out: Path = args.out
+        raise CliError("no evaluation result among " + ", ".join(display_name(p) for p in paths))
+    return results
+
+
+def _why(exc: Exception) -> str:
+    """Why a file of a directory is skipped: not JSON, not an object, or not a result."""
+    return "not an evaluation result" if not isinstance(exc, CliError) else str(exc).split(": ", 1)[-1]
+
+
+def _write_site(out: Path, files: dict[str, bytes]) -> None:
+    """Write the site into `out`, the data and reports of an earlier site there removed first (a
+    run it had and this one has not would otherwise stay)."""
+    import shutil
+
+    for part in ("data", "runs"):
+        if (out / part).is_dir() and (out / "index.html").is_file():
+            shutil.rmtree(out / part)
     for name, content in files.items():
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
-    say(stderr, f"wrote {out / 'index.html'} ({len(results)} run(s), {len(files)} files)")
-    return EXIT_OK

@@ -42,9 +42,12 @@ PAIRED_RUNS = 10
 
 
 def data_script(name: str, value: Any) -> bytes:
-    """A data file: `FF.put(name, value);`, the JSON made safe inside a script (no `</`)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    return f"FF.put({json.dumps(name)},{text});\n".encode()
+    """A data file: `FF.put(name, JSON.parse("…"));`. Parsed as JSON, not read as a script's
+    object literal, so that a key such as `__proto__` (a label's) stays a key; the text made safe
+    inside a script (no `</`)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    literal = json.dumps(text, ensure_ascii=False).replace("</", "<\\/")
+    return f"FF.put({json.dumps(name)},JSON.parse({literal}));\n".encode()
 
 
 def compared_pairs(runs: Sequence[Any]) -> list[tuple[Any, Any]]:

@@ -5,13 +5,13 @@ results in, JSON-ready values out.
 - **Runs** are ordered by `run.started_at`, after the results without one (written before
   results knew their run, or by the API), which keep their order among the files given; they
   are named `r0001`, `r0002`, … in that order, so the last run is the newest.
-- A run's **headline** is the readiness basis's pass^k: per task (`aggregated_metrics.per_task`)
-  when the result has it, else over conversations, with its interval bounds when the result
-  has them.
+- A run's **headline** is the pass^k readiness was decided on (`headline.headline_figure`: per
+  task when its basis is, else the pooled one), named as every output names it, with its
+  interval bounds when the result has them.
 - A **task** is one assistant's task (`compare.outcomes.task_key`: its `task_id`, else its
   session), keyed `assistant/task`. Its figure in a run is its scored attempts `n`, those that
-  passed `c`, and its label by `flakiness.task_stability` ("stable", "flaky", "failing"; none
-  under 2 scored attempts). A task **changed** between two runs when its label or its pass rate
+  passed `c`, and its label by `flakiness.label_of` ("stable", "flaky", "failing"; none under
+  `flakiness.MIN_ATTEMPTS` scored attempts). A task **changed** between two runs when its label or its pass rate
   c/n differs.
 - The **comparison** of an earlier and a later run (`run_comparison`: `compare.compare_sides`,
   what `fair-forge compare` reports: the verdict, its explanation and the tasks that changed)
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fair_forge_core.schemas import EvaluationResult
@@ -42,10 +43,12 @@ class Run:
 def ordered_runs(results: Sequence[tuple[str, EvaluationResult]]) -> list[Run]:
     """The results as runs, in the module docstring's order, with their ids."""
 
-    def when(item: tuple[int, tuple[str, EvaluationResult]]) -> tuple[int, str, int]:
+    def when(item: tuple[int, tuple[str, EvaluationResult]]) -> tuple[int, datetime, int]:
         place, (_, result) = item
         started = _run_field(result, "started_at")
-        return (1, started, place) if isinstance(started, str) else (0, "", place)
+        if not isinstance(started, str):
+            return (0, datetime.min.replace(tzinfo=UTC), place)
+        return (1, datetime.fromisoformat(started.replace("Z", "+00:00")), place)
 
     ordered = sorted(enumerate(results), key=when)
     return [Run(f"r{number:04d}", source, result) for number, (_, (source, result)) in enumerate(ordered, start=1)]
@@ -58,22 +61,17 @@ def _run_field(result: EvaluationResult, name: str) -> Any:
 
 
 def headline(result: EvaluationResult) -> dict[str, Any]:
-    """The run's headline pass^k and its bounds (module docstring)."""
+    """The run's headline pass^k and its bounds: the figure readiness was decided on
+    (`headline.headline_figure`), named as every output names it (`headline.figure_name`)."""
+    from fair_forge_core.headline import figure_name, headline_figure
+
     agg = result.aggregated_metrics
-    per_task = agg.per_task
-    if per_task is not None and per_task.pass_pow_k is not None:
-        return {
-            "basis": "per_task",
-            "value": per_task.pass_pow_k,
-            "low": per_task.pass_pow_k_ci_low,
-            "high": per_task.pass_pow_k_ci_high,
-        }
-    return {
-        "basis": "conversations",
-        "value": agg.pass_pow_k,
-        "low": agg.pass_pow_k_ci_low,
-        "high": agg.pass_pow_k_ci_high,
-    }
+    figure = headline_figure(agg)
+    name = figure_name("pass_pow_k", agg.k, figure)
+    if figure == "per_task" and agg.per_task is not None:
+        task = agg.per_task
+        return {"name": name, "value": task.pass_pow_k, "low": task.pass_pow_k_ci_low, "high": task.pass_pow_k_ci_high}
+    return {"name": name, "value": agg.pass_pow_k, "low": agg.pass_pow_k_ci_low, "high": agg.pass_pow_k_ci_high}
 
 
 def run_row(run: Run) -> dict[str, Any]:
@@ -103,24 +101,26 @@ def run_row(run: Run) -> dict[str, Any]:
 
 def task_figures(result: EvaluationResult) -> dict[str, dict[str, Any]]:
     """Each task of the result (`assistant/task`) with n, c and its label (module docstring)."""
-    from fair_forge_core.compare.outcomes import task_key
-    from fair_forge_core.flakiness import task_stability
+    from fair_forge_core.flakiness import MIN_ATTEMPTS, label_of
 
-    level = result.aggregated_metrics.ci_level or 0.95
-    labels = {
-        f"{t.assistant_id}{TASK_SEPARATOR}{t.task_id}": t.label
-        for t in task_stability(result.per_conversation_metrics, level).tasks
-    }
     figures: dict[str, dict[str, Any]] = {}
     for conversation in result.per_conversation_metrics:
-        key = f"{conversation.assistant_id}{TASK_SEPARATOR}{task_key(conversation.task_id, conversation.session_id)}"
-        figure = figures.setdefault(key, {"n": 0, "c": 0, "unscored": 0, "label": labels.get(key)})
+        figure = figures.setdefault(task_of(conversation), {"n": 0, "c": 0, "unscored": 0, "label": None})
         if conversation.is_scored:
             figure["n"] += 1
             figure["c"] += int(bool(conversation.is_fully_correct))
         else:
             figure["unscored"] += 1
+    for figure in figures.values():
+        figure["label"] = label_of(figure["n"], figure["c"]) if figure["n"] >= MIN_ATTEMPTS else None
     return figures
+
+
+def task_of(conversation: Any) -> str:
+    """A conversation's task as the site names it: `assistant/task` (`compare.outcomes.task_key`)."""
+    from fair_forge_core.compare.outcomes import task_key
+
+    return f"{conversation.assistant_id}{TASK_SEPARATOR}{task_key(conversation.task_id, conversation.session_id)}"
 
 
 def changed(before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:
@@ -159,11 +159,9 @@ def task_matrix(runs: Sequence[Run]) -> dict[str, Any]:
 def run_details(run: Run) -> dict[str, Any]:
     """A run's conversations by task, for the side by side of a task: each attempt's session,
     outcome and its first failing turn's reason (the report has the rest)."""
-    from fair_forge_core.compare.outcomes import task_key
-
     by_task: dict[str, list[dict[str, Any]]] = {}
     for index, conversation in enumerate(run.result.per_conversation_metrics):
-        key = f"{conversation.assistant_id}{TASK_SEPARATOR}{task_key(conversation.task_id, conversation.session_id)}"
+        key = task_of(conversation)
         outcome = "unscored" if not conversation.is_scored else "pass" if conversation.is_fully_correct else "fail"
         by_task.setdefault(key, []).append(
             {
@@ -189,6 +187,7 @@ def run_comparison(before: Run, after: Run) -> dict[str, Any] | None:
     """`fair-forge compare`'s comparison of `after` against `before` (module docstring), as JSON;
     None when they do not have one and the same assistant, or it is refused."""
     from fair_forge_core.compare import ComparisonRefused, compare_sides, side_of
+    from fair_forge_core.compare.corrected import judge_error_of_corrected
     from fair_forge_core.compare.sides import SideName
 
     assistants = {c.assistant_id for c in before.result.per_conversation_metrics}
@@ -196,12 +195,20 @@ def run_comparison(before: Run, after: Run) -> dict[str, Any] | None:
         return None
 
     def side(run: Run, which: SideName) -> Any:
-        agg, result = run.result.aggregated_metrics, run.result
-        return side_of(result.per_conversation_metrics, None, which, k=agg.k, provenance=result.provenance)
+        result = run.result
+        corrected = result.aggregated_metrics.judge_corrected
+        error = None if corrected is None else judge_error_of_corrected(corrected)
+        return side_of(
+            result.per_conversation_metrics,
+            None,
+            which,
+            k=result.aggregated_metrics.k,
+            provenance=result.provenance,
+            judge_error=error,
+        )
 
-    try:
-        baseline, candidate = side(before, "baseline"), side(after, "candidate")
-        compared = compare_sides(baseline, candidate, require_shared_tasks=False)
+    try:  # as `fair-forge compare` does, with its defaults (`cli.compare.side_of_result`)
+        compared = compare_sides(side(before, "baseline"), side(after, "candidate"))
     except (ComparisonRefused, ValueError):
         return None
     comparison = compared.comparison

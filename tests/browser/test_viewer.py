@@ -96,7 +96,7 @@ def test_failing_tasks_then_the_diff_of_the_last_two_runs_down_to_the_failing_re
     page.click("nav a[data-view=tasks]")
     page.wait_for_selector("#tasks-table")
     page.select_option("#filter-tasks", "failing")
-    page.wait_for_function("document.querySelector('#filter-tasks').value === 'failing'")
+    page.wait_for_function("location.hash === '#tasks?show=failing'")  # the filter is in the address
     failing = page.locator("#tasks-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.task)")
     ours = sorted(t for t in failing if t.startswith(ASSISTANT + "/"))
     assert ours == sorted(f"{ASSISTANT}/{t}" for t in (*FLIPPED, ALWAYS_FAILING))
@@ -125,6 +125,8 @@ def test_failing_tasks_then_the_diff_of_the_last_two_runs_down_to_the_failing_re
     session = after.locator("li a").first.inner_text()
     after.locator("li a").first.click()
     page.wait_for_selector(f'tr[data-session="{session}"]')
+    target = page.evaluate("location.hash")
+    assert page.locator(target).get_attribute("data-session") == session  # the link lands on the attempt's row
     detail = page.locator(f'tr[data-session="{session}"] + tr.detail')
     assert detail.locator("details[open]").count() == 1
     judged = json.loads((site.parent / "results" / "suite-2.json").read_text())
@@ -150,12 +152,16 @@ def test_runs_sort_and_filter_and_keep_their_address(new_page: Any, site: Path) 
     )
     values = [v for v in shown if v == v]  # NaN (a run without a headline) last
     assert values == sorted(values, reverse=True)
-    page.fill("#search", "d4e5f6")  # a label of the second suite run
+    page.fill("#search", "commit=d4e5f6")  # a label of the second suite run, as the table shows it
     page.wait_for_function("document.querySelectorAll('#runs-table tbody tr').length === 1")
     assert page.locator("#runs-table tbody tr").get_attribute("data-run") == "r0005"
     address = page.url
+    assert "q=commit%3Dd4e5f6" in address  # the search is in the address: a permalink of the filtered table
     reopened = open_site(new_page, site, "#" + address.split("#", 1)[1])
     assert reopened.locator("th[aria-sort]").inner_text().startswith("pass^k")
+    assert reopened.locator("#runs-table tbody tr").count() == 1 and reopened.input_value("#search") == "commit=d4e5f6"
+    page.fill("#search", "")  # cleared: every run again
+    page.wait_for_function(f"document.querySelectorAll('#runs-table tbody tr').length === {len(EXAMPLES) + 2}")
     assert not log_of(page).problems() and not log_of(reopened).problems()
 
 

@@ -40,28 +40,36 @@ def write(path: Path, body: dict[str, Any]) -> Path:
 
 
 def expected_tasks_hash(request: dict[str, Any]) -> str:
-    """The rule of `run.tasks_hash`, written out from the request file."""
-    entries = {
-        (
-            d.get("task_id") or d["session_id"],
-            tuple((t["query"], t["ground_truth_assistant"]) for t in d["conversation"]),
-        )
-        for d in request["datasets"]
-    }
-    canonical = [[task, [list(turn) for turn in turns]] for task, turns in sorted(entries)]
-    return hashlib.sha256(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+    """The rule of `run.tasks_hash` (docs/response.md `run`), written out from the request file: per
+    conversation [task, turns] with a turn's expected tools as its third item, and the goal,
+    rubric and expected state, when given, as the entry's third; distinct, sorted, compact JSON."""
+    from fair_forge_core.schemas import Dataset
+
+    entries = set()
+    for raw in request["datasets"]:
+        dataset = Dataset.model_validate(raw)  # the expectation as the request's model holds it
+        turns = []
+        for turn, raw_turn in zip(dataset.conversation, raw["conversation"], strict=True):
+            item: list[Any] = [raw_turn["query"], raw_turn["ground_truth_assistant"]]
+            if turn.ground_truth_agentic is not None:
+                item.append(turn.ground_truth_agentic.model_dump(mode="json", exclude_none=True))
+            turns.append(item)
+        extras = {k: raw[k] for k in ("goal", "goal_rubric", "expected_state") if raw.get(k) is not None}
+        entry = [raw.get("task_id") or raw["session_id"], turns, *([extras] if extras else [])]
+        entries.add(json.dumps(entry, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+    return hashlib.sha256(("[" + ",".join(sorted(entries)) + "]").encode()).hexdigest()
 
 
 def test_outside_ci_without_labels_the_run_has_no_labels() -> None:
-    before = datetime.now(UTC).replace(microsecond=0)
+    before = datetime.now(UTC).replace(microsecond=datetime.now(UTC).microsecond // 1000 * 1000)
     run = evaluate(CALCULATOR)["run"]
     after = datetime.now(UTC)
     assert set(run) == {"started_at", "tasks_hash", "labels", "ci"}
     assert run["labels"] == {}
     assert run["ci"] is None
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", run["started_at"])
-    started = datetime.strptime(run["started_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    assert before <= started <= after + timedelta(seconds=1)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", run["started_at"])
+    started = datetime.strptime(run["started_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    assert before - timedelta(milliseconds=1) <= started <= after
     assert run["tasks_hash"] == expected_tasks_hash(json.loads(CALCULATOR.read_text()))
 
 
@@ -112,8 +120,7 @@ def test_github_actions_labels_and_no_secret(monkeypatch: pytest.MonkeyPatch) ->
     assert run["ci"] == "github"
     assert run["labels"] == {
         "commit": "local",  # --label overrides the CI's
-        "branch": "fix/[REDACTED]",
-        "pr": "42",
+        "pr": "42",  # no branch: a key-shaped one is left out whole
         "run_url": "https://github.com/acme/agent/actions/runs/987654321/attempts/1",
         "repository": "acme/agent",
     }

@@ -60,3 +60,27 @@ def test_no_result_at_all_exits_2(tmp_path: Path) -> None:
     empty.mkdir()
     code, stderr = view(empty, "--out", tmp_path / "site")
     assert code == 2 and "no evaluation result" in stderr
+
+
+def test_a_list_or_broken_json_in_a_directory_is_skipped_saying_why(results: Path, tmp_path: Path) -> None:
+    (results / "list.json").write_text("[1, 2]")
+    (results / "broken.json").write_text("{ nope")
+    code, stderr = view(results, "--out", tmp_path / "site")
+    assert code == 0, stderr
+    assert "skipped" in stderr and "list.json" in stderr and "broken.json" in stderr
+
+
+def test_an_out_that_is_a_file_exits_2_naming_it(results: Path, tmp_path: Path) -> None:
+    taken = tmp_path / "site"
+    taken.write_text("a file")
+    code, stderr = view(results, "--out", taken)
+    assert code == 2 and "--out" in stderr and "Traceback" not in stderr
+
+
+def test_a_site_written_again_keeps_no_run_of_the_earlier_one(results: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    assert view(results, "--out", site)[0] == 0
+    (results / "run-2.json").unlink()
+    assert view(results, "--out", site)[0] == 0
+    assert sorted(p.name for p in (site / "data" / "runs").iterdir()) == ["r0001.js"]
+    assert not (site / "runs" / "r0002").exists() and not (site / "data" / "diff").exists()

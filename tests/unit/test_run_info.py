@@ -177,9 +177,23 @@ def test_only_the_allowlist_is_read() -> None:
     assert spy.read <= set(CI_VARIABLES)
 
 
-def test_a_key_shaped_branch_is_masked() -> None:
-    _, labels = ci_labels({**GITHUB_PR, "GITHUB_HEAD_REF": "fix/sk-abcdefghijklmnopqrst"})
-    assert labels["branch"] == "fix/[REDACTED]"
+@pytest.mark.parametrize(
+    "token",
+    [
+        "sk-abcdefghijklmnopqrst",
+        "ghp_" + "a1B2" * 9,
+        "github_pat_" + "x" * 30,
+        "glpat-" + "y" * 20,
+        "xoxb-1234567890-abcdefghij",
+        "AIza" + "z" * 35,
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl",
+    ],
+)
+def test_a_token_shaped_value_is_never_a_label(token: str) -> None:
+    _, labels = ci_labels({**GITHUB_PR, "GITHUB_HEAD_REF": f"fix/{token}"})
+    assert "branch" not in labels and token not in json.dumps(labels)  # left out whole, not masked
+    with pytest.raises(argparse.ArgumentTypeError, match="looks like a secret"):
+        parse_label(f"note=see {token}")
 
 
 def test_a_url_loses_its_userinfo() -> None:
@@ -229,6 +243,28 @@ def test_the_tasks_hash_follows_its_rule() -> None:
     assert tasks_hash(suite) == expected_hash([("math", TURNS), ("s3", TURNS)])
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"ground_truth_agentic": {"expected_tools": [{"tool_name": "calculator", "parameters": {"a": 2}}]}},
+        {"goal": "the user learns the sum"},
+        {"expected_state": {"balance": 4}},
+    ],
+)
+def test_the_tasks_hash_follows_what_the_task_expects(change: dict[str, Any]) -> None:
+    plain = conversation("s1", "math", "4")
+    turn_change = "ground_truth_agentic" in change
+    raw = plain.model_dump(mode="json", exclude_none=True)
+    if turn_change:
+        raw["conversation"][0].update(change)
+    else:
+        raw.update(change, final_state={"balance": 4} if "expected_state" in change else None)
+        raw = {k: v for k, v in raw.items() if v is not None}
+    changed = Dataset.model_validate(raw)
+    assert tasks_hash([changed]) != tasks_hash([plain])
+    assert tasks_hash([changed, changed]) == tasks_hash([changed])
+
+
 def test_the_tasks_hash_ignores_the_answers_and_the_attempts_count() -> None:
     one = [conversation("a1", "math", "4"), conversation("a2", "math", "4")]
     other = [conversation("b1", "math", "wrong"), conversation("b2", "math", "5"), conversation("b3", "math", "4")]
@@ -251,9 +287,11 @@ def test_an_empty_suite_hashes_the_empty_list() -> None:
 
 
 def test_utc_timestamp() -> None:
-    assert utc_timestamp(datetime(2026, 12, 4, 18, 50, 0, 123456, tzinfo=UTC)) == "2026-12-04T18:50:00Z"
-    assert utc_timestamp(datetime(2026, 12, 4, 19, 50, tzinfo=timezone(timedelta(hours=1)))) == "2026-12-04T18:50:00Z"
-    assert utc_timestamp(datetime(2026, 12, 4, 18, 50)) == "2026-12-04T18:50:00Z"
+    assert utc_timestamp(datetime(2026, 12, 4, 18, 50, 0, 123456, tzinfo=UTC)) == "2026-12-04T18:50:00.123Z"
+    assert (
+        utc_timestamp(datetime(2026, 12, 4, 19, 50, tzinfo=timezone(timedelta(hours=1)))) == "2026-12-04T18:50:00.000Z"
+    )
+    assert utc_timestamp(datetime(2026, 12, 4, 18, 50)) == "2026-12-04T18:50:00.000Z"
 
 
 def test_explicit_labels_override_the_ci_ones() -> None:
@@ -261,17 +299,20 @@ def test_explicit_labels_override_the_ci_ones() -> None:
         [conversation("s1", "math", "4")],
         [("commit", "mine"), ("team", "a"), ("team", "b")],
         GITHUB_PR,
-        datetime(2026, 12, 4, 18, 50, tzinfo=UTC),
+        datetime(2026, 12, 4, 18, 50, 0, 123456, tzinfo=UTC),
     )
     assert run.ci == "github"
     assert run.labels["commit"] == "mine"
     assert run.labels["team"] == "b"  # the last of one key
     assert run.labels["pr"] == "17"
-    assert run.started_at == "2026-12-04T18:50:00Z"
+    assert run.started_at == "2026-12-04T18:50:00.123Z"  # to the millisecond
     assert run.tasks_hash == expected_hash([("math", TURNS)])
 
 
 def test_run_info_round_trips_and_refuses_an_unknown_key() -> None:
+    for malformed in ("2026-12-04 18:50:00", "2026-12-04T18:50:00+01:00", "yesterday"):
+        with pytest.raises(ValueError):
+            RunInfo(started_at=malformed, tasks_hash="0" * 64, labels={}, ci=None)
     run = RunInfo(started_at="2026-12-04T18:50:00Z", tasks_hash="0" * 64, labels={}, ci=None)
     dumped = RunInfo.model_validate(run.model_dump()).model_dump()
     assert dumped == {"started_at": "2026-12-04T18:50:00Z", "tasks_hash": "0" * 64, "labels": {}, "ci": None}

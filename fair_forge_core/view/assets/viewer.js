@@ -9,7 +9,7 @@ const FF = {
   waiting: {},
   put(name, value) {
     this.data[name] = value;
-    (this.waiting[name] || []).forEach((resolve) => resolve(value));
+    (this.waiting[name] || []).forEach(([resolve]) => resolve(value));
     delete this.waiting[name];
     if (name === "index") route();
   },
@@ -17,11 +17,17 @@ const FF = {
     if (name in this.data) return Promise.resolve(this.data[name]);
     return new Promise((resolve, reject) => {
       const first = !(name in this.waiting);
-      (this.waiting[name] = this.waiting[name] || []).push(resolve);
+      (this.waiting[name] = this.waiting[name] || []).push([resolve, reject]);
       if (!first) return;
       const script = document.createElement("script");
       script.src = `data/${name}.js`;
-      script.onerror = () => reject(new Error(`data/${name}.js could not be loaded`));
+      script.onerror = () => {
+        // every view waiting for it learns it failed; a later visit asks again
+        const waiting = this.waiting[name] || [];
+        delete this.waiting[name];
+        script.remove();
+        waiting.forEach(([, failed]) => failed(new Error(`data/${name}.js could not be loaded`)));
+      };
       document.body.appendChild(script);
     });
   },
@@ -48,12 +54,20 @@ const pill = (value, text) => h("span", { class: `pill pill-${value}` }, text ||
 const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC") : "—");
 const rate = (figure) => (figure && figure[0] ? figure[1] / figure[0] : null);
 
+function decoded(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch (error) {
+    throw new Error(`this address is not one of the viewer's (${error.message})`);
+  }
+}
+
 function params(query) {
-  const found = {};
+  const found = Object.create(null);
   for (const part of (query || "").split("&")) {
     if (!part) continue;
     const [key, value = ""] = part.split("=");
-    found[decodeURIComponent(key)] = decodeURIComponent(value);
+    found[decoded(key)] = decoded(value);
   }
   return found;
 }
@@ -67,30 +81,46 @@ function setParams(view, values) {
 }
 
 function runText(run) {
-  return [run.id, run.source, run.tier, run.status, ...run.assistants, ...Object.entries(run.labels).flat()]
-    .join(" ")
-    .toLowerCase();
+  const labels = Object.entries(run.labels).map(([key, value]) => `${key}=${value}`);
+  return [run.id, run.source, run.tier, run.status, ...run.assistants, ...labels].join(" ").toLowerCase();
 }
 
 /* ------------------------------------------------------------------ the router */
 
+let routed = 0; // the latest route: a slower view that resolves after a newer one is dropped
+
 function route() {
   const index = FF.data.index;
   if (!index) return;
-  const [path, query] = location.hash.replace(/^#/, "").split("?");
-  const [view, ...rest] = (path || "runs").split("/").map(decodeURIComponent);
-  for (const link of document.querySelectorAll("nav a[data-view]")) {
-    if (link.dataset.view === view) link.setAttribute("aria-current", "page");
-    else link.removeAttribute("aria-current");
-  }
+  const number = ++routed;
   const main = document.getElementById("view");
+  const focused = document.activeElement && document.activeElement.id;
   const show = (content, title) => {
+    if (number !== routed) return;
     main.replaceChildren(content);
     document.title = `${title} · Fair-Forge runs`;
+    const again = focused && document.getElementById(focused);
+    if (again && again !== document.getElementById("search")) again.focus();
   };
-  const shown =
-    view === "tasks" ? tasksView(index, params(query)) : view === "diff" ? diffView(index, rest) : runsView(index, params(query));
-  Promise.resolve(shown).then(([content, title]) => show(content, title), (error) => show(h("p", { role: "alert" }, String(error)), "Error"));
+  let shown;
+  try {
+    const [path, query] = location.hash.replace(/^#/, "").split("?");
+    const [view, ...rest] = (path || "runs").split("/").map(decoded);
+    for (const link of document.querySelectorAll("nav a[data-view]")) {
+      if (link.dataset.view === view) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    const values = params(query);
+    const search = document.getElementById("search");
+    if (document.activeElement !== search) search.value = values.q || "";
+    shown = view === "tasks" ? tasksView(index, values) : view === "diff" ? diffView(index, rest) : runsView(index, values);
+  } catch (error) {
+    shown = Promise.reject(error);
+  }
+  Promise.resolve(shown).then(
+    ([content, title]) => show(content, title),
+    (error) => show(h("p", { role: "alert" }, String(error)), "Error"),
+  );
 }
 
 /* ------------------------------------------------------------------ runs */
@@ -105,7 +135,7 @@ const RUN_COLUMNS = [
 ];
 
 function runsView(index, query) {
-  const search = (document.getElementById("search").value || query.q || "").toLowerCase();
+  const search = (query.q || "").toLowerCase();
   const status = query.status || "";
   const assistant = query.assistant || "";
   const [sortKey, sortOrder] = (query.sort || "id:desc").split(":");
@@ -131,20 +161,22 @@ function runsView(index, query) {
       h("option", { value: "" }, "any"), statuses.map((s) => h("option", { value: s, selected: s === status }, s)))),
     h("label", {}, "Assistant", h("select", { id: "filter-assistant", onchange: (e) => update({ assistant: e.target.value }) },
       h("option", { value: "" }, "any"), assistants.map((a) => h("option", { value: a, selected: a === assistant }, a)))),
-    h("span", { class: "muted" }, `${runs.length} of ${index.runs.length} runs`),
+    h("span", { class: "muted", role: "status" }, `${runs.length} of ${index.runs.length} runs`),
   );
   const header = h("tr", {}, RUN_COLUMNS.map(([key, label]) => {
     const sorted = key === sortKey ? (sortOrder === "asc" ? "ascending" : "descending") : null;
     const order = key === sortKey && sortOrder === "desc" ? "asc" : "desc";
     return h("th", { scope: "col", "aria-sort": sorted }, h("button", { type: "button", onclick: () => update({ sort: `${key}:${order}` }) }, label));
   }), h("th", { scope: "col" }, "Labels"), h("th", { scope: "col" }, "Report"));
+  const before = Object.fromEntries(index.runs.map((run, i) => [run.id, i ? index.runs[i - 1].id : null]));
   const rows = runs.map((run) => h("tr", { "data-run": run.id },
-    h("td", {}, h("a", { href: `#diff/${previousOf(index, run.id) || run.id}/${run.id}` }, run.id), h("span", { class: "reason" }, run.source)),
+    h("td", {}, before[run.id] ? h("a", { href: `#diff/${before[run.id]}/${run.id}`, title: `diff with ${before[run.id]}` }, run.id) : run.id,
+      h("span", { class: "reason" }, run.source)),
     h("td", { class: "num" }, when(run.started_at)),
     h("td", {}, run.assistants.join(", ")),
     h("td", {}, pill(run.status, run.tier ? `${run.tier} · ${run.status || ""}` : run.status)),
     h("td", { class: "num" }, number(run.headline.value), run.headline.low === null || run.headline.low === undefined ? "" :
-      h("span", { class: "reason" }, `[${number(run.headline.low)}, ${number(run.headline.high)}] ${run.headline.basis === "per_task" ? "per task" : "conversations"}`)),
+      h("span", { class: "reason" }, `[${number(run.headline.low)}, ${number(run.headline.high)}] ${run.headline.name}`)),
     h("td", { class: "num" }, run.cost_usd === null ? "—" : `$${Number(run.cost_usd).toFixed(4)}`),
     h("td", {}, Object.entries(run.labels).map(([key, value]) => h("span", { class: "label" }, `${key}=${value}`))),
     h("td", {}, run.report ? h("a", { href: `runs/${run.id}/report.html` }, "report") : h("span", { class: "muted" }, "—")),
@@ -153,19 +185,12 @@ function runsView(index, query) {
     h("div", { class: "scroll", tabindex: 0, role: "region", "aria-label": "Runs table" }, h("table", { id: "runs-table" }, h("thead", {}, header), h("tbody", {}, rows)))), "Runs"];
 }
 
-function previousOf(index, id) {
-  const position = index.runs.findIndex((run) => run.id === id);
-  const ordered = [...index.runs].sort((a, b) => (a.id < b.id ? -1 : 1));
-  const at = ordered.findIndex((run) => run.id === id);
-  return position >= 0 && at > 0 ? ordered[at - 1].id : null;
-}
-
 /* ------------------------------------------------------------------ tasks over time */
 
 async function tasksView(index, query) {
   const matrix = await FF.load("tasks");
   const show = query.show || "all";
-  const search = (document.getElementById("search").value || query.q || "").toLowerCase();
+  const search = (query.q || "").toLowerCase();
   const last = matrix.runs.length - 1;
   const latest = (t) => {
     for (let r = last; r >= 0; r -= 1) if (matrix.runs[r].figures[t]) return matrix.runs[r].figures[t];
@@ -180,7 +205,7 @@ async function tasksView(index, query) {
   const controls = h("div", { class: "controls" },
     h("label", {}, "Show", h("select", { id: "filter-tasks", onchange: (e) => { setParams("tasks", { show: e.target.value, q: search }); route(); } },
       ["all", "failing", "flaky", "stable", "changed"].map((v) => h("option", { value: v, selected: v === show }, v === "all" ? "every task" : `${v} tasks`)))),
-    h("span", { class: "muted" }, `${keep.length} of ${matrix.tasks.length} tasks; the last ${shownRuns.length} runs; ● changed from the run before`));
+    h("span", { class: "muted", role: "status" }, `${keep.length} of ${matrix.tasks.length} tasks; the last ${shownRuns.length} runs; ● changed from the run before`));
   const header = h("tr", {}, h("th", { scope: "col" }, "Task"), shownRuns.map((run) => h("th", { scope: "col" }, run.run)));
   const rows = keep.map(([task, t]) => h("tr", { "data-task": task }, h("th", { scope: "row" }, task), shownRuns.map((run) => {
     const figure = run.figures[t];
@@ -238,10 +263,12 @@ function headlineChart(index) {
 /* ------------------------------------------------------------------ diff of two runs */
 
 async function diffView(index, [first, second, task]) {
-  const ids = index.runs.map((run) => run.id).sort();
-  const [a, b] = first && second ? [first, second] : [ids[ids.length - 2] || ids[0], ids[ids.length - 1]];
+  const ids = index.runs.map((run) => run.id); // oldest first
+  if (ids.length < 2) throw new Error("a diff needs two runs: this site has one");
+  const [a, b] = first && second ? [first, second] : [ids[ids.length - 2], ids[ids.length - 1]];
   const known = (id) => ids.includes(id);
   if (!known(a) || !known(b)) throw new Error(`no run ${known(a) ? b : a} in this site`);
+  if (a === b) throw new Error(`a diff of ${a} with itself: choose two runs`);
   const pick = (id, which) => h("label", {}, which, h("select", { id: `diff-${which}`, onchange: (e) => {
     location.hash = which === "baseline" ? `#diff/${e.target.value}/${b}` : `#diff/${a}/${e.target.value}`;
   } }, ids.map((other) => h("option", { value: other, selected: other === id }, other))));
@@ -270,9 +297,11 @@ async function diffView(index, [first, second, task]) {
 async function sideBySide(index, a, b, task) {
   const [left, right] = await Promise.all([FF.load(`runs/${a}`), FF.load(`runs/${b}`)]);
   const reported = (id) => index.runs.some((run) => run.id === id && run.report);
+  const attempts = (run) => (Object.hasOwn(run.tasks, task) ? run.tasks[task] : []);
+  if (!attempts(left).length && !attempts(right).length) throw new Error(`no task ${task} in ${a} or ${b}`);
   const side = (run) => h("div", { class: "side", "data-side": run.id }, h("h4", {}, run.id),
-    h("ul", {}, (run.tasks[task] || []).map((attempt) => h("li", { "data-outcome": attempt.outcome },
-      pill(attempt.outcome), " ", reported(run.id) ? h("a", { href: `runs/${run.id}/report.html#conversations` }, attempt.session) : attempt.session,
+    h("ul", {}, attempts(run).map((attempt) => h("li", { "data-outcome": attempt.outcome },
+      pill(attempt.outcome), " ", reported(run.id) ? h("a", { href: `runs/${run.id}/report.html#conversation-${attempt.index}` }, attempt.session) : attempt.session,
       attempt.reason ? h("span", { class: "reason" }, attempt.reason) : null))));
   return h("section", { id: "side-by-side", "aria-label": `${task} in ${a} and ${b}` }, h("h3", {}, task), h("div", { class: "sides" }, side(left), side(right)));
 }
@@ -288,5 +317,12 @@ document.addEventListener("keydown", (event) => {
 });
 window.addEventListener("hashchange", route);
 document.addEventListener("DOMContentLoaded", () => {
-  document.getElementById("search").addEventListener("input", () => route());
+  document.getElementById("search").addEventListener("input", (event) => {
+    // the search is the address's `q`: a searched view keeps its permalink
+    const [path, query] = location.hash.replace(/^#/, "").split("?");
+    const view = (path || "runs").split("/")[0];
+    const values = { ...params(query), q: event.target.value };
+    setParams(view === "diff" ? "runs" : view, values);
+    route();
+  });
 });
