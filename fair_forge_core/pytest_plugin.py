@@ -287,8 +287,9 @@ def assert_no_regression(
     """Fail when the candidate regressed against the baseline, or when nothing could be tested
     (module docstring); return the `Comparison`."""
     __tracebackhide__ = True
-    from fair_forge_core.cli.compare import format_comparison, refusal_message, side_of_result
+    from fair_forge_core.cli.compare import format_comparison, refusal_message
     from fair_forge_core.compare import ComparisonRefused, compare_sides
+    from fair_forge_core.compare.sides import side_of_result
 
     cache: dict[str, EvaluationResult] = {}
     base_result = _side(baseline, "baseline", cache)

@@ -56,8 +56,7 @@ from fair_forge_core.cli.progress import progress_bar
 __all__ = ["cmd_compare", "format_comparison", "metric_label"]
 
 if TYPE_CHECKING:
-    from fair_forge_core.compare import ComparedSide, ComparisonRefused
-    from fair_forge_core.compare.sides import SideName
+    from fair_forge_core.compare import ComparisonRefused
     from fair_forge_core.schemas import Comparison, EvaluationResult
 
 
@@ -131,24 +130,6 @@ def load_side(
     return result
 
 
-def side_of_result(result: EvaluationResult, assistant: str | None, which: SideName) -> ComparedSide:
-    """One side of a comparison from its result: `assistant`'s conversations (all of them when
-    None), the result's k, provenance and the calibration it was corrected with, if it was
-    (`judge_corrected`; `compare.side_of`; its `ComparisonRefused` propagates)."""
-    from fair_forge_core.compare import side_of
-    from fair_forge_core.compare.corrected import judge_error_of_corrected
-
-    corrected = result.aggregated_metrics.judge_corrected
-    return side_of(
-        result.per_conversation_metrics,
-        assistant,
-        which,
-        k=result.aggregated_metrics.k,
-        provenance=result.provenance,
-        judge_error=None if corrected is None else judge_error_of_corrected(corrected),
-    )
-
-
 def refusal_message(exc: ComparisonRefused, names: dict[str, tuple[str, str]]) -> str:
     """How `fair-forge compare` (and the pytest plugin, for the choice of assistant) words a
     refusal to choose a side's conversations: naming the side's file and the flag that chooses,
@@ -203,6 +184,7 @@ def cmd_compare(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr:
     cand_result = load_side(args.candidate, stdin, stderr, args.quiet, cache)
 
     from fair_forge_core.compare import ComparisonRefused, compare_sides
+    from fair_forge_core.compare.sides import side_of_result
 
     names = {
         "baseline": (display_name(args.baseline), "--baseline-assistant"),

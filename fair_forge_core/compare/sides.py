@@ -40,7 +40,14 @@ from fair_forge_core.compare.efficiency import compare_efficiency
 from fair_forge_core.compare.judging import judging_differences
 from fair_forge_core.compare.outcomes import outcomes_from_conversations
 from fair_forge_core.compare.paired import compare
-from fair_forge_core.schemas import Comparison, ConversationMetrics, JudgeErrorInput, Population, Provenance
+from fair_forge_core.schemas import (
+    Comparison,
+    ConversationMetrics,
+    EvaluationResult,
+    JudgeErrorInput,
+    Population,
+    Provenance,
+)
 
 SideName = Literal["baseline", "candidate"]
 
@@ -214,3 +221,21 @@ def compare_sides(
             "no_shared_task", "no task was scored on both sides: nothing to compare", warnings=warnings
         )
     return SidesComparison(comparison, warnings)
+
+
+def side_of_result(result: EvaluationResult, assistant: str | None, which: SideName) -> ComparedSide:
+    """One side of a comparison from its result: `assistant`'s conversations (all of them when
+    None), the result's k, provenance and the calibration it was corrected with, if it was
+    (`judge_corrected`; `side_of`; its `ComparisonRefused` propagates). What every face that
+    compares results uses (`fair-forge compare`, the pytest plugin, the viewer)."""
+    from fair_forge_core.compare.corrected import judge_error_of_corrected
+
+    corrected = result.aggregated_metrics.judge_corrected
+    return side_of(
+        result.per_conversation_metrics,
+        assistant,
+        which,
+        k=result.aggregated_metrics.k,
+        provenance=result.provenance,
+        judge_error=None if corrected is None else judge_error_of_corrected(corrected),
+    )

@@ -186,29 +186,17 @@ def _first_failure(conversation: Any) -> str | None:
 def run_comparison(before: Run, after: Run) -> dict[str, Any] | None:
     """`fair-forge compare`'s comparison of `after` against `before` (module docstring), as JSON;
     None when they do not have one and the same assistant, or it is refused."""
-    from fair_forge_core.compare import ComparisonRefused, compare_sides, side_of
-    from fair_forge_core.compare.corrected import judge_error_of_corrected
-    from fair_forge_core.compare.sides import SideName
+    from fair_forge_core.compare import ComparisonRefused, compare_sides
+    from fair_forge_core.compare.sides import side_of_result
 
     assistants = {c.assistant_id for c in before.result.per_conversation_metrics}
     if len(assistants) != 1 or assistants != {c.assistant_id for c in after.result.per_conversation_metrics}:
         return None
 
-    def side(run: Run, which: SideName) -> Any:
-        result = run.result
-        corrected = result.aggregated_metrics.judge_corrected
-        error = None if corrected is None else judge_error_of_corrected(corrected)
-        return side_of(
-            result.per_conversation_metrics,
-            None,
-            which,
-            k=result.aggregated_metrics.k,
-            provenance=result.provenance,
-            judge_error=error,
+    try:  # as `fair-forge compare` does, with its defaults
+        compared = compare_sides(
+            side_of_result(before.result, None, "baseline"), side_of_result(after.result, None, "candidate")
         )
-
-    try:  # as `fair-forge compare` does, with its defaults (`cli.compare.side_of_result`)
-        compared = compare_sides(side(before, "baseline"), side(after, "candidate"))
     except (ComparisonRefused, ValueError):
         return None
     comparison = compared.comparison
