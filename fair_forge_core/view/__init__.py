@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 ASSETS = ("index.html", "viewer.css", "viewer.js")
 DEFAULT_REPORTS = 20
-PAIRED_RUNS = 10
+PAIRED_RUNS = 30
+"""Any two of the last this many runs are compared (`compared_pairs`): a CI history of the Action's
+default `view-history` (30) and the run itself."""
 
 
 def data_script(name: str, value: Any) -> bytes:
@@ -52,8 +54,8 @@ def data_script(name: str, value: Any) -> bytes:
 
 def compared_pairs(runs: Sequence[Any]) -> list[tuple[Any, Any]]:
     """The pairs of runs the site holds `fair-forge compare`'s comparison of (earlier, later): each
-    run with the one before it, and any two of the last `PAIRED_RUNS` (a comparison costs tens of
-    milliseconds: all pairs of a thousand runs would take hours)."""
+    run with the one before it, and any two of the last `PAIRED_RUNS` (435 pairs; a comparison
+    costs about 15 ms: all pairs of a thousand runs would take two hours)."""
     chosen: dict[tuple[str, str], tuple[Any, Any]] = {}
     for earlier, later in [*itertools.pairwise(runs), *itertools.combinations(runs[-PAIRED_RUNS:], 2)]:
         chosen.setdefault((earlier.id, later.id), (earlier, later))
@@ -81,7 +83,7 @@ def build_site(results: Sequence[tuple[str, EvaluationResult]], *, reports: int 
             files[f"data/diff/{before.id}-{after.id}.js"] = data_script(f"diff/{before.id}-{after.id}", comparison)
     reported = {run.id for run in runs[len(runs) - reports :]} if reports > 0 else set()
     rows = [{**run_row(run), "report": run.id in reported} for run in runs]
-    files["data/index.js"] = data_script("index", {"runs": rows, "pairs": pairs})
+    files["data/index.js"] = data_script("index", {"runs": rows, "pairs": pairs, "paired_runs": PAIRED_RUNS})
     files["data/tasks.js"] = data_script("tasks", task_matrix(runs))
     for run in runs:
         files[f"data/runs/{run.id}.js"] = data_script(f"runs/{run.id}", run_details(run))

@@ -102,16 +102,21 @@ def test_the_site_holds_the_viewer_the_data_and_every_run_s_report(two_runs: tup
     assert not re.search(r'(src|href)="(https?:)?//', page)
 
 
-def test_the_site_compares_each_run_with_the_one_before_and_any_two_of_the_last_ten() -> None:
+def test_the_site_compares_each_run_with_the_one_before_and_any_two_of_the_last_ones() -> None:
     from fair_forge_core.view import PAIRED_RUNS, compared_pairs
     from fair_forge_core.view.data import Run
 
-    runs = [Run(f"r{n:04d}", f"{n}.json", None) for n in range(1, 13)]  # type: ignore[arg-type]
+    count = PAIRED_RUNS + 5
+    runs = [Run(f"r{n:04d}", f"{n}.json", None) for n in range(1, count + 1)]  # type: ignore[arg-type]
     pairs = {(a.id, b.id) for a, b in compared_pairs(runs)}
-    consecutive = {(f"r{n:04d}", f"r{n + 1:04d}") for n in range(1, 12)}
-    recent = [f"r{n:04d}" for n in range(13 - PAIRED_RUNS, 13)]
+    consecutive = {(f"r{n:04d}", f"r{n + 1:04d}") for n in range(1, count)}
+    recent = [f"r{n:04d}" for n in range(count - PAIRED_RUNS + 1, count + 1)]
     any_two = {(a, b) for i, a in enumerate(recent) for b in recent[i + 1 :]}
-    assert pairs == consecutive | any_two and len(pairs) == 11 + 45 - 9
+    assert pairs == consecutive | any_two
+    expected = (
+        (count - 1) + PAIRED_RUNS * (PAIRED_RUNS - 1) // 2 - (PAIRED_RUNS - 1)
+    )  # both hold the last runs' consecutive pairs
+    assert len(pairs) == expected
     assert all(a < b for a, b in pairs)  # always earlier → later
 
 

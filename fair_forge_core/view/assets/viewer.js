@@ -284,7 +284,7 @@ async function diffView(index, [first, second, task]) {
   const verdict = comparison
     ? h("div", { class: "verdict", id: "verdict" }, h("strong", {}, `Verdict: ${comparison.verdict}`), " — ", comparison.explanation)
     : h("div", { class: "verdict", id: "verdict" },
-        "No comparison of these two runs in this site (it compares each run with the one before it, and any two of the last 10, when they have one and the same assistant): the tasks whose pass rate or label changed. ",
+        `No comparison of these two runs in this site (it compares each run with the one before it, and any two of the last ${index.paired_runs}, when they have one and the same assistant): the tasks whose pass rate or label changed. `,
         `For the test, run fair-forge compare ${index.runs.find((r) => r.id === a).source} ${index.runs.find((r) => r.id === b).source}.`);
   const list = h("ul", { id: "changed-tasks" }, changed.map(([name, text]) => h("li", { "data-task": name },
     h("a", { href: `#diff/${a}/${b}/${encodeURIComponent(name)}` }, name), " ", h("span", { class: "muted" }, text))));
