@@ -377,7 +377,9 @@ def _completion_body(
         usage = usage_function(request)
     else:
         prompt_tokens = _tokens(json.dumps(request.get("messages") or []))
-        completion_tokens = _tokens((content or "") + json.dumps(tool_calls or []))
+        # The calls' functions, not their ids: an id is the server's counter, whose width grows (9 → 10)
+        # with how many calls this process answered before, and would make the count depend on it.
+        completion_tokens = _tokens((content or "") + json.dumps([call["function"] for call in tool_calls or []]))
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
