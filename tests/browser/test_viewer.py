@@ -102,6 +102,9 @@ def test_failing_tasks_then_the_diff_of_the_last_two_runs_down_to_the_failing_re
     assert ours == sorted(f"{ASSISTANT}/{t}" for t in (*FLIPPED, ALWAYS_FAILING))
     assert page.locator("#tasks-table td.changed").count() >= len(FLIPPED)  # the runs where they changed, marked
     assert page.locator("svg.chart polyline.curve").count() == 1 and page.locator("svg.chart polygon.band").count() == 1
+    page.select_option("#filter-runs", "all")  # every run's column, the filter kept
+    page.wait_for_function("location.hash === '#tasks?show=failing&runs=all'")
+    assert page.locator("#tasks-table thead th").count() == 1 + len(EXAMPLES) + 2
     no_problems(page)
 
     page.click("nav a[data-view=diff]")  # the last two runs by default

@@ -201,11 +201,15 @@ async function tasksView(index, query) {
     .map((task, t) => [task, t])
     .filter(([task]) => !search || task.toLowerCase().includes(search))
     .filter(([task, t]) => show === "all" || (show === "changed" ? everChanged.has(task) : (latest(t) || [])[2] === show));
-  const shownRuns = matrix.runs.slice(-20);
+  const span = ["20", "50", "all"].includes(query.runs) ? query.runs : "20";
+  const shownRuns = span === "all" ? matrix.runs : matrix.runs.slice(-Number(span));
+  const update = (change) => { setParams("tasks", { show, q: search, runs: span === "20" ? "" : span, ...change }); route(); };
   const controls = h("div", { class: "controls" },
-    h("label", {}, "Show", h("select", { id: "filter-tasks", onchange: (e) => { setParams("tasks", { show: e.target.value, q: search }); route(); } },
+    h("label", {}, "Show", h("select", { id: "filter-tasks", onchange: (e) => update({ show: e.target.value }) },
       ["all", "failing", "flaky", "stable", "changed"].map((v) => h("option", { value: v, selected: v === show }, v === "all" ? "every task" : `${v} tasks`)))),
-    h("span", { class: "muted", role: "status" }, `${keep.length} of ${matrix.tasks.length} tasks; the last ${shownRuns.length} runs; ● changed from the run before`));
+    h("label", {}, "Runs", h("select", { id: "filter-runs", onchange: (e) => update({ runs: e.target.value === "20" ? "" : e.target.value }) },
+      ["20", "50", "all"].map((v) => h("option", { value: v, selected: v === span }, v === "all" ? "every run" : `the last ${v}`)))),
+    h("span", { class: "muted", role: "status" }, `${keep.length} of ${matrix.tasks.length} tasks; ${shownRuns.length} of ${matrix.runs.length} runs; ● changed from the run before`));
   const header = h("tr", {}, h("th", { scope: "col" }, "Task"), shownRuns.map((run) => h("th", { scope: "col" }, run.run)));
   const rows = keep.map(([task, t]) => h("tr", { "data-task": task }, h("th", { scope: "row" }, task), shownRuns.map((run) => {
     const figure = run.figures[t];
