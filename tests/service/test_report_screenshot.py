@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.conftest import CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[2]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 PASS_AT_BLUE = (0x25, 0x63, 0xEB)  # fair_forge_core.report.PASS_AT_COLOUR
@@ -42,14 +44,7 @@ def run_chromium(chromium: str, page: Path, *flags: str) -> str:
             [
                 chromium,
                 "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-dev-shm-usage",
+                *CHROMIUM_ARGS,  # the browser tests' flags: networking off, no first-run work
                 f"--user-data-dir={profile}",
                 *flags,
                 page.resolve().as_uri(),
