@@ -13,7 +13,11 @@ the CPU of the evaluation (the process and its workers, `/proc/<pid>/stat`) per 
 the judge server's CPU per request (the machine's other load). Targets (issue #38): 1,000 turns
 with 128 in flight ≥ 85 % of the floor (0.8 s); 100 turns with 16 ≥ 90 %; ≤ 1.5 ms of CPU a call.
 
-    python -m benchmarks.bench_cores [--runs 3] [--sizes 1000x16,1000x128,100x16]
+With `--against transport`, the two sides are instead the default code with httpx's own HTTP
+transport under the SDK (`FAIR_FORGE_JUDGE_TRANSPORT=httpx`: httpcore, anyio, h11) and with the
+judge's (`judges/http_transport.py`), both on every core.
+
+    python -m benchmarks.bench_cores [--runs 3] [--sizes 1000x16,1000x128,100x16] [--against transport]
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ LATENCY_S, TURNS_EACH = 0.1, 5
 SIZES = ((1000, 16), (1000, 32), (1000, 64), (1000, 128), (100, 16))
 TARGETS = {(1000, 128): 0.85, (100, 16): 0.90}
 CPU_TARGET_MS = 1.5
+SIDES = {
+    "processes": (("one loop", {"FAIR_FORGE_JUDGE_PROCESSES": "0"}), ("every core", {})),
+    "transport": (("httpcore", {"FAIR_FORGE_JUDGE_TRANSPORT": "httpx"}), ("ours", {})),
+}
+"""What each side of a pair sets in its child's environment; the targets apply to the second (today's code)."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -82,12 +91,9 @@ def child(base_url: str, turns: int, concurrency: int, tag: str) -> None:
     )
 
 
-def measure(
-    server: JudgeServerProcess, turns: int, concurrency: int, processes: str | None, tag: str
-) -> dict[str, Any]:
+def measure(server: JudgeServerProcess, turns: int, concurrency: int, env: dict[str, str], tag: str) -> dict[str, Any]:
     from benchmarks.common import run_child
 
-    env = {"FAIR_FORGE_JUDGE_PROCESSES": processes} if processes is not None else {}
     server.reset()
     before = cpu_seconds(server.pid)
     result = run_child(
@@ -99,7 +105,7 @@ def measure(
     result["server_cpu"] = cpu_seconds(server.pid) - before
     stats = server.stats()
     if result["status"] != 200 or result["unscored"] or stats["call_count"] != 2 * turns:
-        raise SystemExit(f"{turns} turns × {concurrency}, processes {processes}: {result}, server {stats}")
+        raise SystemExit(f"{turns} turns × {concurrency}, {env}: {result}, server {stats}")
     if stats["max_in_flight"] > concurrency:
         raise SystemExit(f"{stats['max_in_flight']} calls in flight, above {concurrency}")
     return result
@@ -109,6 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="pairs of fresh processes per size")
     parser.add_argument("--sizes", help="TURNSxIN_FLIGHT,… (default: all five)")
+    parser.add_argument("--against", choices=sorted(SIDES), default="processes", help="what the two sides differ in")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--turns", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--concurrency", type=int, help=argparse.SUPPRESS)
@@ -125,13 +132,14 @@ def main() -> None:
     with JudgeServerProcess(latency_s=LATENCY_S) as server:
         for turns, concurrency in sizes:
             floor = math.ceil(turns / concurrency) * LATENCY_S
-            runs: dict[str, list[dict[str, Any]]] = {"one loop": [], "every core": []}
+            sides = SIDES[args.against]
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in sides}
             for index in range(args.runs):
                 tag = f"{turns}x{concurrency} run {index} {time.time_ns()}: "
-                order = [("one loop", "0"), ("every core", None)]
-                for name, processes in order if index % 2 == 0 else order[::-1]:
-                    runs[name].append(measure(server, turns, concurrency, processes, tag))
-            same = all(a["sha256"] == b["sha256"] for a, b in zip(runs["one loop"], runs["every core"], strict=True))
+                for name, env in sides if index % 2 == 0 else sides[::-1]:
+                    runs[name].append(measure(server, turns, concurrency, env, tag))
+            before, today = (runs[name] for name, _ in sides)
+            same = all(a["sha256"] == b["sha256"] for a, b in zip(before, today, strict=True))
             print(f"\n   {turns} turns, {concurrency} in flight (floor {floor:.2f} s), {args.runs} pairs:")
             for name, results in runs.items():
                 wall = statistics.median(r["seconds"] for r in results)
@@ -139,19 +147,19 @@ def main() -> None:
                 server_ms = statistics.median(1000 * r["server_cpu"] / (2 * turns) for r in results)
                 on_workers = statistics.median(r["worker_calls"] for r in results)
                 print(
-                    f"     {name:10s}: wall {wall:.3f} s ({min(r['seconds'] for r in results):.3f}–"
+                    f"     {name:11s}: wall {wall:.3f} s ({min(r['seconds'] for r in results):.3f}–"
                     f"{max(r['seconds'] for r in results):.3f}), {100 * floor / wall:.0f} % of the floor; "
                     f"CPU {cpu_ms:.2f} ms a call (process + workers); server {server_ms:.2f} ms a request; "
                     f"calls on workers {on_workers:.0f} of {2 * turns}"
                 )
             print(f"     responses the same JSON in every pair: {'yes' if same else 'NO'}")
             if not same:
-                raise SystemExit("the two modes answered differently")
+                raise SystemExit("the two sides answered differently")
             target = TARGETS.get((turns, concurrency))
-            wall = statistics.median(r["seconds"] for r in runs["every core"])
+            wall = statistics.median(r["seconds"] for r in today)
             if target is not None:
                 print("     " + verdict(floor / wall >= target, f"≥ {100 * target:.0f} % of the floor (#38 item 1)"))
-            cpu_ms = statistics.median(1000 * r["cpu"] / turns for r in runs["every core"])
+            cpu_ms = statistics.median(1000 * r["cpu"] / turns for r in today)
             print("     " + verdict(cpu_ms <= CPU_TARGET_MS, f"≤ {CPU_TARGET_MS} ms of CPU a judge call (#38 item 1)"))
     print(f"\n   load average after: {os.getloadavg()}")
 

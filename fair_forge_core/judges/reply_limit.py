@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import ssl
 from collections.abc import AsyncIterator
 from typing import Any
@@ -32,6 +33,11 @@ MAX_JUDGE_REPLY_BYTES = 1_000_000
 
 MAX_JUDGE_CONNECTIONS = 512
 """Connections one judge HTTP client opens and keeps at most: `config.max_concurrency`'s bound."""
+
+
+TRANSPORT_VARIABLE = "FAIR_FORGE_JUDGE_TRANSPORT"
+"""`httpx` sends the judge's calls through httpx's own transport (httpcore) instead of
+`judges.http_transport`'s: the way back if a server needs what only httpcore does."""
 
 
 class JudgeReplyTooLarge(Exception):
@@ -111,4 +117,10 @@ def capped_async_client(client_class: type, *, limit: int = MAX_JUDGE_REPLY_BYTE
     kwargs.setdefault(
         "limits", importlib.import_module(flavour).Limits(max_connections=pooled, max_keepalive_connections=pooled)
     )
+    if isinstance(kwargs["verify"], ssl.SSLContext) and os.environ.get(TRANSPORT_VARIABLE, "") != "httpx":
+        from fair_forge_core.judges.http_transport import judge_transport
+
+        transport = judge_transport(flavour, kwargs["verify"], kwargs["limits"], kwargs)
+        if transport is not None:
+            kwargs["transport"] = transport
     return client_class(event_hooks={"request": [ask_identity], "response": [cap_reply]}, **kwargs)
