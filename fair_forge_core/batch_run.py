@@ -97,8 +97,9 @@ async def submit_evaluation(
     parts: list[ModelBatch] = []
     try:
         for model, ledger in zip(models, _member_ledgers(context.ledger, len(models)), strict=True):
-            lines = batch.recorded(model)
-            ids = await submit_lines(model, lines, metadata or {}) if lines else []
+            recorded = batch.recorded(model)
+            lines = recorded.lines
+            ids = await submit_lines(model, lines, metadata or {}, recorded.deployment) if lines else []
             parts.append(
                 ModelBatch(
                     batch_ids=ids,

@@ -24,6 +24,8 @@ others in the error file (`"response": {"status_code", "request_id", "body"}, "e
 `expire_after`, `fail_batch_with`, `api_key`) are constructor arguments and attributes that may change
 while the server runs. Inspection: `batches`, `files` (copies), `batch_requests`,
 `batch_lines_answered`; `requests`, `call_count`, `status_counts` count only online chat completions.
+The input file's checks are `fake_batch_input`; Azure OpenAI's routes are `fake_azure_batch_api`
+(through the hooks `api_prefix`, `endpoints`, `empty_error_file`, `_authorize`, `_parse_input`).
 Only the standard library is used.
 """
 
@@ -38,14 +40,20 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from fair_forge_testing.fake_batch_input import (
+    BATCH_ENDPOINTS,
+    MAX_FILE_BYTES,
+    MAX_REQUESTS,
+    ApiError,
+    check_metadata,
+    parse_batch_input,
+    parse_form,
+)
 from fair_forge_testing.fake_llm_server import FakeLLMServer, RecordedRequest
 
 __all__ = ["BATCH_ENDPOINTS", "ApiError", "BatchRecord", "FakeBatchServer", "StoredFile", "parse_batch_input"]
 
-BATCH_ENDPOINTS = ("/v1/chat/completions",)
 COMPLETION_WINDOWS = ("24h",)
-MAX_REQUESTS = 50_000
-MAX_FILE_BYTES = 200 * 1024 * 1024
 WINDOW_S = 24 * 3600
 _EXPIRED = "This request could not be executed before the completion window expired."
 _CANCELLED = "This request was not executed because the batch was cancelled."
@@ -58,23 +66,11 @@ TERMINAL = frozenset({"failed", "completed", "expired", "cancelled"})
 _TIMES: tuple[str, ...] = ("in_progress_at", "expires_at", "finalizing_at", "completed_at")
 _TIMES += ("failed_at", "expired_at", "cancelling_at", "cancelled_at")
 _INTERNAL = ("lines", "retrieves", "results", "times")  # BatchRecord fields that are not in the Batch object
-_BATCH_API = re.compile(r"/v1/(files|batches)(/.*)?")
+_BATCH_API = re.compile(r"/(files|batches)(/.*)?")  # after the server's `api_prefix`
 _NO_KEY = (
     "You didn't provide an API key. You need to provide your API key in an Authorization header "
     "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
 )
-
-
-class ApiError(Exception):
-    """An error answered in OpenAI's shape `{"error": {"message", "type", "param", "code"}}`."""
-
-    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param, self.code = status, message, param, code
-
-    def body(self) -> dict[str, Any]:
-        kind = "server_error" if self.status >= 500 else "invalid_request_error"
-        return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
 
 
 @dataclass
@@ -133,95 +129,18 @@ def _succeeded(result: dict[str, Any]) -> bool:
     return result["response"] is not None and 200 <= result["response"]["status_code"] < 300
 
 
-# --------------------------------------------------------------------------- input validation
-
-
-def parse_batch_input(filename: str, data: bytes, max_requests: int, max_file_bytes: int) -> list[dict[str, Any]]:
-    """The requests of a batch input file, checked as OpenAI's reference describes them; an
-    `ApiError` (400) names the first problem, with its line number (1-based, blank lines skipped)."""
-    if not filename.endswith(".jsonl"):
-        raise ApiError(400, f"Invalid file format for Batch API: {filename!r} must be a .jsonl file.", param="file")
-    if len(data) > max_file_bytes:
-        raise ApiError(400, f"The file is {len(data)} bytes; at most {max_file_bytes} are allowed.", param="file")
-    lines: list[dict[str, Any]] = []
-    first_line: dict[str, int] = {}
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if raw.strip():
-            lines.append(_check_line(number, raw, first_line, lines[0]["url"] if lines else None))
-    if not lines:
-        raise ApiError(400, "The file has no requests.", param="file")
-    if len(lines) > max_requests:
-        raise ApiError(400, f"The file has {len(lines)} requests; at most {max_requests} are allowed.", param="file")
-    return lines
-
-
-def _check_line(number: int, raw: bytes, first_line: dict[str, int], url: str | None) -> dict[str, Any]:
-    """One input line parsed and checked; `first_line` maps each custom_id seen to its line."""
-    try:
-        line = json.loads(raw)
-    except ValueError:
-        raise ApiError(400, f"Line {number} is not valid JSON.", param="file") from None
-    if not isinstance(line, dict):
-        raise ApiError(400, f"Line {number} is not a JSON object.", param="file")
-    custom_id = line.get("custom_id")
-    if not isinstance(custom_id, str):
-        raise ApiError(400, f"Line {number}: `custom_id` must be a string.", param="custom_id")
-    if custom_id in first_line:
-        message = f"Line {number}: `custom_id` {custom_id!r} is not unique (also on line {first_line[custom_id]})."
-        raise ApiError(400, message, param="custom_id")
-    first_line[custom_id] = number
-    if line.get("method") != "POST":
-        raise ApiError(400, f"Line {number}: `method` must be 'POST', got {line.get('method')!r}.", param="method")
-    if line.get("url") not in BATCH_ENDPOINTS:
-        message = f"Line {number}: `url` must be one of {list(BATCH_ENDPOINTS)}, got {line.get('url')!r}."
-        raise ApiError(400, message, param="url")
-    if url is not None and line["url"] != url:
-        raise ApiError(400, f"Line {number}: `url` {line['url']!r} differs from line 1's {url!r}.", param="url")
-    body = line.get("body")
-    if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-        raise ApiError(400, f"Line {number}: `body` must be an object with a string `model`.", param="body")
-    return line
-
-
-def _check_metadata(metadata: object) -> dict[str, str] | None:
-    """`metadata` as OpenAI allows it: at most 16 pairs, string keys ≤ 64 and values ≤ 512 chars."""
-    if metadata is None:
-        return None
-    pairs = metadata.items() if isinstance(metadata, dict) and len(metadata) <= 16 else None
-    if pairs is None or not all(isinstance(v, str) and len(k) <= 64 and len(v) <= 512 for k, v in pairs):
-        message = "`metadata`: at most 16 pairs of strings, keys ≤ 64 and values ≤ 512 chars."
-        raise ApiError(400, message, param="metadata")
-    return dict(pairs)
-
-
-def _parse_form(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
-    """The fields of a multipart/form-data body: name -> (filename or None, exact bytes)."""
-    boundary = re.search(r'boundary="?([^";]+)"?', content_type)
-    if not content_type.startswith("multipart/form-data") or boundary is None:
-        raise ApiError(400, "The body must be multipart/form-data.")
-    form: dict[str, tuple[str | None, bytes]] = {}
-    for part in raw.split(b"--" + boundary.group(1).encode())[1:]:
-        head, sep, value = part.partition(b"\r\n\r\n")
-        disposition = head.decode("utf-8", "replace")
-        name = re.search(r'\bname="([^"]*)"', disposition)
-        if sep and name:
-            filename = re.search(r'\bfilename="([^"]*)"', disposition)
-            form[name.group(1)] = (filename.group(1) if filename else None, value.removesuffix(b"\r\n"))
-    return form
-
-
 # --------------------------------------------------------------------------- server
 
 _Answer = tuple[int, "dict[str, Any] | bytes"]
-_ROUTES = (  # (method, path pattern, route method)
-    ("POST", r"/v1/files", "_upload_file"),
-    ("GET", r"/v1/files/(?P<id>[^/]+)", "_get_file"),
-    ("GET", r"/v1/files/(?P<id>[^/]+)/content", "_get_file_content"),
-    ("DELETE", r"/v1/files/(?P<id>[^/]+)", "_delete_file"),
-    ("POST", r"/v1/batches", "_create_batch"),
-    ("GET", r"/v1/batches", "_list_batches"),
-    ("GET", r"/v1/batches/(?P<id>[^/]+)", "_retrieve_batch"),
-    ("POST", r"/v1/batches/(?P<id>[^/]+)/cancel", "_cancel_batch"),
+_ROUTES = (  # (method, path pattern after `api_prefix`, route method)
+    ("POST", r"/files", "_upload_file"),
+    ("GET", r"/files/(?P<id>[^/]+)", "_get_file"),
+    ("GET", r"/files/(?P<id>[^/]+)/content", "_get_file_content"),
+    ("DELETE", r"/files/(?P<id>[^/]+)", "_delete_file"),
+    ("POST", r"/batches", "_create_batch"),
+    ("GET", r"/batches", "_list_batches"),
+    ("GET", r"/batches/(?P<id>[^/]+)", "_retrieve_batch"),
+    ("POST", r"/batches/(?P<id>[^/]+)/cancel", "_cancel_batch"),
 )
 
 
@@ -254,6 +173,9 @@ class FakeBatchServer(FakeLLMServer):
 
     max_requests: int = MAX_REQUESTS  # the input file's limits; an instance may lower them
     max_file_bytes: int = MAX_FILE_BYTES
+    api_prefix = "/v1"  # where the Files and Batches routes are
+    endpoints = BATCH_ENDPOINTS  # the lines' accepted `url`s
+    empty_error_file = False  # a batch with no error line has `error_file_id` null (True: an empty file)
 
     def __init__(
         self,
@@ -314,8 +236,8 @@ class FakeBatchServer(FakeLLMServer):
 
     def _serve_batch_api(self, handler: Any) -> bool:
         """Answer a Files or Batches call (True), or leave any other request alone (False)."""
-        path = handler.path.partition("?")[0]
-        if not _BATCH_API.fullmatch(path):
+        path = handler.path.partition("?")[0].removeprefix(self.api_prefix)
+        if not handler.path.startswith(self.api_prefix + "/") or not _BATCH_API.fullmatch(path):
             return False
         length = int(handler.headers.get("Content-Length") or 0)
         headers = {name.lower(): value for name, value in handler.headers.items()}
@@ -324,7 +246,7 @@ class FakeBatchServer(FakeLLMServer):
         with self._batch_lock:
             self._batch_requests.append(record)
         try:
-            self._check_key(headers.get("authorization") or "")
+            self._authorize(handler.path, headers)
             status, payload = self._route(handler.command, path, raw, headers)
         except ApiError as error:
             status, payload = error.status, error.body()
@@ -332,7 +254,9 @@ class FakeBatchServer(FakeLLMServer):
         _write(handler, status, payload)
         return True
 
-    def _check_key(self, authorization: str) -> None:
+    def _authorize(self, target: str, headers: dict[str, str]) -> None:
+        """An `ApiError` (401) unless `headers` (lower-case names) carry a bearer key (`api_key`'s when set)."""
+        authorization = headers.get("authorization") or ""
         key = authorization[len("Bearer ") :].strip() if authorization.startswith("Bearer ") else ""
         if not key:
             raise ApiError(401, _NO_KEY)
@@ -357,15 +281,18 @@ class FakeBatchServer(FakeLLMServer):
         return stored
 
     def _upload_file(self, path_id: str, raw: bytes, headers: dict[str, str]) -> _Answer:
-        form = _parse_form(headers.get("content-type", ""), raw)
+        form = parse_form(headers.get("content-type", ""), raw)
         purpose = form.get("purpose", (None, b""))[1].decode("utf-8", "replace")
         if purpose != "batch":
             raise ApiError(400, f"Invalid purpose {purpose!r}: this fake accepts only 'batch'.", param="purpose")
         filename, content = form.get("file", (None, b""))
         if filename is None:
             raise ApiError(400, "The `file` field (a file) is missing.", param="file")
-        lines = parse_batch_input(filename, content, self.max_requests, self.max_file_bytes)
-        return 200, self._store(filename, purpose, content, lines).as_object()
+        return 200, self._store(filename, purpose, content, self._parse_input(filename, content)).as_object()
+
+    def _parse_input(self, filename: str, content: bytes) -> list[dict[str, Any]]:
+        """The requests of an uploaded input file (`parse_batch_input` with this server's limits)."""
+        return parse_batch_input(filename, content, self.max_requests, self.max_file_bytes, self.endpoints)
 
     def _get_file(self, path_id: str, raw: bytes, headers: dict[str, str]) -> _Answer:
         return 200, _find(self._files, path_id, "File", "file_id").as_object()
@@ -395,7 +322,7 @@ class FakeBatchServer(FakeLLMServer):
             input_file_id=source.id,
             endpoint=url,
             completion_window=window,
-            metadata=_check_metadata(body.get("metadata")),
+            metadata=check_metadata(body.get("metadata")),
             lines=copy.deepcopy(source.lines),
             created_at=now,
             results=[None] * len(source.lines),
@@ -476,7 +403,7 @@ class FakeBatchServer(FakeLLMServer):
         record.times |= {"finalizing_at": now, f"{status}_at": now}
 
     def _store_results(self, record: BatchRecord, kind: str, results: list[dict[str, Any]]) -> str | None:
-        if not results:
+        if not results and not (kind == "error" and self.empty_error_file):
             return None
         content = "".join(json.dumps(result) + "\n" for result in results).encode()
         return self._store(f"{record.id}_{kind}.jsonl", "batch_output", content, []).id

@@ -24,12 +24,15 @@ the provider's batch API, at its batch price, by running the same evaluation twi
 The bodies of the two passes are the same because everything that builds one is deterministic
 (the prompt, the messages, the model's parameters); a line's answer is found by its body. What
 reaches the provider is byte for byte what an online call would have sent (the request body of
-the LangChain client), inside OpenAI's batch line `{custom_id, method, url, body}`.
+the LangChain client), inside the batch line `{custom_id, method, url, body}`; for Azure OpenAI
+the body's `model` is the deployment the online call was addressed to (`RecordingTransport.
+deployment`; `judges.batch_api.line_body`).
 
-Providers: a chat model whose SDK client is OpenAI's (`langchain_openai.ChatOpenAI`,
-`BATCH_CONNECTORS`) calling chat completions, not streamed. Another class is refused before a job
-starts (`batch_refusal`); a call to another API stops the submit pass before anything is sent.
-The provider's API itself is `judges.batch_api`.
+Providers: a chat model whose SDK client is OpenAI's (`langchain_openai.ChatOpenAI`) or Azure
+OpenAI's (`langchain_openai.AzureChatOpenAI`, reached by `azure_endpoint`), `BATCH_CONNECTORS`,
+calling chat completions, not streamed. Another class is refused before a job starts
+(`batch_refusal`); a call to another API stops the submit pass before anything is sent. The
+provider's API itself is `judges.batch_api`.
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ import asyncio
 import contextvars
 import hashlib
 import importlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,34 +55,47 @@ if TYPE_CHECKING:
     from fair_forge_core.judges.ledger import JudgeLedger
     from fair_forge_core.judges.tokens import UsageCapture
 
-BATCH_CONNECTORS = frozenset({"langchain_openai.chat_models.ChatOpenAI"})
+BATCH_CONNECTORS = frozenset(
+    {"langchain_openai.chat_models.ChatOpenAI", "langchain_openai.chat_models.AzureChatOpenAI"}
+)
 """The connectors (canonical class paths, `connectors.allowlist`) whose provider has a batch API
-this module speaks: OpenAI's."""
+this module speaks: OpenAI's, and Azure OpenAI's (the same Files and Batches API, under
+`{azure_endpoint}/openai/`)."""
+AZURE_CONNECTOR = "langchain_openai.chat_models.AzureChatOpenAI"
 STATUSES = frozenset(
     {"validating", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled", "failed"}
 )
-"""A batch's statuses in OpenAI's reference; any other reads as "unknown"."""
+"""A batch's statuses in OpenAI's reference (Azure's lists the same); any other reads as "unknown"."""
 ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 """The statuses of a batch that will not change again."""
 BATCH_EXPIRED_MESSAGE = "the provider's batch ended ({status}) before this judge call was answered"
 BATCH_FAILED_MESSAGE = "the provider's batch failed (it refused its input file) before this judge call was answered"
 REPLY_READ_ONCE = "unparseable judge output in the provider's batch (it holds one answer a call: not asked again)"
 UNSUPPORTED = "batch judging sends chat completions, not streamed: this connector sends {what}"
+TWO_DEPLOYMENTS = "calls to two Azure deployments ({first}, {other}): a batch targets one"
+_DEPLOYMENT_PATH = re.compile(r"/openai/deployments/([^/]+)/chat/completions\Z")
+"""The path of an Azure OpenAI chat completion (after any path of `azure_endpoint`): its deployment."""
 
 
 def batch_refusal(class_path: str, params: Mapping[str, Any]) -> str | None:
     """Why a connector cannot be judged in batch (None: it can): its class (any accepted
-    spelling) has no batch API here, or its parameters ask for another API than chat completions
-    (`use_responses_api`) or a streamed reply (`streaming`). A connector that reaches another API
-    by its model or other parameters (LangChain picks the Responses API for some) is stopped at
-    its first call of the submit pass (`RecordingTransport`), before anything is sent."""
+    spelling) has no batch API here; an Azure connector given a `base_url` (or `openai_api_base`)
+    instead of `azure_endpoint` (its SDK client would look for the files and batches under that
+    URL, a deployment's, where Azure has none); or its parameters ask for another API than chat
+    completions (`use_responses_api`) or a streamed reply (`streaming`). A connector that reaches
+    another API by its model or other parameters (LangChain picks the Responses API for some) is
+    stopped at its first call of the submit pass (`RecordingTransport`), before anything is sent."""
     from fair_forge_core.connectors.allowlist import allowed_connectors
 
-    if allowed_connectors().get(class_path) not in BATCH_CONNECTORS:
+    canonical = allowed_connectors().get(class_path)
+    if canonical not in BATCH_CONNECTORS:
         shown = class_path if len(class_path) <= 120 else class_path[:120] + "…"
         return (
-            f"batch judging needs a connector whose provider has a batch API (langchain_openai.ChatOpenAI), not {shown}"
+            "batch judging needs a connector whose provider has a batch API "
+            f"(langchain_openai.ChatOpenAI, langchain_openai.AzureChatOpenAI), not {shown}"
         )
+    if canonical == AZURE_CONNECTOR and (params.get("base_url") or params.get("openai_api_base")):
+        return "batch judging on Azure needs azure_endpoint (and azure_deployment): the batches are not under base_url"
     if params.get("use_responses_api"):
         return "batch judging sends chat completions: use_responses_api must be off"
     if params.get("streaming"):
@@ -129,8 +147,11 @@ class BatchState:
 
 
 def known_status(status: object) -> str:
-    """`status` when it is one of OpenAI's (`STATUSES`), else "unknown": what is logged and said."""
-    return status if isinstance(status, str) and status in STATUSES else "unknown"
+    """`status` in lower case when it is one of `STATUSES` in any case (Azure's REST examples
+    show "Validating", "Completed"; its SDK examples and OpenAI's, lower case), else "unknown":
+    what is logged, said and compared."""
+    lowered = status.lower() if isinstance(status, str) else None
+    return lowered if lowered in STATUSES else "unknown"
 
 
 # ----------------------------------------------------------------- the two transports
@@ -173,6 +194,14 @@ def _unsupported(request: Any, body: bytes) -> Exception | None:
     return None if what is None else RemoteProviderError("fatal", None, None, UNSUPPORTED.format(what=what))
 
 
+def deployment_of(path: str) -> str | None:
+    """The Azure deployment a chat completion's URL path is addressed to (`{d}` of
+    `…/openai/deployments/{d}/chat/completions`, percent-decoded), None for any other path
+    (OpenAI's `/v1/chat/completions`)."""
+    match = _DEPLOYMENT_PATH.search(path)
+    return unquote(match.group(1)) if match is not None else None
+
+
 @dataclass
 class RecordingTransport:
     """The submit pass's transport: records each request's body as a batch line and answers
@@ -180,15 +209,33 @@ class RecordingTransport:
 
     lines: dict[str, bytes] = field(default_factory=dict)
     """`custom_id` → request body, in the order first sent."""
+    deployment: str | None = None
+    """The Azure deployment the calls were addressed to (`deployment_of` their path: AzureChatOpenAI's
+    client puts `azure_deployment`, else the body's `model`, in the URL, and its body's `model` may
+    be null or a model name), None for OpenAI's route. Azure's batch line must name it as `model`;
+    a call to another deployment than the first stops the submit pass (a batch targets one)."""
 
     async def handle_async_request(self, request: Any) -> Any:
         slot = _SLOT.get() or _Slot(0)
         body = await request.aread()
-        slot.outcome = _unsupported(request, body)
+        slot.outcome = _unsupported(request, body) or self._other_deployment(str(request.url.path))
         if slot.outcome is None:
             self.lines.setdefault(custom_id(body, slot.sample), body)
             slot.outcome = JudgeCallError("sent to the provider's batch")
         return _httpx2().Response(400, json={"error": {"message": "deferred to the batch", "type": "batch"}})
+
+    def _other_deployment(self, path: str) -> Exception | None:
+        """Note the deployment of the first call; an error that stops the evaluation for a later
+        call addressed elsewhere (another deployment, or none after one)."""
+        from fair_forge_core.judges.errors import RemoteProviderError
+
+        deployment = deployment_of(path)
+        if not self.lines:
+            self.deployment = deployment
+        elif deployment != self.deployment:
+            message = TWO_DEPLOYMENTS.format(first=self.deployment, other=deployment)
+            return RemoteProviderError("fatal", None, None, message)
+        return None
 
     async def aclose(self) -> None:
         return None
@@ -336,8 +383,8 @@ class JudgeBatch:
                     )
                 )
 
-    def recorded(self, model: Any) -> dict[str, bytes]:
-        """The lines the submit pass recorded for `model`."""
+    def recorded(self, model: Any) -> RecordingTransport:
+        """What the submit pass recorded for `model`: its lines and the deployment they go to."""
         session = self.sessions[id(model)]
         assert isinstance(session.transport, RecordingTransport)
-        return session.transport.lines
+        return session.transport

@@ -2,13 +2,20 @@
 a submission (`submit_lines`), where they stand (`batch_states`), their cancellation
 (`cancel_batches`), their answers (`read_answers`) and their files' deletion (`delete_files`).
 
-Every call goes through the connector's own OpenAI client (its key, `base_url`, organization and
-retries) with a timeout of `API_TIMEOUT_S`; a refused key or model is `JudgeProviderRefused`,
-any other failure a `BatchError`, each with a message safe to show (`errors.describe_error`).
-What is read back is bounded: all of a submission's output and error files together at most
-`BYTES_PER_LINE` a line sent (a verdict's reply is under 10 KB) plus one judge reply's bound,
-within `MAX_DOWNLOAD_BYTES`; a file that passes it, or that is not the JSONL OpenAI's reference
-describes, is a `BatchError`.
+Azure OpenAI serves the same Files and Batches API (the same statuses, `completion_window`
+"24h", output and error lines), under `{azure_endpoint}/openai/files` and `/openai/batches` with
+its `api-version` and `api-key`, which the connector's `AsyncAzureOpenAI` client adds itself. Its
+input lines differ (https://learn.microsoft.com/en-us/azure/ai-services/openai/how-to/batch,
+"Input format"): the `url` (and the batch's `endpoint`) is `/chat/completions`, and the body's
+`model` is the name of the Global-Batch deployment, the same on every line (`line_body`).
+
+Every call goes through the connector's own OpenAI client (its key, `base_url` or Azure endpoint,
+organization and retries) with a timeout of `API_TIMEOUT_S`; a refused key or model is
+`JudgeProviderRefused`, any other failure a `BatchError`, each with a message safe to show
+(`errors.describe_error`). What is read back is bounded: all of a submission's output and error
+files together at most `BYTES_PER_LINE` a line sent (a verdict's reply is under 10 KB) plus one
+judge reply's bound, within `MAX_DOWNLOAD_BYTES`; a file that passes it, or that is not the JSONL
+OpenAI's reference describes, is a `BatchError`.
 """
 
 from __future__ import annotations
@@ -16,15 +23,17 @@ from __future__ import annotations
 import importlib
 import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from fair_forge_core.judges.batch import ModelBatch, known_status
 
 BATCH_ENDPOINT = "/v1/chat/completions"
+AZURE_BATCH_ENDPOINT = "/chat/completions"
+"""An Azure batch line's `url` and its batch's `endpoint` (Azure's reference: not OpenAI's /v1 path)."""
 COMPLETION_WINDOW = "24h"
 MAX_LINES = 50_000
-"""OpenAI's bounds on one batch's input file: 50,000 requests, 200 MB."""
+"""OpenAI's bounds on one batch's input file: 50,000 requests, 200 MB (Azure's: 100,000, 200 MB)."""
 MAX_FILE_BYTES = 200 * 1024 * 1024
 BYTES_PER_LINE = 16_384
 MAX_DOWNLOAD_BYTES = 128 * 1024 * 1024
@@ -46,17 +55,71 @@ def _client(model: Any, http_client: Any = None) -> Any:
     return model.root_async_client.with_options(**options)
 
 
-def batch_files(lines: Mapping[str, bytes]) -> list[bytes]:
-    """The JSONL files of `lines` (OpenAI's input format), each within `MAX_LINES` and
-    `MAX_FILE_BYTES`; the bodies are embedded as the bytes the client built."""
+_DECODER = json.JSONDecoder()
+
+
+def batch_endpoint(deployment: str | None) -> str:
+    """The lines' `url` and the batch's `endpoint`: Azure's for a deployment, else OpenAI's."""
+    return BATCH_ENDPOINT if deployment is None else AZURE_BATCH_ENDPOINT
+
+
+def _skip(text: str, at: int) -> int:
+    """The index of the first character of `text` from `at` that is not JSON whitespace."""
+    while text[at : at + 1] in (" ", "\t", "\n", "\r"):
+        at += 1
+    return at
+
+
+def _members(text: str) -> Iterator[tuple[str, int, int]]:
+    """Each member of the JSON object `text` at its top level, in order: its key and where its
+    value starts and ends. A `ValueError` when `text` is not one JSON object."""
+    at = _skip(text, 0)
+    if text[at : at + 1] != "{":
+        raise ValueError("a request body is not a JSON object")
+    at = _skip(text, at + 1)
+    while text[at : at + 1] != "}":
+        key, at = _DECODER.raw_decode(text, at)
+        at = _skip(text, at)
+        if not isinstance(key, str) or text[at : at + 1] != ":":
+            raise ValueError("a request body is not a JSON object")
+        start = _skip(text, at + 1)
+        _, end = _DECODER.raw_decode(text, start)
+        yield key, start, end
+        at = _skip(text, end)
+        if text[at : at + 1] == ",":
+            at = _skip(text, at + 1)
+
+
+def line_body(body: bytes, deployment: str | None) -> bytes:
+    """A batch line's body: the request body the client built, byte for byte, with (for an Azure
+    `deployment`) its top-level `model` value replaced by the deployment's name as a JSON string,
+    or, when the body has no `model`, `"model":<name>,` put first. Azure needs it (the online call
+    names the deployment in its URL, and AzureChatOpenAI's body holds `model: null` or the model's
+    own name); a `model` nested deeper (in a tool's schema) is left alone."""
+    if deployment is None:
+        return body
+    text = body.decode("utf-8")
+    name = json.dumps(deployment)
+    for key, start, end in _members(text):
+        if key == "model":
+            return (text[:start] + name + text[end:]).encode("utf-8")
+    opening = text.index("{") + 1
+    rest = text[opening:]
+    return (text[:opening] + f'"model":{name}' + ("," if rest.strip() != "}" else "") + rest).encode("utf-8")
+
+
+def batch_files(lines: Mapping[str, bytes], deployment: str | None = None) -> list[bytes]:
+    """The JSONL files of `lines` (the batch input format: `url` and body by `batch_endpoint` and
+    `line_body`), each within `MAX_LINES` and `MAX_FILE_BYTES`."""
     files: list[bytes] = []
     current: list[bytes] = []
     size = 0
+    url = batch_endpoint(deployment).encode()
     for key, body in lines.items():
         line = b'{"custom_id":%s,"method":"POST","url":"%s","body":%s}\n' % (
             json.dumps(key).encode(),
-            BATCH_ENDPOINT.encode(),
-            body,
+            url,
+            line_body(body, deployment),
         )
         if current and (len(current) >= MAX_LINES or size + len(line) > MAX_FILE_BYTES):
             files.append(b"".join(current))
@@ -68,18 +131,22 @@ def batch_files(lines: Mapping[str, bytes]) -> list[bytes]:
     return files
 
 
-async def submit_lines(model: Any, lines: Mapping[str, bytes], metadata: Mapping[str, str]) -> list[str]:
-    """Upload `lines` as batch input files and create one batch each; their ids, in order. A
-    failure part way cancels the batches already created (best effort) before it propagates."""
+async def submit_lines(
+    model: Any, lines: Mapping[str, bytes], metadata: Mapping[str, str], deployment: str | None = None
+) -> list[str]:
+    """Upload `lines` as batch input files and create one batch each; their ids, in order. With
+    an Azure `deployment` (the one the online calls were addressed to:
+    `judges.batch.RecordingTransport.deployment`) the lines are Azure's (`batch_files`). A failure
+    part way cancels the batches already created (best effort) before it propagates."""
     client = _client(model)
     ids: list[str] = []
     try:
-        for number, content in enumerate(batch_files(lines)):
+        for number, content in enumerate(batch_files(lines, deployment)):
             uploaded = await _provider(client.files.create(file=(f"judge-{number}.jsonl", content), purpose="batch"))
             batch = await _provider(
                 client.batches.create(
                     input_file_id=uploaded.id,
-                    endpoint=BATCH_ENDPOINT,
+                    endpoint=batch_endpoint(deployment),
                     completion_window=COMPLETION_WINDOW,
                     metadata=dict(metadata),
                 )
@@ -104,9 +171,10 @@ async def batch_states(model: Any, batch_ids: Iterable[str]) -> list[Any]:
             BatchState(
                 batch_id=batch_id,
                 status=known_status(batch.status),
-                total=counts.total if counts else 0,
-                completed=counts.completed if counts else 0,
-                failed=counts.failed if counts else 0,
+                # Azure's examples show null counts while a batch validates.
+                total=(counts.total or 0) if counts else 0,
+                completed=(counts.completed or 0) if counts else 0,
+                failed=(counts.failed or 0) if counts else 0,
             )
         )
     return states

@@ -9,6 +9,7 @@ counts and errors against what OpenAI's Batch API reference describes.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
 
 from fair_forge_core.judges.prompt import JudgeRequest, build_judge_messages
+from fair_forge_testing.fake_azure_batch_api import FakeAzureBatchServer
 from fair_forge_testing.fake_batch_api import FakeBatchServer
 from fair_forge_testing.fake_llm_server import Reply, openai_usage
 
@@ -321,3 +323,99 @@ def test_the_async_client_runs_a_batch_to_completion(server: FakeBatchServer) ->
         assert batch_body == online_body, json.dumps({"batch": batch_body, "online": online_body}, indent=1)
     assert [line["custom_id"] for line in lines] == ["req-0", "req-1", "req-2"]
     assert server.batch_lines_answered == 3 and server.call_count == 3
+
+
+# --------------------------------------------------------------------------- Azure OpenAI's routes
+
+AZURE_VERSION = "2024-10-21"
+
+
+def azure_client(server: FakeAzureBatchServer, key: str = KEY, **kwargs: Any) -> openai.AzureOpenAI:
+    return openai.AzureOpenAI(
+        azure_endpoint=server.azure_endpoint,
+        api_key=key,
+        api_version=AZURE_VERSION,
+        max_retries=0,
+        timeout=10,
+        **kwargs,
+    )
+
+
+def on_deployment(request: JudgeRequest, deployment: str = "judge", **extra: Any) -> dict[str, Any]:
+    return judge_body(request, **extra) | {"model": deployment}
+
+
+def test_the_azure_fake_serves_the_batch_api_and_the_deployment_on_azure_routes() -> None:
+    bodies = [on_deployment(RIGHT), on_deployment(WRONG)]
+    with FakeAzureBatchServer(usage=usage_by_length) as server:
+        client = azure_client(server)
+        uploaded = client.files.create(file=("batch.jsonl", jsonl(bodies, url="/chat/completions")), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=uploaded.id,
+            endpoint="/chat/completions",  # Azure's endpoint (not in the SDK's Literal of OpenAI's)
+            completion_window="24h",
+        )
+        done = poll(client, batch.id)[-1]
+        assert done.status == "completed" and counts(done) == {"total": 2, "completed": 2, "failed": 0}
+        # Azure gives a batch without errors an empty error file, not none.
+        assert done.error_file_id is not None and client.files.content(done.error_file_id).content == b""
+        for body, line in zip(bodies, read_lines(client, done.output_file_id), strict=True):
+            online = client.chat.completions.with_raw_response.create(**body).http_response.json()
+            assert comparable(line["response"]["body"]) == comparable(online)
+        paths = [r.path for r in server.batch_requests + server.requests]
+        online_paths = {r.path for r in server.requests}
+        headers = {r.headers.get("api-key") for r in server.batch_requests + server.requests}
+    assert online_paths == {f"/openai/deployments/judge/chat/completions?api-version={AZURE_VERSION}"}
+    assert all(path.startswith("/openai/") and path.endswith(f"?api-version={AZURE_VERSION}") for path in paths)
+    assert headers == {KEY}
+
+
+@pytest.mark.parametrize(
+    ("lines", "param", "code", "words"),
+    [
+        ([line_of(body=on_deployment(RIGHT))], "url", None, ["Line 1", "/v1/chat/completions", "/chat/completions"]),
+        ([line_of(url="/chat/completions")], "body", "model_not_found", ["Line 1", "gpt-4o-mini"]),
+        (
+            [
+                line_of(url="/chat/completions", body=on_deployment(RIGHT)),
+                line_of(custom_id="b", url="/chat/completions", body=on_deployment(WRONG, "other")),
+            ],
+            "body",
+            "model_mismatch",
+            ["Line 2", "'other'", "line 1"],
+        ),
+    ],
+    ids=["openai_url", "unknown_deployment", "two_deployments"],
+)
+def test_the_azure_fake_refuses_openai_lines_and_other_deployments(
+    lines: list[dict[str, Any]], param: str, code: str | None, words: list[str]
+) -> None:
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    with FakeAzureBatchServer(deployments=("judge", "other")) as server:
+        with pytest.raises(openai.BadRequestError) as caught:
+            azure_client(server).files.create(file=("batch.jsonl", data), purpose="batch")
+        assert server.files == {}
+    assert (caught.value.param, caught.value.code) == (param, code)
+    assert all(word in caught.value.message for word in words), caught.value.message
+
+
+def test_the_azure_fake_needs_its_key_and_api_version_and_serves_no_openai_route() -> None:
+    with FakeAzureBatchServer(api_key="azure-right-key") as server:
+        with pytest.raises(openai.AuthenticationError):
+            azure_client(server).batches.list()  # another key
+        with pytest.raises(openai.AuthenticationError):  # a bearer token, no api-key header
+            openai.AzureOpenAI(
+                azure_endpoint=server.azure_endpoint, azure_ad_token="token", api_version=AZURE_VERSION, max_retries=0
+            ).batches.list()
+        client = azure_client(server, key="azure-right-key")
+        assert client.batches.list().data == []
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request("GET", "/openai/batches", headers={"api-key": "azure-right-key"})  # no api-version
+        assert connection.getresponse().status == 404
+        connection.close()
+        with pytest.raises(openai.NotFoundError):  # OpenAI's route
+            openai.OpenAI(base_url=server.base_url, api_key="azure-right-key", max_retries=0).batches.list()
+        with pytest.raises(openai.NotFoundError):  # a deployment the resource does not have
+            client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        assert client.chat.completions.create(**on_deployment(RIGHT)).choices[0].message.content
+        assert [r.status for r in server.requests] == [404, 200]
