@@ -81,9 +81,11 @@ async def submit_evaluation(
     config: EvaluationConfig,
     context: RunContext,
     metadata: Mapping[str, str] | None = None,
+    since: float | None = None,
 ) -> BatchSubmission:
     """Run the submit pass of `datasets` (`judges.batch`) and send each chat model's lines as its
-    batches, labelled with `metadata`. `context.ledger`'s cap keeps what the lines reserved; when
+    batches, labelled with `metadata` (with `since`, an earlier attempt's batches are taken
+    instead of sent again: `judges.batch_api.submit_lines`). `context.ledger`'s cap keeps what the lines reserved; when
     sending fails, the batches already created are cancelled and the reservations released, so a
     retry starts with the whole cap."""
     models = chat_models(judge)
@@ -96,10 +98,14 @@ async def submit_evaluation(
     late = context.deadline is not None and time.monotonic() >= context.deadline
     parts: list[ModelBatch] = []
     try:
-        for model, ledger in zip(models, _member_ledgers(context.ledger, len(models)), strict=True):
+        for member, (model, ledger) in enumerate(
+            zip(models, _member_ledgers(context.ledger, len(models)), strict=True)
+        ):
             recorded = batch.recorded(model)
             lines = recorded.lines
-            ids = await submit_lines(model, lines, metadata or {}, recorded.deployment) if lines else []
+            # The member's number tells apart two members' batches of the same lines, for `since`.
+            labels = {**(metadata or {}), "fair_forge_member": str(member)}
+            ids = await submit_lines(model, lines, labels, recorded.deployment, since) if lines else []
             parts.append(
                 ModelBatch(
                     batch_ids=ids,

@@ -4,7 +4,7 @@
 also serves, under /v1: `POST /files` (multipart: `purpose` "batch", `file` a `.jsonl` file),
 `GET /files/{id}`, `GET /files/{id}/content` (raw bytes), `DELETE /files/{id}`, `POST /batches`
 (`input_file_id`, `endpoint` "/v1/chat/completions", `completion_window` "24h", optional
-`metadata`), `GET /batches` (one page), `GET /batches/{id}`, `POST /batches/{id}/cancel`. These need
+`metadata`), `GET /batches` (a cursor page: `limit`, `after`), `GET /batches/{id}`, `POST /batches/{id}/cancel`. These need
 `Authorization: Bearer <key>` (any key, or `api_key` when set), else a 401 in OpenAI's error shape.
 An upload is checked as OpenAI's reference describes the input (JSON objects; `custom_id` strings
 unique in the file; `method` "POST"; one `url`, "/v1/chat/completions"; `body` an object with a
@@ -37,6 +37,7 @@ import json
 import re
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -241,6 +242,7 @@ class FakeBatchServer(FakeLLMServer):
             return False
         length = int(handler.headers.get("Content-Length") or 0)
         headers = {name.lower(): value for name, value in handler.headers.items()}
+        headers[":query"] = handler.path.partition("?")[2]  # as HTTP/2's pseudo-headers: for the list's cursor
         raw = handler.rfile.read(length) if length else b""
         record = RecordedRequest(handler.path, _json_or_none(raw), headers, time.time())
         with self._batch_lock:
@@ -332,8 +334,22 @@ class FakeBatchServer(FakeLLMServer):
         return 200, record.as_object()
 
     def _list_batches(self, path_id: str, raw: bytes, headers: dict[str, str]) -> _Answer:
-        data = [record.as_object() for record in reversed(self._batches.values())]
-        return 200, {"object": "list", "data": data, "has_more": False}
+        """A cursor page, newest first: `limit` (1..100, default 20) batches after the id `after`."""
+        query = urllib.parse.parse_qs(headers.get(":query", ""))
+        limit = int((query.get("limit") or ["20"])[0])
+        if not 1 <= limit <= 100:
+            raise ApiError(400, f"limit must be between 1 and 100, got {limit}.", param="limit")
+        newest_first = list(reversed(self._batches.values()))
+        after = (query.get("after") or [None])[0]
+        start = next((n + 1 for n, record in enumerate(newest_first) if record.id == after), 0)
+        page = [record.as_object() for record in newest_first[start : start + limit]]
+        return 200, {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": start + limit < len(newest_first),
+        }
 
     def _retrieve_batch(self, path_id: str, raw: bytes, headers: dict[str, str]) -> _Answer:
         record = _find(self._batches, path_id, "Batch", "batch_id")

@@ -16,9 +16,11 @@ judging"): the worker's three phases, each one invocation of `handler.job_lambda
   answers cost goes back to the job's budget, for the shards still submitting, and the batches'
   files are deleted from the provider (`give_back`).
 
-A worker that dies between creating its batch and writing `batches/<n>.json` (about a second)
-submits again when retried: the first batch is billed and unused, and the cap still holds (the
-first attempt's reservations stay held).
+Before its first submission a shard writes when it began (`batches/<n>.attempt.json`). A retried
+invocation that finds that but not `batches/<n>.json` (the worker died between creating its
+batches and writing the file) takes the batches the dead attempt created, found by the job, the
+shard and their input's digest in their metadata (`judges.batch_api.earlier_batches`), and sends
+only what they lack; the dead attempt's cap reservations stay held (the cap still holds).
 """
 
 from __future__ import annotations
@@ -44,6 +46,19 @@ def _stored_batch(bucket: str, keys: JobKeys, index: int) -> tuple[Any, float] |
     return BatchSubmission.model_validate(data["submission"]), float(data["submitted_at"])
 
 
+CLOCK_SKEW_S = 300.0
+"""How much earlier than this worker's clock said the provider's may stamp a batch it created."""
+
+
+def _earlier_attempt(bucket: str, keys: JobKeys, index: int) -> float | None:
+    """When an earlier attempt of the shard began to submit (less `CLOCK_SKEW_S`), None for the
+    first attempt, which writes when it begins (module docstring)."""
+    if store.size(bucket, keys.shard_batch_attempt(index)) is None:
+        store.put(bucket, keys.shard_batch_attempt(index), json.dumps({"started_at": time.time()}))
+        return None
+    return float(store.get_json(bucket, keys.shard_batch_attempt(index))["started_at"]) - CLOCK_SKEW_S
+
+
 def submit_shard(
     settings: Settings, bucket: str, keys: JobKeys, index: int, datasets_of: Any, context: Any
 ) -> dict[str, Any]:
@@ -53,9 +68,10 @@ def submit_shard(
     if _stored_batch(bucket, keys, index) is None:
         stored = store.get_json(bucket, keys.request)
         metadata = {"fair_forge_job": keys.job_id, "fair_forge_shard": str(index)}
+        since = _earlier_attempt(bucket, keys, index)
 
         def submit(datasets: Any, models: Any, config: Any, run_context: Any) -> Any:
-            return submit_evaluation(datasets, models, config, run_context, metadata)
+            return submit_evaluation(datasets, models, config, run_context, metadata, since)
 
         judged = judge_datasets(settings, bucket, keys.job_id, stored, datasets_of, context, submit)
         submission = judged.conversations

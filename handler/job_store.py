@@ -99,6 +99,10 @@ class JobKeys:
         """What shard `index` sent to the provider's batch API (`handler.job_batches`)."""
         return f"{self.prefix}batches/{index:05d}.json"
 
+    def shard_batch_attempt(self, index: int) -> str:
+        """When shard `index` first began to submit to the provider's batch API (`handler.job_batches`)."""
+        return f"{self.prefix}batches/{index:05d}.attempt.json"
+
     @property
     def tasks(self) -> str:
         return f"{self.prefix}tasks.json"

@@ -20,6 +20,7 @@ OpenAI's reference describes, is a `BatchError`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import io
 import json
@@ -41,6 +42,12 @@ MAX_DOWNLOAD_BYTES = 128 * 1024 * 1024
 API_TIMEOUT_S = 60.0
 """One Batch API call's timeout: a poll must end well inside its state's 300 s."""
 CANCELLABLE = frozenset({"validating", "in_progress"})
+INPUT_LABEL = "fair_forge_input"
+"""The metadata key that holds a batch's `input_digest`: what a retried submission finds it by."""
+REUSABLE = frozenset({"validating", "in_progress", "finalizing", "completed"})
+"""The statuses of an earlier attempt's batch that a retried submission takes as its own."""
+MAX_LISTED = 1_000
+"""Batches looked through at most (newest first) for an earlier attempt's (`earlier_batches`)."""
 
 
 class BatchError(Exception):
@@ -110,12 +117,14 @@ def line_body(body: bytes, deployment: str | None) -> bytes:
 
 def batch_files(lines: Mapping[str, bytes], deployment: str | None = None) -> list[bytes]:
     """The JSONL files of `lines` (the batch input format: `url` and body by `batch_endpoint` and
-    `line_body`), each within `MAX_LINES` and `MAX_FILE_BYTES`."""
+    `line_body`), each within `MAX_LINES` and `MAX_FILE_BYTES`; the lines in the order of their
+    `custom_id`, so the same lines make the same files whatever order the calls came in (what a
+    retried submission finds its earlier batches by: `input_digest`)."""
     files: list[bytes] = []
     current: list[bytes] = []
     size = 0
     url = batch_endpoint(deployment).encode()
-    for key, body in lines.items():
+    for key, body in sorted(lines.items()):
         line = b'{"custom_id":%s,"method":"POST","url":"%s","body":%s}\n' % (
             json.dumps(key).encode(),
             url,
@@ -131,24 +140,41 @@ def batch_files(lines: Mapping[str, bytes], deployment: str | None = None) -> li
     return files
 
 
+def input_digest(content: bytes) -> str:
+    """The label of a batch input file's content (`INPUT_LABEL`): its sha256, 32 hex digits."""
+    return hashlib.sha256(content).hexdigest()[:32]
+
+
 async def submit_lines(
-    model: Any, lines: Mapping[str, bytes], metadata: Mapping[str, str], deployment: str | None = None
+    model: Any,
+    lines: Mapping[str, bytes],
+    metadata: Mapping[str, str],
+    deployment: str | None = None,
+    since: float | None = None,
 ) -> list[str]:
-    """Upload `lines` as batch input files and create one batch each; their ids, in order. With
-    an Azure `deployment` (the one the online calls were addressed to:
-    `judges.batch.RecordingTransport.deployment`) the lines are Azure's (`batch_files`). A failure
-    part way cancels the batches already created (best effort) before it propagates."""
+    """Upload `lines` as batch input files and create one batch each, labelled with `metadata` and
+    the file's `input_digest`; their ids, in order. With an Azure `deployment` (the one the online
+    calls were addressed to: `judges.batch.RecordingTransport.deployment`) the lines are Azure's
+    (`batch_files`). `since` (epoch seconds) says an earlier attempt of the same submission may
+    have created batches from then on before it died: a file whose batch it created
+    (`earlier_batches`) is not sent again, its batch is taken instead. A failure part way cancels
+    the batches already created or taken (best effort) before it propagates."""
     client = _client(model)
+    earlier = await earlier_batches(model, metadata, since) if since is not None else {}
     ids: list[str] = []
     try:
         for number, content in enumerate(batch_files(lines, deployment)):
+            digest = input_digest(content)
+            if earlier.get(digest):
+                ids.append(earlier[digest].pop(0))
+                continue
             uploaded = await _provider(client.files.create(file=(f"judge-{number}.jsonl", content), purpose="batch"))
             batch = await _provider(
                 client.batches.create(
                     input_file_id=uploaded.id,
                     endpoint=batch_endpoint(deployment),
                     completion_window=COMPLETION_WINDOW,
-                    metadata=dict(metadata),
+                    metadata={**metadata, INPUT_LABEL: digest},
                 )
             )
             ids.append(batch.id)
@@ -156,6 +182,29 @@ async def submit_lines(
         await cancel_batches(model, ids)
         raise
     return ids
+
+
+async def earlier_batches(model: Any, metadata: Mapping[str, str], since: float) -> dict[str, list[str]]:
+    """The batches an earlier attempt of a submission labelled `metadata` created: `input_digest`
+    → their ids, oldest first. Those among the provider's newest `MAX_LISTED` created at `since`
+    or later whose metadata holds every pair of `metadata` and an `INPUT_LABEL`, and whose status
+    is `REUSABLE` (one that failed, expired or was cancelled is sent again)."""
+    client = _client(model)
+    found: dict[str, list[str]] = {}
+    page = await _provider(client.batches.list(limit=100))
+    listed = 0
+    while True:
+        for batch in page.data:
+            listed += 1
+            if listed > MAX_LISTED or (batch.created_at or 0) < since:
+                return found
+            labels = batch.metadata or {}
+            ours = INPUT_LABEL in labels and all(labels.get(key) == value for key, value in metadata.items())
+            if ours and known_status(batch.status) in REUSABLE:
+                found.setdefault(labels[INPUT_LABEL], []).insert(0, batch.id)
+        if not page.has_next_page():
+            return found
+        page = await _provider(page.get_next_page())
 
 
 async def batch_states(model: Any, batch_ids: Iterable[str]) -> list[Any]:

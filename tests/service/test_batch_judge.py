@@ -226,3 +226,30 @@ def test_a_connector_that_calls_another_api_stops_before_anything_is_sent() -> N
             in_batch(conversations, judge, EvaluationConfig())
         assert not server.batches and not server.files and server.call_count == 0
     assert UNSUPPORTED.split(":")[0] in str(refused.value) and "/responses" in str(refused.value)
+
+
+def test_a_retried_submission_takes_the_earlier_attempts_batches_past_the_first_page() -> None:
+    from fair_forge_core.judges.batch_api import batch_files, cancel_batches, input_digest, submit_lines
+
+    lines = {f"call-{n}": json.dumps({"model": "judge", "n": n}).encode() for n in range(3)}
+    labels = {"fair_forge_job": "job-1", "fair_forge_shard": "0"}
+    with FakeBatchServer() as server:
+        judge = model(server)
+        [first] = run_sync(submit_lines(judge, lines, labels))
+        # 150 batches since (other jobs, another shard of this one) push it past the list's first page.
+        others = {"call": json.dumps({"model": "judge"}).encode()}
+        for n in range(150):
+            run_sync(submit_lines(judge, others, {**labels, "fair_forge_shard": str(1 + n % 2)}))
+        since = server.batches[first].created_at
+
+        assert run_sync(submit_lines(judge, lines, labels, since=since)) == [first]
+        assert server.batches[first].metadata["fair_forge_input"] == input_digest(batch_files(lines)[0])
+        # Not before `since`, not for other lines, not once it was cancelled: those are sent anew.
+        assert run_sync(submit_lines(judge, lines, labels, since=since + 3600)) != [first]
+        changed = {**lines, "call-3": b'{"model":"judge","n":3}'}
+        assert run_sync(submit_lines(judge, changed, labels, since=since)) != [first]
+        shard_9 = {**labels, "fair_forge_shard": "9"}
+        [cancelled] = run_sync(submit_lines(judge, lines, shard_9))
+        run_sync(cancel_batches(judge, [cancelled]))
+        [again] = run_sync(submit_lines(judge, lines, shard_9, since=since))
+        assert again != cancelled and server.batches[again].metadata == server.batches[cancelled].metadata

@@ -195,6 +195,37 @@ def test_the_cap_holds_and_what_it_did_not_spend_goes_back_once(
     assert int(item["committed"]["N"]) / 1e9 == pytest.approx(spent, abs=1e-6)
 
 
+def test_a_submit_that_dies_before_writing_what_it_sent_takes_its_batches_when_retried(
+    aws: JobsAWS, server: FakeBatchServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = body_for(server, judge_batch=True)
+    _, undisturbed = run_job(aws, body)
+    first_batches = len(server.batches)
+    failed: set[str] = set()
+    put = store.put
+
+    def put_failing_once(bucket: str, key: str, content: bytes | str) -> None:
+        # S3 refuses each shard's `batches/<n>.json` once: the submit dies after creating its batches.
+        if "/batches/" in key and not key.endswith(".attempt.json") and key not in failed:
+            failed.add(key)
+            raise RuntimeError("injected fault: S3 refused the PUT")
+        put(bucket, key, content)
+
+    monkeypatch.setattr(store, "put", put_failing_once)
+    job_id, result = run_job(aws, body)
+
+    ours = [record for record in server.batches.values() if record.metadata["fair_forge_job"] == job_id]
+    shards = first_batches  # one batch a shard
+    assert len(failed) == shards
+    assert len(ours) == shards  # the retried submits sent nothing again
+    assert {record.metadata["fair_forge_shard"] for record in ours} == {str(n) for n in range(shards)}
+    assert without_judge_usage(result) == without_judge_usage(undisturbed)
+    phases = Counter(
+        i.event.get("phase", "evaluate") for i in aws.calls_of(aws.worker_name) if i.event["job_id"] == job_id
+    )
+    assert phases["evaluate"] == 2 * shards and phases["collect"] == shards
+
+
 def aws_table() -> str:
     import os
 
