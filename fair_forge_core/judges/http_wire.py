@@ -6,6 +6,7 @@ quotes nothing of the offending bytes."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 MAX_HEAD_BYTES = 16 * 1024
 """The most read of a reply's status line and headers (h11's `max_incomplete_event_size`)."""
@@ -21,9 +22,26 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n\Z")
 _HEADER_LINE = re.compile(rb"([^:\s]+):[ \t]*(.*?)[ \t]*\Z", re.DOTALL)
 
 
+MAX_INFORMATIONAL = 16
+"""Informational (1xx) replies skipped before a reply at most (h11 sets no bound)."""
+
+
+def origin(url: Any) -> tuple[str, str, int]:
+    """(scheme, host, port) of an httpx URL: the host as it goes on the wire (`raw_host`, IDNA
+    encoded), never the decoded one, which the socket module would encode again by older rules
+    (IDNA 2003: "faß" → "fass") into another host than the one checked. The port is the
+    scheme's default when the URL has none."""
+    scheme: str = url.scheme
+    return scheme, url.raw_host.decode("ascii"), url.port or DEFAULT_PORTS[scheme]
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+"""The schemes the transport speaks, and their ports."""
+
+
 def normalized_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """`headers` as h11 keeps them: names tokens and values without control characters or
-    surrounding white space (else ValueError); `Content-Length` one number (repeats that agree
+    """`headers` as h11 keeps them: names tokens, values without NUL, CR, LF or white space other
+    than spaces and tabs between their words (else ValueError; like h11, other control bytes pass); `Content-Length` one number (repeats that agree
     folded into the first, up to 20 digits), `Transfer-Encoding` once and only `chunked`
     (lowercased); the rest as given, in order and case."""
     kept: list[tuple[bytes, bytes]] = []
@@ -50,14 +68,19 @@ def normalized_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, 
     return kept
 
 
-def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
-    """The request line and headers as h11 writes them (module docstring); ValueError naming what
-    h11 would refuse."""
+def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body_bytes: int) -> bytes:
+    """The request line and headers as h11 writes them (module docstring), for a body of
+    `body_bytes` (-1: sent chunked); ValueError naming what h11 would refuse, a body of another
+    length than the `Content-Length` says (none: 0) included, since the server would read the
+    rest as another request."""
     if not _TOKEN.match(method):
         raise ValueError("the request's method is not a token")
     if not _TARGET.match(target):
         raise ValueError("the request's target has white space or a control character")
     headers = normalized_headers(headers)
+    declared = next((int(value) for name, value in headers if name.lower() == b"content-length"), 0)
+    if body_bytes >= 0 and body_bytes != declared:
+        raise ValueError("the request's body is not as long as its Content-Length says")
     host = [b"%s: %s\r\n" % item for item in headers if item[0].lower() == b"host"]
     rest = [b"%s: %s\r\n" % item for item in headers if item[0].lower() != b"host"]
     return b"".join([b"%s %s HTTP/1.1\r\n" % (method, target), *host, *rest, b"\r\n"])
@@ -77,13 +100,26 @@ def parse_head(head: bytes) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]
     matched = _STATUS_LINE.match(status_line)
     if matched is None:
         raise ValueError("the reply's status line is not HTTP/1.x")
+    status = int(matched[2])
+    if status < 100:
+        raise ValueError("the reply's status is below 100")
+    return matched[1], status, matched[3] or b"", _header_lines(lines)
+
+
+def parse_trailers(block: bytes) -> list[tuple[bytes, bytes]]:
+    """The normalized trailer fields of a chunked reply's trailer section (up to `head_end`);
+    ValueError for a malformed line, as for a head's."""
+    return _header_lines(_LINE_END.split(_HEAD_END.sub(b"", block, count=1)))
+
+
+def _header_lines(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
     headers: list[tuple[bytes, bytes]] = []
     for line in lines:
         header = _HEADER_LINE.match(line)
         if header is None:
             raise ValueError("the reply has a malformed header line")
         headers.append((header[1], header[2]))
-    return matched[1], int(matched[2]), matched[3] or b"", normalized_headers(headers)
+    return normalized_headers(headers)
 
 
 def body_framing(method: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> int | str:

@@ -24,7 +24,8 @@ import pytest
 
 from fair_forge_core.connectors import build
 from fair_forge_core.connectors.build import ModelRecipe, instantiate
-from fair_forge_core.judges.http_transport import MAX_HEAD_BYTES, judge_transport, transport_class
+from fair_forge_core.judges.http_transport import judge_transport, transport_class
+from fair_forge_core.judges.http_wire import MAX_HEAD_BYTES, MAX_INFORMATIONAL, origin
 from fair_forge_core.judges.reply_limit import TRANSPORT_VARIABLE, JudgeReplyTooLarge, capped_async_client
 
 Reply = Callable[[bytes], bytes | None]
@@ -223,6 +224,32 @@ def test_a_streamed_body_goes_chunked_as_h11_writes_it(serve: Callable[..., Scri
     assert server.requests[0].endswith(b"\r\n\r\n3\r\none\r\n7\r\ntwo-two\r\n0\r\n\r\n")
 
 
+def test_a_body_longer_or_shorter_than_its_content_length_is_refused_before_anything_is_sent(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(lambda request: json_reply(b"{}"))
+    smuggled = b'{"a":1}GET /admin HTTP/1.1\r\nHost: x\r\n\r\n'
+    for length in ("7", "100"):
+        assert outcome(ours(), server.url(), content=smuggled, headers={"Content-Length": length})[0] == "refused"
+    assert server.requests == []
+    with pytest.raises(Exception, match="Content-Length"):  # h11 refuses it too, once the head is sent
+        asyncio.run(fetch(None, server.url(), content=smuggled, headers={"Content-Length": "7"}))
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("http://faß.example/v1", "xn--fa-hia.example"),  # IDNA 2003 would connect to fass.example
+        ("http://xn--fa-hia.example:8080/", "xn--fa-hia.example"),
+        ("https://[::1]/", "::1"),
+        ("http://127.0.0.1/", "127.0.0.1"),
+    ],
+)
+def test_the_host_connected_to_is_the_url_s_on_the_wire(url: str, host: str) -> None:
+    scheme = url.partition(":")[0]
+    assert origin(httpx2.URL(url)) == (scheme, host, 8080 if ":8080" in url else {"http": 80, "https": 443}[scheme])
+
+
 @pytest.mark.parametrize(
     "headers",
     [{"X-Split": "a\r\nX-Injected: 1"}, {"X-Split": "a\nb"}, {"X-Null": "a\x00b"}, {"Bad Name": "v"}],
@@ -249,6 +276,7 @@ READ_ALIKE = {
     "agreeing lengths": reply("200 OK", ["Content-Length: 3, 3", "Content-Length: 3"], b"abc"),
     "204 without a body": reply("204 No Content", ["X-A: 1"], b""),
     "an error status": reply("429 Too Many Requests", ["Retry-After: 1", "Content-Length: 2"], b"{}"),
+    "trailers ending in LF alone": reply("200 OK", ["Transfer-Encoding: chunked"], b"1\r\na\r\n0\r\nT: 1\n\n"),
     "line ends in LF alone": b"HTTP/1.1 200 OK\nX-A: 1\nContent-Length: 2\n\nok",
     "white space around a value": reply("200 OK", ["X-A:   spaced value \t", "Content-Length: 0"], b""),
 }
@@ -260,6 +288,8 @@ REFUSED_ALIKE = {
     "not HTTP": b"SSH-2.0-OpenSSH\r\n\r\n",
     "a header without a colon": b"HTTP/1.1 200 OK\r\nNo colon here\r\nContent-Length: 0\r\n\r\n",
     "a chunk size that is not hex": reply("200 OK", ["Transfer-Encoding: chunked"], b"zz\r\nabc\r\n0\r\n\r\n"),
+    "a status below 100": b"HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n",
+    "a malformed trailer": reply("200 OK", ["Transfer-Encoding: chunked"], b"1\r\na\r\n0\r\nno colon\r\n\r\n"),
     "a bare CR in a value": b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n",
     "a chunk longer than its size": reply("200 OK", ["Transfer-Encoding: chunked"], b"2\r\nabc\r\n0\r\n\r\n"),
 }
@@ -305,6 +335,8 @@ STRICTER = {
     "an obsolete folded header": b"HTTP/1.1 200 OK\r\nX-A: one\r\n two\r\nContent-Length: 0\r\n\r\n",
     # h11 bounds a head only while it is incomplete: one that arrives in a single read passes.
     "a head over the bound": reply("200 OK", [f"X-Big: {'a' * MAX_HEAD_BYTES}", "Content-Length: 0"], b""),
+    # h11 sets no bound on informational replies.
+    "informational replies without end": b"HTTP/1.1 100 Continue\r\n\r\n" * (MAX_INFORMATIONAL + 1) + json_reply(b"{}"),
 }
 
 
@@ -469,6 +501,9 @@ def test_https_verifies_the_server_certificate(
 
     assert outcome(transport, server.url(scheme="https"))[-1] == b'{"tls": true}'
     assert outcome(ours(), server.url(scheme="https")) == ("refused", "ConnectError")  # the system's CAs only
+    # The certificate names 127.0.0.1, not localhost: refused although its CA is trusted.
+    wrong_name = f"https://localhost:{server.port}/v1/x"
+    assert outcome(transport_class("httpx2")(trusting, httpx2.Limits()), wrong_name) == ("refused", "ConnectError")
     assert len(server.requests) == 1
 
 
@@ -518,3 +553,84 @@ def test_the_httpx_flavour_serves_an_httpx_client(serve: Callable[..., ScriptedS
             return (await client.post(server.url(), json={"q": 1})).json()
 
     assert asyncio.run(ask()) == {"a": 1}
+
+
+def test_trailers_without_end_are_refused_not_read_forever(serve: Callable[..., ScriptedServer]) -> None:
+    endless = reply("200 OK", ["Transfer-Encoding: chunked"], b"1\r\na\r\n0\r\n" + b"T: 1\r\n" * 4000)
+    server = serve(lambda request: endless)  # then the connection stays open
+    assert outcome(ours(), server.url(), timeout=httpx2.Timeout(60)) == ("refused", "RemoteProtocolError")
+
+
+def test_a_waiter_cancelled_once_woken_passes_the_connection_on(serve: Callable[..., ScriptedServer]) -> None:
+    server = serve(lambda request: json_reply(b"{}") if len(server.requests) > 1 or server.release.wait(60) else None)
+    transport = ours(max_connections=1)
+
+    async def three() -> tuple[int, int, bool]:
+        async with httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(60, pool=30)) as client:
+            first = asyncio.ensure_future(client.post(server.url()))
+            while not server.requests:
+                await asyncio.sleep(0.01)
+            second = asyncio.ensure_future(client.post(server.url()))
+            third = asyncio.ensure_future(client.post(server.url()))
+            await asyncio.sleep(0.05)  # both wait for the one connection
+            give_back = transport.give_back
+
+            def give_back_then_cancel_the_woken(*args: Any, **kwargs: Any) -> None:
+                give_back(*args, **kwargs)
+                second.cancel()  # lands after `second` was woken, before it ran
+
+            transport.give_back = give_back_then_cancel_the_woken
+            server.release.set()
+            status = (await first).status_code
+            transport.give_back = give_back
+            return status, (await third).status_code, second.cancelled()
+
+    assert asyncio.run(three()) == (200, 200, True)
+
+
+def test_a_process_with_a_thousand_files_open_still_reuses_its_connections(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1500:
+        pytest.skip(f"the hard limit of open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    filler = [open("/dev/null", "rb") for _ in range(1100)]  # noqa: SIM115  (closed below)
+    try:
+        server = serve(lambda request: json_reply(b"{}"))
+        replies = asyncio.run(fetch_all(ours(max_connections=2), [server.url()] * 4))
+    finally:
+        for file in filler:
+            file.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert replies == [(200, b"{}")] * 4
+    assert server.connections == 1
+
+
+def test_a_streamed_reply_read_to_its_end_keeps_its_connection(serve: Callable[..., ScriptedServer]) -> None:
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    events = [
+        {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Score: 1"}}]},
+        {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    sse = b"".join(b"data: %s\n\n" % json.dumps(event).encode() for event in events) + b"data: [DONE]\n\n"
+    server = serve(
+        lambda request: reply("200 OK", ["Content-Type: text/event-stream", f"Content-Length: {len(sse)}"], sse)
+    )
+
+    async def ask(times: int) -> list[str]:
+        http_client = httpx2.AsyncClient(transport=ours())
+        client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.url("/v1"), http_client=http_client)
+        texts = []
+        for _ in range(times):
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "q"}], stream=True
+            )
+            texts.append("".join([part.choices[0].delta.content or "" async for part in stream if part.choices]))
+        await client.close()
+        return texts
+
+    assert asyncio.run(ask(5)) == ["Score: 1"] * 5
+    assert server.connections == 1
