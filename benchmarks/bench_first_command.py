@@ -107,9 +107,10 @@ def check_tree(tree: Path) -> None:
 
 
 def canonical(path: Path) -> Any:
-    """A result file without what changes between two runs of one request (its id, its timings)."""
+    """A result file without what changes between two runs of one request (its id, when it ran)."""
     data = json.loads(path.read_text())
     data.pop("request_id", None)
+    data.get("run", {}).pop("started_at", None)  # issue #39: a result knows when it ran
     return json.dumps(data, sort_keys=True)
 
 

@@ -163,3 +163,36 @@ def test_an_output_file_larger_than_any_judge_reply_is_read(server: FakeBatchSer
     output = b"".join(line for r in record.results if r for line in [json.dumps(r).encode() + b"\n"])
     assert len(output) > MAX_JUDGE_REPLY_BYTES  # the output file as written (deleted once read)
     assert result is not None and all(c["is_scored"] for c in result["per_conversation_metrics"])
+
+
+def test_batch_on_azure_openai_gives_the_online_result_at_half_the_price(tmp_path: Path) -> None:
+    from fair_forge_testing.fake_azure_batch_api import FakeAzureBatchServer
+
+    with FakeAzureBatchServer(usage=lambda request: openai_usage(600, 50)) as azure:
+        params = {
+            "azure_endpoint": azure.azure_endpoint,
+            "azure_deployment": "judge",
+            "api_version": "2024-10-21",
+            "api_key": KEY,
+            "max_retries": 0,
+        }
+        body = {
+            "connector": {"class_path": "langchain_openai.AzureChatOpenAI", "params": params},
+            "datasets": distinct_conversations(6, 2),
+        }
+        request = tmp_path / "request.json"
+        request.write_text(json.dumps(body))
+        code, online, _ = evaluate(request)
+        assert code == 0 and online is not None
+        calls = azure.call_count
+
+        code, result, stderr = evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", tmp_path / "b")
+        assert code == 0, stderr
+        assert result is not None and azure.call_count == calls  # nothing went online
+        [record] = azure.batches.values()
+        assert record.endpoint == "/chat/completions" and {line["body"]["model"] for line in record.lines} == {"judge"}
+    assert figures(result) == figures(online)
+    usage, online_usage = result["aggregated_metrics"]["judge_usage"], online["aggregated_metrics"]["judge_usage"]
+    assert usage["calls"] == online_usage["calls"] == len(record.lines)
+    assert usage["cost_usd"] == pytest.approx(online_usage["cost_usd"] / 2, rel=1e-12)
+    assert KEY not in stderr
