@@ -340,7 +340,7 @@ class FakeBatchServer(FakeLLMServer):
         if not 1 <= limit <= 100:
             raise ApiError(400, f"limit must be between 1 and 100, got {limit}.", param="limit")
         newest_first = list(reversed(self._batches.values()))
-        after = (query.get("after") or [None])[0]
+        after = query.get("after", [""])[0]
         start = next((n + 1 for n, record in enumerate(newest_first) if record.id == after), 0)
         page = [record.as_object() for record in newest_first[start : start + limit]]
         return 200, {

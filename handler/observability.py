@@ -11,6 +11,7 @@ block exits: an exception raised inside the block is logged after it has.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -19,6 +20,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
 from fair_forge_core.redact import redact
 
@@ -49,7 +51,35 @@ class RedactingFormatter(LambdaPowertoolsFormatter):
 
 
 logger = Logger(service=SERVICE, logger_formatter=RedactingFormatter())
+
+
+class TurnTakingEMF(AmazonCloudWatchEMFProvider):
+    """CloudWatch EMF whose metric additions and flushes take turns. A Lambda runs one invocation
+    at a time, but the local API (`handler.local`, a threading server) and the tests' in-process
+    Lambda runtime run several in threads of one process, sharing this metric set: one's flush
+    could empty it between another's check that it was not empty and its serialization, which then
+    raised `SchemaValidationError` out of the handler."""
+
+    _turns = threading.RLock()
+
+    def add_metric(self, *args: Any, **kwargs: Any) -> None:
+        with self._turns:
+            super().add_metric(*args, **kwargs)
+
+    def flush_metrics(self, raise_on_empty_metrics: bool = False) -> None:
+        with self._turns:
+            super().flush_metrics(raise_on_empty_metrics=raise_on_empty_metrics)
+
+
 metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE)
+metrics.provider = TurnTakingEMF(
+    namespace=METRICS_NAMESPACE,
+    service=SERVICE,
+    metric_set=metrics.metric_set,
+    dimension_set=metrics.dimension_set,
+    metadata_set=metrics.metadata_set,
+    default_dimensions=metrics.default_dimensions,
+)
 
 
 @contextmanager

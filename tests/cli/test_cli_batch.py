@@ -63,15 +63,22 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
     return kept | {"aggregated_metrics": aggregated, "run": run}
 
 
-def test_batch_gives_the_online_result_at_half_the_price(server: FakeBatchServer, tmp_path: Path) -> None:
-    request = request_file(tmp_path, server)
+def online_then_in_batch(
+    request: Path, server: FakeBatchServer, state_dir: Path
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The result of `request` judged online, then in batch (`state_dir` its state), checking that
+    the batch run sent nothing online; and the batch run's stderr."""
     code, online, _ = evaluate(request)
     assert code == 0 and online is not None
     calls = server.call_count
-
-    code, result, stderr = evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", tmp_path / "b")
+    code, result, stderr = evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", state_dir)
     assert code == 0, stderr
     assert result is not None and server.call_count == calls  # nothing went online
+    return online, result, stderr
+
+
+def test_batch_gives_the_online_result_at_half_the_price(server: FakeBatchServer, tmp_path: Path) -> None:
+    online, result, stderr = online_then_in_batch(request_file(tmp_path, server), server, tmp_path / "b")
     assert figures(result) == figures(online)
     usage, online_usage = result["aggregated_metrics"]["judge_usage"], online["aggregated_metrics"]["judge_usage"]
     assert usage["calls"] == online_usage["calls"] == sum(len(r.lines) for r in server.batches.values())
@@ -182,13 +189,7 @@ def test_batch_on_azure_openai_gives_the_online_result_at_half_the_price(tmp_pat
         }
         request = tmp_path / "request.json"
         request.write_text(json.dumps(body))
-        code, online, _ = evaluate(request)
-        assert code == 0 and online is not None
-        calls = azure.call_count
-
-        code, result, stderr = evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", tmp_path / "b")
-        assert code == 0, stderr
-        assert result is not None and azure.call_count == calls  # nothing went online
+        online, result, stderr = online_then_in_batch(request, azure, tmp_path / "b")
         [record] = azure.batches.values()
         assert record.endpoint == "/chat/completions" and {line["body"]["model"] for line in record.lines} == {"judge"}
     assert figures(result) == figures(online)

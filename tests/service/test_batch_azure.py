@@ -31,7 +31,7 @@ from fair_forge_testing.builders import datasets, distinct_conversations
 from fair_forge_testing.fake_azure_batch_api import FakeAzureBatchServer
 from fair_forge_testing.fake_llm_server import openai_usage
 from fair_forge_testing.jobs_harness import JobsAWS
-from tests.service.test_batch_judge import PRICES, dumped, in_batch, online
+from tests.service.test_batch_judge import EVERY_JUDGE_MODE, PRICES, dumped, in_batch, online
 from tests.service.test_jobs_batch import (
     CALLER_KEY,
     MAX_TOKENS,
@@ -80,16 +80,7 @@ def lines_of(server: FakeAzureBatchServer) -> list[dict[str, Any]]:
     return [line for record in server.batches.values() for line in record.lines]
 
 
-@pytest.mark.parametrize(
-    "config",
-    [
-        EvaluationConfig(),
-        EvaluationConfig(use_structured_output=True, structured_output_method="json_schema"),
-        EvaluationConfig(use_structured_output=True, structured_output_method="function_calling"),
-        EvaluationConfig(judge_samples=3),
-    ],
-    ids=["marker", "json_schema", "function_calling", "three_samples"],
-)
+@EVERY_JUDGE_MODE
 @pytest.mark.parametrize("connector", list(CONNECTORS))
 def test_an_azure_batch_sends_the_online_bodies_to_the_deployment_at_half_the_price(
     connector: str, config: EvaluationConfig

@@ -72,7 +72,7 @@ def online_bodies(server: FakeBatchServer) -> Counter[str]:
     return Counter(json.dumps(r.body, sort_keys=True) for r in server.requests)
 
 
-@pytest.mark.parametrize(
+EVERY_JUDGE_MODE = pytest.mark.parametrize(
     "config",
     [
         EvaluationConfig(),
@@ -82,6 +82,10 @@ def online_bodies(server: FakeBatchServer) -> Counter[str]:
     ],
     ids=["marker", "json_schema", "function_calling", "three_samples"],
 )
+"""The judge's output modes and samples, each a test (the Azure tests take them too)."""
+
+
+@EVERY_JUDGE_MODE
 def test_a_batch_sends_the_online_bodies_and_gives_the_online_metrics(config: EvaluationConfig) -> None:
     conversations = datasets(*distinct_conversations(6, 2), *distinct_conversations(2, 1, correct=False))
     with FakeBatchServer(usage=lambda request: openai_usage(500, 40)) as server:
