@@ -46,13 +46,11 @@ def _stored_batch(bucket: str, keys: JobKeys, index: int) -> tuple[Any, float] |
     return BatchSubmission.model_validate(data["submission"]), float(data["submitted_at"])
 
 
-CLOCK_SKEW_S = 300.0
-"""How much earlier than this worker's clock said the provider's may stamp a batch it created."""
-
-
 def _earlier_attempt(bucket: str, keys: JobKeys, index: int) -> float | None:
-    """When an earlier attempt of the shard began to submit (less `CLOCK_SKEW_S`), None for the
-    first attempt, which writes when it begins (module docstring)."""
+    """When an earlier attempt of the shard began to submit (less `batch_api.CLOCK_SKEW_S`), None
+    for the first attempt, which writes when it begins (module docstring)."""
+    from fair_forge_core.judges.batch_api import CLOCK_SKEW_S
+
     if store.size(bucket, keys.shard_batch_attempt(index)) is None:
         store.put(bucket, keys.shard_batch_attempt(index), json.dumps({"started_at": time.time()}))
         return None

@@ -1,13 +1,16 @@
 """`fair-forge evaluate --batch` and `--batch-id ID`: the judge calls through the provider's batch
 API, at its batch price (`fair_forge_core.batch_run`; docs/judge.md "Batch judging").
 
-`--batch` runs the submit pass, writes what it sent to `--batch-dir` (default
-`.fair-forge/batches`) as `<id>.json`, says the id and how to resume on stderr, then waits: it
+`--batch` writes the batch's state to `--batch-dir` (default `.fair-forge/batches`) as
+`<id>.json` when it begins and says the id and how to resume on stderr, runs the submit pass,
+writes the state again with what it sent (`STATE_FORMAT`), then waits: it
 polls the batches after `--batch-poll-s` seconds (default 30), each wait 1.5 times the last, at
 most 600 s, and once every batch has ended it collects and gives the result as `evaluate` does
-(every output, the summary, the gates), then deletes the batches' files from the provider. Interrupted (Ctrl-C, a CI job's time limit), the batches
-run on: `--batch-id ID` with the same request resumes the wait and collects; a request that is
-not the one submitted is exit 2. `--batch-deadline-s` (default 90,000: 25 hours, past the
+(every output, the summary, the gates), then deletes the batches' files from the provider.
+Interrupted (Ctrl-C, a CI job's time limit), the batches
+run on: `--batch-id ID` with the same request resumes the wait and collects (a state left while
+submitting first takes the batches that attempt created and sends only what they lack:
+`batch_api.earlier_batches`); a request that is not the one submitted is exit 2. `--batch-deadline-s` (default 90,000: 25 hours, past the
 provider's 24-hour window) after the submission, batches still running are cancelled and what
 they answered is collected; the rest of the turns are unscored with cause `batch_expired`.
 """
@@ -52,6 +55,11 @@ class BatchOptions:
 
 DEFAULT_OPTIONS = BatchOptions(None, DEFAULT_DIRECTORY, DEFAULT_POLL_S, DEFAULT_DEADLINE_S)
 """What a request whose `config.judge_batch` is true gets without `--batch` (or from `run --evaluate`)."""
+
+
+STATE_FORMAT = "fair-forge-batch-state/1"
+"""A batch state file's `format`: `id`, `request_sha256`, `started_at`, and once submitted
+`submitted_at` and `submission` (what `--batch-id` resumes)."""
 
 
 def _seconds(text: str) -> float:
@@ -132,10 +140,8 @@ def _state_path(options: BatchOptions, batch_id: str) -> Path:
 def _submitted(plan: Any, options: BatchOptions, say: Callable[[str], None]) -> tuple[Any, float]:
     """The submission to wait for: a new one (submitted now, its state written), or the resumed
     one; with its submission time (epoch seconds)."""
-    from fair_forge_core.batch_run import submit_evaluation
-    from fair_forge_core.evaluate import run_sync
-    from fair_forge_core.judges.base import RunContext
     from fair_forge_core.judges.batch import BatchSubmission
+    from fair_forge_core.judges.batch_api import CLOCK_SKEW_S
 
     fingerprint = request_fingerprint(plan.request, plan.models)
     if options.resume_id is not None:
@@ -146,29 +152,55 @@ def _submitted(plan: Any, options: BatchOptions, say: Callable[[str], None]) -> 
             raise BatchStateError(f"--batch-id {options.resume_id}: no batch state at {path} ({exc})") from None
         if state.get("request_sha256") != fingerprint:
             raise BatchStateError(f"--batch-id {options.resume_id}: the request is not the one submitted in that batch")
-        return BatchSubmission.model_validate(state["submission"]), float(state["submitted_at"])
+        if "submission" in state:
+            return BatchSubmission.model_validate(state["submission"]), float(state["submitted_at"])
+        # It died while submitting: take what it created (`batch_api.earlier_batches`), send the rest.
+        return _submit(plan, options, state, float(state["started_at"]) - CLOCK_SKEW_S, say)
     batch_id = f"ffb-{uuid.uuid4().hex[:16]}"
+    state = {"format": STATE_FORMAT, "id": batch_id, "request_sha256": fingerprint, "started_at": time.time()}
+    _write_state(options, state)
+    say(
+        f"batch {batch_id}: submitting; if interrupted, resume with --batch-id {batch_id} --batch-dir {options.directory}"
+    )
+    return _submit(plan, options, state, None, say)
+
+
+def _submit(
+    plan: Any, options: BatchOptions, state: dict[str, Any], since: float | None, say: Callable[[str], None]
+) -> tuple[Any, float]:
+    """Submit `plan`'s request as the batch of `state` (labelled with its id), then write its state
+    whole; `since`: an earlier attempt of it may have created batches from then on."""
+    from fair_forge_core.batch_run import submit_evaluation
+    from fair_forge_core.evaluate import run_sync
+    from fair_forge_core.judges.base import RunContext
+
+    batch_id = state["id"]
     context = RunContext(ledger=plan.ledger, secrets=plan.secrets)
-    submission = run_sync(submit_evaluation(plan.request.datasets, plan.models, plan.request.config, context))
+    labels = {"fair_forge_batch": batch_id}
+    request = plan.request
+    submission = run_sync(submit_evaluation(request.datasets, plan.models, request.config, context, labels, since))
     submitted_at = time.time()
-    state = {
-        "format": "fair-forge-batch-state/1",
-        "id": batch_id,
-        "request_sha256": fingerprint,
+    state = state | {
         "submitted_at": submitted_at,
         "submitted": datetime.fromtimestamp(submitted_at, UTC).isoformat(),
         "submission": submission.model_dump(mode="json"),
     }
-    path = _state_path(options, batch_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written = path.with_suffix(".tmp")
-    written.write_text(json.dumps(state, indent=1), encoding="utf-8")
-    os.replace(written, path)  # whole or absent: an interrupted write leaves no half state
+    path = _write_state(options, state)
     calls = sum(len(part.submitted) for part in submission.models)
     batches = sum(len(part.batch_ids) for part in submission.models)
     say(f"batch {batch_id}: {calls} judge call(s) in {batches} provider batch(es); state in {path}")
     say(f"resume with: fair-forge evaluate <the same request> --batch-id {batch_id} --batch-dir {options.directory}")
     return submission, submitted_at
+
+
+def _write_state(options: BatchOptions, state: dict[str, Any]) -> Path:
+    """Write `state` to its file, whole or not at all (an interrupted write leaves the one before)."""
+    path = _state_path(options, state["id"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = path.with_suffix(".tmp")
+    written.write_text(json.dumps(state, indent=1), encoding="utf-8")
+    os.replace(written, path)
+    return path
 
 
 def judged_in_batch(

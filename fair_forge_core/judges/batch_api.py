@@ -48,6 +48,9 @@ REUSABLE = frozenset({"validating", "in_progress", "finalizing", "completed"})
 """The statuses of an earlier attempt's batch that a retried submission takes as its own."""
 MAX_LISTED = 1_000
 """Batches looked through at most (newest first) for an earlier attempt's (`earlier_batches`)."""
+CLOCK_SKEW_S = 300.0
+"""How much earlier than a submitter's clock said the provider may stamp a batch it created: an
+earlier attempt's `since` is when it began, less this."""
 
 
 class BatchError(Exception):

@@ -197,3 +197,31 @@ def test_batch_on_azure_openai_gives_the_online_result_at_half_the_price(tmp_pat
     assert usage["calls"] == online_usage["calls"] == len(record.lines)
     assert usage["cost_usd"] == pytest.approx(online_usage["cost_usd"] / 2, rel=1e-12)
     assert KEY not in stderr
+
+
+def test_a_submission_that_died_before_its_state_was_written_resumes_without_sending_again(
+    server: FakeBatchServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fair_forge_core.cli.batch as cli_batch
+
+    request, directory = request_file(tmp_path, server), tmp_path / "b"
+    writes: list[str] = []
+
+    def replace_but_the_submitted_state(source: Any, target: Any) -> None:
+        writes.append(str(target))
+        if len(writes) == 2:  # the state with the submission: the process dies before it is written
+            raise KeyboardInterrupt
+        os.rename(source, target)
+
+    monkeypatch.setattr(cli_batch.os, "replace", replace_but_the_submitted_state)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", directory)
+    [created] = server.batches.values()  # it had created its batch
+    [state] = directory.glob("*.json")
+    assert "submission" not in json.loads(state.read_text())
+
+    code, result, stderr = evaluate(request, "--batch-id", state.stem, "--batch-dir", directory, "--batch-poll-s", "0")
+    assert code == 0, stderr
+    assert list(server.batches) == [created.id] and server.call_count == 0  # taken, not sent again
+    assert result is not None and all(c["is_scored"] for c in result["per_conversation_metrics"])
+    assert "submission" in json.loads(state.read_text())
