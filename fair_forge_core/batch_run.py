@@ -105,7 +105,9 @@ async def submit_evaluation(
             lines = recorded.lines
             # The member's number tells apart two members' batches of the same lines, for `since`.
             labels = {**(metadata or {}), "fair_forge_member": str(member)}
-            ids = await submit_lines(model, lines, labels, recorded.deployment, since) if lines else []
+            # With `since`, even no lines: an earlier attempt's batches are then cancelled.
+            sending = lines or since is not None
+            ids = await submit_lines(model, lines, labels, recorded.deployment, since) if sending else []
             parts.append(
                 ModelBatch(
                     batch_ids=ids,

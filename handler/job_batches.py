@@ -18,9 +18,9 @@ judging"): the worker's three phases, each one invocation of `handler.job_lambda
 
 Before its first submission a shard writes when it began (`batches/<n>.attempt.json`). A retried
 invocation that finds that but not `batches/<n>.json` (the worker died between creating its
-batches and writing the file) takes the batches the dead attempt created, found by the job, the
-shard and their input's digest in their metadata (`judges.batch_api.earlier_batches`), and sends
-only what they lack; the dead attempt's cap reservations stay held (the cap still holds).
+batches and writing the file) takes the batches the dead attempt created, found by the job and
+the shard in their metadata (`judges.batch_api.submit_lines`), and sends only the lines none of
+them holds; the dead attempt's cap reservations stay held (the cap still holds).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ most 600 s, and once every batch has ended it collects and gives the result as `
 (every output, the summary, the gates), then deletes the batches' files from the provider.
 Interrupted (Ctrl-C, a CI job's time limit), the batches
 run on: `--batch-id ID` with the same request resumes the wait and collects (a state left while
-submitting first takes the batches that attempt created and sends only what they lack:
-`batch_api.earlier_batches`); a request that is not the one submitted is exit 2. `--batch-deadline-s` (default 90,000: 25 hours, past the
+submitting first takes the batches that attempt created and sends only the lines they lack:
+`batch_api.submit_lines`); a request that is not the one submitted is exit 2. `--batch-deadline-s` (default 90,000: 25 hours, past the
 provider's 24-hour window) after the submission, batches still running are cancelled and what
 they answered is collected; the rest of the turns are unscored with cause `batch_expired`.
 """
@@ -154,7 +154,7 @@ def _submitted(plan: Any, options: BatchOptions, say: Callable[[str], None]) -> 
             raise BatchStateError(f"--batch-id {options.resume_id}: the request is not the one submitted in that batch")
         if "submission" in state:
             return BatchSubmission.model_validate(state["submission"]), float(state["submitted_at"])
-        # It died while submitting: take what it created (`batch_api.earlier_batches`), send the rest.
+        # It died while submitting: take what it created (`batch_api.submit_lines`), send the rest.
         return _submit(plan, options, state, float(state["started_at"]) - CLOCK_SKEW_S, say)
     batch_id = f"ffb-{uuid.uuid4().hex[:16]}"
     state = {"format": STATE_FORMAT, "id": batch_id, "request_sha256": fingerprint, "started_at": time.time()}

@@ -195,9 +195,9 @@ def _unsupported(request: Any, body: bytes) -> Exception | None:
 
 
 def deployment_of(path: str) -> str | None:
-    """The Azure deployment a chat completion's URL path is addressed to (`{d}` of
-    `…/openai/deployments/{d}/chat/completions`, percent-decoded), None for any other path
-    (OpenAI's `/v1/chat/completions`)."""
+    """The Azure deployment a chat completion's URL path (as sent: not yet percent-decoded) is
+    addressed to (`{d}` of `…/openai/deployments/{d}/chat/completions`, percent-decoded once),
+    None for any other path (OpenAI's `/v1/chat/completions`)."""
     match = _DEPLOYMENT_PATH.search(path)
     return unquote(match.group(1)) if match is not None else None
 
@@ -218,7 +218,7 @@ class RecordingTransport:
     async def handle_async_request(self, request: Any) -> Any:
         slot = _SLOT.get() or _Slot(0)
         body = await request.aread()
-        slot.outcome = _unsupported(request, body) or self._other_deployment(str(request.url.path))
+        slot.outcome = _unsupported(request, body) or self._other_deployment(request.url.raw_path.partition(b"?")[0].decode("ascii"))
         if slot.outcome is None:
             self.lines.setdefault(custom_id(body, slot.sample), body)
             slot.outcome = JudgeCallError("sent to the provider's batch")

@@ -20,7 +20,6 @@ OpenAI's reference describes, is a `BatchError`.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import io
 import json
@@ -42,12 +41,12 @@ MAX_DOWNLOAD_BYTES = 128 * 1024 * 1024
 API_TIMEOUT_S = 60.0
 """One Batch API call's timeout: a poll must end well inside its state's 300 s."""
 CANCELLABLE = frozenset({"validating", "in_progress"})
-INPUT_LABEL = "fair_forge_input"
-"""The metadata key that holds a batch's `input_digest`: what a retried submission finds it by."""
 REUSABLE = frozenset({"validating", "in_progress", "finalizing", "completed"})
 """The statuses of an earlier attempt's batch that a retried submission takes as its own."""
-MAX_LISTED = 1_000
-"""Batches looked through at most (newest first) for an earlier attempt's (`earlier_batches`)."""
+MAX_LISTED = 10_000
+"""Batches looked through at most (newest first, 100 a call) for an earlier attempt's
+(`earlier_batches`): more created since it began, and the submission fails rather than risk
+sending again what a batch it cannot see holds."""
 CLOCK_SKEW_S = 300.0
 """How much earlier than a submitter's clock said the provider may stamp a batch it created: an
 earlier attempt's `since` is when it began, less this."""
@@ -121,8 +120,7 @@ def line_body(body: bytes, deployment: str | None) -> bytes:
 def batch_files(lines: Mapping[str, bytes], deployment: str | None = None) -> list[bytes]:
     """The JSONL files of `lines` (the batch input format: `url` and body by `batch_endpoint` and
     `line_body`), each within `MAX_LINES` and `MAX_FILE_BYTES`; the lines in the order of their
-    `custom_id`, so the same lines make the same files whatever order the calls came in (what a
-    retried submission finds its earlier batches by: `input_digest`)."""
+    `custom_id`, so the same lines make the same files whatever order the calls came in."""
     files: list[bytes] = []
     current: list[bytes] = []
     size = 0
@@ -143,11 +141,6 @@ def batch_files(lines: Mapping[str, bytes], deployment: str | None = None) -> li
     return files
 
 
-def input_digest(content: bytes) -> str:
-    """The label of a batch input file's content (`INPUT_LABEL`): its sha256, 32 hex digits."""
-    return hashlib.sha256(content).hexdigest()[:32]
-
-
 async def submit_lines(
     model: Any,
     lines: Mapping[str, bytes],
@@ -155,29 +148,35 @@ async def submit_lines(
     deployment: str | None = None,
     since: float | None = None,
 ) -> list[str]:
-    """Upload `lines` as batch input files and create one batch each, labelled with `metadata` and
-    the file's `input_digest`; their ids, in order. With an Azure `deployment` (the one the online
-    calls were addressed to: `judges.batch.RecordingTransport.deployment`) the lines are Azure's
-    (`batch_files`). `since` (epoch seconds) says an earlier attempt of the same submission may
-    have created batches from then on before it died: a file whose batch it created
-    (`earlier_batches`) is not sent again, its batch is taken instead. A failure part way cancels
-    the batches already created or taken (best effort) before it propagates."""
+    """Upload `lines` as batch input files and create one batch each, labelled with `metadata`;
+    their ids, in order. With an Azure `deployment` (the one the online calls were addressed to:
+    `judges.batch.RecordingTransport.deployment`) the lines are Azure's (`batch_files`). `since`
+    (epoch seconds) says an earlier attempt of the same submission (the same `metadata`) may have
+    created batches from then on before it died (`earlier_batches`): each one that holds a line of
+    `lines` not yet covered is taken (its id first in the answer) and its lines are not sent again;
+    one that holds none is cancelled (nothing would read it). A failure part way cancels the batches
+    already created or taken (best effort) before it propagates."""
     client = _client(model)
-    earlier = await earlier_batches(model, metadata, since) if since is not None else {}
     ids: list[str] = []
     try:
+        if since is not None:
+            covered: set[str] = set()
+            for batch in await earlier_batches(model, metadata, since):
+                held = await input_lines(model, batch)
+                if held & (lines.keys() - covered):
+                    ids.append(batch.id)
+                    covered |= held
+                else:
+                    await cancel_batches(model, [batch.id])
+            lines = {key: body for key, body in lines.items() if key not in covered}
         for number, content in enumerate(batch_files(lines, deployment)):
-            digest = input_digest(content)
-            if earlier.get(digest):
-                ids.append(earlier[digest].pop(0))
-                continue
             uploaded = await _provider(client.files.create(file=(f"judge-{number}.jsonl", content), purpose="batch"))
             batch = await _provider(
                 client.batches.create(
                     input_file_id=uploaded.id,
                     endpoint=batch_endpoint(deployment),
                     completion_window=COMPLETION_WINDOW,
-                    metadata={**metadata, INPUT_LABEL: digest},
+                    metadata=dict(metadata),
                 )
             )
             ids.append(batch.id)
@@ -187,27 +186,52 @@ async def submit_lines(
     return ids
 
 
-async def earlier_batches(model: Any, metadata: Mapping[str, str], since: float) -> dict[str, list[str]]:
-    """The batches an earlier attempt of a submission labelled `metadata` created: `input_digest`
-    → their ids, oldest first. Those among the provider's newest `MAX_LISTED` created at `since`
-    or later whose metadata holds every pair of `metadata` and an `INPUT_LABEL`, and whose status
-    is `REUSABLE` (one that failed, expired or was cancelled is sent again)."""
+async def earlier_batches(model: Any, metadata: Mapping[str, str], since: float) -> list[Any]:
+    """The batches an earlier attempt of a submission labelled `metadata` created, oldest first:
+    those created at `since` or later (the provider lists its batches newest first; at most
+    `MAX_LISTED` are looked through) whose metadata holds every pair of `metadata`, and whose
+    status is `REUSABLE` (one that failed, expired or was cancelled answers nothing more)."""
     client = _client(model)
-    found: dict[str, list[str]] = {}
+    found: list[Any] = []
     page = await _provider(client.batches.list(limit=100))
     listed = 0
     while True:
         for batch in page.data:
             listed += 1
-            if listed > MAX_LISTED or (batch.created_at or 0) < since:
+            if (batch.created_at or 0) < since:
                 return found
+            if listed > MAX_LISTED:
+                raise BatchError(
+                    f"more than {MAX_LISTED:,} batches since this submission began: its own cannot be told"
+                )
             labels = batch.metadata or {}
-            ours = INPUT_LABEL in labels and all(labels.get(key) == value for key, value in metadata.items())
+            ours = all(labels.get(key) == value for key, value in metadata.items())
             if ours and known_status(batch.status) in REUSABLE:
-                found.setdefault(labels[INPUT_LABEL], []).insert(0, batch.id)
+                found.insert(0, batch)
         if not page.has_next_page():
             return found
         page = await _provider(page.get_next_page())
+
+
+async def input_lines(model: Any, batch: Any) -> frozenset[str]:
+    """The `custom_id` of every line of `batch`'s input file (read within `MAX_DOWNLOAD_BYTES`)."""
+    from fair_forge_core.judges.reply_limit import capped_async_client
+
+    sdk = importlib.import_module("openai")
+    http_client = capped_async_client(sdk.DefaultAsyncHttpxClient, limit=MAX_DOWNLOAD_BYTES, follow_redirects=False)
+    try:
+        content = (await _provider(_client(model, http_client).files.content(batch.input_file_id))).content
+    finally:
+        await http_client.aclose()
+    held: set[str] = set()
+    for line in content.splitlines():
+        try:
+            key = json.loads(line).get("custom_id") if line.strip() else None
+        except (ValueError, AttributeError):
+            raise BatchError("an earlier batch's input file is not the JSONL it was sent as") from None
+        if isinstance(key, str):
+            held.add(key)
+    return frozenset(held)
 
 
 async def batch_states(model: Any, batch_ids: Iterable[str]) -> list[Any]:

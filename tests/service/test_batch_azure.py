@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import httpx2
 import pytest
 from langchain_openai import AzureChatOpenAI
 
@@ -229,3 +230,19 @@ def test_an_azure_batch_job_judges_every_turn_once_at_half_the_price(aws: JobsAW
     usage = result["aggregated_metrics"]["judge_usage"]
     assert usage["calls"] == online_result["aggregated_metrics"]["judge_usage"]["calls"] == len(sent)
     assert usage["cost_usd"] == pytest.approx(online_cost / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("path", "deployment"),
+    [
+        ("/openai/deployments/judge/chat/completions", "judge"),
+        ("/prefix/openai/deployments/a%2Fb/chat/completions", "a/b"),  # decoded once, after matching
+        ("/openai/deployments/a%2525b/chat/completions", "a%25b"),
+        ("/v1/chat/completions", None),
+    ],
+)
+def test_the_deployment_is_read_from_the_path_as_sent(path: str, deployment: str | None) -> None:
+    from fair_forge_core.judges.batch import deployment_of
+
+    raw = httpx2.URL("http://127.0.0.1:1" + path + "?api-version=2024-10-21").raw_path.partition(b"?")[0]
+    assert deployment_of(raw.decode("ascii")) == deployment

@@ -232,28 +232,38 @@ def test_a_connector_that_calls_another_api_stops_before_anything_is_sent() -> N
     assert UNSUPPORTED.split(":")[0] in str(refused.value) and "/responses" in str(refused.value)
 
 
-def test_a_retried_submission_takes_the_earlier_attempts_batches_past_the_first_page() -> None:
-    from fair_forge_core.judges.batch_api import batch_files, cancel_batches, input_digest, submit_lines
+def test_a_retried_submission_takes_the_earlier_attempts_batches_and_sends_only_what_they_lack() -> None:
+    from fair_forge_core.judges.batch_api import cancel_batches, submit_lines
 
-    lines = {f"call-{n}": json.dumps({"model": "judge", "n": n}).encode() for n in range(3)}
+    def calls(*numbers: int) -> dict[str, bytes]:
+        return {f"call-{n}": json.dumps({"model": "judge", "n": n}).encode() for n in numbers}
+
     labels = {"fair_forge_job": "job-1", "fair_forge_shard": "0"}
     with FakeBatchServer() as server:
         judge = model(server)
-        [first] = run_sync(submit_lines(judge, lines, labels))
-        # 150 batches since (other jobs, another shard of this one) push it past the list's first page.
-        others = {"call": json.dumps({"model": "judge"}).encode()}
-        for n in range(150):
-            run_sync(submit_lines(judge, others, {**labels, "fair_forge_shard": str(1 + n % 2)}))
+        [first] = run_sync(submit_lines(judge, calls(0, 1, 2), labels))
         since = server.batches[first].created_at
+        # 150 batches since (other jobs, other shards of this one) push it past the list's first page.
+        for n in range(150):
+            run_sync(submit_lines(judge, calls(99), {**labels, "fair_forge_shard": str(1 + n % 2)}))
 
-        assert run_sync(submit_lines(judge, lines, labels, since=since)) == [first]
-        assert server.batches[first].metadata["fair_forge_input"] == input_digest(batch_files(lines)[0])
-        # Not before `since`, not for other lines, not once it was cancelled: those are sent anew.
-        assert run_sync(submit_lines(judge, lines, labels, since=since + 3600)) != [first]
-        changed = {**lines, "call-3": b'{"model":"judge","n":3}'}
-        assert run_sync(submit_lines(judge, changed, labels, since=since)) != [first]
+        def sent(ids: list[str]) -> list[set[str]]:
+            return [{line["custom_id"] for line in server.batches[i].lines} for i in ids]
+
+        assert run_sync(submit_lines(judge, calls(0, 1, 2), labels, since=since)) == [first]
+        # A retry that recorded another set of lines (the cap, the deadline, the cache): the
+        # earlier batch is taken for what it holds, only the rest is sent.
+        more = run_sync(submit_lines(judge, calls(1, 2, 3), labels, since=since))
+        assert more[0] == first and sent(more[1:]) == [{"call-3"}]
+        fewer = run_sync(submit_lines(judge, calls(1), labels, since=since))
+        assert fewer == [first]
+        # Not before `since`: sent anew.
+        assert run_sync(submit_lines(judge, calls(0), labels, since=since + 3600)) != [first]
+        # An earlier batch none of whose lines is wanted is cancelled; a cancelled one is not taken.
         shard_9 = {**labels, "fair_forge_shard": "9"}
-        [cancelled] = run_sync(submit_lines(judge, lines, shard_9))
-        run_sync(cancel_batches(judge, [cancelled]))
-        [again] = run_sync(submit_lines(judge, lines, shard_9, since=since))
-        assert again != cancelled and server.batches[again].metadata == server.batches[cancelled].metadata
+        [unwanted] = run_sync(submit_lines(judge, calls(7), shard_9))
+        [wanted] = run_sync(submit_lines(judge, calls(8), shard_9, since=since))
+        assert wanted != unwanted and server.batches[unwanted].status in ("cancelling", "cancelled")
+        run_sync(cancel_batches(judge, [wanted]))
+        [again] = run_sync(submit_lines(judge, calls(8), shard_9, since=since))
+        assert again not in (wanted, unwanted)

@@ -195,10 +195,13 @@ def test_the_cap_holds_and_what_it_did_not_spend_goes_back_once(
     assert int(item["committed"]["N"]) / 1e9 == pytest.approx(spent, abs=1e-6)
 
 
+@pytest.mark.parametrize("cap", [None, 0.004])
 def test_a_submit_that_dies_before_writing_what_it_sent_takes_its_batches_when_retried(
-    aws: JobsAWS, server: FakeBatchServer, monkeypatch: pytest.MonkeyPatch
+    aws: JobsAWS, server: FakeBatchServer, monkeypatch: pytest.MonkeyPatch, cap: float | None
 ) -> None:
-    body = body_for(server, judge_batch=True)
+    # With a cap, the dead attempt's reservations stay held: the retry records fewer lines than it sent.
+    config = {"judge_batch": True} | ({"max_cost_usd": cap} if cap is not None else {})
+    body = body_for(server, distinct_conversations(12, 2) if cap is not None else None, **config)
     _, undisturbed = run_job(aws, body)
     first_batches = len(server.batches)
     failed: set[str] = set()
@@ -215,11 +218,20 @@ def test_a_submit_that_dies_before_writing_what_it_sent_takes_its_batches_when_r
     job_id, result = run_job(aws, body)
 
     ours = [record for record in server.batches.values() if record.metadata["fair_forge_job"] == job_id]
-    shards = first_batches  # one batch a shard
-    assert len(failed) == shards
-    assert len(ours) == shards  # the retried submits sent nothing again
-    assert {record.metadata["fair_forge_shard"] for record in ours} == {str(n) for n in range(shards)}
-    assert without_judge_usage(result) == without_judge_usage(undisturbed)
+    shards = len(failed)  # every shard's submit died once
+    assert shards == 3
+    for shard in range(shards):
+        sent = [line["custom_id"] for r in ours if r.metadata["fair_forge_shard"] == str(shard) for line in r.lines]
+        assert len(sent) == len(set(sent))  # no line sent twice: the retry took what was sent
+    assert not [record.id for record in ours if record.status not in ("completed", "cancelled", "cancelling")]
+    if cap is None:
+        assert len(ours) == first_batches == shards  # one batch a shard, none sent again
+        assert {record.metadata["fair_forge_shard"] for record in ours} == {str(n) for n in range(shards)}
+    if cap is None:
+        assert without_judge_usage(result) == without_judge_usage(undisturbed)
+    else:  # what the retry did not record is unscored by the cap, never scored from nothing
+        got = causes(result)
+        assert set(got) <= {None, "cost_cap"} and got[None] <= len(answered_lines(server))
     phases = Counter(
         i.event.get("phase", "evaluate") for i in aws.calls_of(aws.worker_name) if i.event["job_id"] == job_id
     )
