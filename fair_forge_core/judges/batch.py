@@ -218,7 +218,9 @@ class RecordingTransport:
     async def handle_async_request(self, request: Any) -> Any:
         slot = _SLOT.get() or _Slot(0)
         body = await request.aread()
-        slot.outcome = _unsupported(request, body) or self._other_deployment(request.url.raw_path.partition(b"?")[0].decode("ascii"))
+        slot.outcome = _unsupported(request, body) or self._other_deployment(
+            request.url.raw_path.partition(b"?")[0].decode("ascii")
+        )
         if slot.outcome is None:
             self.lines.setdefault(custom_id(body, slot.sample), body)
             slot.outcome = JudgeCallError("sent to the provider's batch")
