@@ -215,14 +215,7 @@ async def earlier_batches(model: Any, metadata: Mapping[str, str], since: float)
 
 async def input_lines(model: Any, batch: Any) -> frozenset[str]:
     """The `custom_id` of every line of `batch`'s input file (read within `MAX_DOWNLOAD_BYTES`)."""
-    from fair_forge_core.judges.reply_limit import capped_async_client
-
-    sdk = importlib.import_module("openai")
-    http_client = capped_async_client(sdk.DefaultAsyncHttpxClient, limit=MAX_DOWNLOAD_BYTES, follow_redirects=False)
-    try:
-        content = (await _provider(_client(model, http_client).files.content(batch.input_file_id))).content
-    finally:
-        await http_client.aclose()
+    content = await _download(model, batch.input_file_id, MAX_DOWNLOAD_BYTES)
     held: set[str] = set()
     for line in content.splitlines():
         try:
@@ -277,9 +270,8 @@ async def read_answers(model: Any, part: ModelBatch) -> tuple[dict[str, tuple[in
     """Every answered line of `part`'s batches (`custom_id` → (HTTP status, body)) among the lines
     it sent, from their output and error files, within the module docstring's bound; and how the
     batches ended ("completed", or the first other status)."""
-    from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES, capped_async_client
+    from fair_forge_core.judges.reply_limit import MAX_JUDGE_REPLY_BYTES
 
-    sdk = importlib.import_module("openai")
     budget = min(MAX_JUDGE_REPLY_BYTES + BYTES_PER_LINE * len(part.submitted), MAX_DOWNLOAD_BYTES)
     submitted = frozenset(part.submitted)
     answers: dict[str, tuple[int, Any]] = {}
@@ -292,14 +284,23 @@ async def read_answers(model: Any, part: ModelBatch) -> tuple[dict[str, tuple[in
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            http_client = capped_async_client(sdk.DefaultAsyncHttpxClient, limit=budget, follow_redirects=False)
-            try:
-                content = (await _provider(_client(model, http_client).files.content(file_id))).content
-            finally:
-                await http_client.aclose()
+            content = await _download(model, file_id, budget)
             budget -= len(content)
             answers.update(answered_lines(content, submitted))
     return answers, ended_as
+
+
+async def _download(model: Any, file_id: str, limit: int) -> bytes:
+    """The content of the provider's file `file_id`, read through a client that stops at `limit` bytes."""
+    from fair_forge_core.judges.reply_limit import capped_async_client
+
+    sdk = importlib.import_module("openai")
+    http_client = capped_async_client(sdk.DefaultAsyncHttpxClient, limit=limit, follow_redirects=False)
+    try:
+        content: bytes = (await _provider(_client(model, http_client).files.content(file_id))).content
+    finally:
+        await http_client.aclose()
+    return content
 
 
 def answered_lines(content: bytes, submitted: frozenset[str]) -> dict[str, tuple[int, Any]]:

@@ -26,6 +26,10 @@ MAX_INFORMATIONAL = 16
 """Informational (1xx) replies skipped before a reply at most (h11 sets no bound)."""
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+"""The schemes the transport speaks, and their ports."""
+
+
 def origin(url: Any) -> tuple[str, str, int]:
     """(scheme, host, port) of an httpx URL: the host as it goes on the wire (`raw_host`, IDNA
     encoded), never the decoded one, which the socket module would encode again by older rules
@@ -33,10 +37,6 @@ def origin(url: Any) -> tuple[str, str, int]:
     scheme's default when the URL has none."""
     scheme: str = url.scheme
     return scheme, url.raw_host.decode("ascii"), url.port or DEFAULT_PORTS[scheme]
-
-
-DEFAULT_PORTS = {"http": 80, "https": 443}
-"""The schemes the transport speaks, and their ports."""
 
 
 def normalized_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
