@@ -12,6 +12,7 @@ importtime's own overhead), and the offline example `examples/calculator.json` (
 through the same command. With `--baseline DIR` (e.g. `git worktree add /tmp/ff-base main`) every
 measurement is made on this checkout and on DIR in alternation (the order swapped every run), the
 result files compared (the same JSON but for `request_id` and timings), and the ratios printed.
+Both trees' modules are compiled first (`compile_tree`), as an installed package's are.
 
     python -m benchmarks.bench_first_command [--runs 7] [--baseline DIR] [--top 15]
 """
@@ -98,6 +99,14 @@ def import_profile(tree: Path, request_file: Path, out: Path) -> tuple[float, di
     return total, packages
 
 
+def compile_tree(tree: Path) -> None:
+    """Write the compiled modules of `tree`'s packages, as an installed wheel has them: where
+    `PYTHONDONTWRITEBYTECODE` is set (this machine) a checkout without them (a `git archive`
+    baseline) would compile every module from source in every measured process."""
+    packages = [str(tree / name) for name in ("fair_forge_core", "fair_forge_testing") if (tree / name).is_dir()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], check=True, capture_output=True)
+
+
 def check_tree(tree: Path) -> None:
     """Stop unless a process started as `evaluate_once` starts it imports `tree`'s fair_forge_core."""
     code = "import fair_forge_core; print(fair_forge_core.__file__)"
@@ -130,6 +139,7 @@ def main() -> None:
     same = True
     for tree in trees.values():
         check_tree(tree)
+        compile_tree(tree)
     with JudgeServerProcess(latency_s=LATENCY_S) as server, tempfile.TemporaryDirectory() as tmp:
         for index in range(args.runs):
             # New questions every run (nothing cached anywhere), the same for both checkouts of a run.

@@ -72,6 +72,7 @@ from fair_forge_core.cli.evaluate import cmd_evaluate, format_usage
 from fair_forge_core.cli.gates import GATE_METRICS, GateFigure, GateMetric, LowerBoundGate, lower_bound
 from fair_forge_core.cli.parser import EPILOG, build_parser
 from fair_forge_core.cli.progress import ProgressBar, is_terminal
+from fair_forge_core.cli.startup import end_startup, pause_startup_collection
 
 if TYPE_CHECKING:
     from fair_forge_core.cli.calibrate import OFFLINE_JUDGE, cmd_calibrate
@@ -148,6 +149,7 @@ __all__ = [
     "cmd_report",
     "cmd_run",
     "cmd_view",
+    "console_main",
     "format_comparison",
     "format_usage",
     "is_terminal",
@@ -166,9 +168,21 @@ def main(
     """Run the CLI and return its exit code (see the module docstring)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
+    if args.command != "evaluate":  # evaluate's start-up ends when its judging begins (cli.startup)
+        end_startup()
     command = cmd_evaluate if args.command == "evaluate" else _lazy(_COMMANDS[args.command])
     try:
         return command(args, stdin, stdout, stderr)
     except CliError as exc:
         (say_lines if exc.multiline else say)(stderr, f"error: {exc}")
         return exc.code
+
+
+def console_main() -> int:
+    """`fair-forge` as a process of its own (the console script, `python -m fair_forge_core`):
+    `main` with no garbage collection during its start-up (`cli.startup`)."""
+    pause_startup_collection()
+    try:
+        return main()
+    finally:
+        end_startup()

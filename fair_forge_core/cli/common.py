@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fair_forge_core.cli.startup import end_startup
+
 if TYPE_CHECKING:
     from fair_forge_core.cli.batch import BatchOptions
     from fair_forge_core.cli.progress import ProgressBar
@@ -376,6 +378,7 @@ def run_evaluation(
     if batch is not None:
         request = _batch_request(request)
     plan = _plan(request, import_warnings, path, max_cost_usd, judge_cache)
+    end_startup()  # imported, read and built: what is allocated from here on is the judging's
     try:
         if batch is not None:
             from fair_forge_core.cli.batch import BatchStateError, judged_in_batch

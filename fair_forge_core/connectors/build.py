@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fair_forge_core.connectors.openai_body import skip_message_transform
-from fair_forge_core.judges.reply_limit import capped_async_client
+from fair_forge_core.judges.reply_limit import capped_async_client, sync_client
 from fair_forge_core.redact import redact
 
 if TYPE_CHECKING:
@@ -82,7 +82,9 @@ class ModelRecipe:
 def _give_reply_limited_client(
     cls: type[BaseChatModel], sdk_and_proxy: tuple[str, str | None], params: dict[str, Any]
 ) -> None:
-    """Set `params["http_async_client"]` to a reply-limited client of the class's SDK.
+    """Set `params["http_async_client"]` to a reply-limited client of the class's SDK, and
+    `params["http_client"]` to its sync client on the same SSL context (`reply_limit.sync_client`:
+    never called by a judge).
 
     The proxy the class would have used (the caller's parameter, else the field's own
     default, which may come from the environment: `OPENAI_PROXY`) moves to our client.
@@ -94,6 +96,7 @@ def _give_reply_limited_client(
         proxy = params.pop(proxy_param) if proxy_param in params else field.get_default(call_default_factory=True)
         params[proxy_param] = None
     params["http_async_client"] = _reply_limited_client(sdk_name, proxy or None)
+    params["http_client"] = _sync_client(sdk_name, proxy or None)
 
 
 @functools.lru_cache(maxsize=16)
@@ -105,6 +108,14 @@ def _reply_limited_client(sdk_name: str, proxy: str | None) -> Any:
     if proxy is not None:
         options["proxy"] = proxy
     return capped_async_client(importlib.import_module(sdk_name).DefaultAsyncHttpxClient, **options)
+
+
+@functools.lru_cache(maxsize=16)
+def _sync_client(sdk_name: str, proxy: str | None) -> Any:
+    options: dict[str, Any] = {"follow_redirects": False}
+    if proxy is not None:
+        options["proxy"] = proxy
+    return sync_client(importlib.import_module(sdk_name).DefaultHttpxClient, **options)
 
 
 def build_chat_model(

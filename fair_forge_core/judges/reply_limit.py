@@ -88,6 +88,22 @@ def _capped_stream_class(httpx_module_name: str) -> type:
     return CappedStream
 
 
+def sync_client(client_class: type, **kwargs: Any) -> Any:
+    """An instance of `client_class` (an SDK's `DefaultHttpxClient`) on the one shared SSL context.
+
+    The judges only ever call a chat model asynchronously (through `capped_async_client`), but
+    LangChain's OpenAI and Groq classes build a sync client too; their own would load the CA bundle
+    again (~15 ms of a process's first model). `kwargs` go to the client.
+    """
+    return client_class(verify=_ssl_context(), **kwargs)
+
+
+def httpx_flavour(client_class: type) -> str:
+    """The httpx flavour (`httpx` or `httpx2`) an SDK's HTTP client class (or httpx's own
+    `AsyncClient`) is built on: the package of the `AsyncClient` among its bases."""
+    return next(base for base in client_class.__mro__ if base.__name__ == "AsyncClient").__module__.partition(".")[0]
+
+
 def capped_async_client(client_class: type, *, limit: int = MAX_JUDGE_REPLY_BYTES, **kwargs: Any) -> Any:
     """An instance of `client_class` (an SDK's `DefaultAsyncHttpxClient`) that reads at most `limit` bytes a reply.
 
@@ -95,7 +111,7 @@ def capped_async_client(client_class: type, *, limit: int = MAX_JUDGE_REPLY_BYTE
     flavour is read from its class, since the openai SDK 3.x is built on `httpx2` and
     the groq SDK on `httpx`, and a stream must be of the client's own flavour.
     """
-    flavour = next(base for base in client_class.__mro__ if base.__name__ == "AsyncClient").__module__.partition(".")[0]
+    flavour = httpx_flavour(client_class)
     stream_class = _capped_stream_class(flavour)
 
     async def ask_identity(request: Any) -> None:

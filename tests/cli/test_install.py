@@ -266,7 +266,7 @@ def test_the_entry_points_are_the_command_and_the_pytest_plugin(wheel: Path) -> 
     entry_points = configparser.ConfigParser(delimiters=("=",))
     entry_points.optionxform = str  # type: ignore[assignment, method-assign]
     entry_points.read_string(text)
-    assert dict(entry_points["console_scripts"]) == {"fair-forge": "fair_forge_core.cli:main"}
+    assert dict(entry_points["console_scripts"]) == {"fair-forge": "fair_forge_core.cli:console_main"}
     # Named by its module: `-p fair_forge_core.pytest_plugin` is then the same plugin, not a second one.
     assert dict(entry_points["pytest11"]) == {"fair_forge_core.pytest_plugin": "fair_forge_core.pytest_plugin"}
 
