@@ -129,6 +129,18 @@ def build_judges(
     return judges
 
 
+def batch_prices(
+    connectors: Sequence[ConnectorSpec], models: list[Any], prices: PriceTable | None
+) -> PriceTable | None:
+    """`prices` at the batch price of each judge model's provider (`judges.prices.at_batch_price`)."""
+    from fair_forge_core.judges.batch import batch_price_factors
+    from fair_forge_core.judges.prices import at_batch_price
+
+    if len(connectors) != len(models):  # not one model per connector: every price at the default factor
+        return at_batch_price(prices)
+    return at_batch_price(prices, batch_price_factors([spec.class_path for spec in connectors], models))
+
+
 def plan_ledger(
     connectors: Sequence[ConnectorSpec],
     config: EvaluationConfig,
@@ -155,10 +167,9 @@ def plan_ledger(
     then used under it as it is, the connectors not asked again. `budget` is where the cap's
     spending is kept when it is shared beyond this ledger (a job's shards spend one cap;
     `judges.budget`). Under `config.judge_batch` every price is the batch price
-    (`judges.prices.at_batch_price`). `PlanError` ("cap") for a cap without a price, or without an
+    (`batch_prices`: each provider's, `judges.batch.BATCH_PRICE_FACTORS`). `PlanError` ("cap") for a cap without a price, or without an
     output bound while output costs money."""
     from fair_forge_core.judges.cache import cache_use
-    from fair_forge_core.judges.prices import at_batch_price
     from fair_forge_core.judges.usage import CapNotEnforceable, JudgeLedger
 
     warnings: list[str] = []
@@ -173,7 +184,7 @@ def plan_ledger(
         ledger = JudgeLedger.for_models(
             models,
             config,
-            prices=at_batch_price(prices) if config.judge_batch else prices,
+            prices=batch_prices(connectors, models, prices) if config.judge_batch else prices,
             cache=cache,
             max_cost_usd=max_cost_usd,
             cap_label=cap_label,

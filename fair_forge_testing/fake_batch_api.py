@@ -25,7 +25,8 @@ others in the error file (`"response": {"status_code", "request_id", "body"}, "e
 while the server runs. Inspection: `batches`, `files` (copies), `batch_requests`,
 `batch_lines_answered`; `requests`, `call_count`, `status_counts` count only online chat completions.
 The input file's checks are `fake_batch_input`; Azure OpenAI's routes are `fake_azure_batch_api`
-(through the hooks `api_prefix`, `endpoints`, `empty_error_file`, `_authorize`, `_parse_input`).
+and Groq's `fake_groq_batch_api` (through the hooks `api_prefix`, `endpoints`, `empty_error_file`,
+`_authorize`, `_parse_input`, `_window_seconds`, `_list_batches`).
 Only the standard library is used.
 """
 
@@ -316,8 +317,7 @@ class FakeBatchServer(FakeLLMServer):
             message = f"The endpoint {endpoint!r} does not match the url {url!r} of the input file's requests."
             raise ApiError(400, message, param="endpoint")
         window = body.get("completion_window")
-        if window not in COMPLETION_WINDOWS:
-            raise ApiError(400, f"`completion_window` must be '24h', got {window!r}.", param="completion_window")
+        window_s = self._window_seconds(window)
         now = int(time.time())
         record = BatchRecord(
             id=self._new_id("batch_fake"),
@@ -328,10 +328,16 @@ class FakeBatchServer(FakeLLMServer):
             lines=copy.deepcopy(source.lines),
             created_at=now,
             results=[None] * len(source.lines),
-            times={"expires_at": now + WINDOW_S},
+            times={"expires_at": now + window_s},
         )
         self._batches[record.id] = record
         return 200, record.as_object()
+
+    def _window_seconds(self, window: object) -> int:
+        """The seconds of a `completion_window` this API accepts ("24h"), else a 400."""
+        if window not in COMPLETION_WINDOWS:
+            raise ApiError(400, f"`completion_window` must be '24h', got {window!r}.", param="completion_window")
+        return WINDOW_S
 
     def _list_batches(self, path_id: str, raw: bytes, headers: dict[str, str]) -> _Answer:
         """A cursor page, newest first: `limit` (1..100, default 20) batches after the id `after`."""

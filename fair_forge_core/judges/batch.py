@@ -28,9 +28,10 @@ the LangChain client), inside the batch line `{custom_id, method, url, body}`; f
 the body's `model` is the deployment the online call was addressed to (`RecordingTransport.
 deployment`; `judges.batch_api.line_body`).
 
-Providers: a chat model whose SDK client is OpenAI's (`langchain_openai.ChatOpenAI`) or Azure
-OpenAI's (`langchain_openai.AzureChatOpenAI`, reached by `azure_endpoint`), `BATCH_CONNECTORS`,
-calling chat completions, not streamed. Another class is refused before a job starts
+Providers: a chat model whose SDK client is OpenAI's (`langchain_openai.ChatOpenAI`), Azure
+OpenAI's (`langchain_openai.AzureChatOpenAI`, reached by `azure_endpoint`) or Groq's
+(`langchain_groq.ChatGroq`: the groq SDK, on `httpx` where openai's is on `httpx2`; its batch
+lines are OpenAI's), `BATCH_CONNECTORS`, calling chat completions, not streamed. Another class is refused before a job starts
 (`batch_refusal`); a call to another API stops the submit pass before anything is sent. The
 provider's API itself is `judges.batch_api`.
 """
@@ -55,12 +56,18 @@ if TYPE_CHECKING:
     from fair_forge_core.judges.ledger import JudgeLedger
     from fair_forge_core.judges.tokens import UsageCapture
 
-BATCH_CONNECTORS = frozenset(
-    {"langchain_openai.chat_models.ChatOpenAI", "langchain_openai.chat_models.AzureChatOpenAI"}
-)
+BATCH_PRICE_FACTORS = {
+    "langchain_openai.chat_models.ChatOpenAI": 0.5,
+    "langchain_openai.chat_models.AzureChatOpenAI": 0.5,
+    "langchain_groq.chat_models.ChatGroq": 0.75,
+}
+"""A batch call's price relative to the online one, by connector (canonical class path): OpenAI's
+and Azure OpenAI's batch APIs bill half of every token price; Groq's "a 25% cost discount
+compared to synchronous API pricing" (https://console.groq.com/docs/batch)."""
+BATCH_CONNECTORS = frozenset(BATCH_PRICE_FACTORS)
 """The connectors (canonical class paths, `connectors.allowlist`) whose provider has a batch API
-this module speaks: OpenAI's, and Azure OpenAI's (the same Files and Batches API, under
-`{azure_endpoint}/openai/`)."""
+this module speaks: OpenAI's, Azure OpenAI's (the same Files and Batches API, under
+`{azure_endpoint}/openai/`) and Groq's (the same, under `{base_url}/openai/v1/`)."""
 AZURE_CONNECTOR = "langchain_openai.chat_models.AzureChatOpenAI"
 STATUSES = frozenset(
     {"validating", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled", "failed"}
@@ -75,6 +82,23 @@ UNSUPPORTED = "batch judging sends chat completions, not streamed: this connecto
 TWO_DEPLOYMENTS = "calls to two Azure deployments ({first}, {other}): a batch targets one"
 _DEPLOYMENT_PATH = re.compile(r"/openai/deployments/([^/]+)/chat/completions\Z")
 """The path of an Azure OpenAI chat completion (after any path of `azure_endpoint`): its deployment."""
+
+
+def batch_price_factors(class_paths: Sequence[str], models: Sequence[Any]) -> dict[str, float]:
+    """The batch price factor of each judge model's name (`judges.identity.judge_model_name`), from
+    its connector's class path (`class_paths[i]` built `models[i]`; `BATCH_PRICE_FACTORS`). A name
+    judged through two providers with different factors takes the larger (the cap then holds
+    for both)."""
+    from fair_forge_core.connectors.allowlist import allowed_connectors
+    from fair_forge_core.judges.identity import judge_model_name
+    from fair_forge_core.judges.prices import BATCH_PRICE_FACTOR
+
+    factors: dict[str, float] = {}
+    for class_path, model in zip(class_paths, models, strict=True):
+        factor = BATCH_PRICE_FACTORS.get(allowed_connectors().get(class_path) or "", BATCH_PRICE_FACTOR)
+        name = judge_model_name(model)
+        factors[name] = max(factor, factors.get(name, 0.0))
+    return factors
 
 
 def batch_refusal(class_path: str, params: Mapping[str, Any]) -> str | None:
@@ -92,7 +116,7 @@ def batch_refusal(class_path: str, params: Mapping[str, Any]) -> str | None:
         shown = class_path if len(class_path) <= 120 else class_path[:120] + "…"
         return (
             "batch judging needs a connector whose provider has a batch API "
-            f"(langchain_openai.ChatOpenAI, langchain_openai.AzureChatOpenAI), not {shown}"
+            f"(langchain_openai.ChatOpenAI, langchain_openai.AzureChatOpenAI, langchain_groq.ChatGroq), not {shown}"
         )
     if canonical == AZURE_CONNECTOR and (params.get("base_url") or params.get("openai_api_base")):
         return "batch judging on Azure needs azure_endpoint (and azure_deployment): the batches are not under base_url"
@@ -169,10 +193,11 @@ class _Slot:
 _SLOT: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("fair_forge_batch_slot", default=None)
 
 
-def _httpx2() -> Any:
-    """The HTTP client package of the openai SDK, imported only by a batch pass (it comes with the
-    `openai` extra, not with the core)."""
-    return importlib.import_module("httpx2")
+def _reply(request: Any, status: int, body: Any) -> Any:
+    """A JSON response to `request` of its own httpx flavour (`httpx2` under the openai SDK,
+    `httpx` under groq's), imported only by a batch pass (each comes with its SDK's extra)."""
+    flavour = type(request).__module__.partition(".")[0]
+    return importlib.import_module(flavour).Response(status, json=body)
 
 
 def custom_id(body: bytes, sample: int) -> str:
@@ -224,7 +249,7 @@ class RecordingTransport:
         if slot.outcome is None:
             self.lines.setdefault(custom_id(body, slot.sample), body)
             slot.outcome = JudgeCallError("sent to the provider's batch")
-        return _httpx2().Response(400, json={"error": {"message": "deferred to the batch", "type": "batch"}})
+        return _reply(request, 400, {"error": {"message": "deferred to the batch", "type": "batch"}})
 
     def _other_deployment(self, path: str) -> Exception | None:
         """Note the deployment of the first call; an error that stops the evaluation for a later
@@ -263,9 +288,9 @@ class AnsweringTransport:
         if answer is not None and key not in self.served:
             self.served.add(key)
             slot.status = answer[0]
-            return _httpx2().Response(answer[0], json=answer[1])
+            return _reply(request, answer[0], answer[1])
         slot.outcome = self._unanswered(key)
-        return _httpx2().Response(400, json={"error": {"message": "not in the batch", "type": "batch"}})
+        return _reply(request, 400, {"error": {"message": "not in the batch", "type": "batch"}})
 
     def _unanswered(self, key: str) -> JudgeCallError:
         """Why the call of `key` has no answer to read (the class docstring)."""
@@ -290,15 +315,32 @@ class AnsweringTransport:
         return None
 
 
+def root_client(model: Any) -> Any:
+    """The SDK client (`AsyncOpenAI`, `AsyncAzureOpenAI`, `AsyncGroq`) of a `BATCH_CONNECTORS`
+    chat model: ChatOpenAI's `root_async_client`; ChatGroq keeps only the client's
+    `chat.completions` resource (`async_client`), whose `_client` is it."""
+    root = getattr(model, "root_async_client", None)
+    return root if root is not None else model.async_client._client
+
+
+def with_root_client(model: Any, client: Any) -> Any:
+    """A copy of `model` calling through the SDK client `client` (`root_client`'s kind)."""
+    update = {"async_client": client.chat.completions}
+    if "root_async_client" in type(model).model_fields:
+        update["root_async_client"] = client
+    return model.model_copy(update=update)
+
+
 def wired_model(model: Any, transport: RecordingTransport | AnsweringTransport) -> Any:
-    """A copy of `model` (an OpenAI-client chat model) whose SDK client sends through
-    `transport`, without the SDK's own retries (a batch answer does not change on retry)."""
-    httpx2 = _httpx2()
-    client = model.root_async_client.with_options(
-        http_client=httpx2.AsyncClient(transport=transport),
-        max_retries=0,
-    )
-    return model.model_copy(update={"root_async_client": client, "async_client": client.chat.completions})
+    """A copy of `model` (a `BATCH_CONNECTORS` chat model) whose SDK client sends through
+    `transport`, on an HTTP client of the SDK's own httpx flavour, without the SDK's own retries
+    (a batch answer does not change on retry)."""
+    from fair_forge_core.judges.reply_limit import httpx_flavour
+
+    root = root_client(model)
+    flavour = importlib.import_module(httpx_flavour(type(root._client)))
+    client = root.with_options(http_client=flavour.AsyncClient(transport=transport), max_retries=0)
+    return with_root_client(model, client)
 
 
 @dataclass

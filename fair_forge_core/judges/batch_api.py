@@ -9,6 +9,13 @@ input lines differ (https://learn.microsoft.com/en-us/azure/ai-services/openai/h
 "Input format"): the `url` (and the batch's `endpoint`) is `/chat/completions`, and the body's
 `model` is the name of the Global-Batch deployment, the same on every line (`line_body`).
 
+Groq serves the same Files and Batches API under `{base_url}/openai/v1/` (its SDK's routes), with
+OpenAI's lines (`url` "/v1/chat/completions"), statuses and output and error lines
+(https://console.groq.com/docs/batch, https://console.groq.com/docs/api-reference#batches). What
+differs, and is done here explicitly: an input file is at most `GROQ_MAX_FILE_BYTES` (100 MB), and
+its batches are listed in one answer, not in pages (`earlier_batches`); the groq SDK's client
+is `AsyncGroq`, on `httpx` (`judges.batch.root_client`), and a file's content is read with `read()`.
+
 Every call goes through the connector's own OpenAI client (its key, `base_url` or Azure endpoint,
 organization and retries) with a timeout of `API_TIMEOUT_S`; a refused key or model is
 `JudgeProviderRefused`, any other failure a `BatchError`, each with a message safe to show
@@ -26,7 +33,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from fair_forge_core.judges.batch import ModelBatch, known_status
+from fair_forge_core.judges.batch import ModelBatch, known_status, root_client
 
 BATCH_ENDPOINT = "/v1/chat/completions"
 AZURE_BATCH_ENDPOINT = "/chat/completions"
@@ -35,6 +42,8 @@ COMPLETION_WINDOW = "24h"
 MAX_LINES = 50_000
 """OpenAI's bounds on one batch's input file: 50,000 requests, 200 MB (Azure's: 100,000, 200 MB)."""
 MAX_FILE_BYTES = 200 * 1024 * 1024
+GROQ_MAX_FILE_BYTES = 100 * 1024 * 1024
+"""Groq's bound on an input file (its SDK's `files.create`: "`.jsonl` files up to 100 MB")."""
 BYTES_PER_LINE = 16_384
 MAX_DOWNLOAD_BYTES = 128 * 1024 * 1024
 """The most read from one submission's files whatever its lines (a worker has 1 GB)."""
@@ -57,11 +66,17 @@ class BatchError(Exception):
 
 
 def _client(model: Any, http_client: Any = None) -> Any:
-    """The model's own OpenAI client, with the batch API's timeout (and `http_client` when given)."""
+    """The model's own SDK client (`judges.batch.root_client`), with the batch API's timeout (and
+    `http_client` when given)."""
     options: dict[str, Any] = {"timeout": API_TIMEOUT_S}
     if http_client is not None:
         options["http_client"] = http_client
-    return model.root_async_client.with_options(**options)
+    return root_client(model).with_options(**options)
+
+
+def _sdk(model: Any) -> str:
+    """The name of the SDK package of the model's client: "openai" or "groq"."""
+    return type(root_client(model)).__module__.partition(".")[0]
 
 
 _DECODER = json.JSONDecoder()
@@ -117,10 +132,13 @@ def line_body(body: bytes, deployment: str | None) -> bytes:
     return (text[:opening] + f'"model":{name}' + ("," if rest.strip() != "}" else "") + rest).encode("utf-8")
 
 
-def batch_files(lines: Mapping[str, bytes], deployment: str | None = None) -> list[bytes]:
+def batch_files(
+    lines: Mapping[str, bytes], deployment: str | None = None, max_file_bytes: int = MAX_FILE_BYTES
+) -> list[bytes]:
     """The JSONL files of `lines` (the batch input format: `url` and body by `batch_endpoint` and
-    `line_body`), each within `MAX_LINES` and `MAX_FILE_BYTES`; the lines in the order of their
-    `custom_id`, so the same lines make the same files whatever order the calls came in."""
+    `line_body`), each within `MAX_LINES` and `max_file_bytes` (Groq's: `GROQ_MAX_FILE_BYTES`); the
+    lines in the order of their `custom_id`, so the same lines make the same files whatever order
+    the calls came in."""
     files: list[bytes] = []
     current: list[bytes] = []
     size = 0
@@ -131,7 +149,7 @@ def batch_files(lines: Mapping[str, bytes], deployment: str | None = None) -> li
             url,
             line_body(body, deployment),
         )
-        if current and (len(current) >= MAX_LINES or size + len(line) > MAX_FILE_BYTES):
+        if current and (len(current) >= MAX_LINES or size + len(line) > max_file_bytes):
             files.append(b"".join(current))
             current, size = [], 0
         current.append(line)
@@ -169,7 +187,8 @@ async def submit_lines(
                 else:
                     await cancel_batches(model, [batch.id])
             lines = {key: body for key, body in lines.items() if key not in covered}
-        for number, content in enumerate(batch_files(lines, deployment)):
+        max_bytes = GROQ_MAX_FILE_BYTES if _sdk(model) == "groq" else MAX_FILE_BYTES
+        for number, content in enumerate(batch_files(lines, deployment, max_bytes)):
             uploaded = await _provider(client.files.create(file=(f"judge-{number}.jsonl", content), purpose="batch"))
             batch = await _provider(
                 client.batches.create(
@@ -188,10 +207,18 @@ async def submit_lines(
 
 async def earlier_batches(model: Any, metadata: Mapping[str, str], since: float) -> list[Any]:
     """The batches an earlier attempt of a submission labelled `metadata` created, oldest first:
-    those created at `since` or later (the provider lists its batches newest first; at most
+    those created at `since` or later (OpenAI lists its batches newest first, in pages; at most
     `MAX_LISTED` are looked through) whose metadata holds every pair of `metadata`, and whose
-    status is `REUSABLE` (one that failed, expired or was cancelled answers nothing more)."""
+    status is `REUSABLE` (one that failed, expired or was cancelled answers nothing more). Groq
+    lists them all in one answer, in an order its reference does not give: every one is looked
+    at, and those since `since` (at most `MAX_LISTED`) are taken in the order they were created."""
     client = _client(model)
+    if _sdk(model) == "groq":
+        listing = await _provider(client.batches.list())
+        recent = sorted((b for b in listing.data if (b.created_at or 0) >= since), key=lambda b: b.created_at or 0)
+        if len(recent) > MAX_LISTED:
+            raise BatchError(f"more than {MAX_LISTED:,} batches since this submission began: its own cannot be told")
+        return [batch for batch in recent if _ours(batch, metadata)]
     found: list[Any] = []
     page = await _provider(client.batches.list(limit=100))
     listed = 0
@@ -204,13 +231,17 @@ async def earlier_batches(model: Any, metadata: Mapping[str, str], since: float)
                 raise BatchError(
                     f"more than {MAX_LISTED:,} batches since this submission began: its own cannot be told"
                 )
-            labels = batch.metadata or {}
-            ours = all(labels.get(key) == value for key, value in metadata.items())
-            if ours and known_status(batch.status) in REUSABLE:
+            if _ours(batch, metadata):
                 found.insert(0, batch)
         if not page.has_next_page():
             return found
         page = await _provider(page.get_next_page())
+
+
+def _ours(batch: Any, metadata: Mapping[str, str]) -> bool:
+    """Whether `batch` is labelled with every pair of `metadata` and is `REUSABLE`."""
+    labels = batch.metadata if isinstance(batch.metadata, dict) else {}
+    return all(labels.get(key) == value for key, value in metadata.items()) and known_status(batch.status) in REUSABLE
 
 
 async def input_lines(model: Any, batch: Any) -> frozenset[str]:
@@ -294,10 +325,12 @@ async def _download(model: Any, file_id: str, limit: int) -> bytes:
     """The content of the provider's file `file_id`, read through a client that stops at `limit` bytes."""
     from fair_forge_core.judges.reply_limit import capped_async_client
 
-    sdk = importlib.import_module("openai")
+    sdk = importlib.import_module(_sdk(model))
     http_client = capped_async_client(sdk.DefaultAsyncHttpxClient, limit=limit, follow_redirects=False)
     try:
-        content: bytes = (await _provider(_client(model, http_client).files.content(file_id))).content
+        answer = await _provider(_client(model, http_client).files.content(file_id))
+        # openai's answer holds the bytes read; groq's is a response to read (`AsyncBinaryAPIResponse`).
+        content: bytes = answer.content if sdk.__name__ == "openai" else await _provider(answer.read())
     finally:
         await http_client.aclose()
     return content

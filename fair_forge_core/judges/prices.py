@@ -8,6 +8,7 @@ price a judge model has is `price_of`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -74,25 +75,29 @@ def read_price_table(value: str) -> PriceTable:
 
 
 BATCH_PRICE_FACTOR = 0.5
-"""A batch call's price relative to the online one: OpenAI's, Anthropic's and Groq's batch APIs
-bill half of every token price (input, cached input and output)."""
+"""A batch call's price relative to the online one where no provider's own is given: OpenAI's and
+Azure OpenAI's batch APIs bill half of every token price (input, cached input and output); the
+providers' factors are `judges.batch.BATCH_PRICE_FACTORS`."""
 
 
-def at_batch_price(table: PriceTable | None) -> PriceTable | None:
-    """`table` with every price times `BATCH_PRICE_FACTOR`, its source saying so: the prices of
-    batch judging (`config.judge_batch`)."""
+def at_batch_price(table: PriceTable | None, factors: Mapping[str, float] | None = None) -> PriceTable | None:
+    """`table` with every price times its model's batch factor, its source saying so: the prices
+    of batch judging (`config.judge_batch`). The factor of a model name is `factors[name]` (its
+    provider's), else `BATCH_PRICE_FACTOR`."""
     if table is None:
         return None
-    factor = BATCH_PRICE_FACTOR
+    factors = factors or {}
     models = {
         name: ModelPrice(
-            input=price.input * factor,
+            input=price.input * (factor := factors.get(name, BATCH_PRICE_FACTOR)),
             output=price.output * factor,
             cached_input=None if price.cached_input is None else price.cached_input * factor,
         )
         for name, price in table.models.items()
     }
-    return PriceTable(source=f"{table.source}, at the batch price ({factor:g}×)", models=models)
+    used = sorted(set(factors.values()) or {BATCH_PRICE_FACTOR})  # the connectors' factors
+    shown = "/".join(f"{factor:g}×" for factor in used)
+    return PriceTable(source=f"{table.source}, at the batch price ({shown})", models=models)
 
 
 def price_of(name: str, prices: PriceTable | None) -> tuple[ModelPrice | None, str | None]:

@@ -148,7 +148,7 @@ def test_resuming_with_another_request_is_refused(server: FakeBatchServer, tmp_p
 
 
 def test_batch_with_a_connector_without_a_batch_api_exits_2(server: FakeBatchServer, tmp_path: Path) -> None:
-    request = request_file(tmp_path, server, class_path="langchain_groq.ChatGroq")
+    request = request_file(tmp_path, server, class_path="langchain_anthropic.ChatAnthropic")
     code, result, stderr = evaluate(request, "--batch", "--batch-dir", tmp_path / "b")
     assert code == 2 and result is None
     assert "connector.class_path" in stderr and "batch API" in stderr
@@ -225,3 +225,61 @@ def test_a_submission_that_died_before_its_state_was_written_resumes_without_sen
     assert list(server.batches) == [created.id] and server.call_count == 0  # taken, not sent again
     assert result is not None and all(c["is_scored"] for c in result["per_conversation_metrics"])
     assert "submission" in json.loads(state.read_text())
+
+
+def groq_request(tmp_path: Path, groq: Any) -> Path:
+    params = {"model": "judge", "base_url": groq.groq_base_url, "api_key": KEY, "max_retries": 0}
+    body = {
+        "connector": {"class_path": "langchain_groq.ChatGroq", "params": params},
+        "datasets": distinct_conversations(6, 2),
+    }
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    return request
+
+
+def test_batch_on_groq_gives_the_online_result_at_groqs_batch_price(tmp_path: Path) -> None:
+    from fair_forge_testing.fake_groq_batch_api import FakeGroqBatchServer
+
+    with FakeGroqBatchServer(usage=lambda request: openai_usage(600, 50)) as groq:
+        online, result, stderr = online_then_in_batch(groq_request(tmp_path, groq), groq, tmp_path / "b")
+        [record] = groq.batches.values()
+        assert record.endpoint == "/v1/chat/completions" and {line["url"] for line in record.lines} == {record.endpoint}
+        assert not {record.input_file_id, record.output_file_id} & set(groq.files)  # deleted once read
+    assert figures(result) == figures(online)
+    usage, online_usage = result["aggregated_metrics"]["judge_usage"], online["aggregated_metrics"]["judge_usage"]
+    assert usage["calls"] == online_usage["calls"] == len(record.lines)
+    # Groq's batch price: "a 25% cost discount" (https://console.groq.com/docs/batch).
+    assert usage["cost_usd"] == pytest.approx(online_usage["cost_usd"] * 0.75, rel=1e-12)
+    assert KEY not in stderr
+
+
+def test_a_groq_submission_that_died_before_its_state_was_written_resumes_without_sending_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Groq lists its batches in one answer, with no cursor: the resume finds its batch there.
+    import fair_forge_core.cli.batch as cli_batch
+    from fair_forge_testing.fake_groq_batch_api import FakeGroqBatchServer
+
+    directory = tmp_path / "b"
+    writes: list[str] = []
+
+    def replace_but_the_submitted_state(source: Any, target: Any) -> None:
+        writes.append(str(target))
+        if len(writes) == 2:
+            raise KeyboardInterrupt
+        os.rename(source, target)
+
+    with FakeGroqBatchServer(usage=lambda request: openai_usage(600, 50)) as groq:
+        request = groq_request(tmp_path, groq)
+        monkeypatch.setattr(cli_batch.os, "replace", replace_but_the_submitted_state)
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(request, "--batch", "--batch-poll-s", "0", "--batch-dir", directory)
+        [created] = groq.batches.values()
+        [state] = directory.glob("*.json")
+        code, result, stderr = evaluate(
+            request, "--batch-id", state.stem, "--batch-dir", directory, "--batch-poll-s", "0"
+        )
+        assert code == 0, stderr
+        assert list(groq.batches) == [created.id] and groq.call_count == 0  # taken, not sent again
+    assert result is not None and all(c["is_scored"] for c in result["per_conversation_metrics"])

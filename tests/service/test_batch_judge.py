@@ -175,7 +175,7 @@ def test_a_connector_on_another_api_is_refused_before_anything_is_sent() -> None
     assert batch_refusal("langchain_openai.ChatOpenAI", {}) is None
     assert batch_refusal("langchain_openai.chat_models.ChatOpenAI", {}) is None
     assert "use_responses_api" in str(batch_refusal("langchain_openai.ChatOpenAI", {"use_responses_api": True}))
-    for other in ("langchain_groq.ChatGroq", "fair_forge_core.judges.ReferenceJudge"):
+    for other in ("langchain_anthropic.ChatAnthropic", "fair_forge_core.judges.ReferenceJudge"):
         refusal = batch_refusal(other, {})
         assert refusal is not None and other in refusal
 
