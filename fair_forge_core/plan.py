@@ -136,8 +136,6 @@ def batch_prices(
     from fair_forge_core.judges.batch import batch_price_factors
     from fair_forge_core.judges.prices import at_batch_price
 
-    if len(connectors) != len(models):  # not one model per connector: every price at the default factor
-        return at_batch_price(prices)
     return at_batch_price(prices, batch_price_factors([spec.class_path for spec in connectors], models))
 
 

@@ -14,8 +14,8 @@ The lines are OpenAI's (`url` "/v1/chat/completions", the batch's `endpoint` the
 differs from `FakeBatchServer`: an input file is at most 100 MB (`GROQ_MAX_FILE_BYTES`); a
 `completion_window` may be any whole number of hours or days from "24h" to "7d" (`expires_at`
 that far on); and `GET /openai/v1/batches` answers every batch at once, `{"object": "list",
-"data": [...]}`, with no cursor (`limit` and `after` are not read), oldest first (the reference
-gives no order: the fake picks the one OpenAI's is not). OpenAI's routes (`/v1/files`, ...) are
+"data": [...]}`, with no cursor (`limit` and `after` are not read), newest first (the reference
+gives no order; the reader sorts by `created_at`). OpenAI's routes (`/v1/files`, ...) are
 not served.
 """
 
@@ -56,5 +56,6 @@ class FakeGroqBatchServer(FakeBatchServer):
         return seconds
 
     def _list_batches(self, path_id: str, raw: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        """Every batch in one answer, oldest first, with no cursor."""
-        return 200, {"object": "list", "data": [record.as_object() for record in self._batches.values()]}
+        """Every batch in one answer, newest first (Groq's reference gives no order: the reader must
+        sort), with no cursor."""
+        return 200, {"object": "list", "data": [record.as_object() for record in reversed(self._batches.values())]}

@@ -27,10 +27,11 @@ OpenAI's reference describes, is a `BatchError`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 from fair_forge_core.judges.batch import ModelBatch, known_status, root_client
@@ -211,10 +212,13 @@ async def earlier_batches(model: Any, metadata: Mapping[str, str], since: float)
     `MAX_LISTED` are looked through) whose metadata holds every pair of `metadata`, and whose
     status is `REUSABLE` (one that failed, expired or was cancelled answers nothing more). Groq
     lists them all in one answer, in an order its reference does not give: every one is looked
-    at, and those since `since` (at most `MAX_LISTED`) are taken in the order they were created."""
+    at, and those since `since` (at most `MAX_LISTED`) are taken by `created_at` (seconds: those of one
+    second in the listing's order)."""
     client = _client(model)
     if _sdk(model) == "groq":
-        listing = await _provider(client.batches.list())
+        # One answer holds every batch of the organization (~1 KB each): more than a judge's reply.
+        async with _bounded_client(model, MAX_DOWNLOAD_BYTES) as bounded:
+            listing = await _provider(bounded.batches.list())
         recent = sorted((b for b in listing.data if (b.created_at or 0) >= since), key=lambda b: b.created_at or 0)
         if len(recent) > MAX_LISTED:
             raise BatchError(f"more than {MAX_LISTED:,} batches since this submission began: its own cannot be told")
@@ -321,18 +325,26 @@ async def read_answers(model: Any, part: ModelBatch) -> tuple[dict[str, tuple[in
     return answers, ended_as
 
 
-async def _download(model: Any, file_id: str, limit: int) -> bytes:
-    """The content of the provider's file `file_id`, read through a client that stops at `limit` bytes."""
+@contextlib.asynccontextmanager
+async def _bounded_client(model: Any, limit: int) -> AsyncIterator[Any]:
+    """The model's SDK client (`_client`) on an HTTP client of its own that reads at most `limit`
+    bytes a reply, for the answers larger than a judge's reply (the judges' client stops at 1 MB)."""
     from fair_forge_core.judges.reply_limit import capped_async_client
 
     sdk = importlib.import_module(_sdk(model))
     http_client = capped_async_client(sdk.DefaultAsyncHttpxClient, limit=limit, follow_redirects=False)
     try:
-        answer = await _provider(_client(model, http_client).files.content(file_id))
-        # openai's answer holds the bytes read; groq's is a response to read (`AsyncBinaryAPIResponse`).
-        content: bytes = answer.content if sdk.__name__ == "openai" else await _provider(answer.read())
+        yield _client(model, http_client)
     finally:
         await http_client.aclose()
+
+
+async def _download(model: Any, file_id: str, limit: int) -> bytes:
+    """The content of the provider's file `file_id`, read through a client that stops at `limit` bytes."""
+    async with _bounded_client(model, limit) as client:
+        answer = await _provider(client.files.content(file_id))
+        # openai's answer holds the bytes read; groq's is a response to read (`AsyncBinaryAPIResponse`).
+        content: bytes = answer.content if _sdk(model) == "openai" else await _provider(answer.read())
     return content
 
 

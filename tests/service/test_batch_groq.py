@@ -4,7 +4,7 @@ online result at the batch price, through Groq's routes.
 The judge is the real `ChatGroq` (its `AsyncGroq` client, on httpx, builds every route:
 `/openai/v1/chat/completions` online, `/openai/v1/files` and `/openai/v1/batches` for the batch)
 against `FakeGroqBatchServer` on 127.0.0.1, which serves nothing under OpenAI's `/v1/files` and
-lists its batches in one answer, oldest first (fair_forge_testing/specs/groq_batch.json). Each test
+lists its batches in one answer, newest first (fair_forge_testing/specs/groq_batch.json). Each test
 compares the batch with the online run on one server.
 """
 
@@ -122,9 +122,9 @@ def test_a_batch_still_running_at_the_deadline_is_cancelled_and_its_answers_kept
     assert Counter(c.checks[0].cause for c in got) == {None: answered, "batch_expired": 5 - answered}
 
 
-def test_earlier_batches_are_read_from_groqs_single_listing_oldest_first() -> None:
-    # Groq lists every batch in one answer (no cursor); the fake lists them oldest first, where
-    # OpenAI's pages are newest first: the submission's own are found either way, in creation order.
+def test_earlier_batches_are_read_from_groqs_single_listing() -> None:
+    # Groq lists every batch in one answer (no cursor, no order given; the fake: newest first): the
+    # submission's own are found, others' and those before `since` left out.
     lines = {f"{n:02d}-0": json.dumps({"model": "judge", "messages": [], "n": n}).encode() for n in range(3)}
     with FakeGroqBatchServer(polls_until_done=10**6) as server:
         judge = groq(server)
@@ -134,7 +134,35 @@ def test_earlier_batches_are_read_from_groqs_single_listing_oldest_first() -> No
         ours += run_sync(submit_lines(judge, dict(list(lines.items())[2:]), {"fair_forge_batch": "a"}))
         found = run_sync(earlier_batches(judge, {"fair_forge_batch": "a"}, since))
         later = run_sync(earlier_batches(judge, {"fair_forge_batch": "a"}, time.time() + 3600))
-    assert [batch.id for batch in found] == ours and later == []
+    # `created_at` is in seconds: batches of one second have no order to read, so the set is compared.
+    assert sorted(batch.id for batch in found) == sorted(ours) and later == []
+
+
+def test_a_listing_larger_than_a_judges_reply_is_read_whole() -> None:
+    # Groq answers every batch of the organization at once: 2,000 older batches of others (about
+    # 1.4 MB, past the judges' 1 MB reply cap) before this submission's own.
+    from dataclasses import replace
+
+    from fair_forge_core.connectors import EndpointPolicy, build_chat_model
+
+    lines = {"00-0": json.dumps({"model": "judge", "messages": []}).encode()}
+    with FakeGroqBatchServer(polls_until_done=10**6) as server:
+        params = {"model": "judge", "api_key": KEY, "base_url": server.groq_base_url, "max_retries": 0}
+        # As a request builds it: on the judges' reply-limited client.
+        judge = build_chat_model(
+            "langchain_groq.ChatGroq", params, policy=EndpointPolicy(allowed_networks=("127.0.0.0/8",))
+        ).model
+        [first] = run_sync(submit_lines(judge, lines, {"fair_forge_batch": "old"}))
+        with server._batch_lock:
+            template = server._batches[first]
+            for n in range(2_000):
+                other = replace(template, id=f"batch_other_{n:05d}", metadata={"fair_forge_batch": f"other {n}"})
+                server._batches[other.id] = other
+        since = time.time() - 5
+        ours = run_sync(submit_lines(judge, lines, {"fair_forge_batch": "a"}))
+        listed = len(json.dumps(server._list_batches("", b"", {})[1]))
+        found = run_sync(earlier_batches(judge, {"fair_forge_batch": "a"}, since))
+    assert listed > 1_000_000 and sorted(batch.id for batch in found) == sorted(ours)
 
 
 def test_a_groq_submission_splits_its_lines_into_files_of_groqs_bound(monkeypatch: pytest.MonkeyPatch) -> None:
