@@ -12,7 +12,6 @@ the batch with the online run on one server.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from typing import Any
 
@@ -20,19 +19,17 @@ import httpx2
 import pytest
 from langchain_openai import AzureChatOpenAI
 
-from fair_forge_core.batch_run import collect_evaluation, submit_evaluation, wait_for_batches
 from fair_forge_core.evaluate import evaluate_conversations, run_sync
 from fair_forge_core.judges.base import RunContext
 from fair_forge_core.judges.batch import JudgeBatch, batch_refusal, known_status
 from fair_forge_core.judges.batch_api import batch_files, line_body
-from fair_forge_core.judges.ledger import JudgeLedger
 from fair_forge_core.judges.prices import at_batch_price
-from fair_forge_core.schemas import ConversationMetrics, EvaluationConfig
+from fair_forge_core.schemas import EvaluationConfig
 from fair_forge_testing.builders import datasets, distinct_conversations
 from fair_forge_testing.fake_azure_batch_api import FakeAzureBatchServer
 from fair_forge_testing.fake_llm_server import openai_usage
 from fair_forge_testing.jobs_harness import JobsAWS
-from tests.service.test_batch_judge import EVERY_JUDGE_MODE, PRICES, dumped, in_batch, online
+from tests.service.test_batch_judge import EVERY_JUDGE_MODE, PRICES, cancelled_at_the_deadline, dumped, in_batch, online
 from tests.service.test_jobs_batch import (
     CALLER_KEY,
     MAX_TOKENS,
@@ -166,15 +163,7 @@ def test_a_batch_still_running_at_the_deadline_is_cancelled_and_its_answers_kept
     config = EvaluationConfig()
     with FakeAzureBatchServer(polls_until_done=10**6, lines_per_poll=1) as server:
         judge = azure(server, azure_deployment="judge")
-
-        async def run() -> list[ConversationMetrics]:
-            ledger = JudgeLedger.for_model(judge, config, prices=at_batch_price(PRICES))
-            submission = await submit_evaluation(conversations, judge, config, RunContext(ledger=ledger))
-            await wait_for_batches(judge, submission, poll_s=0, max_poll_s=0, deadline=time.monotonic())
-            collect = JudgeLedger.for_model(judge, config, prices=at_batch_price(PRICES))
-            return await collect_evaluation(conversations, judge, config, RunContext(ledger=collect), submission)
-
-        got = run_sync(run())
+        got = cancelled_at_the_deadline(conversations, judge, config, at_batch_price(PRICES))
         [record] = server.batches.values()
         answered = sum(1 for result in record.results if result is not None)
     assert record.status == "cancelled" and 0 < answered < 5

@@ -18,19 +18,16 @@ from typing import Any
 import pytest
 from langchain_groq import ChatGroq
 
-from fair_forge_core.batch_run import collect_evaluation, submit_evaluation, wait_for_batches
 from fair_forge_core.evaluate import run_sync
-from fair_forge_core.judges.base import RunContext
 from fair_forge_core.judges.batch import batch_refusal
 from fair_forge_core.judges.batch_api import GROQ_MAX_FILE_BYTES, batch_files, earlier_batches, submit_lines
-from fair_forge_core.judges.ledger import JudgeLedger
 from fair_forge_core.plan import batch_prices
-from fair_forge_core.schemas import ConnectorSpec, ConversationMetrics, EvaluationConfig
+from fair_forge_core.schemas import ConnectorSpec, EvaluationConfig
 from fair_forge_testing.builders import datasets, distinct_conversations
 from fair_forge_testing.fake_groq_batch_api import FakeGroqBatchServer
 from fair_forge_testing.fake_llm_server import openai_usage
 from fair_forge_testing.jobs_harness import JobsAWS
-from tests.service.test_batch_judge import EVERY_JUDGE_MODE, PRICES, dumped, in_batch, online
+from tests.service.test_batch_judge import EVERY_JUDGE_MODE, PRICES, cancelled_at_the_deadline, dumped, in_batch, online
 from tests.service.test_jobs_batch import (
     CALLER_KEY,
     MAX_TOKENS,
@@ -107,15 +104,7 @@ def test_a_batch_still_running_at_the_deadline_is_cancelled_and_its_answers_kept
     config = EvaluationConfig()
     with FakeGroqBatchServer(polls_until_done=10**6, lines_per_poll=1) as server:
         judge = groq(server)
-
-        async def run() -> list[ConversationMetrics]:
-            ledger = JudgeLedger.for_model(judge, config, prices=groq_batch_prices(judge))
-            submission = await submit_evaluation(conversations, judge, config, RunContext(ledger=ledger))
-            await wait_for_batches(judge, submission, poll_s=0, max_poll_s=0, deadline=time.monotonic())
-            collect = JudgeLedger.for_model(judge, config, prices=groq_batch_prices(judge))
-            return await collect_evaluation(conversations, judge, config, RunContext(ledger=collect), submission)
-
-        got = run_sync(run())
+        got = cancelled_at_the_deadline(conversations, judge, config, groq_batch_prices(judge))
         [record] = server.batches.values()
         answered = sum(1 for result in record.results if result is not None)
     assert record.status == "cancelled" and 0 < answered < 5

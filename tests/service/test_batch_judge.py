@@ -10,6 +10,7 @@ endpoint answers the same body online; each test compares the two over one serve
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from typing import Any
 
@@ -60,6 +61,21 @@ def in_batch(
         await wait_for_batches(judge, submission, poll_s=0, max_poll_s=0, deadline=None)
         ledger = JudgeLedger.for_models(models, config, prices=prices)
         return await collect_evaluation(datasets_, judge, config, RunContext(ledger=ledger), submission), ledger
+
+    return run_sync(run())
+
+
+def cancelled_at_the_deadline(
+    datasets_: Any, judge: Any, config: EvaluationConfig, prices: PriceTable | None
+) -> list[ConversationMetrics]:
+    """Submit, wait past the deadline already (the batches still running are cancelled), collect."""
+
+    async def run() -> list[ConversationMetrics]:
+        ledger = JudgeLedger.for_model(judge, config, prices=prices)
+        submission = await submit_evaluation(datasets_, judge, config, RunContext(ledger=ledger))
+        await wait_for_batches(judge, submission, poll_s=0, max_poll_s=0, deadline=time.monotonic())
+        collect = JudgeLedger.for_model(judge, config, prices=prices)
+        return await collect_evaluation(datasets_, judge, config, RunContext(ledger=collect), submission)
 
     return run_sync(run())
 
