@@ -36,9 +36,8 @@ from tests.service.test_jobs_batch import (
     answered_lines,
     aws,  # noqa: F401  (the fixture: moto's state machine, the worker and reduce in-process)
     causes,
-    cost_of,
     declared_usage,
-    run_job,
+    online_then_batch_job,
     without_judge_usage,
 )
 
@@ -205,11 +204,7 @@ def test_an_azure_batch_job_judges_every_turn_once_at_half_the_price(aws: JobsAW
             "connector": {"class_path": "langchain_openai.AzureChatOpenAI", "params": params},
             "datasets": distinct_conversations(8, 2),
         }
-        _, online_result = run_job(aws, body)
-        sent = server.requests
-        online_cost = sum(cost_of(r.usage) for r in sent if r.usage is not None)
-        _, result = run_job(aws, {**body, "config": {"judge_batch": True}})
-        assert server.call_count == len(sent)  # no judge call of the batch job went online
+        online_result, result, sent, online_cost = online_then_batch_job(aws, server, body)
         lines, answered = lines_of(server), answered_lines(server)
         assert {r.endpoint for r in server.batches.values()} == {"/chat/completions"}
     assert {(line["url"], line["body"]["model"]) for line in lines} == {("/chat/completions", "judge")}

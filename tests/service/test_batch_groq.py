@@ -34,9 +34,8 @@ from tests.service.test_jobs_batch import (
     answered_lines,
     aws,  # noqa: F401  (the fixture: moto's state machine, the worker and reduce in-process)
     causes,
-    cost_of,
     declared_usage,
-    run_job,
+    online_then_batch_job,
     without_judge_usage,
 )
 
@@ -186,11 +185,7 @@ def test_a_groq_batch_job_judges_every_turn_once_at_groqs_batch_price(aws: JobsA
             "connector": {"class_path": "langchain_groq.ChatGroq", "params": params},
             "datasets": distinct_conversations(8, 2),
         }
-        _, online_result = run_job(aws, body)
-        sent = server.requests
-        online_cost = sum(cost_of(r.usage) for r in sent if r.usage is not None)
-        _, result = run_job(aws, {**body, "config": {"judge_batch": True}})
-        assert server.call_count == len(sent)  # no judge call of the batch job went online
+        online_result, result, sent, online_cost = online_then_batch_job(aws, server, body)
         lines, answered = lines_of(server), answered_lines(server)
         assert {r.endpoint for r in server.batches.values()} == {"/v1/chat/completions"}
     assert bodies([line["body"] for line in lines]) == bodies([r.body for r in sent])

@@ -102,6 +102,20 @@ def without_judge_usage(result: dict[str, Any]) -> dict[str, Any]:
     return kept | {"aggregated_metrics": aggregated}
 
 
+def online_then_batch_job(
+    aws: JobsAWS, server: Any, body: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], Any, float]:
+    """The job of `body` judged online, then again under `judge_batch`, on one fake `server`: the
+    online result, the batch result, the online requests and their cost at the online price
+    (checked: no judge call of the batch job went online)."""
+    _, online_result = run_job(aws, body)
+    sent = server.requests
+    online_cost = sum(cost_of(r.usage) for r in sent if r.usage is not None)
+    _, result = run_job(aws, {**body, "config": {"judge_batch": True}})
+    assert server.call_count == len(sent)
+    return online_result, result, sent, online_cost
+
+
 def test_a_batch_job_judges_every_turn_once_at_half_the_price(aws: JobsAWS, server: FakeBatchServer) -> None:
     body = body_for(server)
     _, online = run_job(aws, body)  # the same job judged online, by the same server
