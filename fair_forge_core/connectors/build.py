@@ -104,18 +104,17 @@ def _reply_limited_client(sdk_name: str, proxy: str | None) -> Any:
     # Shared by every judge of the process, as the SDKs share their default clients: its
     # pooled connections stay open between warm invocations (`evaluate.run_sync` keeps
     # one event loop per process, so they stay usable), instead of one pool per request.
-    options: dict[str, Any] = {"follow_redirects": False}
-    if proxy is not None:
-        options["proxy"] = proxy
-    return capped_async_client(importlib.import_module(sdk_name).DefaultAsyncHttpxClient, **options)
+    return capped_async_client(importlib.import_module(sdk_name).DefaultAsyncHttpxClient, **_client_options(proxy))
 
 
 @functools.lru_cache(maxsize=16)
 def _sync_client(sdk_name: str, proxy: str | None) -> Any:
-    options: dict[str, Any] = {"follow_redirects": False}
-    if proxy is not None:
-        options["proxy"] = proxy
-    return sync_client(importlib.import_module(sdk_name).DefaultHttpxClient, **options)
+    return sync_client(importlib.import_module(sdk_name).DefaultHttpxClient, **_client_options(proxy))
+
+
+def _client_options(proxy: str | None) -> dict[str, Any]:
+    """What both HTTP clients of a judge are given: no redirect followed, the caller's proxy if any."""
+    return {"follow_redirects": False} | ({} if proxy is None else {"proxy": proxy})
 
 
 def build_chat_model(
